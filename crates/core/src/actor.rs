@@ -1,0 +1,53 @@
+//! Who is acting: the board (a user), an agent, or the system itself.
+
+/// The user id the implicit board acts as in local trusted mode.
+pub const LOCAL_BOARD_USER_ID: &str = "local-board";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActorKind {
+    User,
+    Agent,
+    System,
+}
+
+impl ActorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActorKind::User => "user",
+            ActorKind::Agent => "agent",
+            ActorKind::System => "system",
+        }
+    }
+}
+
+/// The authenticated caller of a mutation. Every activity row and every
+/// authored entity (comment, document revision, issue) is stamped from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    pub kind: ActorKind,
+    pub id: String,
+    /// The heartbeat run the request belongs to (`X-Paperclip-Run-Id`).
+    pub run_id: Option<String>,
+}
+
+impl Actor {
+    pub fn local_board() -> Actor {
+        Actor {
+            kind: ActorKind::User,
+            id: LOCAL_BOARD_USER_ID.to_string(),
+            run_id: None,
+        }
+    }
+
+    pub fn is_board(&self) -> bool {
+        self.kind == ActorKind::User
+    }
+
+    pub fn agent_id(&self) -> Option<&str> {
+        (self.kind == ActorKind::Agent).then_some(self.id.as_str())
+    }
+
+    pub fn user_id(&self) -> Option<&str> {
+        (self.kind == ActorKind::User).then_some(self.id.as_str())
+    }
+}

@@ -1,0 +1,253 @@
+//! Commands as clients send them (JSON request bodies). Unknown fields are
+//! ignored, as upstream does. In patches, a field that is absent is left
+//! alone and a field that is `null` is cleared: `Option<Option<T>>`.
+
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::agent::{AgentRole, AgentStatus};
+use crate::company::CompanyStatus;
+use crate::goal::{GoalLevel, GoalStatus};
+use crate::issue::{IssuePriority, IssueStatus};
+use crate::project::ProjectStatus;
+
+/// Present-and-null becomes `Some(None)`; absent stays `None` (with `default`).
+pub fn double_option<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewCompany {
+    pub name: String,
+    pub description: Option<String>,
+    pub budget_monthly_cents: Option<u32>,
+    pub default_responsible_user_id: Option<String>,
+    pub require_board_approval_for_new_agents: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompanyPatch {
+    pub name: Option<String>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub description: Option<Option<String>>,
+    pub status: Option<CompanyStatus>,
+    pub budget_monthly_cents: Option<u32>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub default_responsible_user_id: Option<Option<String>>,
+    pub require_board_approval_for_new_agents: Option<bool>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewAgent {
+    pub name: String,
+    pub role: Option<AgentRole>,
+    pub title: Option<String>,
+    pub icon: Option<String>,
+    pub reports_to: Option<String>,
+    pub capabilities: Option<String>,
+    pub adapter_type: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub adapter_config: Option<serde_json::Map<String, Value>>,
+    #[schema(value_type = Option<Object>)]
+    pub runtime_config: Option<serde_json::Map<String, Value>>,
+    pub budget_monthly_cents: Option<u32>,
+    #[schema(value_type = Option<Object>)]
+    pub permissions: Option<serde_json::Map<String, Value>>,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<serde_json::Map<String, Value>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentPatch {
+    pub name: Option<String>,
+    pub role: Option<AgentRole>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub title: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub icon: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub reports_to: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub capabilities: Option<Option<String>>,
+    pub adapter_type: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub adapter_config: Option<serde_json::Map<String, Value>>,
+    /// When true, `adapterConfig` replaces the stored config instead of being merged into it.
+    pub replace_adapter_config: Option<bool>,
+    #[schema(value_type = Option<Object>)]
+    pub runtime_config: Option<serde_json::Map<String, Value>>,
+    pub budget_monthly_cents: Option<u32>,
+    #[schema(value_type = Option<Object>)]
+    pub permissions: Option<serde_json::Map<String, Value>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Option<serde_json::Map<String, Value>>>,
+    pub status: Option<AgentStatus>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewGoal {
+    pub title: String,
+    pub description: Option<String>,
+    pub level: Option<GoalLevel>,
+    pub status: Option<GoalStatus>,
+    pub parent_id: Option<String>,
+    pub owner_agent_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GoalPatch {
+    pub title: Option<String>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub description: Option<Option<String>>,
+    pub level: Option<GoalLevel>,
+    pub status: Option<GoalStatus>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub parent_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub owner_agent_id: Option<Option<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewProject {
+    pub name: String,
+    pub description: Option<String>,
+    pub status: Option<ProjectStatus>,
+    pub goal_id: Option<String>,
+    pub lead_agent_id: Option<String>,
+    pub target_date: Option<String>,
+    pub color: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectPatch {
+    pub name: Option<String>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub description: Option<Option<String>>,
+    pub status: Option<ProjectStatus>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub goal_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub lead_agent_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub target_date: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub color: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub archived_at: Option<Option<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewIssue {
+    pub title: String,
+    pub description: Option<String>,
+    pub status: Option<IssueStatus>,
+    pub priority: Option<IssuePriority>,
+    pub project_id: Option<String>,
+    pub goal_id: Option<String>,
+    pub parent_id: Option<String>,
+    pub assignee_agent_id: Option<String>,
+    pub assignee_user_id: Option<String>,
+    pub billing_code: Option<String>,
+    pub label_ids: Option<Vec<String>>,
+    pub blocked_by_issue_ids: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IssuePatch {
+    pub title: Option<String>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub description: Option<Option<String>>,
+    pub status: Option<IssueStatus>,
+    pub priority: Option<IssuePriority>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub project_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub goal_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub parent_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub assignee_agent_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub assignee_user_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub billing_code: Option<Option<String>>,
+    pub label_ids: Option<Vec<String>>,
+    pub blocked_by_issue_ids: Option<Vec<String>>,
+    /// A comment added in the same transaction as the update.
+    pub comment: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkout {
+    pub agent_id: String,
+    pub expected_statuses: Vec<IssueStatus>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewComment {
+    pub body: String,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewLabel {
+    pub name: String,
+    pub color: String,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentPut {
+    pub title: Option<String>,
+    pub format: DocumentFormat,
+    pub body: String,
+    pub change_summary: Option<String>,
+    /// When given, the write succeeds only if it is still the latest revision (409 otherwise).
+    pub base_revision_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DocumentFormat {
+    Markdown,
+}

@@ -1,0 +1,17 @@
+//! Domain types and pure rules of the Paperclip control plane.
+//!
+//! This crate owns the vocabulary (statuses, roles, levels), the state machines
+//! (issue transitions, agent status) and the naming rules (issue prefixes, url keys).
+//! It performs no I/O: every function here is deterministic, so the rules are
+//! unit-tested next to their definitions and shared by the store and the server.
+
+pub mod actor;
+pub mod agent;
+pub mod company;
+pub mod goal;
+pub mod input;
+pub mod issue;
+pub mod model;
+pub mod naming;
+pub mod org;
+pub mod project;

@@ -1,0 +1,230 @@
+//! The entities as the API shows them: camelCase JSON with upstream's field
+//! names. Statuses are kept as the stored strings; requests are validated
+//! against the enums in the sibling modules before anything is stored.
+
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Company {
+    pub id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub status: String,
+    pub pause_reason: Option<String>,
+    pub paused_at: Option<String>,
+    pub issue_prefix: String,
+    pub issue_counter: i64,
+    pub budget_monthly_cents: i64,
+    pub spent_monthly_cents: i64,
+    pub default_responsible_user_id: Option<String>,
+    pub require_board_approval_for_new_agents: bool,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Agent {
+    pub id: String,
+    pub company_id: String,
+    pub name: String,
+    pub role: String,
+    pub title: Option<String>,
+    pub icon: Option<String>,
+    pub status: String,
+    pub reports_to: Option<String>,
+    pub capabilities: Option<String>,
+    pub adapter_type: String,
+    #[schema(value_type = Object)]
+    pub adapter_config: Value,
+    #[schema(value_type = Object)]
+    pub runtime_config: Value,
+    pub budget_monthly_cents: i64,
+    pub spent_monthly_cents: i64,
+    pub pause_reason: Option<String>,
+    pub paused_at: Option<String>,
+    pub error_reason: Option<String>,
+    #[schema(value_type = Object)]
+    pub permissions: Value,
+    pub last_heartbeat_at: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub url_key: String,
+}
+
+/// One node of `GET /api/companies/:id/org`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OrgNode {
+    pub id: String,
+    pub name: String,
+    pub role: String,
+    pub title: Option<String>,
+    pub status: String,
+    #[schema(no_recursion)]
+    pub reports: Vec<OrgNode>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Goal {
+    pub id: String,
+    pub company_id: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub level: String,
+    pub status: String,
+    pub parent_id: Option<String>,
+    pub owner_agent_id: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Project {
+    pub id: String,
+    pub company_id: String,
+    pub goal_id: Option<String>,
+    pub name: String,
+    pub description: Option<String>,
+    pub status: String,
+    pub lead_agent_id: Option<String>,
+    pub target_date: Option<String>,
+    pub color: Option<String>,
+    pub archived_at: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub url_key: String,
+    pub goal_ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Label {
+    pub id: String,
+    pub company_id: String,
+    pub name: String,
+    pub color: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// A blocker or blocked issue, as embedded in an issue's `blockedBy` / `blocks`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IssueRef {
+    pub id: String,
+    pub identifier: String,
+    pub title: String,
+    pub status: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Issue {
+    pub id: String,
+    pub company_id: String,
+    pub project_id: Option<String>,
+    pub goal_id: Option<String>,
+    pub parent_id: Option<String>,
+    pub title: String,
+    pub description: Option<String>,
+    pub status: String,
+    pub priority: String,
+    pub assignee_agent_id: Option<String>,
+    pub assignee_user_id: Option<String>,
+    pub checkout_run_id: Option<String>,
+    pub execution_run_id: Option<String>,
+    pub execution_locked_at: Option<String>,
+    pub created_by_agent_id: Option<String>,
+    pub created_by_user_id: Option<String>,
+    pub issue_number: i64,
+    pub identifier: String,
+    pub origin_kind: String,
+    pub request_depth: i64,
+    pub billing_code: Option<String>,
+    pub started_at: Option<String>,
+    pub completed_at: Option<String>,
+    pub cancelled_at: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub labels: Vec<Label>,
+    pub label_ids: Vec<String>,
+    pub blocked_by: Vec<IssueRef>,
+    pub blocks: Vec<IssueRef>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Comment {
+    pub id: String,
+    pub company_id: String,
+    pub issue_id: String,
+    pub author_agent_id: Option<String>,
+    pub author_user_id: Option<String>,
+    pub author_type: String,
+    pub created_by_run_id: Option<String>,
+    pub body: String,
+    pub deleted_at: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Document {
+    pub id: String,
+    pub company_id: String,
+    pub issue_id: String,
+    pub key: String,
+    pub title: Option<String>,
+    pub format: String,
+    pub body: String,
+    pub latest_revision_id: String,
+    pub latest_revision_number: i64,
+    pub created_by_agent_id: Option<String>,
+    pub created_by_user_id: Option<String>,
+    pub updated_by_agent_id: Option<String>,
+    pub updated_by_user_id: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentRevision {
+    pub id: String,
+    pub company_id: String,
+    pub document_id: String,
+    pub revision_number: i64,
+    pub title: Option<String>,
+    pub format: String,
+    pub body: String,
+    pub change_summary: Option<String>,
+    pub created_by_agent_id: Option<String>,
+    pub created_by_user_id: Option<String>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActivityEntry {
+    pub id: String,
+    pub company_id: String,
+    pub actor_type: String,
+    pub actor_id: String,
+    pub action: String,
+    pub entity_type: String,
+    pub entity_id: String,
+    pub agent_id: Option<String>,
+    pub run_id: Option<String>,
+    #[schema(value_type = Object)]
+    pub details: Value,
+    pub created_at: String,
+}

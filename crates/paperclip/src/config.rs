@@ -1,0 +1,112 @@
+//! Configuration: flag > environment variable > TOML file > default.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, env = "PAPERCLIP_PORT")]
+    port: Option<u16>,
+    /// Address to bind. Local trusted mode allows loopback only.
+    #[arg(long, env = "PAPERCLIP_BIND")]
+    bind: Option<IpAddr>,
+    /// Where the embedded database and run logs live.
+    #[arg(long, env = "PAPERCLIP_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// A TOML file with `port`, `bind`, `data_dir` and `database_url`.
+    #[arg(long, env = "PAPERCLIP_CONFIG")]
+    config: Option<PathBuf>,
+    /// Postgres URL (`postgres://...`); without it the embedded SQLite is used.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    port: Option<u16>,
+    bind: Option<IpAddr>,
+    data_dir: Option<PathBuf>,
+    database_url: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct Config {
+    pub port: u16,
+    pub bind: IpAddr,
+    pub data_dir: PathBuf,
+    postgres_url: Option<String>,
+}
+
+impl Config {
+    pub fn resolve(args: RunArgs) -> anyhow::Result<Config> {
+        let file = match &args.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading config {}", path.display()))?;
+                toml::from_str::<FileConfig>(&text)
+                    .with_context(|| format!("parsing config {}", path.display()))?
+            }
+            None => FileConfig::default(),
+        };
+        let bind = args
+            .bind
+            .or(file.bind)
+            .unwrap_or(IpAddr::from([127, 0, 0, 1]));
+        if !bind.is_loopback() {
+            bail!(
+                "refusing to bind {bind}: local trusted mode gives every caller board access, \
+                 so it listens on loopback only (127.0.0.1 or ::1) until authenticated mode exists"
+            );
+        }
+        let data_dir = match args.data_dir.or(file.data_dir) {
+            Some(dir) => dir,
+            None => default_data_dir()?,
+        };
+        let postgres_url = args
+            .database_url
+            .or(file.database_url)
+            .filter(|u| !u.is_empty());
+        if let Some(url) = &postgres_url {
+            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                bail!("DATABASE_URL must be a postgres:// URL (SQLite is the default without it)");
+            }
+        }
+        Ok(Config {
+            port: args.port.or(file.port).unwrap_or(3100),
+            bind,
+            data_dir,
+            postgres_url,
+        })
+    }
+
+    pub fn database_url(&self) -> String {
+        match &self.postgres_url {
+            Some(url) => url.clone(),
+            None => format!(
+                "sqlite://{}?mode=rwc",
+                self.data_dir.join("paperclip.db").display()
+            ),
+        }
+    }
+
+    /// How the database is named to a person: never with its password.
+    pub fn database_label(&self) -> String {
+        match &self.postgres_url {
+            Some(_) => "postgres".to_string(),
+            None => format!("sqlite {}", self.data_dir.join("paperclip.db").display()),
+        }
+    }
+}
+
+fn default_data_dir() -> anyhow::Result<PathBuf> {
+    let home = std::env::var_os("HOME").context("HOME is not set; pass --data-dir")?;
+    Ok(PathBuf::from(home)
+        .join(".paperclip")
+        .join("instances")
+        .join("default"))
+}

@@ -1,0 +1,109 @@
+//! `paperclip`: the control plane in one binary.
+//!
+//! `paperclip run` serves the API (and later the board UI) on loopback with an
+//! embedded SQLite database in the data dir, or Postgres when `DATABASE_URL`
+//! is set. Flags override the TOML config file, which overrides defaults; each
+//! flag also reads a `PAPERCLIP_*` environment variable.
+
+mod config;
+
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+use crate::config::{Config, RunArgs};
+
+#[derive(Parser)]
+#[command(
+    name = "paperclip",
+    version,
+    about = "Run companies staffed by AI agents"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start the server (API on http://127.0.0.1:3100 by default).
+    Run(RunArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run(args) => {
+            let config = Config::resolve(args)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?
+                .block_on(run(config))
+        }
+    }
+}
+
+async fn run(config: Config) -> anyhow::Result<()> {
+    let started = Instant::now();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("PAPERCLIP_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
+    let database_url = config.database_url();
+    let store = paperclip_store::Store::connect(&database_url)
+        .await
+        .with_context(|| format!("opening the {} database", config.database_label()))?;
+    let listener = tokio::net::TcpListener::bind((config.bind, config.port))
+        .await
+        .with_context(|| format!("binding {}:{}", config.bind, config.port))?;
+    let addr = listener.local_addr()?;
+    let state = paperclip_server::AppState {
+        store: store.clone(),
+        info: std::sync::Arc::new(paperclip_server::ServerInfo {
+            version: env!("CARGO_PKG_VERSION"),
+            started_at: chrono_now(),
+            data_dir: config.data_dir.display().to_string(),
+        }),
+    };
+    // Tests and scripts wait for this line; keep its shape.
+    println!("Paperclip listening on http://{addr}");
+    println!(
+        "Data: {} ({})",
+        config.data_dir.display(),
+        config.database_label()
+    );
+    println!("Ready in {} ms", started.elapsed().as_millis());
+    paperclip_server::serve(listener, state, shutdown_signal()).await?;
+    store.close().await;
+    Ok(())
+}
+
+fn chrono_now() -> String {
+    paperclip_store::now()
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+}

@@ -1,0 +1,77 @@
+//! Errors as upstream reports them: `{"error": "...", "details": ...}` with
+//! 400 (validation), 401, 403, 404, 409 (state conflict), 413 and 422 (rule).
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+    pub details: Option<Value>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    pub fn with_details(mut self, details: Value) -> ApiError {
+        self.details = Some(details);
+        self
+    }
+
+    pub fn validation(details: Value) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "Validation error").with_details(details)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, message)
+    }
+}
+
+impl From<paperclip_store::Error> for ApiError {
+    fn from(err: paperclip_store::Error) -> ApiError {
+        use paperclip_store::Error as E;
+        match err {
+            E::NotFound(message) => ApiError::new(StatusCode::NOT_FOUND, message),
+            E::Conflict { message, details } => ApiError {
+                status: StatusCode::CONFLICT,
+                message,
+                details,
+            },
+            E::Rule(message) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message),
+            E::Invalid { message, path } => ApiError::validation(json!([{
+                "code": "invalid_value",
+                "path": path,
+                "message": message,
+            }])),
+            E::Database(db) => {
+                tracing::error!(error = %db, "database error");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal server error")
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = json!({ "error": self.message });
+        if let Some(details) = self.details {
+            body["details"] = details;
+        }
+        (self.status, Json(body)).into_response()
+    }
+}

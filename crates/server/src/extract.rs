@@ -1,0 +1,145 @@
+//! Input extractors that answer bad input the way upstream does: a JSON body
+//! that does not fit its schema is a 400 naming the offending field path,
+//! an oversized body is a 413, and unknown fields are ignored.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use crate::error::ApiError;
+
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<JsonBody<T>, ApiError> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large")
+                    .with_details(json!({ "maxBytes": crate::MAX_BODY_BYTES }))
+            } else {
+                ApiError::new(StatusCode::BAD_REQUEST, rejection.body_text())
+            }
+        })?;
+        parse_json(&bytes).map(JsonBody)
+    }
+}
+
+/// Parses a body, reporting the first error with its field path, e.g.
+/// `{"path": ["status"], "code": "invalid_value", "message": "..."}`.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let bytes = if bytes.iter().all(u8::is_ascii_whitespace) {
+        b"{}".as_slice()
+    } else {
+        bytes
+    };
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match serde_path_to_error::deserialize::<_, T>(&mut de) {
+        Ok(value) => Ok(value),
+        Err(err) => {
+            let inner = err.inner();
+            if inner.is_syntax() || inner.is_eof() {
+                return Err(ApiError::new(StatusCode::BAD_REQUEST, "Malformed JSON body")
+                    .with_details(json!([{ "code": "invalid_json", "path": [], "message": inner.to_string() }])));
+            }
+            let mut path: Vec<Value> = err
+                .path()
+                .iter()
+                .filter_map(|segment| match segment {
+                    serde_path_to_error::Segment::Seq { index } => Some(json!(index)),
+                    serde_path_to_error::Segment::Map { key } => Some(json!(key)),
+                    serde_path_to_error::Segment::Enum { variant } => Some(json!(variant)),
+                    serde_path_to_error::Segment::Unknown => None,
+                })
+                .collect();
+            let message = strip_position(&inner.to_string());
+            let code = if message.starts_with("missing field") {
+                if let Some(field) = message.split('`').nth(1) {
+                    path.push(json!(field));
+                }
+                "invalid_type"
+            } else if message.starts_with("unknown variant") {
+                "invalid_value"
+            } else {
+                "invalid_type"
+            };
+            Err(ApiError::validation(
+                json!([{ "code": code, "path": path, "message": message }]),
+            ))
+        }
+    }
+}
+
+fn strip_position(message: &str) -> String {
+    match message.find(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// Query strings, parsed into a struct of optional strings so that a bad
+/// value is reported by the handler that knows what it means.
+pub struct QueryParams<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<QueryParams<T>, ApiError> {
+        let query = parts.uri.query().unwrap_or("");
+        serde_urlencoded::from_str(query)
+            .map(QueryParams)
+            .map_err(|e| {
+                ApiError::validation(
+                    json!([{ "code": "invalid_type", "path": [], "message": e.to_string() }]),
+                )
+            })
+    }
+}
+
+/// A `limit` query value: a positive integer up to `max`, else 400.
+pub fn parse_limit(raw: Option<&str>, default: i64, max: i64) -> Result<i64, ApiError> {
+    match raw {
+        None | Some("") => Ok(default),
+        Some(s) => match s.parse::<i64>() {
+            Ok(n) if n >= 1 && n <= max => Ok(n),
+            _ => Err(ApiError::validation(json!([{
+                "code": "invalid_value",
+                "path": ["limit"],
+                "message": format!("limit must be an integer from 1 to {max}"),
+            }]))),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use paperclip_core::input::IssuePatch;
+
+    #[test]
+    fn a_bad_enum_value_names_its_field() {
+        let err = parse_json::<IssuePatch>(br#"{"status": "not_a_status"}"#).unwrap_err();
+        assert_eq!(err.status, StatusCode::BAD_REQUEST);
+        let details = err.details.unwrap();
+        assert_eq!(details[0]["path"], json!(["status"]));
+        assert_eq!(details[0]["code"], "invalid_value");
+    }
+
+    #[test]
+    fn a_wrong_type_deep_in_a_list_names_the_index() {
+        let err = parse_json::<IssuePatch>(br#"{"labelIds": ["a", 3]}"#).unwrap_err();
+        assert_eq!(err.details.unwrap()[0]["path"], json!(["labelIds", 1]));
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored_and_missing_ones_named() {
+        assert!(parse_json::<IssuePatch>(br#"{"whatever": 1}"#).is_ok());
+        let err =
+            parse_json::<paperclip_core::input::NewIssue>(br#"{"description": "x"}"#).unwrap_err();
+        assert_eq!(err.details.unwrap()[0]["path"], json!(["title"]));
+    }
+}

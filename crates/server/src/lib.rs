@@ -1,0 +1,80 @@
+//! The HTTP API of Paperclip. Routes are grouped per resource in [`routes`];
+//! each handler authenticates the caller ([`auth`]), parses its input
+//! ([`extract`]), calls the store and maps store errors to upstream's status
+//! codes ([`error`]). The OpenAPI document is generated from the same route
+//! registrations, so a route cannot exist without its schema.
+
+pub mod auth;
+pub mod error;
+pub mod extract;
+pub mod routes;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::Router;
+use paperclip_store::Store;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+
+/// Request bodies above this are refused with 413 before they are parsed.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub info: Arc<ServerInfo>,
+}
+
+pub struct ServerInfo {
+    pub version: &'static str,
+    pub started_at: String,
+    pub data_dir: String,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Paperclip API", description = "Control plane for companies staffed by AI agents; compatible with upstream Paperclip's /api."),
+    tags(
+        (name = "health"), (name = "companies"), (name = "agents"), (name = "goals"),
+        (name = "projects"), (name = "issues"), (name = "comments"), (name = "labels"),
+        (name = "documents"), (name = "activity")
+    )
+)]
+struct ApiDoc;
+
+/// The whole application: API routes, the OpenAPI document at
+/// `/api/openapi.json`, and the body limit.
+pub fn app(state: AppState) -> Router {
+    let (router, api) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(routes::router())
+        .split_for_parts();
+    let api = Arc::new(api);
+    router
+        .route(
+            "/api/openapi.json",
+            axum::routing::get(move || {
+                let api = api.clone();
+                async move { axum::Json(api.as_ref().clone()) }
+            }),
+        )
+        .fallback(routes::not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves. Connection info is
+/// kept because local trusted mode decides the actor from the peer address.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(
+        listener,
+        app(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+}

@@ -1,0 +1,99 @@
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use paperclip_core::input::NewComment;
+use paperclip_core::model::Comment;
+use paperclip_store::{comments, issues};
+use serde::Deserialize;
+use serde_json::json;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{parse_limit, JsonBody, QueryParams};
+use crate::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_comments, create_comment))
+        .routes(routes!(get_comment, delete_comment))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ListQuery {
+    /// Only comments created after this comment id.
+    after: Option<String>,
+    /// `asc` (default) or `desc`.
+    order: Option<String>,
+    limit: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/issues/{id}/comments", tag = "comments",
+    params(("id" = String, Path), ListQuery), responses((status = 200, body = [Comment])))]
+async fn list_comments(
+    State(app): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+    QueryParams(query): QueryParams<ListQuery>,
+) -> ApiResult<Json<Vec<Comment>>> {
+    let issue = issues::get(&app.store, &id).await?;
+    let order = match query.order.as_deref() {
+        None | Some("") | Some("asc") => comments::Order::Asc,
+        Some("desc") => comments::Order::Desc,
+        Some(other) => {
+            return Err(ApiError::validation(json!([{
+                "code": "invalid_value", "values": ["asc", "desc"], "path": ["order"],
+                "message": format!("Invalid order {other:?}: expected asc or desc"),
+            }])))
+        }
+    };
+    let limit = parse_limit(query.limit.as_deref(), 1000, 1000)?;
+    let list = comments::list(&app.store, &issue.id, query.after.as_deref(), order, limit).await?;
+    Ok(Json(list))
+}
+
+#[utoipa::path(post, path = "/api/issues/{id}/comments", tag = "comments",
+    params(("id" = String, Path)), request_body = NewComment,
+    responses((status = 201, body = Comment), (status = 404, description = "Issue not found")))]
+async fn create_comment(
+    State(app): State<AppState>,
+    Caller(actor): Caller,
+    Path(id): Path<String>,
+    JsonBody(input): JsonBody<NewComment>,
+) -> ApiResult<(StatusCode, Json<Comment>)> {
+    Ok((
+        StatusCode::CREATED,
+        Json(comments::create(&app.store, &actor, &id, input.body).await?),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/issues/{id}/comments/{commentId}", tag = "comments",
+    params(("id" = String, Path), ("commentId" = String, Path)),
+    responses((status = 200, body = Comment), (status = 404, description = "Comment not found")))]
+async fn get_comment(
+    State(app): State<AppState>,
+    _caller: Caller,
+    Path((id, comment_id)): Path<(String, String)>,
+) -> ApiResult<Json<Comment>> {
+    let issue = issues::get(&app.store, &id).await?;
+    Ok(Json(
+        comments::get(&app.store, &issue.id, &comment_id).await?,
+    ))
+}
+
+#[utoipa::path(delete, path = "/api/issues/{id}/comments/{commentId}", tag = "comments",
+    params(("id" = String, Path), ("commentId" = String, Path)),
+    responses((status = 200, body = Comment), (status = 404, description = "Comment not found")))]
+async fn delete_comment(
+    State(app): State<AppState>,
+    Caller(actor): Caller,
+    Path((id, comment_id)): Path<(String, String)>,
+) -> ApiResult<Json<Comment>> {
+    let issue = issues::get(&app.store, &id).await?;
+    Ok(Json(
+        comments::delete(&app.store, &actor, &issue.id, &comment_id).await?,
+    ))
+}

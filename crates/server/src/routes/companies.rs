@@ -1,0 +1,100 @@
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use paperclip_core::input::{CompanyPatch, NewCompany};
+use paperclip_core::model::Company;
+use paperclip_store::companies;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_companies, create_company))
+        .routes(routes!(get_company, update_company, delete_company))
+        .routes(routes!(archive_company))
+}
+
+#[utoipa::path(get, path = "/api/companies", tag = "companies",
+    responses((status = 200, body = [Company])))]
+async fn list_companies(
+    State(app): State<AppState>,
+    _caller: Caller,
+) -> ApiResult<Json<Vec<Company>>> {
+    Ok(Json(companies::list(&app.store).await?))
+}
+
+#[utoipa::path(post, path = "/api/companies", tag = "companies", request_body = NewCompany,
+    responses((status = 201, body = Company), (status = 400, description = "Validation error")))]
+async fn create_company(
+    State(app): State<AppState>,
+    caller: Caller,
+    JsonBody(input): JsonBody<NewCompany>,
+) -> ApiResult<(StatusCode, Json<Company>)> {
+    let actor = caller.require_board()?;
+    Ok((
+        StatusCode::CREATED,
+        Json(companies::create(&app.store, actor, input).await?),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/companies/{companyId}", tag = "companies",
+    params(("companyId" = String, Path)),
+    responses((status = 200, body = Company), (status = 404, description = "Company not found")))]
+async fn get_company(
+    State(app): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Company>> {
+    Ok(Json(companies::get(&app.store, &id).await?))
+}
+
+#[utoipa::path(patch, path = "/api/companies/{companyId}", tag = "companies",
+    params(("companyId" = String, Path)), request_body = CompanyPatch,
+    responses((status = 200, body = Company), (status = 404, description = "Company not found")))]
+async fn update_company(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(patch): JsonBody<CompanyPatch>,
+) -> ApiResult<Json<Company>> {
+    let actor = caller.require_board()?;
+    Ok(Json(
+        companies::update(&app.store, actor, &id, patch).await?,
+    ))
+}
+
+#[utoipa::path(delete, path = "/api/companies/{companyId}", tag = "companies",
+    params(("companyId" = String, Path)),
+    responses((status = 200, description = "Deleted with everything it owned"), (status = 404, description = "Company not found")))]
+async fn delete_company(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    caller.require_board()?;
+    companies::delete(&app.store, &id).await?;
+    Ok(Json(serde_json::json!({ "ok": true })))
+}
+
+#[utoipa::path(post, path = "/api/companies/{companyId}/archive", tag = "companies",
+    params(("companyId" = String, Path)),
+    responses((status = 200, body = Company), (status = 404, description = "Company not found")))]
+async fn archive_company(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Company>> {
+    let actor = caller.require_board()?;
+    Ok(Json(companies::archive(&app.store, actor, &id).await?))
+}
+
+/// The company a company-scoped route names, or 404. Every company-scoped
+/// handler calls this first, so a missing company never reads as empty.
+pub(crate) async fn require_company(app: &AppState, company_id: &str) -> Result<Company, ApiError> {
+    Ok(companies::get(&app.store, company_id).await?)
+}

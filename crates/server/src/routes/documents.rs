@@ -1,0 +1,85 @@
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use paperclip_core::input::DocumentPut;
+use paperclip_core::model::{Document, DocumentRevision};
+use paperclip_store::documents;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::JsonBody;
+use crate::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_documents))
+        .routes(routes!(get_document, put_document, delete_document))
+        .routes(routes!(list_revisions))
+}
+
+#[utoipa::path(get, path = "/api/issues/{id}/documents", tag = "documents",
+    params(("id" = String, Path)), responses((status = 200, body = [Document])))]
+async fn list_documents(
+    State(app): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Vec<Document>>> {
+    Ok(Json(documents::list(&app.store, &id).await?))
+}
+
+#[utoipa::path(get, path = "/api/issues/{id}/documents/{key}", tag = "documents",
+    params(("id" = String, Path), ("key" = String, Path)),
+    responses((status = 200, body = Document), (status = 404, description = "Document not found")))]
+async fn get_document(
+    State(app): State<AppState>,
+    _caller: Caller,
+    Path((id, key)): Path<(String, String)>,
+) -> ApiResult<Json<Document>> {
+    Ok(Json(documents::get(&app.store, &id, &key).await?))
+}
+
+/// Creates the document (201) or adds a revision to it (200).
+#[utoipa::path(put, path = "/api/issues/{id}/documents/{key}", tag = "documents",
+    params(("id" = String, Path), ("key" = String, Path)), request_body = DocumentPut,
+    responses((status = 201, body = Document), (status = 200, body = Document),
+        (status = 409, description = "baseRevisionId is not the latest revision")))]
+async fn put_document(
+    State(app): State<AppState>,
+    Caller(actor): Caller,
+    Path((id, key)): Path<(String, String)>,
+    JsonBody(input): JsonBody<DocumentPut>,
+) -> ApiResult<(StatusCode, Json<Document>)> {
+    let written = documents::put(&app.store, &actor, &id, &key, input).await?;
+    let status = if written.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(written.document)))
+}
+
+#[utoipa::path(delete, path = "/api/issues/{id}/documents/{key}", tag = "documents",
+    params(("id" = String, Path), ("key" = String, Path)),
+    responses((status = 200, body = Document), (status = 404, description = "Document not found")))]
+async fn delete_document(
+    State(app): State<AppState>,
+    Caller(actor): Caller,
+    Path((id, key)): Path<(String, String)>,
+) -> ApiResult<Json<Document>> {
+    Ok(Json(
+        documents::delete(&app.store, &actor, &id, &key).await?,
+    ))
+}
+
+#[utoipa::path(get, path = "/api/issues/{id}/documents/{key}/revisions", tag = "documents",
+    params(("id" = String, Path), ("key" = String, Path)),
+    responses((status = 200, body = [DocumentRevision])))]
+async fn list_revisions(
+    State(app): State<AppState>,
+    _caller: Caller,
+    Path((id, key)): Path<(String, String)>,
+) -> ApiResult<Json<Vec<DocumentRevision>>> {
+    Ok(Json(documents::revisions(&app.store, &id, &key).await?))
+}

@@ -1,0 +1,77 @@
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use paperclip_core::input::{GoalPatch, NewGoal};
+use paperclip_core::model::Goal;
+use paperclip_store::goals;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::companies::require_company;
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::JsonBody;
+use crate::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_goals, create_goal))
+        .routes(routes!(get_goal, update_goal, delete_goal))
+}
+
+#[utoipa::path(get, path = "/api/companies/{companyId}/goals", tag = "goals",
+    params(("companyId" = String, Path)), responses((status = 200, body = [Goal])))]
+async fn list_goals(
+    State(app): State<AppState>,
+    _caller: Caller,
+    Path(company_id): Path<String>,
+) -> ApiResult<Json<Vec<Goal>>> {
+    require_company(&app, &company_id).await?;
+    Ok(Json(goals::list(&app.store, &company_id).await?))
+}
+
+#[utoipa::path(post, path = "/api/companies/{companyId}/goals", tag = "goals",
+    params(("companyId" = String, Path)), request_body = NewGoal, responses((status = 201, body = Goal)))]
+async fn create_goal(
+    State(app): State<AppState>,
+    Caller(actor): Caller,
+    Path(company_id): Path<String>,
+    JsonBody(input): JsonBody<NewGoal>,
+) -> ApiResult<(StatusCode, Json<Goal>)> {
+    Ok((
+        StatusCode::CREATED,
+        Json(goals::create(&app.store, &actor, &company_id, input).await?),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/goals/{id}", tag = "goals",
+    params(("id" = String, Path)), responses((status = 200, body = Goal), (status = 404, description = "Goal not found")))]
+async fn get_goal(
+    State(app): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Goal>> {
+    Ok(Json(goals::get(&app.store, &id).await?))
+}
+
+#[utoipa::path(patch, path = "/api/goals/{id}", tag = "goals",
+    params(("id" = String, Path)), request_body = GoalPatch, responses((status = 200, body = Goal)))]
+async fn update_goal(
+    State(app): State<AppState>,
+    Caller(actor): Caller,
+    Path(id): Path<String>,
+    JsonBody(patch): JsonBody<GoalPatch>,
+) -> ApiResult<Json<Goal>> {
+    Ok(Json(goals::update(&app.store, &actor, &id, patch).await?))
+}
+
+#[utoipa::path(delete, path = "/api/goals/{id}", tag = "goals",
+    params(("id" = String, Path)), responses((status = 200, body = Goal)))]
+async fn delete_goal(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Goal>> {
+    let actor = caller.require_board()?;
+    Ok(Json(goals::delete(&app.store, actor, &id).await?))
+}

@@ -1,0 +1,204 @@
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::Json;
+use paperclip_core::input::{Checkout, IssuePatch, NewIssue};
+use paperclip_core::issue::IssueStatus;
+use paperclip_core::model::Issue;
+use paperclip_store::issues;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::companies::require_company;
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{parse_limit, JsonBody, QueryParams};
+use crate::AppState;
+
+/// Upper bound of one page of issues; without `limit` a list returns up to this many.
+const MAX_PAGE: i64 = 5000;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_issues, create_issue))
+        .routes(routes!(get_issue, update_issue, delete_issue))
+        .routes(routes!(checkout_issue))
+        .routes(routes!(release_issue))
+        .routes(routes!(force_release_issue))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+struct ListQuery {
+    /// Comma-separated statuses, e.g. `todo,in_progress`.
+    status: Option<String>,
+    assignee_agent_id: Option<String>,
+    assignee_user_id: Option<String>,
+    project_id: Option<String>,
+    goal_id: Option<String>,
+    parent_id: Option<String>,
+    label_id: Option<String>,
+    /// Case-insensitive text search in title, description and identifier.
+    q: Option<String>,
+    limit: Option<String>,
+    /// The `X-Next-Cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+/// Newest first. When more issues match than `limit`, the response carries
+/// `X-Next-Cursor`; pass it back as `cursor` for the next page.
+#[utoipa::path(get, path = "/api/companies/{companyId}/issues", tag = "issues",
+    params(("companyId" = String, Path), ListQuery),
+    responses((status = 200, body = [Issue]), (status = 400, description = "Invalid filter")))]
+async fn list_issues(
+    State(app): State<AppState>,
+    _caller: Caller,
+    Path(company_id): Path<String>,
+    QueryParams(query): QueryParams<ListQuery>,
+) -> ApiResult<(HeaderMap, Json<Vec<Issue>>)> {
+    require_company(&app, &company_id).await?;
+    let statuses = match &query.status {
+        Some(csv) => csv
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| IssueStatus::parse(s).ok_or_else(|| invalid_status(s)))
+            .collect::<Result<Vec<_>, _>>()?,
+        None => Vec::new(),
+    };
+    let cursor = match query.cursor.as_deref() {
+        None | Some("") => None,
+        Some(c) => Some(c.parse::<i64>().map_err(|_| {
+            ApiError::validation(json!([{ "code": "invalid_value", "path": ["cursor"], "message": "Unknown cursor" }]))
+        })?),
+    };
+    let filter = issues::Filter {
+        statuses,
+        assignee_agent_id: query.assignee_agent_id,
+        assignee_user_id: query.assignee_user_id,
+        project_id: query.project_id,
+        goal_id: query.goal_id,
+        parent_id: query.parent_id,
+        label_id: query.label_id,
+        q: query.q,
+        cursor,
+        limit: parse_limit(query.limit.as_deref(), MAX_PAGE, MAX_PAGE)?,
+    };
+    let page = issues::list(&app.store, &company_id, &filter).await?;
+    let mut headers = HeaderMap::new();
+    if let Some(next) = page.next_cursor {
+        headers.insert("x-next-cursor", HeaderValue::from(next));
+    }
+    Ok((headers, Json(page.issues)))
+}
+
+fn invalid_status(value: &str) -> ApiError {
+    let values: Vec<&str> = IssueStatus::ALL.iter().map(|s| s.as_str()).collect();
+    ApiError::validation(json!([{
+        "code": "invalid_value",
+        "values": values,
+        "path": ["status"],
+        "message": format!("Invalid status {value:?}: expected one of {}", values.join("|")),
+    }]))
+}
+
+#[utoipa::path(post, path = "/api/companies/{companyId}/issues", tag = "issues",
+    params(("companyId" = String, Path)), request_body = NewIssue,
+    responses((status = 201, body = Issue), (status = 400, description = "Validation error"),
+        (status = 404, description = "Company or a referenced entity not found"),
+        (status = 422, description = "Rule violation")))]
+async fn create_issue(
+    State(app): State<AppState>,
+    Caller(actor): Caller,
+    Path(company_id): Path<String>,
+    JsonBody(input): JsonBody<NewIssue>,
+) -> ApiResult<(StatusCode, Json<Issue>)> {
+    Ok((
+        StatusCode::CREATED,
+        Json(issues::create(&app.store, &actor, &company_id, input).await?),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/issues/{id}", tag = "issues",
+    params(("id" = String, Path, description = "Issue UUID or identifier such as ACM-12")),
+    responses((status = 200, body = Issue), (status = 404, description = "Issue not found")))]
+async fn get_issue(
+    State(app): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Issue>> {
+    Ok(Json(issues::get(&app.store, &id).await?))
+}
+
+/// Updates fields and status (following the transition table). A `comment`
+/// in the body is added in the same transaction and returned as `comment`.
+#[utoipa::path(patch, path = "/api/issues/{id}", tag = "issues",
+    params(("id" = String, Path)), request_body = IssuePatch,
+    responses((status = 200, body = Issue), (status = 400, description = "Validation error"),
+        (status = 422, description = "Transition not allowed")))]
+async fn update_issue(
+    State(app): State<AppState>,
+    Caller(actor): Caller,
+    Path(id): Path<String>,
+    JsonBody(patch): JsonBody<IssuePatch>,
+) -> ApiResult<Json<Value>> {
+    let updated = issues::update(&app.store, &actor, &id, patch).await?;
+    let mut body = serde_json::to_value(&updated.issue).expect("issues serialize");
+    body["changes"] = Value::Object(updated.changes);
+    if let Some(comment) = updated.comment {
+        body["comment"] = serde_json::to_value(comment).expect("comments serialize");
+    }
+    Ok(Json(body))
+}
+
+#[utoipa::path(delete, path = "/api/issues/{id}", tag = "issues",
+    params(("id" = String, Path)), responses((status = 200, body = Issue), (status = 404, description = "Issue not found")))]
+async fn delete_issue(
+    State(app): State<AppState>,
+    Caller(actor): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Issue>> {
+    Ok(Json(issues::delete(&app.store, &actor, &id).await?))
+}
+
+/// Atomically assigns the issue to `agentId` and moves it to `in_progress`,
+/// if its status is one of `expectedStatuses` and nobody else holds it.
+#[utoipa::path(post, path = "/api/issues/{id}/checkout", tag = "issues",
+    params(("id" = String, Path)), request_body = Checkout,
+    responses((status = 200, body = Issue), (status = 409, description = "Issue checkout conflict")))]
+async fn checkout_issue(
+    State(app): State<AppState>,
+    Caller(actor): Caller,
+    Path(id): Path<String>,
+    JsonBody(input): JsonBody<Checkout>,
+) -> ApiResult<Json<Issue>> {
+    Ok(Json(
+        issues::checkout(&app.store, &actor, &id, input).await?,
+    ))
+}
+
+#[utoipa::path(post, path = "/api/issues/{id}/release", tag = "issues",
+    params(("id" = String, Path)),
+    responses((status = 200, body = Issue), (status = 409, description = "Not checked out, or not by the caller")))]
+async fn release_issue(
+    State(app): State<AppState>,
+    Caller(actor): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Issue>> {
+    Ok(Json(issues::release(&app.store, &actor, &id).await?))
+}
+
+#[utoipa::path(post, path = "/api/issues/{id}/admin/force-release", tag = "issues",
+    params(("id" = String, Path)),
+    responses((status = 200, body = Issue), (status = 403, description = "Board access required")))]
+async fn force_release_issue(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Issue>> {
+    let actor = caller.require_board()?;
+    Ok(Json(issues::force_release(&app.store, actor, &id).await?))
+}

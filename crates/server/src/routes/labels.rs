@@ -1,0 +1,56 @@
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use paperclip_core::input::NewLabel;
+use paperclip_core::model::Label;
+use paperclip_store::labels;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::companies::require_company;
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::JsonBody;
+use crate::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_labels, create_label))
+        .routes(routes!(delete_label))
+}
+
+#[utoipa::path(get, path = "/api/companies/{companyId}/labels", tag = "labels",
+    params(("companyId" = String, Path)), responses((status = 200, body = [Label])))]
+async fn list_labels(
+    State(app): State<AppState>,
+    _caller: Caller,
+    Path(company_id): Path<String>,
+) -> ApiResult<Json<Vec<Label>>> {
+    require_company(&app, &company_id).await?;
+    Ok(Json(labels::list(&app.store, &company_id).await?))
+}
+
+#[utoipa::path(post, path = "/api/companies/{companyId}/labels", tag = "labels",
+    params(("companyId" = String, Path)), request_body = NewLabel,
+    responses((status = 201, body = Label), (status = 409, description = "Label already exists")))]
+async fn create_label(
+    State(app): State<AppState>,
+    Caller(actor): Caller,
+    Path(company_id): Path<String>,
+    JsonBody(input): JsonBody<NewLabel>,
+) -> ApiResult<(StatusCode, Json<Label>)> {
+    Ok((
+        StatusCode::CREATED,
+        Json(labels::create(&app.store, &actor, &company_id, input).await?),
+    ))
+}
+
+#[utoipa::path(delete, path = "/api/labels/{labelId}", tag = "labels",
+    params(("labelId" = String, Path)), responses((status = 200, body = Label), (status = 404, description = "Label not found")))]
+async fn delete_label(
+    State(app): State<AppState>,
+    Caller(actor): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Label>> {
+    Ok(Json(labels::delete(&app.store, &actor, &id).await?))
+}

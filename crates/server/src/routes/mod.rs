@@ -1,0 +1,40 @@
+//! One module per resource. Each exposes `router()`; handlers carry
+//! `#[utoipa::path]` so the OpenAPI document lists exactly what is routed.
+
+mod activity;
+mod agents;
+mod comments;
+mod companies;
+mod documents;
+mod goals;
+mod health;
+mod issues;
+mod labels;
+mod projects;
+
+use axum::http::{StatusCode, Uri};
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::error::ApiError;
+use crate::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(health::router())
+        .merge(companies::router())
+        .merge(agents::router())
+        .merge(goals::router())
+        .merge(projects::router())
+        .merge(issues::router())
+        .merge(comments::router())
+        .merge(labels::router())
+        .merge(documents::router())
+        .merge(activity::router())
+}
+
+pub async fn not_found(uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!("No route for {}", uri.path()),
+    )
+}

@@ -1,0 +1,79 @@
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use paperclip_core::input::{NewProject, ProjectPatch};
+use paperclip_core::model::Project;
+use paperclip_store::projects;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::companies::require_company;
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::JsonBody;
+use crate::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_projects, create_project))
+        .routes(routes!(get_project, update_project, delete_project))
+}
+
+#[utoipa::path(get, path = "/api/companies/{companyId}/projects", tag = "projects",
+    params(("companyId" = String, Path)), responses((status = 200, body = [Project])))]
+async fn list_projects(
+    State(app): State<AppState>,
+    _caller: Caller,
+    Path(company_id): Path<String>,
+) -> ApiResult<Json<Vec<Project>>> {
+    require_company(&app, &company_id).await?;
+    Ok(Json(projects::list(&app.store, &company_id).await?))
+}
+
+#[utoipa::path(post, path = "/api/companies/{companyId}/projects", tag = "projects",
+    params(("companyId" = String, Path)), request_body = NewProject, responses((status = 201, body = Project)))]
+async fn create_project(
+    State(app): State<AppState>,
+    Caller(actor): Caller,
+    Path(company_id): Path<String>,
+    JsonBody(input): JsonBody<NewProject>,
+) -> ApiResult<(StatusCode, Json<Project>)> {
+    Ok((
+        StatusCode::CREATED,
+        Json(projects::create(&app.store, &actor, &company_id, input).await?),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/projects/{id}", tag = "projects",
+    params(("id" = String, Path)), responses((status = 200, body = Project), (status = 404, description = "Project not found")))]
+async fn get_project(
+    State(app): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Project>> {
+    Ok(Json(projects::get(&app.store, &id).await?))
+}
+
+#[utoipa::path(patch, path = "/api/projects/{id}", tag = "projects",
+    params(("id" = String, Path)), request_body = ProjectPatch, responses((status = 200, body = Project)))]
+async fn update_project(
+    State(app): State<AppState>,
+    Caller(actor): Caller,
+    Path(id): Path<String>,
+    JsonBody(patch): JsonBody<ProjectPatch>,
+) -> ApiResult<Json<Project>> {
+    Ok(Json(
+        projects::update(&app.store, &actor, &id, patch).await?,
+    ))
+}
+
+#[utoipa::path(delete, path = "/api/projects/{id}", tag = "projects",
+    params(("id" = String, Path)), responses((status = 200, body = Project)))]
+async fn delete_project(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Project>> {
+    let actor = caller.require_board()?;
+    Ok(Json(projects::delete(&app.store, actor, &id).await?))
+}

@@ -1,0 +1,486 @@
+//! Agents and the org tree. Invariants: an agent reports to an agent of the
+//! same company, the reporting graph has no cycle, and `urlKey` is unique in
+//! the company. Status changes follow [`AgentStatus::can_transition_to`].
+
+use std::collections::HashMap;
+
+use paperclip_core::actor::Actor;
+use paperclip_core::agent::{AgentRole, AgentStatus};
+use paperclip_core::input::{AgentPatch, NewAgent};
+use paperclip_core::model::{Agent, OrgNode};
+use paperclip_core::naming::{url_key, url_key_candidate};
+use paperclip_core::org::would_create_cycle;
+use serde_json::{json, Map, Value};
+use sqlx::any::AnyRow;
+
+use crate::activity::{self, Entry};
+use crate::companies::diff;
+use crate::row::RowExt;
+use crate::{new_id, now, Error, Result, Store, Tx};
+
+pub async fn create(
+    store: &Store,
+    actor: &Actor,
+    company_id: &str,
+    input: NewAgent,
+) -> Result<Agent> {
+    let name = input.name.trim().to_string();
+    if name.is_empty() {
+        return Err(Error::invalid("name", "Name must not be empty"));
+    }
+    let mut tx = store.begin().await?;
+    crate::companies::get_in(&mut tx, company_id).await?;
+    if let Some(manager) = &input.reports_to {
+        get_in_company(&mut tx, company_id, manager)
+            .await
+            .map_err(|_| Error::not_found("Manager agent"))?;
+    }
+    let key = free_url_key(&mut tx, company_id, &url_key(&name), None).await?;
+    let id = new_id();
+    let ts = now();
+    let runtime_config = Value::Object(input.runtime_config.unwrap_or_default());
+    let adapter_config = Value::Object(input.adapter_config.unwrap_or_default());
+    let permissions = Value::Object(input.permissions.unwrap_or_default());
+    sqlx::query(
+        "INSERT INTO agents (id, company_id, name, url_key, role, title, icon, status, reports_to, \
+         capabilities, adapter_type, adapter_config, runtime_config, permissions, metadata, \
+         budget_monthly_cents, spent_monthly_cents, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'idle', $8, $9, $10, $11, $12, $13, $14, $15, 0, $16, $16)",
+    )
+    .bind(&id)
+    .bind(company_id)
+    .bind(&name)
+    .bind(&key)
+    .bind(input.role.unwrap_or(AgentRole::General).as_str())
+    .bind(input.title.as_deref())
+    .bind(input.icon.as_deref())
+    .bind(input.reports_to.as_deref())
+    .bind(input.capabilities.as_deref())
+    .bind(input.adapter_type.as_deref().unwrap_or("process"))
+    .bind(adapter_config.to_string())
+    .bind(runtime_config.to_string())
+    .bind(permissions.to_string())
+    .bind(input.metadata.map(|m| Value::Object(m).to_string()))
+    .bind(i64::from(input.budget_monthly_cents.unwrap_or(0)))
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id,
+            action: "agent.created",
+            entity_type: "agent",
+            entity_id: &id,
+            details: json!({ "name": name, "role": input.role.unwrap_or(AgentRole::General).as_str(), "urlKey": key }),
+        },
+    )
+    .await?;
+    let agent = get_in(&mut tx, &id).await?;
+    tx.commit().await?;
+    Ok(agent)
+}
+
+pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Agent>> {
+    let rows = sqlx::query("SELECT * FROM agents WHERE company_id = $1 ORDER BY created_at, id")
+        .bind(company_id)
+        .fetch_all(store.pool())
+        .await?;
+    rows.iter().map(map).collect()
+}
+
+pub async fn get(store: &Store, id: &str) -> Result<Agent> {
+    let row = sqlx::query("SELECT * FROM agents WHERE id = $1")
+        .bind(id)
+        .fetch_optional(store.pool())
+        .await?;
+    row.as_ref()
+        .map(map)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Agent"))
+}
+
+pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Agent> {
+    let row = sqlx::query("SELECT * FROM agents WHERE id = $1")
+        .bind(id)
+        .fetch_optional(tx.conn())
+        .await?;
+    row.as_ref()
+        .map(map)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Agent"))
+}
+
+/// The agent, only if it belongs to `company_id`: how every reference from
+/// another entity is resolved, so no id of another company is ever accepted.
+pub(crate) async fn get_in_company(tx: &mut Tx, company_id: &str, id: &str) -> Result<Agent> {
+    let agent = get_in(tx, id).await?;
+    if agent.company_id != company_id {
+        return Err(Error::not_found("Agent"));
+    }
+    Ok(agent)
+}
+
+pub async fn update(store: &Store, actor: &Actor, id: &str, patch: AgentPatch) -> Result<Agent> {
+    let mut tx = store.begin().await?;
+    let before = get_in(&mut tx, id).await?;
+    let mut after = before.clone();
+    let mut changes = Map::new();
+    if let Some(name) = patch.name {
+        let name = name.trim().to_string();
+        if name.is_empty() {
+            return Err(Error::invalid("name", "Name must not be empty"));
+        }
+        if name != before.name {
+            after.url_key =
+                free_url_key(&mut tx, &before.company_id, &url_key(&name), Some(id)).await?;
+        }
+        diff(&mut changes, "name", &before.name, &name);
+        after.name = name;
+    }
+    if let Some(role) = patch.role {
+        after.role = role.as_str().to_string();
+        diff(&mut changes, "role", &before.role, &after.role);
+    }
+    if let Some(title) = patch.title {
+        diff(&mut changes, "title", &before.title, &title);
+        after.title = title;
+    }
+    if let Some(icon) = patch.icon {
+        diff(&mut changes, "icon", &before.icon, &icon);
+        after.icon = icon;
+    }
+    if let Some(capabilities) = patch.capabilities {
+        diff(
+            &mut changes,
+            "capabilities",
+            &before.capabilities,
+            &capabilities,
+        );
+        after.capabilities = capabilities;
+    }
+    if let Some(reports_to) = patch.reports_to {
+        if let Some(manager) = &reports_to {
+            get_in_company(&mut tx, &before.company_id, manager)
+                .await
+                .map_err(|_| Error::not_found("Manager agent"))?;
+            let edges = reporting_edges(&mut tx, &before.company_id).await?;
+            if would_create_cycle(&edges, id, manager) {
+                return Err(Error::rule("Reporting relationship would create cycle"));
+            }
+        }
+        diff(&mut changes, "reportsTo", &before.reports_to, &reports_to);
+        after.reports_to = reports_to;
+    }
+    if let Some(adapter_type) = patch.adapter_type {
+        diff(
+            &mut changes,
+            "adapterType",
+            &before.adapter_type,
+            &adapter_type,
+        );
+        after.adapter_type = adapter_type;
+    }
+    if let Some(config) = patch.adapter_config {
+        let merged = if patch.replace_adapter_config.unwrap_or(false) {
+            Value::Object(config)
+        } else {
+            merge(&before.adapter_config, config)
+        };
+        if merged != before.adapter_config {
+            changes.insert("adapterConfig".into(), json!({ "changed": true }));
+        }
+        after.adapter_config = merged;
+    }
+    if let Some(config) = patch.runtime_config {
+        let merged = merge(&before.runtime_config, config);
+        if merged != before.runtime_config {
+            changes.insert("runtimeConfig".into(), json!({ "changed": true }));
+        }
+        after.runtime_config = merged;
+    }
+    if let Some(permissions) = patch.permissions {
+        let merged = merge(&before.permissions, permissions);
+        diff(&mut changes, "permissions", &before.permissions, &merged);
+        after.permissions = merged;
+    }
+    if let Some(metadata) = patch.metadata {
+        let metadata = metadata.map(Value::Object);
+        diff(&mut changes, "metadata", &before.metadata, &metadata);
+        after.metadata = metadata;
+    }
+    if let Some(cents) = patch.budget_monthly_cents {
+        let cents = i64::from(cents);
+        diff(
+            &mut changes,
+            "budgetMonthlyCents",
+            &before.budget_monthly_cents,
+            &cents,
+        );
+        after.budget_monthly_cents = cents;
+    }
+    if let Some(status) = patch.status {
+        let from = AgentStatus::parse(&before.status).unwrap_or(AgentStatus::Idle);
+        if !from.can_transition_to(status) {
+            return Err(Error::rule(format!(
+                "Agent status cannot change from {} to {}",
+                from.as_str(),
+                status.as_str()
+            )));
+        }
+        after.status = status.as_str().to_string();
+        diff(&mut changes, "status", &before.status, &after.status);
+    }
+    if changes.is_empty() {
+        return Ok(before);
+    }
+    write(&mut tx, &after).await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &before.company_id,
+            action: "agent.updated",
+            entity_type: "agent",
+            entity_id: id,
+            details: json!({ "changes": changes }),
+        },
+    )
+    .await?;
+    let agent = get_in(&mut tx, id).await?;
+    tx.commit().await?;
+    Ok(agent)
+}
+
+/// Pause, resume and terminate: the board's levers on a running company.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lever {
+    Pause,
+    Resume,
+    Terminate,
+}
+
+pub async fn pull_lever(store: &Store, actor: &Actor, id: &str, lever: Lever) -> Result<Agent> {
+    let mut tx = store.begin().await?;
+    let agent = get_in(&mut tx, id).await?;
+    let from = AgentStatus::parse(&agent.status).unwrap_or(AgentStatus::Idle);
+    let (to, action) = match lever {
+        Lever::Pause => (AgentStatus::Paused, "agent.paused"),
+        Lever::Resume => (AgentStatus::Idle, "agent.resumed"),
+        Lever::Terminate => (AgentStatus::Terminated, "agent.terminated"),
+    };
+    if from == AgentStatus::Terminated && lever != Lever::Terminate {
+        let verb = if lever == Lever::Pause {
+            "pause"
+        } else {
+            "resume"
+        };
+        return Err(Error::conflict(
+            format!("Cannot {verb} terminated agent"),
+            None,
+        ));
+    }
+    if lever == Lever::Resume && from != AgentStatus::Paused {
+        return Err(Error::conflict("Agent is not paused", None));
+    }
+    if from == to {
+        return Ok(agent);
+    }
+    if !from.can_transition_to(to) {
+        return Err(Error::conflict(
+            format!(
+                "Agent in status {} cannot be {}",
+                from.as_str(),
+                to.as_str()
+            ),
+            None,
+        ));
+    }
+    let ts = now();
+    let (pause_reason, paused_at) = match lever {
+        Lever::Pause => (Some("manual"), Some(ts.clone())),
+        _ => (None, None),
+    };
+    sqlx::query(
+        "UPDATE agents SET status = $2, pause_reason = $3, paused_at = $4, updated_at = $5 WHERE id = $1",
+    )
+    .bind(id)
+    .bind(to.as_str())
+    .bind(pause_reason)
+    .bind(paused_at)
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &agent.company_id,
+            action,
+            entity_type: "agent",
+            entity_id: id,
+            details: json!({ "from": from.as_str(), "to": to.as_str() }),
+        },
+    )
+    .await?;
+    let agent = get_in(&mut tx, id).await?;
+    tx.commit().await?;
+    Ok(agent)
+}
+
+pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Agent> {
+    let mut tx = store.begin().await?;
+    let agent = get_in(&mut tx, id).await?;
+    sqlx::query("DELETE FROM agents WHERE id = $1")
+        .bind(id)
+        .execute(tx.conn())
+        .await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &agent.company_id,
+            action: "agent.deleted",
+            entity_type: "agent",
+            entity_id: id,
+            details: json!({ "name": agent.name }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(agent)
+}
+
+/// The company's reporting tree, roots first; siblings in creation order.
+pub async fn org_tree(store: &Store, company_id: &str) -> Result<Vec<OrgNode>> {
+    let agents = list(store, company_id).await?;
+    let mut children: HashMap<Option<String>, Vec<&Agent>> = HashMap::new();
+    for agent in &agents {
+        children
+            .entry(agent.reports_to.clone())
+            .or_default()
+            .push(agent);
+    }
+    fn build(
+        agent: &Agent,
+        children: &HashMap<Option<String>, Vec<&Agent>>,
+        depth: usize,
+    ) -> OrgNode {
+        let reports = if depth > 64 {
+            Vec::new()
+        } else {
+            children
+                .get(&Some(agent.id.clone()))
+                .map(|list| list.iter().map(|a| build(a, children, depth + 1)).collect())
+                .unwrap_or_default()
+        };
+        OrgNode {
+            id: agent.id.clone(),
+            name: agent.name.clone(),
+            role: agent.role.clone(),
+            title: agent.title.clone(),
+            status: agent.status.clone(),
+            reports,
+        }
+    }
+    Ok(children
+        .get(&None)
+        .map(|roots| roots.iter().map(|a| build(a, &children, 0)).collect())
+        .unwrap_or_default())
+}
+
+async fn reporting_edges(tx: &mut Tx, company_id: &str) -> Result<HashMap<String, Option<String>>> {
+    let rows: Vec<(String, Option<String>)> =
+        sqlx::query_as("SELECT id, reports_to FROM agents WHERE company_id = $1")
+            .bind(company_id)
+            .fetch_all(tx.conn())
+            .await?;
+    Ok(rows.into_iter().collect())
+}
+
+async fn free_url_key(
+    tx: &mut Tx,
+    company_id: &str,
+    base: &str,
+    except: Option<&str>,
+) -> Result<String> {
+    let taken: Vec<(String,)> = sqlx::query_as(
+        "SELECT url_key FROM agents WHERE company_id = $1 AND (url_key = $2 OR url_key LIKE $3) \
+         AND ($4 IS NULL OR id <> $4)",
+    )
+    .bind(company_id)
+    .bind(base)
+    .bind(format!("{base}-%"))
+    .bind(except)
+    .fetch_all(tx.conn())
+    .await?;
+    Ok((0..)
+        .map(|n| url_key_candidate(base, n))
+        .find(|k| !taken.iter().any(|(t,)| t == k))
+        .expect("an unbounded candidate sequence has a free entry"))
+}
+
+fn merge(base: &Value, patch: Map<String, Value>) -> Value {
+    let mut merged = base.as_object().cloned().unwrap_or_default();
+    for (k, v) in patch {
+        merged.insert(k, v);
+    }
+    Value::Object(merged)
+}
+
+async fn write(tx: &mut Tx, a: &Agent) -> Result<()> {
+    sqlx::query(
+        "UPDATE agents SET name = $2, url_key = $3, role = $4, title = $5, icon = $6, status = $7, \
+         reports_to = $8, capabilities = $9, adapter_type = $10, adapter_config = $11, \
+         runtime_config = $12, permissions = $13, metadata = $14, budget_monthly_cents = $15, \
+         updated_at = $16 WHERE id = $1",
+    )
+    .bind(&a.id)
+    .bind(&a.name)
+    .bind(&a.url_key)
+    .bind(&a.role)
+    .bind(a.title.as_deref())
+    .bind(a.icon.as_deref())
+    .bind(&a.status)
+    .bind(a.reports_to.as_deref())
+    .bind(a.capabilities.as_deref())
+    .bind(&a.adapter_type)
+    .bind(a.adapter_config.to_string())
+    .bind(a.runtime_config.to_string())
+    .bind(a.permissions.to_string())
+    .bind(a.metadata.as_ref().map(Value::to_string))
+    .bind(a.budget_monthly_cents)
+    .bind(now())
+    .execute(tx.conn())
+    .await?;
+    Ok(())
+}
+
+fn map(row: &AnyRow) -> Result<Agent> {
+    Ok(Agent {
+        id: row.text("id")?,
+        company_id: row.text("company_id")?,
+        name: row.text("name")?,
+        role: row.text("role")?,
+        title: row.opt_text("title")?,
+        icon: row.opt_text("icon")?,
+        status: row.text("status")?,
+        reports_to: row.opt_text("reports_to")?,
+        capabilities: row.opt_text("capabilities")?,
+        adapter_type: row.text("adapter_type")?,
+        adapter_config: row.json("adapter_config")?,
+        runtime_config: row.json("runtime_config")?,
+        budget_monthly_cents: row.int("budget_monthly_cents")?,
+        spent_monthly_cents: row.int("spent_monthly_cents")?,
+        pause_reason: row.opt_text("pause_reason")?,
+        paused_at: row.opt_text("paused_at")?,
+        error_reason: row.opt_text("error_reason")?,
+        permissions: row.json("permissions")?,
+        last_heartbeat_at: row.opt_text("last_heartbeat_at")?,
+        metadata: row.opt_json("metadata")?,
+        created_at: row.text("created_at")?,
+        updated_at: row.text("updated_at")?,
+        url_key: row.text("url_key")?,
+    })
+}

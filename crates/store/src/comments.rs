@@ -1,0 +1,190 @@
+//! Comments on issues: the conversation between the board and its agents.
+//! Deleting a comment keeps the row (with `deletedAt`) for the audit trail
+//! and hides it from reads.
+
+use paperclip_core::actor::Actor;
+use paperclip_core::model::Comment;
+use serde_json::json;
+use sqlx::any::AnyRow;
+
+use crate::activity::{self, Entry};
+use crate::row::RowExt;
+use crate::{new_id, now, Error, Result, Store, Tx};
+
+pub async fn create(store: &Store, actor: &Actor, issue_id: &str, body: String) -> Result<Comment> {
+    let mut tx = store.begin().await?;
+    let issue = crate::issues::load_in(&mut tx, issue_id).await?;
+    let comment = insert(
+        &mut tx,
+        actor,
+        &issue.company_id,
+        &issue.id,
+        &issue.identifier,
+        body,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(comment)
+}
+
+/// Adds a comment inside the caller's transaction, with its activity row.
+pub(crate) async fn insert(
+    tx: &mut Tx,
+    actor: &Actor,
+    company_id: &str,
+    issue_id: &str,
+    identifier: &str,
+    body: String,
+) -> Result<Comment> {
+    if body.trim().is_empty() {
+        return Err(Error::invalid("body", "Comment body must not be empty"));
+    }
+    let id = new_id();
+    let ts = now();
+    sqlx::query(
+        "INSERT INTO issue_comments (id, company_id, issue_id, author_agent_id, author_user_id, \
+         author_type, created_by_run_id, body, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)",
+    )
+    .bind(&id)
+    .bind(company_id)
+    .bind(issue_id)
+    .bind(actor.agent_id())
+    .bind(actor.user_id())
+    .bind(actor.kind.as_str())
+    .bind(actor.run_id.as_deref())
+    .bind(&body)
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?;
+    activity::record(
+        tx,
+        actor,
+        Entry {
+            company_id,
+            action: "issue.comment_added",
+            entity_type: "issue",
+            entity_id: issue_id,
+            details: json!({ "identifier": identifier, "commentId": id, "bodySnippet": snippet(&body) }),
+        },
+    )
+    .await?;
+    get_in(tx, &id).await
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    Asc,
+    Desc,
+}
+
+/// Comments of an issue; with `after`, only those newer than that comment
+/// (the heartbeat's "what is new since I last looked").
+pub async fn list(
+    store: &Store,
+    issue_id: &str,
+    after: Option<&str>,
+    order: Order,
+    limit: i64,
+) -> Result<Vec<Comment>> {
+    let direction = if order == Order::Asc { "ASC" } else { "DESC" };
+    let sql = format!(
+        "SELECT * FROM issue_comments WHERE issue_id = $1 AND deleted_at IS NULL \
+         AND ($2 IS NULL OR id > $2) ORDER BY id {direction} LIMIT $3"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(issue_id)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(store.pool())
+        .await?;
+    rows.iter().map(map).collect()
+}
+
+pub async fn get(store: &Store, issue_id: &str, comment_id: &str) -> Result<Comment> {
+    let row = sqlx::query(
+        "SELECT * FROM issue_comments WHERE id = $1 AND issue_id = $2 AND deleted_at IS NULL",
+    )
+    .bind(comment_id)
+    .bind(issue_id)
+    .fetch_optional(store.pool())
+    .await?;
+    row.as_ref()
+        .map(map)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Comment"))
+}
+
+async fn get_in(tx: &mut Tx, id: &str) -> Result<Comment> {
+    let row = sqlx::query("SELECT * FROM issue_comments WHERE id = $1")
+        .bind(id)
+        .fetch_optional(tx.conn())
+        .await?;
+    row.as_ref()
+        .map(map)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Comment"))
+}
+
+pub async fn delete(
+    store: &Store,
+    actor: &Actor,
+    issue_id: &str,
+    comment_id: &str,
+) -> Result<Comment> {
+    let mut tx = store.begin().await?;
+    let comment = get_in(&mut tx, comment_id).await?;
+    if comment.issue_id != issue_id || comment.deleted_at.is_some() {
+        return Err(Error::not_found("Comment"));
+    }
+    if let Some(agent) = actor.agent_id() {
+        if comment.author_agent_id.as_deref() != Some(agent) {
+            return Err(Error::rule("Agents can delete only their own comments"));
+        }
+    }
+    let ts = now();
+    sqlx::query("UPDATE issue_comments SET deleted_at = $2, updated_at = $2 WHERE id = $1")
+        .bind(comment_id)
+        .bind(&ts)
+        .execute(tx.conn())
+        .await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &comment.company_id,
+            action: "issue.comment_deleted",
+            entity_type: "issue",
+            entity_id: issue_id,
+            details: json!({ "commentId": comment_id }),
+        },
+    )
+    .await?;
+    let comment = get_in(&mut tx, comment_id).await?;
+    tx.commit().await?;
+    Ok(comment)
+}
+
+fn snippet(body: &str) -> String {
+    let mut s: String = body.chars().take(120).collect();
+    if s.len() < body.len() {
+        s.push('…');
+    }
+    s
+}
+
+fn map(row: &AnyRow) -> Result<Comment> {
+    Ok(Comment {
+        id: row.text("id")?,
+        company_id: row.text("company_id")?,
+        issue_id: row.text("issue_id")?,
+        author_agent_id: row.opt_text("author_agent_id")?,
+        author_user_id: row.opt_text("author_user_id")?,
+        author_type: row.text("author_type")?,
+        created_by_run_id: row.opt_text("created_by_run_id")?,
+        body: row.text("body")?,
+        deleted_at: row.opt_text("deleted_at")?,
+        created_at: row.text("created_at")?,
+        updated_at: row.text("updated_at")?,
+    })
+}

@@ -1,0 +1,277 @@
+//! Companies: the tenant boundary. Every other row carries a `company_id`.
+
+use paperclip_core::actor::Actor;
+use paperclip_core::input::{CompanyPatch, NewCompany};
+use paperclip_core::model::Company;
+use paperclip_core::naming::{base_issue_prefix, issue_prefix_candidate};
+use serde_json::{json, Map, Value};
+use sqlx::any::AnyRow;
+
+use crate::activity::{self, Entry};
+use crate::row::RowExt;
+use crate::{new_id, now, Error, Result, Store, Tx};
+
+pub async fn create(store: &Store, actor: &Actor, input: NewCompany) -> Result<Company> {
+    let name = input.name.trim().to_string();
+    if name.is_empty() {
+        return Err(Error::invalid("name", "Name must not be empty"));
+    }
+    let base = base_issue_prefix(&name);
+    let mut tx = store.begin().await?;
+    // The prefix must be unique per instance: take the first free candidate.
+    // Under Postgres a concurrent create can still win the race for it; the
+    // unique index then refuses ours and the caller sees a 409, never a duplicate.
+    let taken: Vec<(String,)> = sqlx::query_as(
+        "SELECT issue_prefix FROM companies WHERE issue_prefix = $1 OR issue_prefix LIKE $2",
+    )
+    .bind(&base)
+    .bind(format!("{base}%"))
+    .fetch_all(tx.conn())
+    .await?;
+    let prefix = (0..)
+        .map(|n| issue_prefix_candidate(&base, n))
+        .find(|p| !taken.iter().any(|(t,)| t == p))
+        .expect("an unbounded candidate sequence has a free entry");
+    let id = new_id();
+    let ts = now();
+    sqlx::query(
+        "INSERT INTO companies (id, name, description, status, issue_prefix, issue_counter, \
+         budget_monthly_cents, spent_monthly_cents, require_board_approval_for_new_agents, \
+         default_responsible_user_id, created_at, updated_at) \
+         VALUES ($1, $2, $3, 'active', $4, 0, $5, 0, $6, $7, $8, $8)",
+    )
+    .bind(&id)
+    .bind(&name)
+    .bind(input.description.as_deref())
+    .bind(&prefix)
+    .bind(i64::from(input.budget_monthly_cents.unwrap_or(0)))
+    .bind(i64::from(
+        input.require_board_approval_for_new_agents.unwrap_or(false),
+    ))
+    .bind(
+        input
+            .default_responsible_user_id
+            .as_deref()
+            .or(actor.user_id()),
+    )
+    .bind(&ts)
+    .execute(tx.conn())
+    .await
+    .map_err(|e| match Error::from(e) {
+        e if e.is_unique_violation() => Error::conflict("Issue prefix already taken, retry", None),
+        e => e,
+    })?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &id,
+            action: "company.created",
+            entity_type: "company",
+            entity_id: &id,
+            details: json!({ "name": name, "issuePrefix": prefix }),
+        },
+    )
+    .await?;
+    let company = get_in(&mut tx, &id).await?;
+    tx.commit().await?;
+    Ok(company)
+}
+
+pub async fn list(store: &Store) -> Result<Vec<Company>> {
+    let rows = sqlx::query("SELECT * FROM companies ORDER BY created_at, id")
+        .fetch_all(store.pool())
+        .await?;
+    rows.iter().map(map).collect()
+}
+
+pub async fn get(store: &Store, id: &str) -> Result<Company> {
+    let row = sqlx::query("SELECT * FROM companies WHERE id = $1")
+        .bind(id)
+        .fetch_optional(store.pool())
+        .await?;
+    row.as_ref()
+        .map(map)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Company"))
+}
+
+pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Company> {
+    let row = sqlx::query("SELECT * FROM companies WHERE id = $1")
+        .bind(id)
+        .fetch_optional(tx.conn())
+        .await?;
+    row.as_ref()
+        .map(map)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Company"))
+}
+
+pub async fn update(
+    store: &Store,
+    actor: &Actor,
+    id: &str,
+    patch: CompanyPatch,
+) -> Result<Company> {
+    let mut tx = store.begin().await?;
+    let before = get_in(&mut tx, id).await?;
+    let mut changes = Map::new();
+    let mut after = before.clone();
+    if let Some(name) = patch.name {
+        let name = name.trim().to_string();
+        if name.is_empty() {
+            return Err(Error::invalid("name", "Name must not be empty"));
+        }
+        diff(&mut changes, "name", &before.name, &name);
+        after.name = name;
+    }
+    if let Some(description) = patch.description {
+        diff(
+            &mut changes,
+            "description",
+            &before.description,
+            &description,
+        );
+        after.description = description;
+    }
+    if let Some(status) = patch.status {
+        let status = status.as_str().to_string();
+        diff(&mut changes, "status", &before.status, &status);
+        after.status = status;
+    }
+    if let Some(cents) = patch.budget_monthly_cents {
+        let cents = i64::from(cents);
+        diff(
+            &mut changes,
+            "budgetMonthlyCents",
+            &before.budget_monthly_cents,
+            &cents,
+        );
+        after.budget_monthly_cents = cents;
+    }
+    if let Some(user) = patch.default_responsible_user_id {
+        diff(
+            &mut changes,
+            "defaultResponsibleUserId",
+            &before.default_responsible_user_id,
+            &user,
+        );
+        after.default_responsible_user_id = user;
+    }
+    if let Some(flag) = patch.require_board_approval_for_new_agents {
+        diff(
+            &mut changes,
+            "requireBoardApprovalForNewAgents",
+            &before.require_board_approval_for_new_agents,
+            &flag,
+        );
+        after.require_board_approval_for_new_agents = flag;
+    }
+    if changes.is_empty() {
+        return Ok(before);
+    }
+    let action = if changes.contains_key("status") && after.status == "archived" {
+        "company.archived"
+    } else {
+        "company.updated"
+    };
+    write(&mut tx, &after).await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: id,
+            action,
+            entity_type: "company",
+            entity_id: id,
+            details: json!({ "changes": changes }),
+        },
+    )
+    .await?;
+    let company = get_in(&mut tx, id).await?;
+    tx.commit().await?;
+    Ok(company)
+}
+
+pub async fn archive(store: &Store, actor: &Actor, id: &str) -> Result<Company> {
+    update(
+        store,
+        actor,
+        id,
+        CompanyPatch {
+            status: Some(paperclip_core::company::CompanyStatus::Archived),
+            ..CompanyPatch::default()
+        },
+    )
+    .await
+}
+
+/// Deletes the company and, by cascade, everything it owns.
+pub async fn delete(store: &Store, id: &str) -> Result<()> {
+    let mut tx = store.begin().await?;
+    let result = sqlx::query("DELETE FROM companies WHERE id = $1")
+        .bind(id)
+        .execute(tx.conn())
+        .await?;
+    if result.rows_affected() == 0 {
+        return Err(Error::not_found("Company"));
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+async fn write(tx: &mut Tx, c: &Company) -> Result<()> {
+    let paused_at = match (c.status.as_str(), &c.paused_at) {
+        ("paused", None) => Some(now()),
+        ("paused", Some(at)) => Some(at.clone()),
+        _ => None,
+    };
+    sqlx::query(
+        "UPDATE companies SET name = $2, description = $3, status = $4, budget_monthly_cents = $5, \
+         default_responsible_user_id = $6, require_board_approval_for_new_agents = $7, \
+         paused_at = $8, updated_at = $9 WHERE id = $1",
+    )
+    .bind(&c.id)
+    .bind(&c.name)
+    .bind(c.description.as_deref())
+    .bind(&c.status)
+    .bind(c.budget_monthly_cents)
+    .bind(c.default_responsible_user_id.as_deref())
+    .bind(i64::from(c.require_board_approval_for_new_agents))
+    .bind(paused_at)
+    .bind(now())
+    .execute(tx.conn())
+    .await?;
+    Ok(())
+}
+
+/// Adds `{field: {from, to}}` to `changes` when the value differs.
+pub(crate) fn diff<T: serde::Serialize + PartialEq>(
+    changes: &mut Map<String, Value>,
+    field: &str,
+    from: &T,
+    to: &T,
+) {
+    if from != to {
+        changes.insert(field.to_string(), json!({ "from": from, "to": to }));
+    }
+}
+
+fn map(row: &AnyRow) -> Result<Company> {
+    Ok(Company {
+        id: row.text("id")?,
+        name: row.text("name")?,
+        description: row.opt_text("description")?,
+        status: row.text("status")?,
+        pause_reason: row.opt_text("pause_reason")?,
+        paused_at: row.opt_text("paused_at")?,
+        issue_prefix: row.text("issue_prefix")?,
+        issue_counter: row.int("issue_counter")?,
+        budget_monthly_cents: row.int("budget_monthly_cents")?,
+        spent_monthly_cents: row.int("spent_monthly_cents")?,
+        default_responsible_user_id: row.opt_text("default_responsible_user_id")?,
+        require_board_approval_for_new_agents: row.flag("require_board_approval_for_new_agents")?,
+        created_at: row.text("created_at")?,
+        updated_at: row.text("updated_at")?,
+    })
+}

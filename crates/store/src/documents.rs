@@ -1,0 +1,266 @@
+//! Issue documents (a plan, a spec) keyed per issue, with an append-only
+//! revision history: every write adds revision n+1 and never edits an old one.
+
+use paperclip_core::actor::Actor;
+use paperclip_core::input::DocumentPut;
+use paperclip_core::model::{Document, DocumentRevision};
+use serde_json::json;
+use sqlx::any::AnyRow;
+
+use crate::activity::{self, Entry};
+use crate::row::RowExt;
+use crate::{new_id, now, Error, Result, Store, Tx};
+
+pub struct Written {
+    pub document: Document,
+    pub created: bool,
+}
+
+pub async fn put(
+    store: &Store,
+    actor: &Actor,
+    issue_id: &str,
+    key: &str,
+    input: DocumentPut,
+) -> Result<Written> {
+    check_key(key)?;
+    if input
+        .title
+        .as_ref()
+        .is_some_and(|t| t.chars().count() > 200)
+    {
+        return Err(Error::invalid(
+            "title",
+            "Title must be at most 200 characters",
+        ));
+    }
+    let mut tx = store.begin().await?;
+    let issue = crate::issues::load_in(&mut tx, issue_id).await?;
+    let existing = get_in(&mut tx, &issue.id, key).await?;
+    if let (Some(base), Some(doc)) = (&input.base_revision_id, &existing) {
+        if base != &doc.latest_revision_id {
+            return Err(Error::conflict(
+                "Document was changed since that revision",
+                Some(
+                    json!({ "latestRevisionId": doc.latest_revision_id, "latestRevisionNumber": doc.latest_revision_number }),
+                ),
+            ));
+        }
+    }
+    let ts = now();
+    let revision_id = new_id();
+    let revision_number = existing
+        .as_ref()
+        .map_or(1, |d| d.latest_revision_number + 1);
+    let format = "markdown";
+    let document_id = match &existing {
+        Some(doc) => {
+            sqlx::query(
+                "UPDATE issue_documents SET title = $2, format = $3, body = $4, latest_revision_id = $5, \
+                 latest_revision_number = $6, updated_by_agent_id = $7, updated_by_user_id = $8, \
+                 updated_at = $9 WHERE id = $1",
+            )
+            .bind(&doc.id)
+            .bind(input.title.as_deref())
+            .bind(format)
+            .bind(&input.body)
+            .bind(&revision_id)
+            .bind(revision_number)
+            .bind(actor.agent_id())
+            .bind(actor.user_id())
+            .bind(&ts)
+            .execute(tx.conn())
+            .await?;
+            doc.id.clone()
+        }
+        None => {
+            let id = new_id();
+            sqlx::query(
+                "INSERT INTO issue_documents (id, company_id, issue_id, doc_key, title, format, body, \
+                 latest_revision_id, latest_revision_number, created_by_agent_id, created_by_user_id, \
+                 updated_by_agent_id, updated_by_user_id, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $10, $11, $12, $12)",
+            )
+            .bind(&id)
+            .bind(&issue.company_id)
+            .bind(&issue.id)
+            .bind(key)
+            .bind(input.title.as_deref())
+            .bind(format)
+            .bind(&input.body)
+            .bind(&revision_id)
+            .bind(revision_number)
+            .bind(actor.agent_id())
+            .bind(actor.user_id())
+            .bind(&ts)
+            .execute(tx.conn())
+            .await?;
+            id
+        }
+    };
+    sqlx::query(
+        "INSERT INTO issue_document_revisions (id, company_id, document_id, revision_number, title, \
+         format, body, change_summary, created_by_agent_id, created_by_user_id, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+    )
+    .bind(&revision_id)
+    .bind(&issue.company_id)
+    .bind(&document_id)
+    .bind(revision_number)
+    .bind(input.title.as_deref())
+    .bind(format)
+    .bind(&input.body)
+    .bind(input.change_summary.as_deref())
+    .bind(actor.agent_id())
+    .bind(actor.user_id())
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?;
+    let created = existing.is_none();
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &issue.company_id,
+            action: if created {
+                "issue.document_created"
+            } else {
+                "issue.document_updated"
+            },
+            entity_type: "issue",
+            entity_id: &issue.id,
+            details: json!({
+                "identifier": issue.identifier,
+                "key": key,
+                "title": input.title,
+                "documentId": document_id,
+                "revisionNumber": revision_number,
+            }),
+        },
+    )
+    .await?;
+    let document = get_in(&mut tx, &issue.id, key)
+        .await?
+        .ok_or_else(|| Error::not_found("Document"))?;
+    tx.commit().await?;
+    Ok(Written { document, created })
+}
+
+pub async fn get(store: &Store, issue_id: &str, key: &str) -> Result<Document> {
+    let issue = crate::issues::get(store, issue_id).await?;
+    let row = sqlx::query("SELECT * FROM issue_documents WHERE issue_id = $1 AND doc_key = $2")
+        .bind(&issue.id)
+        .bind(key)
+        .fetch_optional(store.pool())
+        .await?;
+    row.as_ref()
+        .map(map)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Document"))
+}
+
+async fn get_in(tx: &mut Tx, issue_id: &str, key: &str) -> Result<Option<Document>> {
+    let row = sqlx::query("SELECT * FROM issue_documents WHERE issue_id = $1 AND doc_key = $2")
+        .bind(issue_id)
+        .bind(key)
+        .fetch_optional(tx.conn())
+        .await?;
+    row.as_ref().map(map).transpose()
+}
+
+pub async fn list(store: &Store, issue_id: &str) -> Result<Vec<Document>> {
+    let issue = crate::issues::get(store, issue_id).await?;
+    let rows = sqlx::query("SELECT * FROM issue_documents WHERE issue_id = $1 ORDER BY doc_key")
+        .bind(&issue.id)
+        .fetch_all(store.pool())
+        .await?;
+    rows.iter().map(map).collect()
+}
+
+/// Newest revision first.
+pub async fn revisions(store: &Store, issue_id: &str, key: &str) -> Result<Vec<DocumentRevision>> {
+    let document = get(store, issue_id, key).await?;
+    let rows = sqlx::query(
+        "SELECT * FROM issue_document_revisions WHERE document_id = $1 ORDER BY revision_number DESC",
+    )
+    .bind(&document.id)
+    .fetch_all(store.pool())
+    .await?;
+    rows.iter().map(map_revision).collect()
+}
+
+pub async fn delete(store: &Store, actor: &Actor, issue_id: &str, key: &str) -> Result<Document> {
+    let document = get(store, issue_id, key).await?;
+    let mut tx = store.begin().await?;
+    sqlx::query("DELETE FROM issue_documents WHERE id = $1")
+        .bind(&document.id)
+        .execute(tx.conn())
+        .await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &document.company_id,
+            action: "issue.document_deleted",
+            entity_type: "issue",
+            entity_id: &document.issue_id,
+            details: json!({ "key": key, "documentId": document.id }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(document)
+}
+
+/// Keys are short slugs (`plan`, `design-notes`), so they are safe in URLs.
+fn check_key(key: &str) -> Result<()> {
+    let ok = !key.is_empty()
+        && key.len() <= 64
+        && key
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "key",
+            "Document key must be 1-64 characters of a-z, 0-9, - or _",
+        ))
+    }
+}
+
+fn map(row: &AnyRow) -> Result<Document> {
+    Ok(Document {
+        id: row.text("id")?,
+        company_id: row.text("company_id")?,
+        issue_id: row.text("issue_id")?,
+        key: row.text("doc_key")?,
+        title: row.opt_text("title")?,
+        format: row.text("format")?,
+        body: row.text("body")?,
+        latest_revision_id: row.text("latest_revision_id")?,
+        latest_revision_number: row.int("latest_revision_number")?,
+        created_by_agent_id: row.opt_text("created_by_agent_id")?,
+        created_by_user_id: row.opt_text("created_by_user_id")?,
+        updated_by_agent_id: row.opt_text("updated_by_agent_id")?,
+        updated_by_user_id: row.opt_text("updated_by_user_id")?,
+        created_at: row.text("created_at")?,
+        updated_at: row.text("updated_at")?,
+    })
+}
+
+fn map_revision(row: &AnyRow) -> Result<DocumentRevision> {
+    Ok(DocumentRevision {
+        id: row.text("id")?,
+        company_id: row.text("company_id")?,
+        document_id: row.text("document_id")?,
+        revision_number: row.int("revision_number")?,
+        title: row.opt_text("title")?,
+        format: row.text("format")?,
+        body: row.text("body")?,
+        change_summary: row.opt_text("change_summary")?,
+        created_by_agent_id: row.opt_text("created_by_agent_id")?,
+        created_by_user_id: row.opt_text("created_by_user_id")?,
+        created_at: row.text("created_at")?,
+    })
+}

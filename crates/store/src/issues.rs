@@ -1,0 +1,990 @@
+//! Issues (tasks): identifiers from an atomic per-company counter, the status
+//! transition table, parent/child and blocker graphs, labels, and the atomic
+//! checkout that gives one agent exclusive ownership of a task.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use paperclip_core::actor::Actor;
+use paperclip_core::agent::AgentStatus;
+use paperclip_core::input::{Checkout, IssuePatch, NewIssue};
+use paperclip_core::issue::{parse_identifier, transition_effects, IssuePriority, IssueStatus};
+use paperclip_core::model::{Comment, Issue, IssueRef, Label};
+use serde_json::{json, Map, Value};
+use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
+
+use crate::activity::{self, Entry};
+use crate::companies::diff;
+use crate::row::RowExt;
+use crate::{new_id, now, placeholders, Error, Result, Store, Tx};
+
+pub async fn create(
+    store: &Store,
+    actor: &Actor,
+    company_id: &str,
+    input: NewIssue,
+) -> Result<Issue> {
+    let title = input.title.trim().to_string();
+    if title.is_empty() {
+        return Err(Error::invalid("title", "Title must not be empty"));
+    }
+    let status = input.status.unwrap_or(IssueStatus::Backlog);
+    let mut tx = store.begin().await?;
+    crate::companies::get_in(&mut tx, company_id).await?;
+    let refs = resolve_refs(
+        &mut tx,
+        company_id,
+        Refs {
+            project_id: input.project_id.as_deref(),
+            goal_id: input.goal_id.as_deref(),
+            assignee_agent_id: input.assignee_agent_id.as_deref(),
+        },
+    )
+    .await?;
+    let request_depth = match &input.parent_id {
+        Some(parent) => {
+            get_row_in_company(&mut tx, company_id, parent)
+                .await
+                .map_err(|_| Error::not_found("Parent issue"))?
+                .request_depth
+                + 1
+        }
+        None => 0,
+    };
+    check_assignable(
+        status,
+        input.assignee_agent_id.as_deref(),
+        input.assignee_user_id.as_deref(),
+    )?;
+    // One statement takes the next number: concurrent creates serialise on the
+    // company row, and a rolled-back create gives its number back.
+    let counter = sqlx::query(
+        "UPDATE companies SET issue_counter = issue_counter + 1 WHERE id = $1 \
+         RETURNING issue_counter, issue_prefix",
+    )
+    .bind(company_id)
+    .fetch_one(tx.conn())
+    .await?;
+    let number = counter.int("issue_counter")?;
+    let identifier = format!("{}-{number}", counter.text("issue_prefix")?);
+    let id = new_id();
+    let ts = now();
+    let effects = transition_effects(IssueStatus::Backlog, status);
+    sqlx::query(
+        "INSERT INTO issues (id, company_id, project_id, goal_id, parent_id, title, description, \
+         status, priority, assignee_agent_id, assignee_user_id, created_by_agent_id, \
+         created_by_user_id, issue_number, identifier, origin_kind, request_depth, billing_code, \
+         started_at, completed_at, cancelled_at, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 'manual', $16, \
+         $17, $18, $19, $20, $21, $21)",
+    )
+    .bind(&id)
+    .bind(company_id)
+    .bind(input.project_id.as_deref())
+    .bind(refs.goal_id.as_deref())
+    .bind(input.parent_id.as_deref())
+    .bind(&title)
+    .bind(input.description.as_deref())
+    .bind(status.as_str())
+    .bind(input.priority.unwrap_or(IssuePriority::Medium).as_str())
+    .bind(input.assignee_agent_id.as_deref())
+    .bind(input.assignee_user_id.as_deref())
+    .bind(actor.agent_id())
+    .bind(actor.user_id())
+    .bind(number)
+    .bind(&identifier)
+    .bind(request_depth)
+    .bind(input.billing_code.as_deref())
+    .bind(effects.set_started_at.then(|| ts.clone()))
+    .bind(effects.set_completed_at.then(|| ts.clone()))
+    .bind(effects.set_cancelled_at.then(|| ts.clone()))
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?;
+    if let Some(labels) = &input.label_ids {
+        set_labels(&mut tx, company_id, &id, labels).await?;
+    }
+    if let Some(blockers) = &input.blocked_by_issue_ids {
+        set_blockers(&mut tx, company_id, &id, blockers).await?;
+    }
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id,
+            action: "issue.created",
+            entity_type: "issue",
+            entity_id: &id,
+            details: json!({
+                "identifier": identifier,
+                "title": title,
+                "status": status.as_str(),
+                "assigneeAgentId": input.assignee_agent_id,
+                "parentId": input.parent_id,
+            }),
+        },
+    )
+    .await?;
+    let issue = load_in(&mut tx, &id).await?;
+    tx.commit().await?;
+    Ok(issue)
+}
+
+/// Looks an issue up by UUID or by identifier (`ACM-12`).
+pub async fn get(store: &Store, id_or_identifier: &str) -> Result<Issue> {
+    let mut conn = store.pool().acquire().await?;
+    load(&mut conn, id_or_identifier).await
+}
+
+pub(crate) async fn load_in(tx: &mut Tx, id_or_identifier: &str) -> Result<Issue> {
+    load(tx.conn(), id_or_identifier).await
+}
+
+async fn load(conn: &mut AnyConnection, id_or_identifier: &str) -> Result<Issue> {
+    let mut issues = match parse_identifier(id_or_identifier) {
+        Some(_) => {
+            sqlx::query("SELECT * FROM issues WHERE identifier = $1")
+                .bind(id_or_identifier.to_ascii_uppercase())
+                .fetch_all(&mut *conn)
+                .await?
+        }
+        None => {
+            sqlx::query("SELECT * FROM issues WHERE id = $1")
+                .bind(id_or_identifier)
+                .fetch_all(&mut *conn)
+                .await?
+        }
+    }
+    .iter()
+    .map(map)
+    .collect::<Result<Vec<_>>>()?;
+    if issues.is_empty() {
+        return Err(Error::not_found("Issue"));
+    }
+    attach_relations(conn, &mut issues).await?;
+    Ok(issues.remove(0))
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Filter {
+    pub statuses: Vec<IssueStatus>,
+    pub assignee_agent_id: Option<String>,
+    pub assignee_user_id: Option<String>,
+    pub project_id: Option<String>,
+    pub goal_id: Option<String>,
+    pub parent_id: Option<String>,
+    pub label_id: Option<String>,
+    pub q: Option<String>,
+    /// Issues numbered below this (the previous page's `nextCursor`).
+    pub cursor: Option<i64>,
+    pub limit: i64,
+}
+
+pub struct Page {
+    pub issues: Vec<Issue>,
+    /// Set when more issues match than fit on this page.
+    pub next_cursor: Option<i64>,
+}
+
+/// Newest first (by issue number), so a cursor pages without skips or repeats
+/// while new issues are being created.
+pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Page> {
+    let mut sql = String::from("SELECT * FROM issues WHERE company_id = $1");
+    let mut binds: Vec<Bind> = vec![Bind::Text(company_id.to_string())];
+    let param = |binds: &mut Vec<Bind>, value: Bind| {
+        binds.push(value);
+        format!("${}", binds.len())
+    };
+    if !filter.statuses.is_empty() {
+        let list: Vec<String> = filter
+            .statuses
+            .iter()
+            .map(|s| param(&mut binds, Bind::Text(s.as_str().to_string())))
+            .collect();
+        sql.push_str(&format!(" AND status IN ({})", list.join(", ")));
+    }
+    for (column, value) in [
+        ("assignee_agent_id", &filter.assignee_agent_id),
+        ("assignee_user_id", &filter.assignee_user_id),
+        ("project_id", &filter.project_id),
+        ("goal_id", &filter.goal_id),
+        ("parent_id", &filter.parent_id),
+    ] {
+        if let Some(value) = value {
+            let p = param(&mut binds, Bind::Text(value.clone()));
+            sql.push_str(&format!(" AND {column} = {p}"));
+        }
+    }
+    if let Some(label) = &filter.label_id {
+        let p = param(&mut binds, Bind::Text(label.clone()));
+        sql.push_str(&format!(
+            " AND id IN (SELECT issue_id FROM issue_labels WHERE label_id = {p})"
+        ));
+    }
+    if let Some(q) = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+        let escaped = q
+            .to_lowercase()
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        let p = param(&mut binds, Bind::Text(format!("%{escaped}%")));
+        sql.push_str(&format!(
+            " AND (LOWER(title) LIKE {p} ESCAPE '\\' OR LOWER(COALESCE(description, '')) LIKE {p} ESCAPE '\\' \
+             OR LOWER(identifier) LIKE {p} ESCAPE '\\')"
+        ));
+    }
+    if let Some(cursor) = filter.cursor {
+        let p = param(&mut binds, Bind::Int(cursor));
+        sql.push_str(&format!(" AND issue_number < {p}"));
+    }
+    let p = param(&mut binds, Bind::Int(filter.limit + 1));
+    sql.push_str(&format!(" ORDER BY issue_number DESC LIMIT {p}"));
+
+    let mut query = sqlx::query(&sql);
+    for bind in binds {
+        query = match bind {
+            Bind::Text(s) => query.bind(s),
+            Bind::Int(n) => query.bind(n),
+        };
+    }
+    let mut conn = store.pool().acquire().await?;
+    let rows = query.fetch_all(&mut *conn).await?;
+    let mut issues = rows.iter().map(map).collect::<Result<Vec<_>>>()?;
+    let next_cursor = if issues.len() as i64 > filter.limit {
+        issues.truncate(filter.limit as usize);
+        issues.last().map(|i| i.issue_number)
+    } else {
+        None
+    };
+    attach_relations(&mut conn, &mut issues).await?;
+    Ok(Page {
+        issues,
+        next_cursor,
+    })
+}
+
+enum Bind {
+    Text(String),
+    Int(i64),
+}
+
+pub struct Updated {
+    pub issue: Issue,
+    pub comment: Option<Comment>,
+    pub changes: Map<String, Value>,
+}
+
+pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -> Result<Updated> {
+    let mut tx = store.begin().await?;
+    let before = load_in(&mut tx, id).await?;
+    let id = before.id.clone();
+    let company_id = before.company_id.clone();
+    let mut after = before.clone();
+    let mut changes = Map::new();
+    if let Some(title) = patch.title {
+        let title = title.trim().to_string();
+        if title.is_empty() {
+            return Err(Error::invalid("title", "Title must not be empty"));
+        }
+        diff(&mut changes, "title", &before.title, &title);
+        after.title = title;
+    }
+    if let Some(description) = patch.description {
+        diff(
+            &mut changes,
+            "description",
+            &before.description,
+            &description,
+        );
+        after.description = description;
+    }
+    if let Some(priority) = patch.priority {
+        after.priority = priority.as_str().to_string();
+        diff(&mut changes, "priority", &before.priority, &after.priority);
+    }
+    if let Some(code) = patch.billing_code {
+        diff(&mut changes, "billingCode", &before.billing_code, &code);
+        after.billing_code = code;
+    }
+    resolve_refs(
+        &mut tx,
+        &company_id,
+        Refs {
+            project_id: patch.project_id.as_ref().and_then(|p| p.as_deref()),
+            goal_id: patch.goal_id.as_ref().and_then(|p| p.as_deref()),
+            assignee_agent_id: patch.assignee_agent_id.as_ref().and_then(|p| p.as_deref()),
+        },
+    )
+    .await?;
+    if let Some(project) = patch.project_id {
+        diff(&mut changes, "projectId", &before.project_id, &project);
+        after.project_id = project;
+    }
+    if let Some(goal) = patch.goal_id {
+        diff(&mut changes, "goalId", &before.goal_id, &goal);
+        after.goal_id = goal;
+    }
+    if let Some(agent) = patch.assignee_agent_id {
+        diff(
+            &mut changes,
+            "assigneeAgentId",
+            &before.assignee_agent_id,
+            &agent,
+        );
+        after.assignee_agent_id = agent;
+    }
+    if let Some(user) = patch.assignee_user_id {
+        diff(
+            &mut changes,
+            "assigneeUserId",
+            &before.assignee_user_id,
+            &user,
+        );
+        after.assignee_user_id = user;
+    }
+    if after.assignee_agent_id != before.assignee_agent_id
+        || after.assignee_user_id != before.assignee_user_id
+    {
+        // A new owner starts without the previous owner's checkout.
+        after.checkout_run_id = None;
+        after.execution_run_id = None;
+        after.execution_locked_at = None;
+    }
+    if let Some(parent) = patch.parent_id {
+        after.request_depth = match &parent {
+            Some(parent_id) => {
+                check_parent(&mut tx, &company_id, &id, parent_id).await?;
+                get_row_in_company(&mut tx, &company_id, parent_id)
+                    .await?
+                    .request_depth
+                    + 1
+            }
+            None => 0,
+        };
+        diff(&mut changes, "parentId", &before.parent_id, &parent);
+        after.parent_id = parent;
+    }
+    let ts = now();
+    if let Some(status) = patch.status {
+        let from = IssueStatus::parse(&before.status).unwrap_or(IssueStatus::Backlog);
+        if !from.can_transition_to(status) {
+            return Err(Error::rule(format!(
+                "Cannot transition issue from {} to {}",
+                from.as_str(),
+                status.as_str()
+            )));
+        }
+        let effects = transition_effects(from, status);
+        if effects.set_started_at && after.started_at.is_none() {
+            after.started_at = Some(ts.clone());
+        }
+        if effects.set_completed_at {
+            after.completed_at = Some(ts.clone());
+        }
+        if effects.set_cancelled_at {
+            after.cancelled_at = Some(ts.clone());
+        }
+        after.status = status.as_str().to_string();
+        diff(&mut changes, "status", &before.status, &after.status);
+    }
+    if changes.contains_key("status")
+        || changes.contains_key("assigneeAgentId")
+        || changes.contains_key("assigneeUserId")
+    {
+        let status = IssueStatus::parse(&after.status).unwrap_or(IssueStatus::Backlog);
+        check_assignable(
+            status,
+            after.assignee_agent_id.as_deref(),
+            after.assignee_user_id.as_deref(),
+        )?;
+    }
+    if let Some(labels) = &patch.label_ids {
+        let mut new: Vec<String> = labels.clone();
+        new.sort();
+        new.dedup();
+        let mut old = before.label_ids.clone();
+        old.sort();
+        if new != old {
+            set_labels(&mut tx, &company_id, &id, &new).await?;
+            changes.insert("labelIds".into(), json!({ "from": old, "to": new }));
+        }
+    }
+    if let Some(blockers) = &patch.blocked_by_issue_ids {
+        let mut new: Vec<String> = blockers.clone();
+        new.sort();
+        new.dedup();
+        let mut old: Vec<String> = before.blocked_by.iter().map(|b| b.id.clone()).collect();
+        old.sort();
+        if new != old {
+            set_blockers(&mut tx, &company_id, &id, &new).await?;
+            changes.insert(
+                "blockedByIssueIds".into(),
+                json!({ "from": old, "to": new }),
+            );
+        }
+    }
+    if !changes.is_empty() {
+        write(&mut tx, &after, &ts).await?;
+        activity::record(
+            &mut tx,
+            actor,
+            Entry {
+                company_id: &company_id,
+                action: "issue.updated",
+                entity_type: "issue",
+                entity_id: &id,
+                details: json!({ "identifier": before.identifier, "changes": changes }),
+            },
+        )
+        .await?;
+    }
+    let comment = match patch.comment {
+        Some(body) => Some(
+            crate::comments::insert(&mut tx, actor, &company_id, &id, &before.identifier, body)
+                .await?,
+        ),
+        None => None,
+    };
+    let issue = load_in(&mut tx, &id).await?;
+    tx.commit().await?;
+    Ok(Updated {
+        issue,
+        comment,
+        changes,
+    })
+}
+
+pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Issue> {
+    let mut tx = store.begin().await?;
+    let issue = load_in(&mut tx, id).await?;
+    sqlx::query("DELETE FROM issues WHERE id = $1")
+        .bind(&issue.id)
+        .execute(tx.conn())
+        .await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &issue.company_id,
+            action: "issue.deleted",
+            entity_type: "issue",
+            entity_id: &issue.id,
+            details: json!({ "identifier": issue.identifier, "title": issue.title }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(issue)
+}
+
+/// The atomic checkout: one conditional UPDATE decides the race, so of many
+/// concurrent callers exactly one becomes the owner and the rest see 409.
+pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -> Result<Issue> {
+    let mut tx = store.begin().await?;
+    let issue = load_in(&mut tx, id).await?;
+    let agent = crate::agents::get_in_company(&mut tx, &issue.company_id, &input.agent_id).await?;
+    let agent_status = AgentStatus::parse(&agent.status).unwrap_or(AgentStatus::Idle);
+    if matches!(
+        agent_status,
+        AgentStatus::Terminated | AgentStatus::PendingApproval | AgentStatus::Paused
+    ) {
+        return Err(Error::rule(format!(
+            "Agent is {} and cannot check out work",
+            agent.status
+        )));
+    }
+    if input.expected_statuses.is_empty() {
+        return Err(Error::invalid(
+            "expectedStatuses",
+            "At least one expected status is required",
+        ));
+    }
+    let ts = now();
+    let statuses: Vec<&str> = input.expected_statuses.iter().map(|s| s.as_str()).collect();
+    let sql = format!(
+        "UPDATE issues SET assignee_agent_id = $2, assignee_user_id = NULL, status = 'in_progress', \
+         started_at = COALESCE(started_at, $3), checkout_run_id = $4, execution_run_id = $4, \
+         updated_at = $3 WHERE id = $1 AND (assignee_agent_id IS NULL OR assignee_agent_id = $2) \
+         AND status IN ({})",
+        placeholders(5, statuses.len())
+    );
+    let mut query = sqlx::query(&sql)
+        .bind(&issue.id)
+        .bind(&agent.id)
+        .bind(&ts)
+        .bind(actor.run_id.as_deref());
+    for s in &statuses {
+        query = query.bind(*s);
+    }
+    let updated = query.execute(tx.conn()).await?.rows_affected();
+    if updated == 0 {
+        let current = get_row(&mut tx, &issue.id).await?;
+        let own = current.assignee_agent_id.as_deref() == Some(agent.id.as_str())
+            && current.status == IssueStatus::InProgress.as_str();
+        if own {
+            // Checking out what you already hold changes nothing.
+            return Ok(issue);
+        }
+        return Err(Error::conflict(
+            "Issue checkout conflict",
+            Some(json!({
+                "issueId": current.id,
+                "status": current.status,
+                "assigneeAgentId": current.assignee_agent_id,
+                "checkoutRunId": current.checkout_run_id,
+                "executionRunId": current.execution_run_id,
+            })),
+        ));
+    }
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &issue.company_id,
+            action: "issue.checked_out",
+            entity_type: "issue",
+            entity_id: &issue.id,
+            details: json!({
+                "identifier": issue.identifier,
+                "agentId": agent.id,
+                "fromStatus": issue.status,
+                "runId": actor.run_id,
+            }),
+        },
+    )
+    .await?;
+    let issue = load_in(&mut tx, &issue.id).await?;
+    tx.commit().await?;
+    Ok(issue)
+}
+
+/// Gives a checked-out issue back: it returns to `todo` with no owner.
+/// Only its assignee agent or the board may release it.
+pub async fn release(store: &Store, actor: &Actor, id: &str) -> Result<Issue> {
+    let mut tx = store.begin().await?;
+    let issue = load_in(&mut tx, id).await?;
+    if let Some(agent) = actor.agent_id() {
+        if issue.assignee_agent_id.as_deref() != Some(agent) {
+            return Err(Error::conflict(
+                "Only the assignee can release this issue",
+                Some(json!({ "issueId": issue.id, "assigneeAgentId": issue.assignee_agent_id })),
+            ));
+        }
+    }
+    if issue.status != IssueStatus::InProgress.as_str() && issue.checkout_run_id.is_none() {
+        return Err(Error::conflict(
+            "Issue is not checked out",
+            Some(json!({ "issueId": issue.id, "status": issue.status })),
+        ));
+    }
+    let ts = now();
+    sqlx::query(
+        "UPDATE issues SET status = 'todo', assignee_agent_id = NULL, checkout_run_id = NULL, \
+         execution_run_id = NULL, execution_locked_at = NULL, updated_at = $2 WHERE id = $1",
+    )
+    .bind(&issue.id)
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &issue.company_id,
+            action: "issue.released",
+            entity_type: "issue",
+            entity_id: &issue.id,
+            details: json!({
+                "identifier": issue.identifier,
+                "previousAssigneeAgentId": issue.assignee_agent_id,
+                "previousStatus": issue.status,
+            }),
+        },
+    )
+    .await?;
+    let issue = load_in(&mut tx, &issue.id).await?;
+    tx.commit().await?;
+    Ok(issue)
+}
+
+/// Board-only: clears the checkout and execution locks (of a crashed run, say)
+/// and keeps the assignee and status.
+pub async fn force_release(store: &Store, actor: &Actor, id: &str) -> Result<Issue> {
+    let mut tx = store.begin().await?;
+    let issue = load_in(&mut tx, id).await?;
+    sqlx::query(
+        "UPDATE issues SET checkout_run_id = NULL, execution_run_id = NULL, \
+         execution_locked_at = NULL, updated_at = $2 WHERE id = $1",
+    )
+    .bind(&issue.id)
+    .bind(now())
+    .execute(tx.conn())
+    .await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &issue.company_id,
+            action: "issue.admin_force_release",
+            entity_type: "issue",
+            entity_id: &issue.id,
+            details: json!({
+                "identifier": issue.identifier,
+                "previousCheckoutRunId": issue.checkout_run_id,
+                "previousExecutionRunId": issue.execution_run_id,
+                "assigneeAgentId": issue.assignee_agent_id,
+            }),
+        },
+    )
+    .await?;
+    let issue = load_in(&mut tx, &issue.id).await?;
+    tx.commit().await?;
+    Ok(issue)
+}
+
+struct Refs<'a> {
+    project_id: Option<&'a str>,
+    goal_id: Option<&'a str>,
+    assignee_agent_id: Option<&'a str>,
+}
+
+struct Resolved {
+    goal_id: Option<String>,
+}
+
+/// Checks that every referenced entity exists in this company. An id from
+/// another company is reported exactly like a missing one.
+async fn resolve_refs(tx: &mut Tx, company_id: &str, refs: Refs<'_>) -> Result<Resolved> {
+    let mut goal_id = refs.goal_id.map(str::to_string);
+    if let Some(project) = refs.project_id {
+        let project = crate::projects::get_in_company(tx, company_id, project).await?;
+        // An issue in a project serves the project's goal unless told otherwise.
+        if goal_id.is_none() {
+            goal_id = project.goal_id;
+        }
+    }
+    if let Some(goal) = refs.goal_id {
+        crate::goals::get_in_company(tx, company_id, goal).await?;
+    }
+    if let Some(agent) = refs.assignee_agent_id {
+        let agent = crate::agents::get_in_company(tx, company_id, agent).await?;
+        if agent.status == AgentStatus::Terminated.as_str() {
+            return Err(Error::rule("Cannot assign work to a terminated agent"));
+        }
+    }
+    Ok(Resolved { goal_id })
+}
+
+/// Work in progress has an owner: an issue cannot be `in_progress` unassigned.
+fn check_assignable(status: IssueStatus, agent: Option<&str>, user: Option<&str>) -> Result<()> {
+    if status == IssueStatus::InProgress && agent.is_none() && user.is_none() {
+        return Err(Error::rule("An issue in progress needs an assignee"));
+    }
+    Ok(())
+}
+
+async fn check_parent(tx: &mut Tx, company_id: &str, id: &str, parent_id: &str) -> Result<()> {
+    let mut cursor = Some(parent_id.to_string());
+    let mut steps = 0;
+    while let Some(current) = cursor {
+        if current == id {
+            return Err(Error::rule("Issue parent would create cycle"));
+        }
+        steps += 1;
+        if steps > 10_000 {
+            return Err(Error::rule("Issue parent chain is too deep"));
+        }
+        cursor = get_row_in_company(tx, company_id, &current)
+            .await
+            .map_err(|_| Error::not_found("Parent issue"))?
+            .parent_id;
+    }
+    Ok(())
+}
+
+async fn set_labels(
+    tx: &mut Tx,
+    company_id: &str,
+    issue_id: &str,
+    label_ids: &[String],
+) -> Result<()> {
+    let unique: HashSet<&String> = label_ids.iter().collect();
+    if !unique.is_empty() {
+        let sql = format!(
+            "SELECT COUNT(*) AS n FROM labels WHERE company_id = $1 AND id IN ({})",
+            placeholders(2, unique.len())
+        );
+        let mut query = sqlx::query(&sql).bind(company_id);
+        for id in &unique {
+            query = query.bind(id.as_str());
+        }
+        let found = query.fetch_one(tx.conn()).await?.int("n")?;
+        if found != unique.len() as i64 {
+            return Err(Error::not_found("Label"));
+        }
+    }
+    sqlx::query("DELETE FROM issue_labels WHERE issue_id = $1")
+        .bind(issue_id)
+        .execute(tx.conn())
+        .await?;
+    for label in unique {
+        sqlx::query("INSERT INTO issue_labels (issue_id, label_id) VALUES ($1, $2)")
+            .bind(issue_id)
+            .bind(label.as_str())
+            .execute(tx.conn())
+            .await?;
+    }
+    Ok(())
+}
+
+/// Replaces the issue's blockers. Each must be another issue of the company,
+/// and the blocker graph must stay acyclic.
+async fn set_blockers(
+    tx: &mut Tx,
+    company_id: &str,
+    issue_id: &str,
+    blockers: &[String],
+) -> Result<()> {
+    let unique: HashSet<&String> = blockers.iter().collect();
+    if unique.iter().any(|b| b.as_str() == issue_id) {
+        return Err(Error::rule("An issue cannot block itself"));
+    }
+    for blocker in &unique {
+        get_row_in_company(tx, company_id, blocker)
+            .await
+            .map_err(|_| Error::not_found("Blocking issue"))?;
+    }
+    let edges: Vec<(String, String)> = sqlx::query_as(
+        "SELECT b.issue_id, b.blocked_by_issue_id FROM issue_blockers b \
+         JOIN issues i ON i.id = b.issue_id WHERE i.company_id = $1",
+    )
+    .bind(company_id)
+    .fetch_all(tx.conn())
+    .await?;
+    let mut blocked_by: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (issue, blocker) in &edges {
+        if issue != issue_id {
+            blocked_by
+                .entry(issue.as_str())
+                .or_default()
+                .push(blocker.as_str());
+        }
+    }
+    // A cycle exists if some new blocker already waits, directly or not, on this issue.
+    for blocker in &unique {
+        let mut seen = HashSet::new();
+        let mut queue = VecDeque::from([blocker.as_str()]);
+        while let Some(current) = queue.pop_front() {
+            if current == issue_id {
+                return Err(Error::rule("Blocking relationship would create cycle"));
+            }
+            if seen.insert(current) {
+                queue.extend(blocked_by.get(current).into_iter().flatten().copied());
+            }
+        }
+    }
+    sqlx::query("DELETE FROM issue_blockers WHERE issue_id = $1")
+        .bind(issue_id)
+        .execute(tx.conn())
+        .await?;
+    let ts = now();
+    for blocker in unique {
+        sqlx::query("INSERT INTO issue_blockers (issue_id, blocked_by_issue_id, created_at) VALUES ($1, $2, $3)")
+            .bind(issue_id)
+            .bind(blocker.as_str())
+            .bind(&ts)
+            .execute(tx.conn())
+            .await?;
+    }
+    Ok(())
+}
+
+/// Fills labels, blockers and blocked issues for a page of issues with three
+/// queries in all, whatever the page size.
+async fn attach_relations(conn: &mut AnyConnection, issues: &mut [Issue]) -> Result<()> {
+    if issues.is_empty() {
+        return Ok(());
+    }
+    let index: HashMap<String, usize> = issues
+        .iter()
+        .enumerate()
+        .map(|(i, issue)| (issue.id.clone(), i))
+        .collect();
+    let ids: Vec<&str> = issues.iter().map(|i| i.id.as_str()).collect();
+    let mut labels: Vec<(String, Label)> = Vec::new();
+    let mut blocked_by: Vec<(String, IssueRef)> = Vec::new();
+    let mut blocks: Vec<(String, IssueRef)> = Vec::new();
+    for chunk in ids.chunks(1000) {
+        let list = placeholders(1, chunk.len());
+        let sql = format!(
+            "SELECT il.issue_id AS owner_id, l.* FROM issue_labels il JOIN labels l ON l.id = il.label_id \
+             WHERE il.issue_id IN ({list}) ORDER BY l.name"
+        );
+        for row in bind_all(sqlx::query(&sql), chunk)
+            .fetch_all(&mut *conn)
+            .await?
+        {
+            labels.push((row.text("owner_id")?, crate::labels::map(&row)?));
+        }
+        let sql = format!(
+            "SELECT b.issue_id AS owner_id, i.id, i.identifier, i.title, i.status FROM issue_blockers b \
+             JOIN issues i ON i.id = b.blocked_by_issue_id WHERE b.issue_id IN ({list}) ORDER BY i.issue_number"
+        );
+        for row in bind_all(sqlx::query(&sql), chunk)
+            .fetch_all(&mut *conn)
+            .await?
+        {
+            blocked_by.push((row.text("owner_id")?, map_ref(&row)?));
+        }
+        let sql = format!(
+            "SELECT b.blocked_by_issue_id AS owner_id, i.id, i.identifier, i.title, i.status FROM issue_blockers b \
+             JOIN issues i ON i.id = b.issue_id WHERE b.blocked_by_issue_id IN ({list}) ORDER BY i.issue_number"
+        );
+        for row in bind_all(sqlx::query(&sql), chunk)
+            .fetch_all(&mut *conn)
+            .await?
+        {
+            blocks.push((row.text("owner_id")?, map_ref(&row)?));
+        }
+    }
+    for (owner, label) in labels {
+        let issue = &mut issues[index[&owner]];
+        issue.label_ids.push(label.id.clone());
+        issue.labels.push(label);
+    }
+    for (owner, r) in blocked_by {
+        issues[index[&owner]].blocked_by.push(r);
+    }
+    for (owner, r) in blocks {
+        issues[index[&owner]].blocks.push(r);
+    }
+    Ok(())
+}
+
+fn bind_all<'q>(
+    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    values: &'q [&'q str],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    for v in values {
+        query = query.bind(*v);
+    }
+    query
+}
+
+/// The bare columns needed for rule checks, without relations.
+struct IssueRow {
+    id: String,
+    status: String,
+    parent_id: Option<String>,
+    request_depth: i64,
+    assignee_agent_id: Option<String>,
+    checkout_run_id: Option<String>,
+    execution_run_id: Option<String>,
+}
+
+async fn get_row(tx: &mut Tx, id: &str) -> Result<IssueRow> {
+    let row = sqlx::query(
+        "SELECT id, company_id, status, parent_id, request_depth, assignee_agent_id, \
+         checkout_run_id, execution_run_id FROM issues WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(tx.conn())
+    .await?
+    .ok_or_else(|| Error::not_found("Issue"))?;
+    Ok(IssueRow {
+        id: row.text("id")?,
+        status: row.text("status")?,
+        parent_id: row.opt_text("parent_id")?,
+        request_depth: row.int("request_depth")?,
+        assignee_agent_id: row.opt_text("assignee_agent_id")?,
+        checkout_run_id: row.opt_text("checkout_run_id")?,
+        execution_run_id: row.opt_text("execution_run_id")?,
+    })
+}
+
+async fn get_row_in_company(tx: &mut Tx, company_id: &str, id: &str) -> Result<IssueRow> {
+    let row: Option<(String,)> = sqlx::query_as("SELECT company_id FROM issues WHERE id = $1")
+        .bind(id)
+        .fetch_optional(tx.conn())
+        .await?;
+    match row {
+        Some((owner,)) if owner == company_id => get_row(tx, id).await,
+        _ => Err(Error::not_found("Issue")),
+    }
+}
+
+async fn write(tx: &mut Tx, i: &Issue, ts: &str) -> Result<()> {
+    sqlx::query(
+        "UPDATE issues SET project_id = $2, goal_id = $3, parent_id = $4, title = $5, \
+         description = $6, status = $7, priority = $8, assignee_agent_id = $9, \
+         assignee_user_id = $10, checkout_run_id = $11, execution_run_id = $12, \
+         execution_locked_at = $13, request_depth = $14, billing_code = $15, started_at = $16, \
+         completed_at = $17, cancelled_at = $18, updated_at = $19 WHERE id = $1",
+    )
+    .bind(&i.id)
+    .bind(i.project_id.as_deref())
+    .bind(i.goal_id.as_deref())
+    .bind(i.parent_id.as_deref())
+    .bind(&i.title)
+    .bind(i.description.as_deref())
+    .bind(&i.status)
+    .bind(&i.priority)
+    .bind(i.assignee_agent_id.as_deref())
+    .bind(i.assignee_user_id.as_deref())
+    .bind(i.checkout_run_id.as_deref())
+    .bind(i.execution_run_id.as_deref())
+    .bind(i.execution_locked_at.as_deref())
+    .bind(i.request_depth)
+    .bind(i.billing_code.as_deref())
+    .bind(i.started_at.as_deref())
+    .bind(i.completed_at.as_deref())
+    .bind(i.cancelled_at.as_deref())
+    .bind(ts)
+    .execute(tx.conn())
+    .await?;
+    Ok(())
+}
+
+fn map_ref(row: &AnyRow) -> Result<IssueRef> {
+    Ok(IssueRef {
+        id: row.text("id")?,
+        identifier: row.text("identifier")?,
+        title: row.text("title")?,
+        status: row.text("status")?,
+    })
+}
+
+fn map(row: &AnyRow) -> Result<Issue> {
+    Ok(Issue {
+        id: row.try_get("id")?,
+        company_id: row.text("company_id")?,
+        project_id: row.opt_text("project_id")?,
+        goal_id: row.opt_text("goal_id")?,
+        parent_id: row.opt_text("parent_id")?,
+        title: row.text("title")?,
+        description: row.opt_text("description")?,
+        status: row.text("status")?,
+        priority: row.text("priority")?,
+        assignee_agent_id: row.opt_text("assignee_agent_id")?,
+        assignee_user_id: row.opt_text("assignee_user_id")?,
+        checkout_run_id: row.opt_text("checkout_run_id")?,
+        execution_run_id: row.opt_text("execution_run_id")?,
+        execution_locked_at: row.opt_text("execution_locked_at")?,
+        created_by_agent_id: row.opt_text("created_by_agent_id")?,
+        created_by_user_id: row.opt_text("created_by_user_id")?,
+        issue_number: row.int("issue_number")?,
+        identifier: row.text("identifier")?,
+        origin_kind: row.text("origin_kind")?,
+        request_depth: row.int("request_depth")?,
+        billing_code: row.opt_text("billing_code")?,
+        started_at: row.opt_text("started_at")?,
+        completed_at: row.opt_text("completed_at")?,
+        cancelled_at: row.opt_text("cancelled_at")?,
+        created_at: row.text("created_at")?,
+        updated_at: row.text("updated_at")?,
+        labels: Vec::new(),
+        label_ids: Vec::new(),
+        blocked_by: Vec::new(),
+        blocks: Vec::new(),
+    })
+}

@@ -1,0 +1,125 @@
+//! Company labels; attached to issues through `labelIds`.
+
+use paperclip_core::actor::Actor;
+use paperclip_core::input::NewLabel;
+use paperclip_core::model::Label;
+use serde_json::json;
+use sqlx::any::AnyRow;
+
+use crate::activity::{self, Entry};
+use crate::row::RowExt;
+use crate::{new_id, now, Error, Result, Store};
+
+pub async fn create(
+    store: &Store,
+    actor: &Actor,
+    company_id: &str,
+    input: NewLabel,
+) -> Result<Label> {
+    let name = input.name.trim().to_string();
+    if name.is_empty() || name.chars().count() > 48 {
+        return Err(Error::invalid("name", "Name must be 1 to 48 characters"));
+    }
+    let color_ok = input.color.len() == 7
+        && input.color.starts_with('#')
+        && input.color[1..].chars().all(|c| c.is_ascii_hexdigit());
+    if !color_ok {
+        return Err(Error::invalid("color", "Color must look like #8b5cf6"));
+    }
+    let mut tx = store.begin().await?;
+    crate::companies::get_in(&mut tx, company_id).await?;
+    let id = new_id();
+    let ts = now();
+    sqlx::query(
+        "INSERT INTO labels (id, company_id, name, color, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $5)",
+    )
+    .bind(&id)
+    .bind(company_id)
+    .bind(&name)
+    .bind(&input.color)
+    .bind(&ts)
+    .execute(tx.conn())
+    .await
+    .map_err(|e| match Error::from(e) {
+        e if e.is_unique_violation() => {
+            Error::conflict("Label already exists", Some(json!({ "name": name })))
+        }
+        e => e,
+    })?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id,
+            action: "label.created",
+            entity_type: "label",
+            entity_id: &id,
+            details: json!({ "name": name, "color": input.color }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Label {
+        id,
+        company_id: company_id.to_string(),
+        name,
+        color: input.color,
+        created_at: ts.clone(),
+        updated_at: ts,
+    })
+}
+
+pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Label>> {
+    let rows = sqlx::query("SELECT * FROM labels WHERE company_id = $1 ORDER BY name")
+        .bind(company_id)
+        .fetch_all(store.pool())
+        .await?;
+    rows.iter().map(map).collect()
+}
+
+pub async fn get(store: &Store, id: &str) -> Result<Label> {
+    let row = sqlx::query("SELECT * FROM labels WHERE id = $1")
+        .bind(id)
+        .fetch_optional(store.pool())
+        .await?;
+    row.as_ref()
+        .map(map)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Label"))
+}
+
+/// Deletes the label and detaches it from every issue.
+pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Label> {
+    let label = get(store, id).await?;
+    let mut tx = store.begin().await?;
+    sqlx::query("DELETE FROM labels WHERE id = $1")
+        .bind(id)
+        .execute(tx.conn())
+        .await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &label.company_id,
+            action: "label.deleted",
+            entity_type: "label",
+            entity_id: id,
+            details: json!({ "name": label.name }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(label)
+}
+
+pub(crate) fn map(row: &AnyRow) -> Result<Label> {
+    Ok(Label {
+        id: row.text("id")?,
+        company_id: row.text("company_id")?,
+        name: row.text("name")?,
+        color: row.text("color")?,
+        created_at: row.text("created_at")?,
+        updated_at: row.text("updated_at")?,
+    })
+}

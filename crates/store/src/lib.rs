@@ -1,0 +1,168 @@
+//! SQL storage for Paperclip on SQLite (embedded, the default) and Postgres.
+//!
+//! One schema and one set of queries serve both engines: the queries use only
+//! SQL that both accept (`$n` parameters, `RETURNING`, row values), go through
+//! sqlx's `Any` driver, and keep ids, timestamps and JSON as text. Each module
+//! owns one aggregate; every mutation runs in one transaction together with its
+//! activity row (see [`activity`]).
+//!
+//! SQLite allows one writer at a time. Rather than letting concurrent writers
+//! collide and retry on `SQLITE_BUSY`, write transactions on SQLite queue on an
+//! in-process mutex; reads run concurrently on the pool (WAL mode).
+
+pub mod activity;
+pub mod agents;
+pub mod comments;
+pub mod companies;
+pub mod documents;
+mod error;
+pub mod goals;
+pub mod issues;
+pub mod labels;
+mod migrate;
+pub mod projects;
+mod row;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyPool, Executor};
+use tokio::sync::{Mutex, OwnedMutexGuard};
+
+pub use crate::error::{Error, Result};
+pub use crate::migrate::latest_version as schema_version;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Store {
+    pool: AnyPool,
+    backend: Backend,
+    sqlite_writer: Option<Arc<Mutex<()>>>,
+}
+
+/// A write transaction. On SQLite it also holds the writer lock, released when
+/// the transaction is committed or dropped (dropping rolls back).
+pub struct Tx {
+    inner: sqlx::Transaction<'static, sqlx::Any>,
+    _writer: Option<OwnedMutexGuard<()>>,
+}
+
+impl Tx {
+    pub fn conn(&mut self) -> &mut sqlx::AnyConnection {
+        &mut self.inner
+    }
+
+    pub async fn commit(self) -> Result<()> {
+        self.inner.commit().await?;
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `url` and applies pending
+    /// migrations. `sqlite://path` and `postgres://...` are accepted.
+    pub async fn connect(url: &str) -> anyhow::Result<Store> {
+        sqlx::any::install_default_drivers();
+        let backend = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Backend::Postgres
+        } else if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else {
+            anyhow::bail!("unsupported database url (expected sqlite:// or postgres://)");
+        };
+        let options = AnyConnectOptions::from_str(url)?;
+        let pool = match backend {
+            Backend::Sqlite => {
+                AnyPoolOptions::new()
+                    .max_connections(8)
+                    .min_connections(1)
+                    .after_connect(|conn, _meta| {
+                        Box::pin(async move {
+                            conn.execute(
+                                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                                 PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;",
+                            )
+                            .await?;
+                            Ok(())
+                        })
+                    })
+                    .connect_with(options)
+                    .await?
+            }
+            Backend::Postgres => {
+                AnyPoolOptions::new()
+                    .max_connections(16)
+                    .acquire_timeout(Duration::from_secs(30))
+                    .connect_with(options)
+                    .await?
+            }
+        };
+        let store = Store {
+            pool,
+            backend,
+            sqlite_writer: (backend == Backend::Sqlite).then(|| Arc::new(Mutex::new(()))),
+        };
+        migrate::run(&store).await?;
+        Ok(store)
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    pub async fn begin(&self) -> Result<Tx> {
+        let writer = match &self.sqlite_writer {
+            Some(lock) => Some(lock.clone().lock_owned().await),
+            None => None,
+        };
+        let inner = self.pool.begin().await?;
+        Ok(Tx {
+            inner,
+            _writer: writer,
+        })
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Current time as stored: RFC 3339, UTC, millisecond precision.
+pub fn now() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
+/// New entity id: a UUIDv7, so ids sort in creation order and serve as cursors.
+pub fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+/// `$start, $start+1, ...` for an `IN (...)` list of `n` values.
+pub(crate) fn placeholders(start: usize, n: usize) -> String {
+    (start..start + n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
