@@ -1,0 +1,165 @@
+//! Black-box test harness: starts the real `paperclip` binary on an ephemeral
+//! port with a temp data dir and drives it over HTTP.
+//!
+//! The database is SQLite unless `PAPERCLIP_TEST_PG_URL` names a Postgres
+//! server (an admin URL such as `postgres://postgres@127.0.0.1:55432/postgres`);
+//! then every server gets a fresh database of its own on it.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+pub struct TestServer {
+    pub base: String,
+    pub data_dir: PathBuf,
+    pub database_url: Option<String>,
+    child: Child,
+    client: reqwest::Client,
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        let data_dir = std::env::temp_dir().join(format!("paperclip-test-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&data_dir).unwrap();
+        let database_url = match std::env::var("PAPERCLIP_TEST_PG_URL") {
+            Ok(admin) if !admin.is_empty() => Some(create_pg_database(&admin).await),
+            _ => None,
+        };
+        TestServer::start_with(data_dir, database_url, &[]).await
+    }
+
+    /// Starts a server on an existing data dir / database (a restart).
+    pub async fn start_with(data_dir: PathBuf, database_url: Option<String>, extra: &[&str]) -> TestServer {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_paperclip"));
+        cmd.arg("run").arg("--port").arg("0").arg("--data-dir").arg(&data_dir).args(extra);
+        cmd.env_remove("DATABASE_URL").env_remove("PAPERCLIP_PORT").env_remove("PAPERCLIP_CONFIG");
+        if let Some(url) = &database_url {
+            cmd.env("DATABASE_URL", url);
+        }
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("spawn paperclip");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            while let Some(Ok(line)) = lines.next() {
+                if let Some(url) = line.strip_prefix("Paperclip listening on ") {
+                    let _ = tx.send(url.to_string());
+                }
+            }
+        });
+        let base = rx.recv_timeout(Duration::from_secs(30)).expect("server did not report its address");
+        let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
+        TestServer { base, data_dir, database_url, child, client }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    pub async fn request(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut req = self.client.request(method, self.url(path));
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.expect("request failed");
+        let status = resp.status();
+        let text = resp.text().await.unwrap();
+        let value = if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };
+        (status, value)
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.request("GET", path, None).await
+    }
+    pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.request("POST", path, Some(body)).await
+    }
+    pub async fn patch(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.request("PATCH", path, Some(body)).await
+    }
+    pub async fn put(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.request("PUT", path, Some(body)).await
+    }
+    pub async fn delete(&self, path: &str) -> (StatusCode, Value) {
+        self.request("DELETE", path, None).await
+    }
+
+    /// POST that must succeed; returns the body.
+    pub async fn ok_post(&self, path: &str, body: Value) -> Value {
+        let (status, value) = self.post(path, body).await;
+        assert!(status.is_success(), "POST {path} -> {status}: {value}");
+        value
+    }
+    pub async fn ok_get(&self, path: &str) -> Value {
+        let (status, value) = self.get(path).await;
+        assert!(status.is_success(), "GET {path} -> {status}: {value}");
+        value
+    }
+    pub async fn ok_patch(&self, path: &str, body: Value) -> Value {
+        let (status, value) = self.patch(path, body).await;
+        assert!(status.is_success(), "PATCH {path} -> {status}: {value}");
+        value
+    }
+
+    pub async fn company(&self, name: &str) -> Value {
+        self.ok_post("/api/companies", serde_json::json!({ "name": name })).await
+    }
+
+    pub async fn agent(&self, company_id: &str, name: &str, reports_to: Option<&str>) -> Value {
+        self.ok_post(
+            &format!("/api/companies/{company_id}/agents"),
+            serde_json::json!({ "name": name, "reportsTo": reports_to, "adapterType": "process",
+                "adapterConfig": { "command": "true" } }),
+        )
+        .await
+    }
+
+    pub async fn issue(&self, company_id: &str, body: Value) -> Value {
+        self.ok_post(&format!("/api/companies/{company_id}/issues"), body).await
+    }
+
+    /// Activity actions of a company, oldest first.
+    pub async fn actions(&self, company_id: &str) -> Vec<String> {
+        let list = self.ok_get(&format!("/api/companies/{company_id}/activity?limit=1000")).await;
+        let mut actions: Vec<String> =
+            list.as_array().unwrap().iter().map(|a| a["action"].as_str().unwrap().to_string()).collect();
+        actions.reverse();
+        actions
+    }
+
+    /// Stops the server the hard way (SIGKILL), as a crash would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}
+
+async fn create_pg_database(admin_url: &str) -> String {
+    use sqlx::Connection;
+    let name = format!("pc_test_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = sqlx::postgres::PgConnection::connect(admin_url).await.expect("connect to test Postgres");
+    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("create test database");
+    let _ = conn.close().await;
+    match admin_url.rfind('/') {
+        Some(i) => format!("{}/{name}", &admin_url[..i]),
+        None => panic!("PAPERCLIP_TEST_PG_URL must end in /<database>"),
+    }
+}
