@@ -72,6 +72,14 @@ impl IntoResponse for ApiError {
         if let Some(details) = self.details {
             body["details"] = details;
         }
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if self.status == StatusCode::PAYLOAD_TOO_LARGE {
+            // The unread rest of the body is still on the wire; tell the client
+            // not to reuse this connection rather than let its next request fail.
+            response
+                .headers_mut()
+                .insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+        }
+        response
     }
 }

@@ -57,21 +57,41 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
                 })
                 .collect();
             let message = strip_position(&inner.to_string());
-            let code = if message.starts_with("missing field") {
+            if message.starts_with("missing field") {
                 if let Some(field) = message.split('`').nth(1) {
                     path.push(json!(field));
                 }
-                "invalid_type"
-            } else if message.starts_with("unknown variant") {
-                "invalid_value"
-            } else {
-                "invalid_type"
-            };
+            }
+            if let Some(values) = expected_variants(&message) {
+                let quoted: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
+                return Err(ApiError::validation(json!([{
+                    "code": "invalid_value",
+                    "values": values,
+                    "path": path,
+                    "message": format!("Invalid option: expected one of {}", quoted.join("|")),
+                }])));
+            }
             Err(ApiError::validation(
-                json!([{ "code": code, "path": path, "message": message }]),
+                json!([{ "code": "invalid_type", "path": path, "message": message }]),
             ))
         }
     }
+}
+
+/// The allowed values named by serde's "unknown variant `x`, expected one of `a`, `b`".
+fn expected_variants(message: &str) -> Option<Vec<String>> {
+    if !message.starts_with("unknown variant") {
+        return None;
+    }
+    let (_, list) = message
+        .split_once("expected one of ")
+        .or_else(|| message.split_once("expected "))?;
+    Some(
+        list.split(", ")
+            .map(|v| v.trim().trim_matches('`').to_string())
+            .filter(|v| !v.is_empty())
+            .collect(),
+    )
 }
 
 fn strip_position(message: &str) -> String {
@@ -127,6 +147,7 @@ mod tests {
         let details = err.details.unwrap();
         assert_eq!(details[0]["path"], json!(["status"]));
         assert_eq!(details[0]["code"], "invalid_value");
+        assert_eq!(details[0]["values"].as_array().unwrap().len(), 7);
     }
 
     #[test]

@@ -25,7 +25,8 @@ pub struct TestServer {
 
 impl TestServer {
     pub async fn start() -> TestServer {
-        let data_dir = std::env::temp_dir().join(format!("paperclip-test-{}", uuid::Uuid::new_v4()));
+        let data_dir =
+            std::env::temp_dir().join(format!("paperclip-test-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&data_dir).unwrap();
         let database_url = match std::env::var("PAPERCLIP_TEST_PG_URL") {
             Ok(admin) if !admin.is_empty() => Some(create_pg_database(&admin).await),
@@ -35,14 +36,29 @@ impl TestServer {
     }
 
     /// Starts a server on an existing data dir / database (a restart).
-    pub async fn start_with(data_dir: PathBuf, database_url: Option<String>, extra: &[&str]) -> TestServer {
+    pub async fn start_with(
+        data_dir: PathBuf,
+        database_url: Option<String>,
+        extra: &[&str],
+    ) -> TestServer {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_paperclip"));
-        cmd.arg("run").arg("--port").arg("0").arg("--data-dir").arg(&data_dir).args(extra);
-        cmd.env_remove("DATABASE_URL").env_remove("PAPERCLIP_PORT").env_remove("PAPERCLIP_CONFIG");
+        cmd.arg("run")
+            .arg("--port")
+            .arg("0")
+            .arg("--data-dir")
+            .arg(&data_dir)
+            .args(extra);
+        cmd.env_remove("DATABASE_URL")
+            .env_remove("PAPERCLIP_PORT")
+            .env_remove("PAPERCLIP_CONFIG");
         if let Some(url) = &database_url {
             cmd.env("DATABASE_URL", url);
         }
-        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("spawn paperclip");
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn paperclip");
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -53,9 +69,20 @@ impl TestServer {
                 }
             }
         });
-        let base = rx.recv_timeout(Duration::from_secs(30)).expect("server did not report its address");
-        let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
-        TestServer { base, data_dir, database_url, child, client }
+        let base = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("server did not report its address");
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(64)
+            .build()
+            .unwrap();
+        TestServer {
+            base,
+            data_dir,
+            database_url,
+            child,
+            client,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -66,7 +93,12 @@ impl TestServer {
         &self.client
     }
 
-    pub async fn request(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+    pub async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
         let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
         let mut req = self.client.request(method, self.url(path));
         if let Some(body) = body {
@@ -75,7 +107,11 @@ impl TestServer {
         let resp = req.send().await.expect("request failed");
         let status = resp.status();
         let text = resp.text().await.unwrap();
-        let value = if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };
+        let value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
         (status, value)
     }
 
@@ -113,7 +149,8 @@ impl TestServer {
     }
 
     pub async fn company(&self, name: &str) -> Value {
-        self.ok_post("/api/companies", serde_json::json!({ "name": name })).await
+        self.ok_post("/api/companies", serde_json::json!({ "name": name }))
+            .await
     }
 
     pub async fn agent(&self, company_id: &str, name: &str, reports_to: Option<&str>) -> Value {
@@ -126,16 +163,29 @@ impl TestServer {
     }
 
     pub async fn issue(&self, company_id: &str, body: Value) -> Value {
-        self.ok_post(&format!("/api/companies/{company_id}/issues"), body).await
+        self.ok_post(&format!("/api/companies/{company_id}/issues"), body)
+            .await
     }
 
     /// Activity actions of a company, oldest first.
     pub async fn actions(&self, company_id: &str) -> Vec<String> {
-        let list = self.ok_get(&format!("/api/companies/{company_id}/activity?limit=1000")).await;
-        let mut actions: Vec<String> =
-            list.as_array().unwrap().iter().map(|a| a["action"].as_str().unwrap().to_string()).collect();
+        let list = self
+            .ok_get(&format!("/api/companies/{company_id}/activity?limit=1000"))
+            .await;
+        let mut actions: Vec<String> = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["action"].as_str().unwrap().to_string())
+            .collect();
         actions.reverse();
         actions
+    }
+
+    /// Stops the server and hands back its data dir and database for a restart.
+    pub fn stop_keeping_data(mut self) -> (PathBuf, Option<String>) {
+        self.kill();
+        (std::mem::take(&mut self.data_dir), self.database_url.take())
     }
 
     /// Stops the server the hard way (SIGKILL), as a crash would.
@@ -148,15 +198,22 @@ impl TestServer {
 impl Drop for TestServer {
     fn drop(&mut self) {
         self.kill();
-        let _ = std::fs::remove_dir_all(&self.data_dir);
+        if !self.data_dir.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.data_dir);
+        }
     }
 }
 
 async fn create_pg_database(admin_url: &str) -> String {
     use sqlx::Connection;
     let name = format!("pc_test_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = sqlx::postgres::PgConnection::connect(admin_url).await.expect("connect to test Postgres");
-    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("create test database");
+    let mut conn = sqlx::postgres::PgConnection::connect(admin_url)
+        .await
+        .expect("connect to test Postgres");
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut conn)
+        .await
+        .expect("create test database");
     let _ = conn.close().await;
     match admin_url.rfind('/') {
         Some(i) => format!("{}/{name}", &admin_url[..i]),

@@ -1,0 +1,249 @@
+//! `paperclip-bench`: measures a built `paperclip` binary from the outside —
+//! start-to-healthy time, resident memory, and create / list / get latency
+//! and throughput under concurrent keep-alive clients.
+//!
+//! It reports figures only; it asserts nothing about speed, so it never fails
+//! on a slow machine. Progress goes to stderr, the summary to stdout.
+
+mod load;
+mod report;
+mod server;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::load::{Run, Stop};
+use crate::report::Report;
+use crate::server::Server;
+
+#[derive(Parser)]
+#[command(name = "paperclip-bench", about = "Benchmark a paperclip binary")]
+struct Args {
+    /// The `paperclip` binary to run.
+    #[arg(long, default_value = "target/release/paperclip")]
+    server: PathBuf,
+    /// Postgres URL for every server started; without it each server uses
+    /// SQLite in its own fresh temp data dir.
+    #[arg(long)]
+    database_url: Option<String>,
+    /// Concurrent clients for the load phases.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+    /// Length of each timed list / get phase.
+    #[arg(long, default_value_t = 5)]
+    duration_secs: u64,
+    /// Untimed load before each timed list / get phase (connections, caches).
+    #[arg(long, default_value_t = 1)]
+    warmup_secs: u64,
+    /// How many cold starts to time.
+    #[arg(long, default_value_t = 10)]
+    starts: usize,
+    /// Issues created in the create-throughput phase.
+    #[arg(long, default_value_t = 10_000)]
+    creates: u64,
+    /// Issues in the company that the list phase reads in one page.
+    #[arg(long, default_value_t = 1000)]
+    list_size: u64,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if !args.server.is_file() {
+        bail!(
+            "{} not found; build it with `cargo build --release -p paperclip` or pass --server",
+            args.server.display()
+        );
+    }
+    let db = args.database_url.as_deref();
+    let duration = Duration::from_secs(args.duration_secs);
+    let warmup = Duration::from_secs(args.warmup_secs);
+
+    eprintln!("timing {} cold starts...", args.starts);
+    let mut starts = Vec::new();
+    for _ in 0..args.starts {
+        let server = Server::start(&args.server, db).await?;
+        starts.push(server.start_to_healthy);
+        server.stop().await;
+    }
+    starts.sort_unstable();
+
+    let server = Server::start(&args.server, db).await?;
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.clients)
+        .tcp_nodelay(true)
+        .build()?;
+    let health: Value = client
+        .get(server.url("/api/health"))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let backend = health["database"]["backend"]
+        .as_str()
+        .unwrap_or("?")
+        .to_string();
+    // Let start-up allocations settle before reading the idle footprint.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle_rss = server.rss_kib()?;
+
+    eprintln!(
+        "creating {} issues at {} clients...",
+        args.creates, args.clients
+    );
+    let company = create_company(&client, &server, "Bench Co").await?;
+    let create = create_issues(&client, &server, &company, args.clients, args.creates).await;
+    create.warn_errors("create issue");
+
+    eprintln!("filling a company with {} issues...", args.list_size);
+    let list_company = create_company(&client, &server, "Bench List Co").await?;
+    let fill = create_issues(
+        &client,
+        &server,
+        &list_company,
+        args.clients,
+        args.list_size,
+    )
+    .await;
+    if fill.errors > 0 {
+        bail!("filling the list company failed: {:?}", fill.first_error);
+    }
+    let list_url = server.url(&format!(
+        "/api/companies/{list_company}/issues?limit={}",
+        args.list_size
+    ));
+    let page: Value = client.get(&list_url).send().await?.json().await?;
+    let page = page.as_array().context("list response is not an array")?;
+    if page.len() as u64 != args.list_size {
+        bail!(
+            "list returned {} issues, expected {}",
+            page.len(),
+            args.list_size
+        );
+    }
+    let issue_url = server.url(&format!(
+        "/api/issues/{}",
+        page[page.len() / 2]["id"]
+            .as_str()
+            .context("issue without id")?
+    ));
+
+    eprintln!("listing at {} clients and at 1 client...", args.clients);
+    let list = timed_get(&client, &list_url, args.clients, warmup, duration).await;
+    list.warn_errors("list issues");
+    let list_1 = timed_get(&client, &list_url, 1, warmup, duration).await;
+    list_1.warn_errors("list issues (1 client)");
+
+    eprintln!("getting one issue at {} clients...", args.clients);
+    let get = timed_get(&client, &issue_url, args.clients, warmup, duration).await;
+    get.warn_errors("get issue");
+    // No database, little JSON: the floor that HTTP and the runtime set.
+    let health = timed_get(
+        &client,
+        &server.url("/api/health"),
+        args.clients,
+        warmup,
+        duration,
+    )
+    .await;
+    health.warn_errors("health");
+
+    let loaded_rss = server.rss_kib()?;
+    server.stop().await;
+
+    let report = Report {
+        backend,
+        clients: args.clients,
+        list_size: args.list_size,
+        starts,
+        idle_rss,
+        loaded_rss,
+        create,
+        list,
+        list_1,
+        get,
+        health,
+    };
+    report.print_summary();
+    println!();
+    report.print_markdown();
+    Ok(())
+}
+
+async fn create_company(
+    client: &reqwest::Client,
+    server: &Server,
+    name: &str,
+) -> anyhow::Result<String> {
+    let resp = client
+        .post(server.url("/api/companies"))
+        .json(&json!({ "name": name }))
+        .send()
+        .await?;
+    if !resp.status().is_success() {
+        bail!(
+            "POST /api/companies -> {}: {}",
+            resp.status(),
+            resp.text().await?
+        );
+    }
+    let body: Value = resp.json().await?;
+    Ok(body["id"]
+        .as_str()
+        .context("company without id")?
+        .to_string())
+}
+
+async fn create_issues(
+    client: &reqwest::Client,
+    server: &Server,
+    company: &str,
+    clients: usize,
+    count: u64,
+) -> Run {
+    let url = server.url(&format!("/api/companies/{company}/issues"));
+    let client = client.clone();
+    load::run(clients, Stop::Count(count), move |i| {
+        let req = client
+            .post(&url)
+            .json(&json!({ "title": format!("Bench issue {i}") }));
+        async move { drain(req.send().await?, StatusCode::CREATED).await }
+    })
+    .await
+}
+
+/// GETs `url` for `warmup` without recording, then for `duration`.
+async fn timed_get(
+    client: &reqwest::Client,
+    url: &str,
+    clients: usize,
+    warmup: Duration,
+    duration: Duration,
+) -> Run {
+    let op = |client: reqwest::Client, url: String| {
+        move |_| {
+            let req = client.get(&url);
+            async move { drain(req.send().await?, StatusCode::OK).await }
+        }
+    };
+    if !warmup.is_zero() {
+        load::run(clients, Stop::For(warmup), op(client.clone(), url.into())).await;
+    }
+    load::run(clients, Stop::For(duration), op(client.clone(), url.into())).await
+}
+
+/// Reads the whole body (so latency includes the transfer) and checks the
+/// status.
+async fn drain(resp: reqwest::Response, want: StatusCode) -> anyhow::Result<()> {
+    let status = resp.status();
+    let body = resp.bytes().await?;
+    if status != want {
+        bail!("{status}: {}", String::from_utf8_lossy(&body));
+    }
+    Ok(())
+}

@@ -1,0 +1,302 @@
+//! The API contract: the OpenAPI document covers every route, errors have
+//! upstream's shape, and the binary refuses unsafe configuration.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use common::TestServer;
+use serde_json::{json, Value};
+
+/// Every route this build serves. A route added without an entry here, or an
+/// entry whose route is missing from the OpenAPI document, fails the test.
+const ROUTES: &[(&str, &str)] = &[
+    ("get", "/api/health"),
+    ("get", "/api/companies"),
+    ("post", "/api/companies"),
+    ("get", "/api/companies/{companyId}"),
+    ("patch", "/api/companies/{companyId}"),
+    ("delete", "/api/companies/{companyId}"),
+    ("post", "/api/companies/{companyId}/archive"),
+    ("get", "/api/companies/{companyId}/agents"),
+    ("post", "/api/companies/{companyId}/agents"),
+    ("get", "/api/companies/{companyId}/org"),
+    ("get", "/api/agents/{id}"),
+    ("patch", "/api/agents/{id}"),
+    ("delete", "/api/agents/{id}"),
+    ("post", "/api/agents/{id}/pause"),
+    ("post", "/api/agents/{id}/resume"),
+    ("post", "/api/agents/{id}/terminate"),
+    ("get", "/api/companies/{companyId}/goals"),
+    ("post", "/api/companies/{companyId}/goals"),
+    ("get", "/api/goals/{id}"),
+    ("patch", "/api/goals/{id}"),
+    ("delete", "/api/goals/{id}"),
+    ("get", "/api/companies/{companyId}/projects"),
+    ("post", "/api/companies/{companyId}/projects"),
+    ("get", "/api/projects/{id}"),
+    ("patch", "/api/projects/{id}"),
+    ("delete", "/api/projects/{id}"),
+    ("get", "/api/companies/{companyId}/issues"),
+    ("post", "/api/companies/{companyId}/issues"),
+    ("get", "/api/issues/{id}"),
+    ("patch", "/api/issues/{id}"),
+    ("delete", "/api/issues/{id}"),
+    ("post", "/api/issues/{id}/checkout"),
+    ("post", "/api/issues/{id}/release"),
+    ("post", "/api/issues/{id}/admin/force-release"),
+    ("get", "/api/issues/{id}/comments"),
+    ("post", "/api/issues/{id}/comments"),
+    ("get", "/api/issues/{id}/comments/{commentId}"),
+    ("delete", "/api/issues/{id}/comments/{commentId}"),
+    ("get", "/api/companies/{companyId}/labels"),
+    ("post", "/api/companies/{companyId}/labels"),
+    ("delete", "/api/labels/{labelId}"),
+    ("get", "/api/issues/{id}/documents"),
+    ("get", "/api/issues/{id}/documents/{key}"),
+    ("put", "/api/issues/{id}/documents/{key}"),
+    ("delete", "/api/issues/{id}/documents/{key}"),
+    ("get", "/api/issues/{id}/documents/{key}/revisions"),
+    ("get", "/api/companies/{companyId}/activity"),
+    ("get", "/api/issues/{id}/activity"),
+];
+
+#[tokio::test]
+async fn openapi_lists_exactly_the_served_routes_with_schemas() {
+    let server = TestServer::start().await;
+    let doc = server.ok_get("/api/openapi.json").await;
+    let paths = doc["paths"].as_object().unwrap();
+    let mut documented = Vec::new();
+    for (path, item) in paths {
+        for method in item.as_object().unwrap().keys() {
+            if ["get", "post", "put", "patch", "delete"].contains(&method.as_str()) {
+                documented.push((method.clone(), path.clone()));
+            }
+        }
+    }
+    for (method, path) in ROUTES {
+        assert!(
+            documented.iter().any(|(m, p)| m == method && p == path),
+            "{} {path} is served but missing from /api/openapi.json",
+            method.to_uppercase()
+        );
+        let op = &paths[*path][*method];
+        assert!(
+            op["responses"].as_object().is_some_and(|r| !r.is_empty()),
+            "{method} {path} has responses"
+        );
+        if ["post", "put", "patch"].contains(method) && op.get("requestBody").is_some() {
+            assert!(op["requestBody"]["content"]["application/json"]["schema"].is_object());
+        }
+    }
+    for (method, path) in &documented {
+        assert!(
+            ROUTES.iter().any(|(m, p)| m == method && p == path),
+            "{} {path} is documented but not in this test's route list",
+            method.to_uppercase()
+        );
+    }
+    // Every documented route is really served: a request with made-up ids gets
+    // an answer from its handler (404 "... not found" etc.), never "No route".
+    for (method, path) in ROUTES {
+        let concrete = path
+            .replace("{companyId}", "00000000-0000-4000-8000-000000000000")
+            .replace("{id}", "00000000-0000-4000-8000-000000000001")
+            .replace("{commentId}", "c")
+            .replace("{labelId}", "l")
+            .replace("{key}", "plan");
+        let body = if *method == "get" || *method == "delete" {
+            None
+        } else {
+            Some(json!({}))
+        };
+        let (status, resp) = server
+            .request(&method.to_uppercase(), &concrete, body)
+            .await;
+        assert_ne!(status, 405, "{method} {path}");
+        let text = resp.to_string();
+        assert!(
+            !text.contains("No route"),
+            "{method} {path} is not routed: {text}"
+        );
+    }
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for name in [
+        "Company",
+        "Agent",
+        "Issue",
+        "Comment",
+        "Goal",
+        "Project",
+        "Label",
+        "Document",
+        "ActivityEntry",
+        "NewIssue",
+        "IssuePatch",
+    ] {
+        assert!(schemas.contains_key(name), "schema {name} is documented");
+    }
+}
+
+#[tokio::test]
+async fn bad_bodies_get_clear_errors() {
+    let server = TestServer::start().await;
+    let (status, body) = server.post("/api/companies", json!({ "name": 42 })).await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"], "Validation error");
+    assert_eq!(body["details"][0]["path"], json!(["name"]));
+    let (status, body) = server
+        .post("/api/companies", json!({ "description": "no name" }))
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["details"][0]["path"], json!(["name"]));
+    let (status, body) = server
+        .post(
+            "/api/companies",
+            json!({ "name": "Ok Co", "somethingNew": [1, 2] }),
+        )
+        .await;
+    assert_eq!(status, 201, "unknown fields are ignored: {body}");
+    let cid = body["id"].as_str().unwrap();
+    let (status, body) = server
+        .post(
+            &format!("/api/companies/{cid}/issues"),
+            json!({ "title": "x", "labelIds": ["ok", 5] }),
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["details"][0]["path"], json!(["labelIds", 1]));
+
+    let resp = server
+        .client()
+        .post(server.url("/api/companies"))
+        .header("content-type", "application/json")
+        .body("{\"name\": ")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"], "Malformed JSON body");
+
+    let huge = "x".repeat(2 * 1024 * 1024);
+    let resp = server
+        .client()
+        .post(server.url(&format!("/api/companies/{cid}/issues")))
+        .json(&json!({ "title": "big", "description": huge }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 413);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"], "Request body too large");
+    let list = server.ok_get(&format!("/api/companies/{cid}/issues")).await;
+    assert_eq!(list, json!([]), "refused input stores nothing");
+
+    let (status, body) = server.get("/api/nothing-here").await;
+    assert_eq!(status, 404);
+    assert!(body["error"].is_string());
+}
+
+#[test]
+fn binding_beyond_loopback_is_refused_with_a_reason() {
+    let dir = std::env::temp_dir().join(format!("paperclip-bind-{}", uuid::Uuid::new_v4()));
+    let out = Command::new(env!("CARGO_BIN_EXE_paperclip"))
+        .args(["run", "--port", "0", "--bind", "0.0.0.0", "--data-dir"])
+        .arg(&dir)
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("loopback only"), "{stderr}");
+    assert!(
+        !dir.join("paperclip.db").exists(),
+        "nothing is created when refusing to start"
+    );
+}
+
+#[tokio::test]
+async fn data_survives_a_restart() {
+    let server = TestServer::start().await;
+    let cid = server.company("Durable Co").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    server.issue(&cid, json!({ "title": "Survives" })).await;
+    let (data_dir, database_url) = server.stop_keeping_data();
+    let restarted = TestServer::start_with(data_dir, database_url, &[]).await;
+    let issues = restarted
+        .ok_get(&format!("/api/companies/{cid}/issues"))
+        .await;
+    assert_eq!(issues[0]["title"], "Survives");
+    let next = restarted
+        .issue(&cid, json!({ "title": "After restart" }))
+        .await;
+    assert_eq!(next["issueNumber"], 2, "the counter continues");
+}
+
+#[test]
+fn the_config_file_and_env_vars_choose_where_data_lives() {
+    let dir = std::env::temp_dir().join(format!("paperclip-config-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("paperclip.toml");
+    let data = dir.join("from-config");
+    std::fs::write(
+        &config,
+        format!("data_dir = {:?}\nport = 0\n", data.display().to_string()),
+    )
+    .unwrap();
+    let first_lines = |cmd: &mut Command| -> String {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let text = format!(
+            "{}\n{}",
+            lines.next().unwrap().unwrap(),
+            lines.next().unwrap().unwrap()
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+        text
+    };
+    let out = first_lines(
+        Command::new(env!("CARGO_BIN_EXE_paperclip"))
+            .args(["run", "--config"])
+            .arg(&config)
+            .env_remove("DATABASE_URL"),
+    );
+    assert!(out.contains(&format!("Data: {}", data.display())), "{out}");
+    assert!(data.join("paperclip.db").exists());
+
+    let from_env = dir.join("from-env");
+    let out = first_lines(
+        Command::new(env!("CARGO_BIN_EXE_paperclip"))
+            .args(["run"])
+            .env("PAPERCLIP_CONFIG", &config)
+            .env("PAPERCLIP_DATA_DIR", &from_env)
+            .env_remove("DATABASE_URL"),
+    );
+    assert!(
+        out.contains(&format!("Data: {}", from_env.display())),
+        "the env var beats the file: {out}"
+    );
+
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "prot = 1\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_paperclip"))
+        .args(["run", "--config"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "an unknown config key is an error, not ignored"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("prot"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
