@@ -28,6 +28,8 @@ pub struct Actor {
     pub id: String,
     /// The heartbeat run the request belongs to (`X-Paperclip-Run-Id`).
     pub run_id: Option<String>,
+    /// The only company an agent may touch; `None` for the board and the system.
+    pub company_id: Option<String>,
 }
 
 impl Actor {
@@ -36,6 +38,33 @@ impl Actor {
             kind: ActorKind::User,
             id: LOCAL_BOARD_USER_ID.to_string(),
             run_id: None,
+            company_id: None,
+        }
+    }
+
+    pub fn agent(agent_id: &str, company_id: &str, run_id: Option<String>) -> Actor {
+        Actor {
+            kind: ActorKind::Agent,
+            id: agent_id.to_string(),
+            run_id,
+            company_id: Some(company_id.to_string()),
+        }
+    }
+
+    /// Paperclip itself (recovery, the scheduler): acts on any company.
+    pub fn system() -> Actor {
+        Actor {
+            kind: ActorKind::System,
+            id: "paperclip".to_string(),
+            run_id: None,
+            company_id: None,
+        }
+    }
+
+    pub fn can_access_company(&self, company_id: &str) -> bool {
+        match &self.company_id {
+            Some(own) => own == company_id,
+            None => true,
         }
     }
 

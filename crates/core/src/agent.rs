@@ -45,8 +45,9 @@ impl AgentStatus {
     /// Upstream's agent state machine: idle <-> running, running -> error,
     /// error -> idle, idle/running -> paused, paused -> idle, and anything ->
     /// terminated (irreversible). `active` is upstream's synonym for a ready
-    /// agent and behaves as idle. Pausing an agent in `error` is allowed too:
-    /// a board wants to stop a failing agent without first clearing the error.
+    /// agent and behaves as idle. Two additions: pausing an agent in `error`
+    /// (a board wants to stop a failing agent without first clearing the
+    /// error), and `error -> running` (the next heartbeat is the retry).
     pub fn can_transition_to(self, to: AgentStatus) -> bool {
         use AgentStatus::*;
         if self == to {
@@ -64,6 +65,7 @@ impl AgentStatus {
             (a, Running) if ready(a) => true,
             (Running, b) if ready(b) => true,
             (Running, Error) => true,
+            (Error, Running) => true,
             (Error, b) if ready(b) => true,
             (a, Paused) if ready(a) => true,
             (Running | Error, Paused) => true,
@@ -140,6 +142,6 @@ mod tests {
         assert!(!Paused.can_transition_to(Running));
         assert!(!Idle.can_transition_to(Error));
         assert!(!PendingApproval.can_transition_to(Running));
-        assert!(!Error.can_transition_to(Running));
+        assert!(Error.can_transition_to(Running));
     }
 }

@@ -228,3 +228,93 @@ pub struct ActivityEntry {
     pub details: Value,
     pub created_at: String,
 }
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentApiKey {
+    pub id: String,
+    pub name: String,
+    pub agent_id: String,
+    pub company_id: String,
+    pub created_at: String,
+    pub last_used_at: Option<String>,
+    pub revoked_at: Option<String>,
+    /// The plaintext token: present only in the response that creates the key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeartbeatRun {
+    pub id: String,
+    pub company_id: String,
+    pub agent_id: String,
+    pub invocation_source: String,
+    pub trigger_detail: Option<String>,
+    pub status: String,
+    pub wakeup_request_id: Option<String>,
+    pub issue_id: Option<String>,
+    pub wake_reason: Option<String>,
+    #[schema(value_type = Object)]
+    pub context_snapshot: Value,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub error: Option<String>,
+    pub error_code: Option<String>,
+    pub exit_code: Option<i64>,
+    pub signal: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub usage_json: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub result_json: Option<Value>,
+    pub stdout_excerpt: Option<String>,
+    pub stderr_excerpt: Option<String>,
+    pub log_store: Option<String>,
+    pub log_ref: Option<String>,
+    pub log_bytes: i64,
+    pub process_pid: Option<i64>,
+    pub process_group_id: Option<i64>,
+    /// How many later wakes were folded into this run while it was queued.
+    pub coalesced_count: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunEvent {
+    pub id: String,
+    pub company_id: String,
+    pub run_id: String,
+    pub agent_id: String,
+    pub seq: i64,
+    pub event_type: String,
+    pub stream: Option<String>,
+    pub level: String,
+    pub message: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub payload: Option<Value>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WakeupRequest {
+    pub id: String,
+    pub company_id: String,
+    pub agent_id: String,
+    pub source: String,
+    pub trigger_detail: Option<String>,
+    pub reason: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub payload: Option<Value>,
+    pub issue_id: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub status: String,
+    pub skip_reason: Option<String>,
+    pub run_id: Option<String>,
+    pub coalesced_count: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}

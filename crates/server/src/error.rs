@@ -76,9 +76,10 @@ impl IntoResponse for ApiError {
         if self.status == StatusCode::PAYLOAD_TOO_LARGE {
             // The unread rest of the body is still on the wire; tell the client
             // not to reuse this connection rather than let its next request fail.
-            response
-                .headers_mut()
-                .insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+            response.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
         }
         response
     }

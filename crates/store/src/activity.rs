@@ -8,7 +8,7 @@ use serde_json::Value;
 use sqlx::any::AnyRow;
 
 use crate::row::RowExt;
-use crate::{new_id, now, Result, Store, Tx};
+use crate::{new_id, now, Result, Store, StoreEvent, Tx};
 
 pub struct Entry<'a> {
     pub company_id: &'a str,
@@ -19,24 +19,38 @@ pub struct Entry<'a> {
 }
 
 pub async fn record(tx: &mut Tx, actor: &Actor, entry: Entry<'_>) -> Result<()> {
+    let row = ActivityEntry {
+        id: new_id(),
+        company_id: entry.company_id.to_string(),
+        actor_type: actor.kind.as_str().to_string(),
+        actor_id: actor.id.clone(),
+        action: entry.action.to_string(),
+        entity_type: entry.entity_type.to_string(),
+        entity_id: entry.entity_id.to_string(),
+        agent_id: actor.agent_id().map(str::to_string),
+        run_id: actor.run_id.clone(),
+        details: entry.details,
+        created_at: now(),
+    };
     sqlx::query(
         "INSERT INTO activity_log (id, company_id, actor_type, actor_id, action, entity_type, \
          entity_id, agent_id, run_id, details, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
-    .bind(new_id())
-    .bind(entry.company_id)
-    .bind(actor.kind.as_str())
-    .bind(&actor.id)
-    .bind(entry.action)
-    .bind(entry.entity_type)
-    .bind(entry.entity_id)
-    .bind(actor.agent_id())
-    .bind(actor.run_id.as_deref())
-    .bind(entry.details.to_string())
-    .bind(now())
+    .bind(&row.id)
+    .bind(&row.company_id)
+    .bind(&row.actor_type)
+    .bind(&row.actor_id)
+    .bind(&row.action)
+    .bind(&row.entity_type)
+    .bind(&row.entity_id)
+    .bind(row.agent_id.as_deref())
+    .bind(row.run_id.as_deref())
+    .bind(row.details.to_string())
+    .bind(&row.created_at)
     .execute(tx.conn())
     .await?;
+    tx.announce(StoreEvent::Activity(row));
     Ok(())
 }
 

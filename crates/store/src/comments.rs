@@ -14,28 +14,21 @@ use crate::{new_id, now, Error, Result, Store, Tx};
 pub async fn create(store: &Store, actor: &Actor, issue_id: &str, body: String) -> Result<Comment> {
     let mut tx = store.begin().await?;
     let issue = crate::issues::load_in(&mut tx, issue_id).await?;
-    let comment = insert(
-        &mut tx,
-        actor,
-        &issue.company_id,
-        &issue.id,
-        &issue.identifier,
-        body,
-    )
-    .await?;
+    let comment = insert(&mut tx, actor, &issue, body).await?;
     tx.commit().await?;
     Ok(comment)
 }
 
-/// Adds a comment inside the caller's transaction, with its activity row.
+/// Adds a comment inside the caller's transaction, with its activity row, and
+/// wakes whoever it concerns: agents it @mentions, and the issue's assignee
+/// when someone else wrote it.
 pub(crate) async fn insert(
     tx: &mut Tx,
     actor: &Actor,
-    company_id: &str,
-    issue_id: &str,
-    identifier: &str,
+    issue: &paperclip_core::model::Issue,
     body: String,
 ) -> Result<Comment> {
+    let (company_id, issue_id, identifier) = (issue.company_id.as_str(), issue.id.as_str(), issue.identifier.as_str());
     if body.trim().is_empty() {
         return Err(Error::invalid("body", "Comment body must not be empty"));
     }
@@ -69,7 +62,95 @@ pub(crate) async fn insert(
         },
     )
     .await?;
+    wake_concerned(tx, actor, issue, &id, &body).await?;
     get_in(tx, &id).await
+}
+
+async fn wake_concerned(
+    tx: &mut Tx,
+    actor: &Actor,
+    issue: &paperclip_core::model::Issue,
+    comment_id: &str,
+    body: &str,
+) -> Result<()> {
+    let author = actor.agent_id();
+    let mentions = mentioned_tokens(body);
+    let mut woken: Vec<String> = Vec::new();
+    if !mentions.is_empty() {
+        let agents: Vec<(String, String, String)> =
+            sqlx::query_as("SELECT id, name, url_key FROM agents WHERE company_id = $1")
+                .bind(&issue.company_id)
+                .fetch_all(tx.conn())
+                .await?;
+        for (id, name, url_key) in agents {
+            let named = mentions.iter().any(|m| *m == url_key || *m == name.to_lowercase());
+            if named && Some(id.as_str()) != author && !woken.contains(&id) {
+                woken.push(id.clone());
+                wake(tx, actor, issue, &id, comment_id, "issue_comment_mentioned").await?;
+            }
+        }
+    }
+    if let Some(assignee) = &issue.assignee_agent_id {
+        if Some(assignee.as_str()) != author && !woken.contains(assignee) {
+            wake(tx, actor, issue, assignee, comment_id, "issue_commented").await?;
+        }
+    }
+    Ok(())
+}
+
+async fn wake(
+    tx: &mut Tx,
+    actor: &Actor,
+    issue: &paperclip_core::model::Issue,
+    agent_id: &str,
+    comment_id: &str,
+    reason: &str,
+) -> Result<()> {
+    crate::wakeups::enqueue_in(
+        tx,
+        actor,
+        crate::wakeups::Wake {
+            agent_id: agent_id.to_string(),
+            source: paperclip_core::heartbeat::WakeSource::Automation,
+            trigger_detail: Some("system".to_string()),
+            reason: Some(reason.to_string()),
+            payload: Some(json!({ "issueId": issue.id, "commentId": comment_id })),
+            issue_id: Some(issue.id.clone()),
+            idempotency_key: None,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// `@cto`, `@chief-of-staff`: lower-cased words after an `@` that starts a word.
+fn mentioned_tokens(body: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = body.chars().collect();
+    for (i, c) in chars.iter().enumerate() {
+        let starts_word = i == 0 || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '@');
+        if *c == '@' && starts_word {
+            let token: String = chars[i + 1..]
+                .iter()
+                .take_while(|c| c.is_alphanumeric() || **c == '-' || **c == '_')
+                .collect();
+            let token = token.trim_end_matches(['-', '_']).to_lowercase();
+            if !token.is_empty() && !out.contains(&token) {
+                out.push(token);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn mentions_are_words_after_at() {
+        assert_eq!(super::mentioned_tokens("@CTO please ask @chief-of-staff."), ["cto", "chief-of-staff"]);
+        assert!(super::mentioned_tokens("mail me at a@b.com").is_empty());
+        assert_eq!(super::mentioned_tokens("(@qa) and @qa"), ["qa"]);
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -126,8 +126,36 @@ pub async fn create(
     )
     .await?;
     let issue = load_in(&mut tx, &id).await?;
+    wake_assignee(&mut tx, actor, &issue).await?;
     tx.commit().await?;
     Ok(issue)
+}
+
+/// A newly assigned agent is woken, in the assigning transaction, unless the
+/// work is already over or the agent assigned itself.
+async fn wake_assignee(tx: &mut Tx, actor: &Actor, issue: &Issue) -> Result<()> {
+    let Some(agent) = &issue.assignee_agent_id else {
+        return Ok(());
+    };
+    let status = IssueStatus::parse(&issue.status).unwrap_or(IssueStatus::Backlog);
+    if status.is_terminal() || actor.agent_id() == Some(agent.as_str()) {
+        return Ok(());
+    }
+    crate::wakeups::enqueue_in(
+        tx,
+        actor,
+        crate::wakeups::Wake {
+            agent_id: agent.clone(),
+            source: paperclip_core::heartbeat::WakeSource::Assignment,
+            trigger_detail: Some("system".to_string()),
+            reason: Some("issue_assigned".to_string()),
+            payload: Some(json!({ "issueId": issue.id, "identifier": issue.identifier })),
+            issue_id: Some(issue.id.clone()),
+            idempotency_key: None,
+        },
+    )
+    .await?;
+    Ok(())
 }
 
 /// Looks an issue up by UUID or by identifier (`ACM-12`).
@@ -438,11 +466,11 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
         )
         .await?;
     }
+    if changes.contains_key("assigneeAgentId") {
+        wake_assignee(&mut tx, actor, &after).await?;
+    }
     let comment = match patch.comment {
-        Some(body) => Some(
-            crate::comments::insert(&mut tx, actor, &company_id, &id, &before.identifier, body)
-                .await?,
-        ),
+        Some(body) => Some(crate::comments::insert(&mut tx, actor, &after, body).await?),
         None => None,
     };
     let issue = load_in(&mut tx, &id).await?;

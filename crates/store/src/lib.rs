@@ -18,18 +18,22 @@ pub mod documents;
 mod error;
 pub mod goals;
 pub mod issues;
+pub mod keys;
 pub mod labels;
 mod migrate;
 pub mod projects;
 mod row;
+pub mod runs;
+pub mod wakeups;
 
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use paperclip_core::model::ActivityEntry;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
-use tokio::sync::{Mutex, OwnedMutexGuard};
+use tokio::sync::{broadcast, Mutex, OwnedMutexGuard};
 
 pub use crate::error::{Error, Result};
 pub use crate::migrate::latest_version as schema_version;
@@ -49,18 +53,34 @@ impl Backend {
     }
 }
 
+/// What committed transactions announce: the runtime turns these into live
+/// events and into "a run is waiting" signals for the executor.
+#[derive(Debug, Clone)]
+pub enum StoreEvent {
+    Activity(ActivityEntry),
+    RunQueued {
+        company_id: String,
+        agent_id: String,
+        run_id: String,
+    },
+}
+
 #[derive(Clone)]
 pub struct Store {
     pool: AnyPool,
     backend: Backend,
     sqlite_writer: Option<Arc<Mutex<()>>>,
+    events: broadcast::Sender<StoreEvent>,
 }
 
 /// A write transaction. On SQLite it also holds the writer lock, released when
-/// the transaction is committed or dropped (dropping rolls back).
+/// the transaction is committed or dropped (dropping rolls back). Events it
+/// collects are published only after a successful commit.
 pub struct Tx {
     inner: sqlx::Transaction<'static, sqlx::Any>,
     _writer: Option<OwnedMutexGuard<()>>,
+    pending: Vec<StoreEvent>,
+    events: broadcast::Sender<StoreEvent>,
 }
 
 impl Tx {
@@ -68,8 +88,16 @@ impl Tx {
         &mut self.inner
     }
 
+    pub(crate) fn announce(&mut self, event: StoreEvent) {
+        self.pending.push(event);
+    }
+
     pub async fn commit(self) -> Result<()> {
         self.inner.commit().await?;
+        for event in self.pending {
+            // Nobody listening (tests of the store alone) is fine.
+            let _ = self.events.send(event);
+        }
         Ok(())
     }
 }
@@ -117,6 +145,7 @@ impl Store {
             pool,
             backend,
             sqlite_writer: (backend == Backend::Sqlite).then(|| Arc::new(Mutex::new(()))),
+            events: broadcast::channel(4096).0,
         };
         migrate::run(&store).await?;
         Ok(store)
@@ -139,7 +168,14 @@ impl Store {
         Ok(Tx {
             inner,
             _writer: writer,
+            pending: Vec::new(),
+            events: self.events.clone(),
         })
+    }
+
+    /// Events of transactions committed from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<StoreEvent> {
+        self.events.subscribe()
     }
 
     pub async fn close(&self) {

@@ -6,8 +6,10 @@ use sqlx::Executor;
 
 use crate::Store;
 
-const MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "core", include_str!("../migrations/0001_core.sql"))];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "core", include_str!("../migrations/0001_core.sql")),
+    (2, "runtime", include_str!("../migrations/0002_runtime.sql")),
+];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {
     store

@@ -1,0 +1,163 @@
+//! Small reader for `adapterConfig` objects that collects every problem with
+//! its JSON path instead of stopping at the first one, so the UI can mark all
+//! bad fields at once. Each adapter parses through it both when validating and
+//! when invoking, so the two can never disagree.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::ConfigError;
+
+pub(crate) struct Fields<'a> {
+    obj: &'a Map<String, Value>,
+    errors: Vec<ConfigError>,
+}
+
+impl<'a> Fields<'a> {
+    pub fn new(config: &'a Value) -> Result<Self, Vec<ConfigError>> {
+        match config {
+            Value::Object(obj) => Ok(Fields {
+                obj,
+                errors: Vec::new(),
+            }),
+            _ => Err(vec![ConfigError {
+                path: Vec::new(),
+                message: "adapterConfig must be an object".into(),
+            }]),
+        }
+    }
+
+    pub fn error(&mut self, path: &[&str], message: impl Into<String>) {
+        self.errors.push(ConfigError {
+            path: path.iter().map(|s| s.to_string()).collect(),
+            message: message.into(),
+        });
+    }
+
+    /// The value under `key`; JSON `null` counts as absent.
+    pub fn get(&self, key: &str) -> Option<&'a Value> {
+        self.obj.get(key).filter(|v| !v.is_null())
+    }
+
+    pub fn string(&mut self, key: &str) -> Option<String> {
+        match self.get(key)? {
+            Value::String(s) => Some(s.clone()),
+            _ => {
+                self.error(&[key], "must be a string");
+                None
+            }
+        }
+    }
+
+    pub fn required_string(&mut self, key: &str) -> Option<String> {
+        match self.get(key) {
+            None => {
+                self.error(&[key], "is required");
+                None
+            }
+            Some(Value::String(s)) if s.trim().is_empty() => {
+                self.error(&[key], "must not be empty");
+                None
+            }
+            Some(_) => self.string(key),
+        }
+    }
+
+    pub fn string_list(&mut self, key: &str) -> Vec<String> {
+        let Some(value) = self.get(key) else {
+            return Vec::new();
+        };
+        let Value::Array(items) = value else {
+            self.error(&[key], "must be an array of strings");
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            match item {
+                Value::String(s) => out.push(s.clone()),
+                _ => self.error(&[key, &i.to_string()], "must be a string"),
+            }
+        }
+        out
+    }
+
+    pub fn string_map(&mut self, key: &str) -> BTreeMap<String, String> {
+        let Some(value) = self.get(key) else {
+            return BTreeMap::new();
+        };
+        let Value::Object(map) = value else {
+            self.error(&[key], "must be an object of strings");
+            return BTreeMap::new();
+        };
+        let mut out = BTreeMap::new();
+        for (k, v) in map {
+            match v {
+                Value::String(s) => {
+                    out.insert(k.clone(), s.clone());
+                }
+                _ => self.error(&[key, k], "must be a string"),
+            }
+        }
+        out
+    }
+
+    pub fn non_negative(&mut self, key: &str, default: f64) -> f64 {
+        let Some(value) = self.get(key) else {
+            return default;
+        };
+        match value.as_f64() {
+            Some(n) if n >= 0.0 && n.is_finite() => n,
+            _ => {
+                self.error(&[key], "must be a non-negative number");
+                default
+            }
+        }
+    }
+
+    pub fn bool(&mut self, key: &str, default: bool) -> bool {
+        match self.get(key) {
+            None => default,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                self.error(&[key], "must be a boolean");
+                default
+            }
+        }
+    }
+
+    pub fn finish<T>(self, value: T) -> Result<T, Vec<ConfigError>> {
+        if self.errors.is_empty() {
+            Ok(value)
+        } else {
+            Err(self.errors)
+        }
+    }
+}
+
+/// Text of a config error list for an [`crate::Outcome`] message.
+pub(crate) fn describe(errors: &[ConfigError]) -> String {
+    let parts: Vec<String> = errors
+        .iter()
+        .map(|e| {
+            if e.path.is_empty() {
+                e.message.clone()
+            } else {
+                format!("{}: {}", e.path.join("."), e.message)
+            }
+        })
+        .collect();
+    format!("invalid adapterConfig: {}", parts.join("; "))
+}
+
+/// Cut `s` to at most `max` bytes without splitting a character.
+pub(crate) fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}

@@ -1,0 +1,158 @@
+//! Heartbeat policy (`runtimeConfig.heartbeat`) and the wake rules that
+//! decide, without I/O, whether a wake may produce a run.
+
+use serde_json::Value;
+
+use crate::agent::AgentStatus;
+
+/// Where a wake came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WakeSource {
+    Timer,
+    Assignment,
+    OnDemand,
+    Automation,
+}
+
+impl WakeSource {
+    pub const ALL: [WakeSource; 4] = [
+        WakeSource::Timer,
+        WakeSource::Assignment,
+        WakeSource::OnDemand,
+        WakeSource::Automation,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WakeSource::Timer => "timer",
+            WakeSource::Assignment => "assignment",
+            WakeSource::OnDemand => "on_demand",
+            WakeSource::Automation => "automation",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<WakeSource> {
+        WakeSource::ALL.into_iter().find(|w| w.as_str() == s)
+    }
+}
+
+/// The agent's heartbeat policy with upstream's defaults and clamps applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeartbeatPolicy {
+    /// Timer heartbeats on; other wakes do not depend on it.
+    pub enabled: bool,
+    /// Seconds between timer heartbeats, at least 30.
+    pub interval_sec: u64,
+    pub wake_on_assignment: bool,
+    pub wake_on_on_demand: bool,
+    pub wake_on_automation: bool,
+    /// Minimum seconds between the end of one timer run and the next timer wake.
+    pub cooldown_sec: u64,
+    /// Runs of this agent that may execute at once, 1..=50. Default 1, so
+    /// wakes that arrive during a run coalesce into one follow-up run.
+    pub max_concurrent_runs: u32,
+}
+
+pub const MIN_INTERVAL_SEC: u64 = 30;
+
+impl HeartbeatPolicy {
+    pub fn from_runtime_config(runtime_config: &Value) -> HeartbeatPolicy {
+        let hb = runtime_config
+            .get("heartbeat")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let flag =
+            |key: &str, default: bool| hb.get(key).and_then(Value::as_bool).unwrap_or(default);
+        let num = |key: &str| hb.get(key).and_then(Value::as_f64);
+        HeartbeatPolicy {
+            enabled: flag("enabled", false),
+            interval_sec: num("intervalSec")
+                .map_or(300, |n| n.max(0.0) as u64)
+                .max(MIN_INTERVAL_SEC),
+            wake_on_assignment: flag("wakeOnAssignment", true),
+            wake_on_on_demand: flag("wakeOnOnDemand", true),
+            wake_on_automation: flag("wakeOnAutomation", true),
+            cooldown_sec: num("cooldownSec").map_or(0, |n| n.max(0.0) as u64),
+            max_concurrent_runs: num("maxConcurrentRuns").map_or(1, |n| n.clamp(1.0, 50.0) as u32),
+        }
+    }
+
+    pub fn allows(&self, source: WakeSource) -> bool {
+        match source {
+            WakeSource::Timer => self.enabled,
+            WakeSource::Assignment => self.wake_on_assignment,
+            WakeSource::OnDemand => self.wake_on_on_demand,
+            WakeSource::Automation => self.wake_on_automation,
+        }
+    }
+}
+
+/// Why a wake produces no run, if it does not.
+pub fn skip_reason(
+    status: AgentStatus,
+    policy: &HeartbeatPolicy,
+    source: WakeSource,
+) -> Option<&'static str> {
+    match status {
+        AgentStatus::Paused => Some("agent_paused"),
+        AgentStatus::Terminated => Some("agent_terminated"),
+        AgentStatus::PendingApproval => Some("agent_pending_approval"),
+        _ if !policy.allows(source) => Some("disabled_by_policy"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn defaults_and_clamps() {
+        let p = HeartbeatPolicy::from_runtime_config(&json!({}));
+        assert!(!p.enabled && p.wake_on_assignment && p.wake_on_on_demand);
+        assert_eq!(p.max_concurrent_runs, 1);
+        assert_eq!(p.interval_sec, 300);
+        let p = HeartbeatPolicy::from_runtime_config(
+            &json!({ "heartbeat": { "enabled": true, "intervalSec": 5, "maxConcurrentRuns": 500 } }),
+        );
+        assert_eq!(p.interval_sec, MIN_INTERVAL_SEC);
+        assert_eq!(p.max_concurrent_runs, 50);
+        let p = HeartbeatPolicy::from_runtime_config(
+            &json!({ "heartbeat": { "maxConcurrentRuns": 0 } }),
+        );
+        assert_eq!(p.max_concurrent_runs, 1);
+    }
+
+    #[test]
+    fn paused_terminated_and_disabled_agents_get_no_runs() {
+        let p = HeartbeatPolicy::from_runtime_config(
+            &json!({ "heartbeat": { "wakeOnAssignment": false } }),
+        );
+        assert_eq!(
+            skip_reason(AgentStatus::Paused, &p, WakeSource::OnDemand),
+            Some("agent_paused")
+        );
+        assert_eq!(
+            skip_reason(AgentStatus::Terminated, &p, WakeSource::OnDemand),
+            Some("agent_terminated")
+        );
+        assert_eq!(
+            skip_reason(AgentStatus::Idle, &p, WakeSource::Assignment),
+            Some("disabled_by_policy")
+        );
+        assert_eq!(
+            skip_reason(AgentStatus::Idle, &p, WakeSource::Timer),
+            Some("disabled_by_policy")
+        );
+        assert_eq!(
+            skip_reason(AgentStatus::Running, &p, WakeSource::OnDemand),
+            None
+        );
+        assert_eq!(
+            skip_reason(AgentStatus::Error, &p, WakeSource::OnDemand),
+            None
+        );
+    }
+}

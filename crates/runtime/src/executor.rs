@@ -1,0 +1,500 @@
+//! The run executor: claims queued runs, invokes adapters, records outcomes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use paperclip_adapters::{Adapter, CancellationToken, Invocation, OutcomeStatus};
+use paperclip_core::actor::Actor;
+use paperclip_core::heartbeat::HeartbeatPolicy;
+use paperclip_core::model::{Agent, HeartbeatRun};
+use paperclip_store::runs::{self, Finish};
+use paperclip_store::{Store, StoreEvent};
+use serde_json::{json, Value};
+use tokio::sync::{broadcast, Notify};
+
+use crate::hub::Hub;
+use crate::logs::{LocalFileLogStore, RunLogStore};
+use crate::redact::{is_secret_name, Redactor};
+use crate::sink::RunSinkImpl;
+use crate::tokens::RunTokens;
+
+/// How often queued runs are looked for even without a commit signal: the
+/// backstop for a missed signal, not the normal path.
+const POLL: Duration = Duration::from_secs(2);
+
+pub struct RuntimeConfig {
+    pub store: Store,
+    pub data_dir: PathBuf,
+    /// Base URL agents use to call back (`PAPERCLIP_API_URL`).
+    pub api_url: String,
+    pub token_secret: Vec<u8>,
+}
+
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Store,
+    pub(crate) hub: Arc<Hub>,
+    adapters: BTreeMap<&'static str, Arc<dyn Adapter>>,
+    pub(crate) logs: Arc<dyn RunLogStore>,
+    tokens: RunTokens,
+    api_url: String,
+    data_dir: PathBuf,
+    active: Mutex<HashMap<String, Active>>,
+    kick: Notify,
+}
+
+struct Active {
+    cancel: CancellationToken,
+    reason: Arc<Mutex<Option<String>>>,
+}
+
+impl Runtime {
+    /// Builds the runtime without starting its loops (the server's tests of
+    /// auth use this); [`Runtime::start`] starts them.
+    pub fn new(config: RuntimeConfig) -> Runtime {
+        let logs = Arc::new(LocalFileLogStore::new(config.data_dir.join("run-logs")));
+        Runtime {
+            inner: Arc::new(Inner {
+                store: config.store,
+                hub: Arc::new(Hub::new()),
+                adapters: paperclip_adapters::registry(),
+                logs,
+                tokens: RunTokens::new(&config.token_secret),
+                api_url: config.api_url,
+                data_dir: config.data_dir,
+                active: Mutex::new(HashMap::new()),
+                kick: Notify::new(),
+            }),
+        }
+    }
+
+    /// Recovers what a previous process left, then starts the executor, the
+    /// commit-event bridge and the timer scheduler.
+    pub async fn start(&self) -> anyhow::Result<()> {
+        crate::recovery::recover(&self.inner.store).await?;
+        let bridge = self.clone();
+        let events = self.inner.store.subscribe();
+        tokio::spawn(async move { bridge.bridge(events).await });
+        let executor = self.clone();
+        tokio::spawn(async move { executor.executor_loop().await });
+        let scheduler = self.inner.store.clone();
+        tokio::spawn(async move { crate::scheduler::run(scheduler).await });
+        self.kick();
+        Ok(())
+    }
+
+    pub fn hub(&self) -> &Arc<Hub> {
+        &self.inner.hub
+    }
+
+    pub fn tokens(&self) -> &RunTokens {
+        &self.inner.tokens
+    }
+
+    pub fn logs(&self) -> &Arc<dyn RunLogStore> {
+        &self.inner.logs
+    }
+
+    pub fn adapter(&self, kind: &str) -> Option<Arc<dyn Adapter>> {
+        self.inner.adapters.get(kind).cloned()
+    }
+
+    /// Wakes the executor to look for queued runs now.
+    pub fn kick(&self) {
+        self.inner.kick.notify_one();
+    }
+
+    /// Cancels a run: a queued run never starts; a running one has its process
+    /// stopped (TERM, then KILL after the grace) and is recorded `cancelled`.
+    /// Returns the run once it has settled (or after the grace, still stopping).
+    pub async fn cancel_run(&self, actor: &Actor, run_id: &str, reason: &str) -> paperclip_store::Result<HeartbeatRun> {
+        let run = runs::get(&self.inner.store, run_id).await?;
+        match run.status.as_str() {
+            "queued" => {
+                if let Some(run) = runs::cancel_queued(&self.inner.store, actor, run_id, reason).await? {
+                    self.publish_run(&run, "heartbeat.run.finished");
+                    return Ok(run);
+                }
+                // It started meanwhile: cancel it as a running run.
+                Box::pin(self.cancel_run(actor, run_id, reason)).await
+            }
+            "running" => {
+                let signalled = {
+                    let active = self.inner.active.lock().expect("active lock");
+                    match active.get(run_id) {
+                        Some(a) => {
+                            *a.reason.lock().expect("reason lock") = Some(reason.to_string());
+                            a.cancel.cancel();
+                            true
+                        }
+                        None => false,
+                    }
+                };
+                if !signalled {
+                    // Nothing in this process is driving it (an async HTTP run
+                    // waiting for its callback): settle it directly.
+                    let finish = Finish {
+                        status: "cancelled".into(),
+                        error: Some(reason.to_string()),
+                        error_code: Some("cancelled".into()),
+                        ..Finish::default()
+                    };
+                    if let Some(run) = runs::finish(&self.inner.store, run_id, finish).await? {
+                        self.publish_run(&run, "heartbeat.run.finished");
+                    }
+                }
+                let grace = Duration::from_secs(30);
+                let deadline = tokio::time::Instant::now() + grace;
+                loop {
+                    let run = runs::get(&self.inner.store, run_id).await?;
+                    if run.status != "running" || tokio::time::Instant::now() > deadline {
+                        return Ok(run);
+                    }
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+            }
+            _ => Err(paperclip_store::Error::conflict(
+                "Run is not active",
+                Some(json!({ "runId": run.id, "status": run.status })),
+            )),
+        }
+    }
+
+    /// Stops all work of an agent (pause, terminate): queued runs are
+    /// cancelled and running ones stopped.
+    pub async fn stop_agent(&self, actor: &Actor, agent_id: &str, reason: &str) -> paperclip_store::Result<()> {
+        for run_id in runs::queued_for_agent(&self.inner.store, agent_id).await? {
+            if let Some(run) = runs::cancel_queued(&self.inner.store, actor, &run_id, reason).await? {
+                self.publish_run(&run, "heartbeat.run.finished");
+            }
+        }
+        let running = runs::running_for_agent(&self.inner.store, agent_id).await?;
+        let stops = running.iter().map(|id| self.cancel_run(actor, id, reason));
+        for result in futures_join(stops).await {
+            result?;
+        }
+        Ok(())
+    }
+
+    /// Completes a run that an HTTP agent finished asynchronously.
+    pub async fn complete_async(&self, run_id: &str, finish: Finish) -> paperclip_store::Result<HeartbeatRun> {
+        match runs::finish(&self.inner.store, run_id, finish).await? {
+            Some(run) => {
+                self.publish_run(&run, "heartbeat.run.finished");
+                self.publish_agent(&run.agent_id).await;
+                self.kick();
+                Ok(run)
+            }
+            None => {
+                let run = runs::get(&self.inner.store, run_id).await?;
+                Err(paperclip_store::Error::conflict(
+                    "Run is not active",
+                    Some(json!({ "runId": run.id, "status": run.status })),
+                ))
+            }
+        }
+    }
+
+    async fn bridge(&self, mut events: broadcast::Receiver<StoreEvent>) {
+        loop {
+            match events.recv().await {
+                Ok(StoreEvent::Activity(entry)) => self.inner.hub.publish_activity(&entry),
+                Ok(StoreEvent::RunQueued { company_id, agent_id, run_id }) => {
+                    self.inner.hub.publish(
+                        &company_id,
+                        "heartbeat.run.queued",
+                        "heartbeat_run",
+                        &run_id,
+                        json!({ "runId": run_id, "agentId": agent_id, "status": "queued" }),
+                    );
+                    self.kick();
+                }
+                // Missed signals are recovered by the executor's poll.
+                Err(broadcast::error::RecvError::Lagged(_)) => self.kick(),
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+
+    async fn executor_loop(&self) {
+        loop {
+            tokio::select! {
+                _ = self.inner.kick.notified() => {}
+                _ = tokio::time::sleep(POLL) => {}
+            }
+            if let Err(err) = self.dispatch().await {
+                tracing::error!(error = %err, "dispatching queued runs failed");
+            }
+        }
+    }
+
+    /// Starts every queued run whose agent has a free slot.
+    async fn dispatch(&self) -> anyhow::Result<()> {
+        let queued = runs::queued(&self.inner.store, 500).await?;
+        let mut running: HashMap<String, i64> = HashMap::new();
+        let mut limits: HashMap<String, i64> = HashMap::new();
+        for (run, running_count) in queued {
+            let limit = match limits.get(&run.agent_id) {
+                Some(l) => *l,
+                None => {
+                    let agent = paperclip_store::agents::get(&self.inner.store, &run.agent_id).await?;
+                    let l = i64::from(HeartbeatPolicy::from_runtime_config(&agent.runtime_config).max_concurrent_runs);
+                    limits.insert(run.agent_id.clone(), l);
+                    l
+                }
+            };
+            let count = running.entry(run.agent_id.clone()).or_insert(running_count);
+            if *count >= limit {
+                continue;
+            }
+            if let Some(run) = runs::claim(&self.inner.store, &run.id).await? {
+                *count += 1;
+                self.publish_run(&run, "heartbeat.run.started");
+                self.publish_agent(&run.agent_id).await;
+                let this = self.clone();
+                tokio::spawn(async move { this.execute(run).await });
+            }
+        }
+        Ok(())
+    }
+
+    async fn execute(&self, run: HeartbeatRun) {
+        let outcome = match self.prepare_and_invoke(&run).await {
+            Ok(Some(finish)) => finish,
+            // Handed off to an async callback: the run stays running.
+            Ok(None) => return,
+            Err(err) => Finish {
+                status: "failed".into(),
+                error: Some(format!("{err:#}")),
+                error_code: Some("spawn_failed".into()),
+                ..Finish::default()
+            },
+        };
+        match runs::finish(&self.inner.store, &run.id, outcome).await {
+            Ok(Some(done)) => {
+                self.publish_run(&done, "heartbeat.run.finished");
+                self.publish_agent(&done.agent_id).await;
+            }
+            Ok(None) => {}
+            Err(err) => tracing::error!(run = %run.id, error = %err, "recording the end of a run failed"),
+        }
+        self.kick();
+    }
+
+    /// Runs the adapter; `Ok(None)` when the run continues asynchronously.
+    async fn prepare_and_invoke(&self, run: &HeartbeatRun) -> anyhow::Result<Option<Finish>> {
+        let store = &self.inner.store;
+        let agent = paperclip_store::agents::get(store, &run.agent_id).await?;
+        let company = paperclip_store::companies::get(store, &run.company_id).await?;
+        let issue = match &run.issue_id {
+            Some(id) => paperclip_store::issues::get(store, id).await.ok(),
+            None => None,
+        };
+        let Some(adapter) = self.adapter(&agent.adapter_type) else {
+            return Ok(Some(failure("adapter_not_installed", format!("No adapter for type {:?}", agent.adapter_type))));
+        };
+        if let Err(errors) = adapter.validate_config(&agent.adapter_config) {
+            let list: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.path.join("."), e.message)).collect();
+            return Ok(Some(failure("invalid_config", format!("Invalid adapter config: {}", list.join("; ")))));
+        }
+        let timeout = agent.adapter_config.get("timeoutSec").and_then(Value::as_i64).unwrap_or(600);
+        let grace = agent.adapter_config.get("graceSec").and_then(Value::as_i64).unwrap_or(10);
+        let ttl = if timeout > 0 { timeout + grace + 300 } else { 24 * 3600 };
+        let token = self.inner.tokens.mint(&agent.id, &agent.company_id, &run.id, ttl);
+        let env = run_env(&self.inner.api_url, &agent, run, &token);
+        let mut secrets = vec![token.clone()];
+        if let Some(extra) = agent.adapter_config.get("env").and_then(Value::as_object) {
+            for (k, v) in extra {
+                if let (true, Some(v)) = (is_secret_name(k), v.as_str()) {
+                    secrets.push(v.to_string());
+                }
+            }
+        }
+        let redactor = Redactor::new(secrets);
+        let prompt = agent
+            .adapter_config
+            .get("promptTemplate")
+            .and_then(Value::as_str)
+            .map(|t| paperclip_core::template::render(t, &template_values(&self.inner.api_url, &company, &agent, run, issue.as_ref())));
+        let cancel = CancellationToken::new();
+        let reason = Arc::new(Mutex::new(None));
+        self.inner
+            .active
+            .lock()
+            .expect("active lock")
+            .insert(run.id.clone(), Active { cancel: cancel.clone(), reason: reason.clone() });
+        let sink = Arc::new(RunSinkImpl::new(self.inner.clone(), run.clone(), redactor)?);
+        let invocation = Invocation {
+            run_id: run.id.clone(),
+            agent_id: agent.id.clone(),
+            company_id: agent.company_id.clone(),
+            config: agent.adapter_config.clone(),
+            env,
+            prompt,
+            context: run.context_snapshot.clone(),
+            default_cwd: self.inner.data_dir.join("workspaces").join(&agent.id),
+            cancel,
+        };
+        let outcome = adapter.invoke(invocation, sink.clone()).await;
+        self.inner.active.lock().expect("active lock").remove(&run.id);
+        let stats = sink.close().await;
+        if outcome.status == OutcomeStatus::Pending {
+            return Ok(None);
+        }
+        let cancel_reason = reason.lock().expect("reason lock").clone();
+        let status = match outcome.status {
+            OutcomeStatus::Succeeded => "succeeded",
+            OutcomeStatus::Failed => "failed",
+            OutcomeStatus::Cancelled => "cancelled",
+            OutcomeStatus::TimedOut => "timed_out",
+            OutcomeStatus::Pending => unreachable!("handled above"),
+        };
+        let error = match (outcome.status, cancel_reason) {
+            (OutcomeStatus::Cancelled, Some(reason)) => Some(reason),
+            _ => outcome.error.map(|e| sink.redact(&e)),
+        };
+        Ok(Some(Finish {
+            status: status.into(),
+            error,
+            error_code: outcome.error_code.map(|c| c.as_str().to_string()),
+            exit_code: outcome.exit_code.map(i64::from),
+            signal: outcome.signal,
+            usage: outcome.usage.map(|u| sink.redact_json(&u)),
+            result: outcome.result.map(|r| sink.redact_json(&r)),
+            stdout_excerpt: stats.stdout_excerpt,
+            stderr_excerpt: stats.stderr_excerpt,
+            log_store: Some(self.inner.logs.kind().to_string()),
+            log_ref: stats.log_ref,
+            log_bytes: stats.log_bytes as i64,
+        }))
+    }
+
+    pub(crate) fn publish_run(&self, run: &HeartbeatRun, kind: &str) {
+        publish_run(&self.inner.hub, run, kind);
+    }
+
+    async fn publish_agent(&self, agent_id: &str) {
+        if let Ok(agent) = paperclip_store::agents::get(&self.inner.store, agent_id).await {
+            self.inner.hub.publish(
+                &agent.company_id,
+                "agent.status.changed",
+                "agent",
+                &agent.id,
+                json!({ "agentId": agent.id, "status": agent.status, "errorReason": agent.error_reason }),
+            );
+        }
+    }
+}
+
+pub(crate) fn publish_run(hub: &Hub, run: &HeartbeatRun, kind: &str) {
+    let payload = json!({
+        "runId": run.id,
+        "agentId": run.agent_id,
+        "status": run.status,
+        "issueId": run.issue_id,
+        "errorCode": run.error_code,
+        "error": run.error,
+    });
+    hub.publish(&run.company_id, kind, "heartbeat_run", &run.id, payload.clone());
+    hub.publish(&run.company_id, "heartbeat.run.status", "heartbeat_run", &run.id, payload);
+}
+
+fn failure(code: &str, error: String) -> Finish {
+    Finish { status: "failed".into(), error: Some(error), error_code: Some(code.into()), ..Finish::default() }
+}
+
+/// The environment every run gets, whatever its adapter.
+fn run_env(api_url: &str, agent: &Agent, run: &HeartbeatRun, token: &str) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    env.insert("PAPERCLIP_AGENT_ID".into(), agent.id.clone());
+    env.insert("PAPERCLIP_COMPANY_ID".into(), agent.company_id.clone());
+    env.insert("PAPERCLIP_API_URL".into(), api_url.to_string());
+    env.insert("PAPERCLIP_API_KEY".into(), token.to_string());
+    env.insert("PAPERCLIP_RUN_ID".into(), run.id.clone());
+    let ctx = &run.context_snapshot;
+    let payload = ctx.get("payload").cloned().unwrap_or(Value::Null);
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    if let Some(issue) = &run.issue_id {
+        env.insert("PAPERCLIP_TASK_ID".into(), issue.clone());
+    }
+    if let Some(reason) = &run.wake_reason {
+        env.insert("PAPERCLIP_WAKE_REASON".into(), reason.clone());
+    }
+    if let Some(comment) = text(payload.get("commentId")) {
+        env.insert("PAPERCLIP_WAKE_COMMENT_ID".into(), comment);
+    }
+    if let Some(approval) = text(payload.get("approvalId")) {
+        env.insert("PAPERCLIP_APPROVAL_ID".into(), approval);
+    }
+    if let Some(status) = text(payload.get("approvalStatus")) {
+        env.insert("PAPERCLIP_APPROVAL_STATUS".into(), status);
+    }
+    if let Some(ids) = payload.get("linkedIssueIds").and_then(Value::as_array) {
+        let ids: Vec<&str> = ids.iter().filter_map(Value::as_str).collect();
+        env.insert("PAPERCLIP_LINKED_ISSUE_IDS".into(), ids.join(","));
+    }
+    if !payload.is_null() {
+        env.insert("PAPERCLIP_WAKE_PAYLOAD_JSON".into(), payload.to_string());
+    }
+    env
+}
+
+fn template_values<'a>(
+    api_url: &str,
+    company: &paperclip_core::model::Company,
+    agent: &Agent,
+    run: &HeartbeatRun,
+    issue: Option<&paperclip_core::model::Issue>,
+) -> BTreeMap<&'a str, String> {
+    let mut v = BTreeMap::new();
+    v.insert("company.id", company.id.clone());
+    v.insert("company.name", company.name.clone());
+    v.insert("company.issuePrefix", company.issue_prefix.clone());
+    v.insert("agent.id", agent.id.clone());
+    v.insert("agent.name", agent.name.clone());
+    v.insert("agent.role", agent.role.clone());
+    v.insert("agent.title", agent.title.clone().unwrap_or_default());
+    v.insert("agent.urlKey", agent.url_key.clone());
+    v.insert("run.id", run.id.clone());
+    v.insert("run.source", run.invocation_source.clone());
+    v.insert("run.triggerDetail", run.trigger_detail.clone().unwrap_or_default());
+    v.insert("heartbeat.reason", run.wake_reason.clone().unwrap_or_default());
+    v.insert("api.url", api_url.to_string());
+    if let Some(issue) = issue {
+        v.insert("task.id", issue.id.clone());
+        v.insert("task.identifier", issue.identifier.clone());
+        v.insert("task.title", issue.title.clone());
+        v.insert("task.status", issue.status.clone());
+        v.insert("task.description", issue.description.clone().unwrap_or_default());
+    }
+    let payload = run.context_snapshot.get("payload").cloned().unwrap_or(Value::Null);
+    if let Some(c) = payload.get("commentId").and_then(Value::as_str) {
+        v.insert("wake.commentId", c.to_string());
+    }
+    if !payload.is_null() {
+        v.insert("wake.payloadJson", payload.to_string());
+    }
+    if let Some(a) = payload.get("approvalId").and_then(Value::as_str) {
+        v.insert("approval.id", a.to_string());
+    }
+    if let Some(s) = payload.get("approvalStatus").and_then(Value::as_str) {
+        v.insert("approval.status", s.to_string());
+    }
+    v
+}
+
+/// Awaits futures one after another; stops are few, so no join crate is needed.
+async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let handles: Vec<F> = futures.collect();
+    let mut out = Vec::with_capacity(handles.len());
+    for f in handles {
+        out.push(f.await);
+    }
+    out
+}

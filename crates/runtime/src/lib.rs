@@ -1,0 +1,24 @@
+//! The heartbeat runtime: everything that happens between "wake this agent"
+//! and "the run is recorded".
+//!
+//! - [`executor`] claims queued runs (respecting each agent's concurrency),
+//!   invokes the agent's adapter with its context and credentials, streams
+//!   output to the [`logs`] store and the live [`hub`], and records the outcome.
+//! - [`scheduler`] turns timer policies into wakes.
+//! - [`recovery`] settles what a previous process left behind.
+//! - [`tokens`] mints and checks the short-lived per-run credentials.
+//!
+//! Wakes themselves are enqueued by the store (`paperclip_store::wakeups`)
+//! inside the transaction that caused them; the runtime learns of them from
+//! the store's commit events and, as a backstop, by polling.
+
+pub mod executor;
+pub mod hub;
+pub mod logs;
+pub mod recovery;
+mod redact;
+mod sink;
+pub mod scheduler;
+pub mod tokens;
+
+pub use executor::Runtime;

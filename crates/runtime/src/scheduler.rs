@@ -1,0 +1,70 @@
+//! Timer heartbeats: agents whose policy enables them are woken every
+//! `intervalSec` (at least 30 s) while they have no run queued or running.
+
+use std::time::Duration;
+
+use paperclip_core::actor::Actor;
+use paperclip_core::agent::AgentStatus;
+use paperclip_core::heartbeat::{HeartbeatPolicy, WakeSource};
+use paperclip_store::wakeups::{self, Wake};
+use paperclip_store::Store;
+
+/// Timer granularity. Intervals are 30 s or more, so a 5 s tick keeps timers
+/// within a few seconds of due while costing one small query per tick.
+const TICK: Duration = Duration::from_secs(5);
+
+pub async fn run(store: Store) {
+    loop {
+        tokio::time::sleep(TICK).await;
+        if let Err(err) = tick(&store).await {
+            tracing::warn!(error = %err, "timer tick failed");
+        }
+    }
+}
+
+/// One pass: wakes every agent whose timer is due. The wake's idempotency key
+/// names the interval slot, so two servers on one database wake an agent once.
+pub async fn tick(store: &Store) -> anyhow::Result<usize> {
+    let now = chrono::Utc::now();
+    let due = paperclip_store::runs::timer_candidates(store).await?;
+    let mut woken = 0;
+    for candidate in due {
+        let policy = HeartbeatPolicy::from_runtime_config(&candidate.runtime_config);
+        let status = AgentStatus::parse(&candidate.status).unwrap_or(AgentStatus::Idle);
+        if !policy.enabled || !matches!(status, AgentStatus::Idle | AgentStatus::Active | AgentStatus::Error) {
+            continue;
+        }
+        let last = candidate
+            .last_heartbeat_at
+            .as_deref()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&chrono::Utc));
+        let interval = policy.interval_sec as i64;
+        let elapsed_ok = last.is_none_or(|last| (now - last).num_seconds() >= interval);
+        let cooled = candidate
+            .last_finished_at
+            .as_deref()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .is_none_or(|t| (now - t.with_timezone(&chrono::Utc)).num_seconds() >= policy.cooldown_sec as i64);
+        if !elapsed_ok || !cooled {
+            continue;
+        }
+        let slot = now.timestamp() / interval.max(1);
+        wakeups::enqueue(
+            store,
+            &Actor::system(),
+            Wake {
+                agent_id: candidate.agent_id.clone(),
+                source: WakeSource::Timer,
+                trigger_detail: Some("system".into()),
+                reason: Some("heartbeat_timer".into()),
+                payload: None,
+                issue_id: None,
+                idempotency_key: Some(format!("timer:{slot}")),
+            },
+        )
+        .await?;
+        woken += 1;
+    }
+    Ok(woken)
+}

@@ -1,0 +1,222 @@
+//! What a running adapter reports into: redaction first, then the run log,
+//! the excerpts kept on the run row, the event timeline and the live hub.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use paperclip_adapters::{RunSink, Stream};
+use paperclip_core::model::HeartbeatRun;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::executor::Inner;
+use crate::logs::RunLogWriter;
+use crate::redact::Redactor;
+
+/// Bytes of each stream kept on the run row for the UI's first look.
+const EXCERPT_BYTES: usize = 8 * 1024;
+/// Largest chunk sent over live events; the full text is in the log.
+const LIVE_CHUNK_BYTES: usize = 4 * 1024;
+
+pub(crate) struct RunSinkImpl {
+    inner: Arc<Inner>,
+    run: HeartbeatRun,
+    redactor: Redactor,
+    writer: Mutex<Option<Box<dyn RunLogWriter>>>,
+    log_ref: Option<String>,
+    seq: AtomicU64,
+    bytes: AtomicU64,
+    stdout: Mutex<Tail>,
+    stderr: Mutex<Tail>,
+    events: Mutex<Option<mpsc::UnboundedSender<EventRow>>>,
+    event_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+struct EventRow {
+    event_type: String,
+    stream: Option<String>,
+    level: String,
+    message: String,
+    payload: Value,
+}
+
+pub(crate) struct Stats {
+    pub stdout_excerpt: Option<String>,
+    pub stderr_excerpt: Option<String>,
+    pub log_ref: Option<String>,
+    pub log_bytes: u64,
+}
+
+impl RunSinkImpl {
+    pub(crate) fn new(inner: Arc<Inner>, run: HeartbeatRun, redactor: Redactor) -> std::io::Result<RunSinkImpl> {
+        let writer = inner.logs.writer(&run.company_id, &run.id)?;
+        let log_ref = Some(writer.log_ref());
+        // Timeline rows are written in order by one task per run, so `seq`
+        // follows the order the adapter reported in without blocking it.
+        let (tx, mut rx) = mpsc::unbounded_channel::<EventRow>();
+        let store = inner.store.clone();
+        let for_task = run.clone();
+        let task = tokio::spawn(async move {
+            while let Some(e) = rx.recv().await {
+                let payload = (!e.payload.is_null()).then_some(e.payload);
+                if let Err(err) = paperclip_store::runs::append_event(
+                    &store,
+                    &for_task,
+                    &e.event_type,
+                    e.stream.as_deref(),
+                    &e.level,
+                    &e.message,
+                    payload,
+                )
+                .await
+                {
+                    tracing::warn!(run = %for_task.id, error = %err, "run event not recorded");
+                }
+            }
+        });
+        Ok(RunSinkImpl {
+            inner,
+            run,
+            redactor,
+            writer: Mutex::new(Some(writer)),
+            log_ref,
+            seq: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            stdout: Mutex::new(Tail::default()),
+            stderr: Mutex::new(Tail::default()),
+            events: Mutex::new(Some(tx)),
+            event_task: Mutex::new(Some(task)),
+        })
+    }
+
+    pub(crate) fn redact(&self, text: &str) -> String {
+        self.redactor.apply(text)
+    }
+
+    pub(crate) fn redact_json(&self, value: &Value) -> Value {
+        self.redactor.apply_json(value)
+    }
+
+    /// Flushes the timeline and closes the log; returns what the run row keeps.
+    pub(crate) async fn close(&self) -> Stats {
+        self.events.lock().expect("events lock").take();
+        let task = self.event_task.lock().expect("task lock").take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+        self.writer.lock().expect("writer lock").take();
+        Stats {
+            stdout_excerpt: self.stdout.lock().expect("tail lock").excerpt(),
+            stderr_excerpt: self.stderr.lock().expect("tail lock").excerpt(),
+            log_ref: self.log_ref.clone(),
+            log_bytes: self.bytes.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl RunSink for RunSinkImpl {
+    fn log(&self, stream: Stream, chunk: &str) {
+        let chunk = self.redactor.apply(chunk);
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Some(writer) = self.writer.lock().expect("writer lock").as_mut() {
+            match writer.append(stream.as_str(), &chunk, seq) {
+                Ok(n) => {
+                    self.bytes.fetch_add(n, Ordering::Relaxed);
+                }
+                Err(err) => tracing::warn!(run = %self.run.id, error = %err, "run log write failed"),
+            }
+        }
+        match stream {
+            Stream::Stdout => self.stdout.lock().expect("tail lock").push(&chunk),
+            Stream::Stderr => self.stderr.lock().expect("tail lock").push(&chunk),
+            Stream::System => {}
+        }
+        let live: String = if chunk.len() > LIVE_CHUNK_BYTES {
+            let mut cut = LIVE_CHUNK_BYTES;
+            while !chunk.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            format!("{}…", &chunk[..cut])
+        } else {
+            chunk
+        };
+        self.inner.hub.publish(
+            &self.run.company_id,
+            "heartbeat.run.log",
+            "heartbeat_run",
+            &self.run.id,
+            json!({ "runId": self.run.id, "agentId": self.run.agent_id, "stream": stream.as_str(), "chunk": live, "seq": seq }),
+        );
+    }
+
+    fn event(&self, event_type: &str, level: &str, message: &str, payload: Value) {
+        let row = EventRow {
+            event_type: event_type.to_string(),
+            stream: None,
+            level: level.to_string(),
+            message: self.redactor.apply(message),
+            payload: self.redactor.apply_json(&payload),
+        };
+        if let Some(tx) = self.events.lock().expect("events lock").as_ref() {
+            let _ = tx.send(row);
+        }
+    }
+
+    fn process_started(&self, pid: u32, process_group_id: u32) {
+        let store = self.inner.store.clone();
+        let run_id = self.run.id.clone();
+        tokio::spawn(async move {
+            if let Err(err) = paperclip_store::runs::set_process(&store, &run_id, pid, process_group_id).await {
+                tracing::warn!(run = %run_id, error = %err, "process id not recorded");
+            }
+        });
+    }
+}
+
+/// The last [`EXCERPT_BYTES`] of a stream, remembering how much was dropped.
+#[derive(Default)]
+struct Tail {
+    text: String,
+    dropped: usize,
+}
+
+impl Tail {
+    fn push(&mut self, chunk: &str) {
+        self.text.push_str(chunk);
+        if self.text.len() > EXCERPT_BYTES {
+            let mut cut = self.text.len() - EXCERPT_BYTES;
+            while !self.text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.dropped += cut;
+            self.text.drain(..cut);
+        }
+    }
+
+    fn excerpt(&self) -> Option<String> {
+        if self.text.is_empty() {
+            return None;
+        }
+        Some(if self.dropped > 0 {
+            format!("[… {} earlier bytes truncated …]\n{}", self.dropped, self.text)
+        } else {
+            self.text.clone()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_keep_the_tail_and_mark_truncation() {
+        let mut tail = Tail::default();
+        tail.push("short");
+        assert_eq!(tail.excerpt().unwrap(), "short");
+        tail.push(&"x".repeat(EXCERPT_BYTES));
+        let excerpt = tail.excerpt().unwrap();
+        assert!(excerpt.starts_with("[… 5 earlier bytes truncated …]"));
+        assert!(excerpt.ends_with(&"x".repeat(100)));
+    }
+}

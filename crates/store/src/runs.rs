@@ -1,0 +1,575 @@
+//! Heartbeat runs (`queued -> running -> succeeded | failed | cancelled |
+//! timed_out`) and their append-only event timeline. Claiming a run is one
+//! conditional UPDATE, so a queued run is started at most once.
+
+use paperclip_core::actor::Actor;
+use paperclip_core::model::{HeartbeatRun, RunEvent};
+use serde_json::{json, Value};
+use sqlx::any::AnyRow;
+
+use crate::activity::{self, Entry};
+use crate::row::RowExt;
+use crate::{new_id, now, Error, Result, Store, Tx};
+
+pub const TERMINAL: [&str; 4] = ["succeeded", "failed", "cancelled", "timed_out"];
+
+pub async fn get(store: &Store, id: &str) -> Result<HeartbeatRun> {
+    let row = sqlx::query("SELECT * FROM heartbeat_runs WHERE id = $1")
+        .bind(id)
+        .fetch_optional(store.pool())
+        .await?;
+    row.as_ref()
+        .map(map)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Heartbeat run"))
+}
+
+pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<HeartbeatRun> {
+    let row = sqlx::query("SELECT * FROM heartbeat_runs WHERE id = $1")
+        .bind(id)
+        .fetch_optional(tx.conn())
+        .await?;
+    row.as_ref()
+        .map(map)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Heartbeat run"))
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Filter {
+    pub agent_id: Option<String>,
+    pub status: Option<String>,
+    pub issue_id: Option<String>,
+    pub live_only: bool,
+    pub limit: i64,
+}
+
+/// Newest first.
+pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Vec<HeartbeatRun>> {
+    let rows = sqlx::query(
+        "SELECT * FROM heartbeat_runs WHERE company_id = $1 AND ($2 IS NULL OR agent_id = $2) \
+         AND ($3 IS NULL OR status = $3) AND ($4 IS NULL OR issue_id = $4) \
+         AND ($5 = 0 OR status IN ('queued', 'running')) ORDER BY id DESC LIMIT $6",
+    )
+    .bind(company_id)
+    .bind(filter.agent_id.as_deref())
+    .bind(filter.status.as_deref())
+    .bind(filter.issue_id.as_deref())
+    .bind(i64::from(filter.live_only))
+    .bind(filter.limit)
+    .fetch_all(store.pool())
+    .await?;
+    rows.iter().map(map).collect()
+}
+
+/// The run currently working on an issue (running first, else queued).
+pub async fn active_for_issue(store: &Store, issue_id: &str) -> Result<Option<HeartbeatRun>> {
+    let row = sqlx::query(
+        "SELECT * FROM heartbeat_runs WHERE issue_id = $1 AND status IN ('running', 'queued') \
+         ORDER BY CASE status WHEN 'running' THEN 0 ELSE 1 END, id LIMIT 1",
+    )
+    .bind(issue_id)
+    .fetch_optional(store.pool())
+    .await?;
+    row.as_ref().map(map).transpose()
+}
+
+/// Queued runs, oldest first, with how many runs their agent has running.
+pub async fn queued(store: &Store, limit: i64) -> Result<Vec<(HeartbeatRun, i64)>> {
+    let rows = sqlx::query(
+        "SELECT r.*, (SELECT COUNT(*) FROM heartbeat_runs x WHERE x.agent_id = r.agent_id \
+         AND x.status = 'running') AS running_count FROM heartbeat_runs r \
+         WHERE r.status = 'queued' ORDER BY r.id LIMIT $1",
+    )
+    .bind(limit)
+    .fetch_all(store.pool())
+    .await?;
+    rows.iter()
+        .map(|r| Ok((map(r)?, r.int("running_count")?)))
+        .collect()
+}
+
+/// Starts a queued run: the run becomes `running`, its wakeup `claimed`, its
+/// agent `running`. `None` if someone else claimed it first or it was cancelled.
+pub async fn claim(store: &Store, run_id: &str) -> Result<Option<HeartbeatRun>> {
+    let mut tx = store.begin().await?;
+    let ts = now();
+    let claimed = sqlx::query(
+        "UPDATE heartbeat_runs SET status = 'running', started_at = $2, updated_at = $2 \
+         WHERE id = $1 AND status = 'queued'",
+    )
+    .bind(run_id)
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?
+    .rows_affected();
+    if claimed == 0 {
+        return Ok(None);
+    }
+    sqlx::query("UPDATE agent_wakeup_requests SET status = 'claimed', updated_at = $2 WHERE run_id = $1 AND status = 'queued'")
+        .bind(run_id)
+        .bind(&ts)
+        .execute(tx.conn())
+        .await?;
+    let run = get_in(&mut tx, run_id).await?;
+    sqlx::query(
+        "UPDATE agents SET status = 'running', last_heartbeat_at = $2, updated_at = $2 \
+         WHERE id = $1 AND status IN ('idle', 'active', 'error', 'running')",
+    )
+    .bind(&run.agent_id)
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?;
+    append_event_in(
+        &mut tx,
+        &run,
+        "lifecycle",
+        None,
+        "info",
+        "run started",
+        None,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Some(run))
+}
+
+pub async fn set_process(store: &Store, run_id: &str, pid: u32, pgid: u32) -> Result<()> {
+    let mut tx = store.begin().await?;
+    sqlx::query("UPDATE heartbeat_runs SET process_pid = $2, process_group_id = $3, updated_at = $4 WHERE id = $1")
+        .bind(run_id)
+        .bind(i64::from(pid))
+        .bind(i64::from(pgid))
+        .bind(now())
+        .execute(tx.conn())
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// What the executor knows when a run ends.
+#[derive(Debug, Clone, Default)]
+pub struct Finish {
+    pub status: String,
+    pub error: Option<String>,
+    pub error_code: Option<String>,
+    pub exit_code: Option<i64>,
+    pub signal: Option<String>,
+    pub usage: Option<Value>,
+    pub result: Option<Value>,
+    pub stdout_excerpt: Option<String>,
+    pub stderr_excerpt: Option<String>,
+    pub log_store: Option<String>,
+    pub log_ref: Option<String>,
+    pub log_bytes: i64,
+}
+
+/// Ends a running run and settles its agent (idle, or error after a failure;
+/// a paused or terminated agent stays so). `None` if the run was not running.
+pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Option<HeartbeatRun>> {
+    let mut tx = store.begin().await?;
+    let ts = now();
+    let done = sqlx::query(
+        "UPDATE heartbeat_runs SET status = $2, error = $3, error_code = $4, exit_code = $5, \
+         signal = $6, usage_json = $7, result_json = $8, stdout_excerpt = $9, stderr_excerpt = $10, \
+         log_store = $11, log_ref = $12, log_bytes = $13, finished_at = $14, updated_at = $14 \
+         WHERE id = $1 AND status = 'running'",
+    )
+    .bind(run_id)
+    .bind(&finish.status)
+    .bind(finish.error.as_deref())
+    .bind(finish.error_code.as_deref())
+    .bind(finish.exit_code)
+    .bind(finish.signal.as_deref())
+    .bind(finish.usage.as_ref().map(Value::to_string))
+    .bind(finish.result.as_ref().map(Value::to_string))
+    .bind(finish.stdout_excerpt.as_deref())
+    .bind(finish.stderr_excerpt.as_deref())
+    .bind(finish.log_store.as_deref())
+    .bind(finish.log_ref.as_deref())
+    .bind(finish.log_bytes)
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?
+    .rows_affected();
+    if done == 0 {
+        return Ok(None);
+    }
+    let run = get_in(&mut tx, run_id).await?;
+    let request_status = if finish.status == "succeeded" {
+        "completed"
+    } else {
+        "failed"
+    };
+    sqlx::query("UPDATE agent_wakeup_requests SET status = $2, updated_at = $3 WHERE run_id = $1 AND status = 'claimed'")
+        .bind(run_id)
+        .bind(request_status)
+        .bind(&ts)
+        .execute(tx.conn())
+        .await?;
+    settle_agent(
+        &mut tx,
+        &run.agent_id,
+        &finish.status,
+        finish.error.as_deref(),
+        &ts,
+    )
+    .await?;
+    let level = if finish.status == "succeeded" {
+        "info"
+    } else {
+        "error"
+    };
+    let message = match &finish.error {
+        Some(e) => format!("run {}: {e}", finish.status),
+        None => format!("run {}", finish.status),
+    };
+    append_event_in(
+        &mut tx,
+        &run,
+        "lifecycle",
+        None,
+        level,
+        &message,
+        Some(json!({ "status": finish.status, "errorCode": finish.error_code })),
+    )
+    .await?;
+    activity::record(
+        &mut tx,
+        &Actor::system(),
+        Entry {
+            company_id: &run.company_id,
+            action: "heartbeat.finished",
+            entity_type: "heartbeat_run",
+            entity_id: &run.id,
+            details: json!({
+                "agentId": run.agent_id,
+                "issueId": run.issue_id,
+                "status": finish.status,
+                "errorCode": finish.error_code,
+                "exitCode": finish.exit_code,
+            }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Some(run))
+}
+
+/// After a run, a running agent with no other run in flight becomes idle
+/// (or error, with the reason, after a failure).
+async fn settle_agent(
+    tx: &mut Tx,
+    agent_id: &str,
+    status: &str,
+    error: Option<&str>,
+    ts: &str,
+) -> Result<()> {
+    let (others,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM heartbeat_runs WHERE agent_id = $1 AND status = 'running'",
+    )
+    .bind(agent_id)
+    .fetch_one(tx.conn())
+    .await?;
+    if others > 0 {
+        return Ok(());
+    }
+    let failed = matches!(status, "failed" | "timed_out");
+    let (next, reason) = if failed {
+        ("error", error)
+    } else {
+        ("idle", None)
+    };
+    sqlx::query(
+        "UPDATE agents SET status = $2, error_reason = $3, updated_at = $4 WHERE id = $1 AND status = 'running'",
+    )
+    .bind(agent_id)
+    .bind(next)
+    .bind(reason)
+    .bind(ts)
+    .execute(tx.conn())
+    .await?;
+    Ok(())
+}
+
+/// Cancels a run that has not started. Running runs are cancelled by the
+/// executor, which stops the process first and then calls [`finish`].
+pub async fn cancel_queued(
+    store: &Store,
+    actor: &Actor,
+    run_id: &str,
+    reason: &str,
+) -> Result<Option<HeartbeatRun>> {
+    let mut tx = store.begin().await?;
+    let ts = now();
+    let n = sqlx::query(
+        "UPDATE heartbeat_runs SET status = 'cancelled', error = $2, error_code = 'cancelled', \
+         finished_at = $3, updated_at = $3 WHERE id = $1 AND status = 'queued'",
+    )
+    .bind(run_id)
+    .bind(reason)
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?
+    .rows_affected();
+    if n == 0 {
+        return Ok(None);
+    }
+    sqlx::query("UPDATE agent_wakeup_requests SET status = 'cancelled', updated_at = $2 WHERE run_id = $1 AND status IN ('queued', 'coalesced')")
+        .bind(run_id)
+        .bind(&ts)
+        .execute(tx.conn())
+        .await?;
+    let run = get_in(&mut tx, run_id).await?;
+    append_event_in(
+        &mut tx,
+        &run,
+        "lifecycle",
+        None,
+        "warn",
+        &format!("run cancelled before start: {reason}"),
+        None,
+    )
+    .await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &run.company_id,
+            action: "heartbeat.cancelled",
+            entity_type: "heartbeat_run",
+            entity_id: run_id,
+            details: json!({ "agentId": run.agent_id, "reason": reason, "started": false }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Some(run))
+}
+
+/// Queued runs of one agent (for pause: they are cancelled).
+pub async fn queued_for_agent(store: &Store, agent_id: &str) -> Result<Vec<String>> {
+    let rows: Vec<(String,)> =
+        sqlx::query_as("SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'queued'")
+            .bind(agent_id)
+            .fetch_all(store.pool())
+            .await?;
+    Ok(rows.into_iter().map(|r| r.0).collect())
+}
+
+pub async fn running_for_agent(store: &Store, agent_id: &str) -> Result<Vec<String>> {
+    let rows: Vec<(String,)> =
+        sqlx::query_as("SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'running'")
+            .bind(agent_id)
+            .fetch_all(store.pool())
+            .await?;
+    Ok(rows.into_iter().map(|r| r.0).collect())
+}
+
+/// Runs left `running` by a previous server process.
+pub async fn running(store: &Store) -> Result<Vec<HeartbeatRun>> {
+    let rows = sqlx::query("SELECT * FROM heartbeat_runs WHERE status = 'running' ORDER BY id")
+        .fetch_all(store.pool())
+        .await?;
+    rows.iter().map(map).collect()
+}
+
+pub async fn append_event(
+    store: &Store,
+    run: &HeartbeatRun,
+    event_type: &str,
+    stream: Option<&str>,
+    level: &str,
+    message: &str,
+    payload: Option<Value>,
+) -> Result<RunEvent> {
+    let mut tx = store.begin().await?;
+    let event = append_event_in(&mut tx, run, event_type, stream, level, message, payload).await?;
+    tx.commit().await?;
+    Ok(event)
+}
+
+/// Appends to the run's timeline; `seq` comes from the run row, so events of
+/// one run are numbered 1, 2, 3, ... without gaps.
+pub(crate) async fn append_event_in(
+    tx: &mut Tx,
+    run: &HeartbeatRun,
+    event_type: &str,
+    stream: Option<&str>,
+    level: &str,
+    message: &str,
+    payload: Option<Value>,
+) -> Result<RunEvent> {
+    let seq_row = sqlx::query(
+        "UPDATE heartbeat_runs SET next_event_seq = next_event_seq + 1 WHERE id = $1 RETURNING next_event_seq",
+    )
+    .bind(&run.id)
+    .fetch_one(tx.conn())
+    .await?;
+    let seq = seq_row.int("next_event_seq")? - 1;
+    let event = RunEvent {
+        id: new_id(),
+        company_id: run.company_id.clone(),
+        run_id: run.id.clone(),
+        agent_id: run.agent_id.clone(),
+        seq,
+        event_type: event_type.to_string(),
+        stream: stream.map(str::to_string),
+        level: level.to_string(),
+        message: Some(message.to_string()),
+        payload,
+        created_at: now(),
+    };
+    sqlx::query(
+        "INSERT INTO heartbeat_run_events (id, company_id, run_id, agent_id, seq, event_type, stream, \
+         level, message, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+    )
+    .bind(&event.id)
+    .bind(&event.company_id)
+    .bind(&event.run_id)
+    .bind(&event.agent_id)
+    .bind(event.seq)
+    .bind(&event.event_type)
+    .bind(event.stream.as_deref())
+    .bind(&event.level)
+    .bind(event.message.as_deref())
+    .bind(event.payload.as_ref().map(Value::to_string))
+    .bind(&event.created_at)
+    .execute(tx.conn())
+    .await?;
+    Ok(event)
+}
+
+pub async fn events(
+    store: &Store,
+    run_id: &str,
+    after_seq: i64,
+    limit: i64,
+) -> Result<Vec<RunEvent>> {
+    let rows = sqlx::query(
+        "SELECT * FROM heartbeat_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+    )
+    .bind(run_id)
+    .bind(after_seq)
+    .bind(limit)
+    .fetch_all(store.pool())
+    .await?;
+    rows.iter().map(map_event).collect()
+}
+
+pub(crate) fn map(row: &AnyRow) -> Result<HeartbeatRun> {
+    Ok(HeartbeatRun {
+        id: row.text("id")?,
+        company_id: row.text("company_id")?,
+        agent_id: row.text("agent_id")?,
+        invocation_source: row.text("invocation_source")?,
+        trigger_detail: row.opt_text("trigger_detail")?,
+        status: row.text("status")?,
+        wakeup_request_id: row.opt_text("wakeup_request_id")?,
+        issue_id: row.opt_text("issue_id")?,
+        wake_reason: row.opt_text("wake_reason")?,
+        context_snapshot: row.json("context_snapshot")?,
+        started_at: row.opt_text("started_at")?,
+        finished_at: row.opt_text("finished_at")?,
+        error: row.opt_text("error")?,
+        error_code: row.opt_text("error_code")?,
+        exit_code: sqlx::Row::try_get(row, "exit_code")?,
+        signal: row.opt_text("signal")?,
+        usage_json: row.opt_json("usage_json")?,
+        result_json: row.opt_json("result_json")?,
+        stdout_excerpt: row.opt_text("stdout_excerpt")?,
+        stderr_excerpt: row.opt_text("stderr_excerpt")?,
+        log_store: row.opt_text("log_store")?,
+        log_ref: row.opt_text("log_ref")?,
+        log_bytes: row.int("log_bytes")?,
+        process_pid: sqlx::Row::try_get(row, "process_pid")?,
+        process_group_id: sqlx::Row::try_get(row, "process_group_id")?,
+        coalesced_count: row.int("coalesced_count")?,
+        created_at: row.text("created_at")?,
+        updated_at: row.text("updated_at")?,
+    })
+}
+
+fn map_event(row: &AnyRow) -> Result<RunEvent> {
+    Ok(RunEvent {
+        id: row.text("id")?,
+        company_id: row.text("company_id")?,
+        run_id: row.text("run_id")?,
+        agent_id: row.text("agent_id")?,
+        seq: row.int("seq")?,
+        event_type: row.text("event_type")?,
+        stream: row.opt_text("stream")?,
+        level: row.text("level")?,
+        message: row.opt_text("message")?,
+        payload: row.opt_json("payload")?,
+        created_at: row.text("created_at")?,
+    })
+}
+
+/// An agent the timer scheduler may wake: timer policy on, nothing in flight.
+#[derive(Debug, Clone)]
+pub struct TimerCandidate {
+    pub agent_id: String,
+    pub status: String,
+    pub runtime_config: Value,
+    pub last_heartbeat_at: Option<String>,
+    pub last_finished_at: Option<String>,
+}
+
+pub async fn timer_candidates(store: &Store) -> Result<Vec<TimerCandidate>> {
+    // The LIKE is a cheap prefilter on the stored compact JSON; the caller
+    // parses the policy properly.
+    let rows = sqlx::query(
+        "SELECT a.id, a.status, a.runtime_config, a.last_heartbeat_at, \
+         (SELECT MAX(r.finished_at) FROM heartbeat_runs r WHERE r.agent_id = a.id) AS last_finished_at \
+         FROM agents a WHERE a.runtime_config LIKE '%\"enabled\":true%' \
+         AND a.status IN ('idle', 'active', 'error') \
+         AND NOT EXISTS (SELECT 1 FROM heartbeat_runs r WHERE r.agent_id = a.id AND r.status IN ('queued', 'running'))",
+    )
+    .fetch_all(store.pool())
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(TimerCandidate {
+                agent_id: r.text("id")?,
+                status: r.text("status")?,
+                runtime_config: r.json("runtime_config")?,
+                last_heartbeat_at: r.opt_text("last_heartbeat_at")?,
+                last_finished_at: r.opt_text("last_finished_at")?,
+            })
+        })
+        .collect()
+}
+
+pub async fn record_recovery(store: &Store, actor: &Actor, run: &HeartbeatRun) -> Result<()> {
+    let mut tx = store.begin().await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &run.company_id,
+            action: "heartbeat.recovered",
+            entity_type: "heartbeat_run",
+            entity_id: &run.id,
+            details: json!({ "agentId": run.agent_id, "errorCode": "control_plane_restart", "processGroupId": run.process_group_id }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Agents marked `running` with no run in flight return to idle.
+pub async fn reset_orphaned_agents(store: &Store) -> Result<u64> {
+    let mut tx = store.begin().await?;
+    let n = sqlx::query(
+        "UPDATE agents SET status = 'idle', updated_at = $1 WHERE status = 'running' AND NOT EXISTS \
+         (SELECT 1 FROM heartbeat_runs r WHERE r.agent_id = agents.id AND r.status = 'running')",
+    )
+    .bind(now())
+    .execute(tx.conn())
+    .await?
+    .rows_affected();
+    tx.commit().await?;
+    Ok(n)
+}

@@ -1,0 +1,220 @@
+//! The wakeup coordinator's queue: the one entry point for every wake.
+//!
+//! A wake is recorded as an `agent_wakeup_requests` row and, unless it is
+//! skipped or folded into a run that is already waiting, a `queued` run. All
+//! of it happens inside the caller's transaction, so the change that caused
+//! a wake (an assignment, a comment) and the wake itself commit together.
+
+use paperclip_core::actor::Actor;
+use paperclip_core::agent::AgentStatus;
+use paperclip_core::heartbeat::{skip_reason, HeartbeatPolicy, WakeSource};
+use paperclip_core::model::{HeartbeatRun, WakeupRequest};
+use serde_json::{json, Value};
+use sqlx::any::AnyRow;
+
+use crate::activity::{self, Entry};
+use crate::row::RowExt;
+use crate::{new_id, now, Result, Store, StoreEvent, Tx};
+
+#[derive(Debug, Clone)]
+pub struct Wake {
+    pub agent_id: String,
+    pub source: WakeSource,
+    /// `manual | ping | callback | system`.
+    pub trigger_detail: Option<String>,
+    pub reason: Option<String>,
+    pub payload: Option<Value>,
+    pub issue_id: Option<String>,
+    pub idempotency_key: Option<String>,
+}
+
+/// What became of a wake.
+#[derive(Debug, Clone)]
+pub struct Woken {
+    pub request: WakeupRequest,
+    /// The run that will serve it (new or coalesced into); none when skipped.
+    pub run: Option<HeartbeatRun>,
+}
+
+pub async fn enqueue(store: &Store, actor: &Actor, wake: Wake) -> Result<Woken> {
+    let mut tx = store.begin().await?;
+    let woken = enqueue_in(&mut tx, actor, wake).await?;
+    tx.commit().await?;
+    Ok(woken)
+}
+
+pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result<Woken> {
+    let agent = crate::agents::get_in(tx, &wake.agent_id).await?;
+    if let Some(key) = &wake.idempotency_key {
+        let existing = sqlx::query(
+            "SELECT * FROM agent_wakeup_requests WHERE agent_id = $1 AND idempotency_key = $2",
+        )
+        .bind(&agent.id)
+        .bind(key)
+        .fetch_optional(tx.conn())
+        .await?;
+        if let Some(row) = existing {
+            let request = map(&row)?;
+            let run = match &request.run_id {
+                Some(id) => Some(crate::runs::get_in(tx, id).await?),
+                None => None,
+            };
+            return Ok(Woken { request, run });
+        }
+    }
+    let ts = now();
+    let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
+    let status = AgentStatus::parse(&agent.status).unwrap_or(AgentStatus::Idle);
+    let context = json!({
+        "issueId": wake.issue_id,
+        "wakeReason": wake.reason,
+        "wakeSource": wake.source.as_str(),
+        "triggerDetail": wake.trigger_detail,
+        "payload": wake.payload,
+    });
+    let request_id = new_id();
+    let (request_status, skip, run) = if let Some(reason) =
+        skip_reason(status, &policy, wake.source)
+    {
+        ("skipped", Some(reason), None)
+    } else if let Some(waiting) = queued_run(tx, &agent.id).await? {
+        // Fold into the run that is already waiting: one follow-up run serves
+        // every wake that arrived meanwhile, with the latest reason and context.
+        sqlx::query(
+            "UPDATE heartbeat_runs SET coalesced_count = coalesced_count + 1, wake_reason = $2, \
+             issue_id = COALESCE($3, issue_id), context_snapshot = $4, updated_at = $5 WHERE id = $1",
+        )
+        .bind(&waiting)
+        .bind(wake.reason.as_deref())
+        .bind(wake.issue_id.as_deref())
+        .bind(context.to_string())
+        .bind(&ts)
+        .execute(tx.conn())
+        .await?;
+        (
+            "coalesced",
+            None,
+            Some(crate::runs::get_in(tx, &waiting).await?),
+        )
+    } else {
+        let run_id = new_id();
+        sqlx::query(
+            "INSERT INTO heartbeat_runs (id, company_id, agent_id, invocation_source, trigger_detail, \
+             status, wakeup_request_id, issue_id, wake_reason, context_snapshot, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $10)",
+        )
+        .bind(&run_id)
+        .bind(&agent.company_id)
+        .bind(&agent.id)
+        .bind(wake.source.as_str())
+        .bind(wake.trigger_detail.as_deref())
+        .bind(&request_id)
+        .bind(wake.issue_id.as_deref())
+        .bind(wake.reason.as_deref())
+        .bind(context.to_string())
+        .bind(&ts)
+        .execute(tx.conn())
+        .await?;
+        let run = crate::runs::get_in(tx, &run_id).await?;
+        crate::runs::append_event_in(
+            tx,
+            &run,
+            "lifecycle",
+            None,
+            "info",
+            "run queued",
+            Some(context.clone()),
+        )
+        .await?;
+        tx.announce(StoreEvent::RunQueued {
+            company_id: agent.company_id.clone(),
+            agent_id: agent.id.clone(),
+            run_id: run_id.clone(),
+        });
+        ("queued", None, Some(run))
+    };
+    sqlx::query(
+        "INSERT INTO agent_wakeup_requests (id, company_id, agent_id, source, trigger_detail, reason, \
+         payload, issue_id, requested_by_actor_type, requested_by_actor_id, idempotency_key, status, \
+         skip_reason, run_id, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)",
+    )
+    .bind(&request_id)
+    .bind(&agent.company_id)
+    .bind(&agent.id)
+    .bind(wake.source.as_str())
+    .bind(wake.trigger_detail.as_deref())
+    .bind(wake.reason.as_deref())
+    .bind(wake.payload.as_ref().map(Value::to_string))
+    .bind(wake.issue_id.as_deref())
+    .bind(actor.kind.as_str())
+    .bind(&actor.id)
+    .bind(wake.idempotency_key.as_deref())
+    .bind(request_status)
+    .bind(skip)
+    .bind(run.as_ref().map(|r| r.id.as_str()))
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?;
+    let action = match request_status {
+        "skipped" => "heartbeat.skipped",
+        "coalesced" => "heartbeat.coalesced",
+        _ => "heartbeat.queued",
+    };
+    activity::record(
+        tx,
+        actor,
+        Entry {
+            company_id: &agent.company_id,
+            action,
+            entity_type: "agent",
+            entity_id: &agent.id,
+            details: json!({
+                "wakeupRequestId": request_id,
+                "runId": run.as_ref().map(|r| r.id.clone()),
+                "source": wake.source.as_str(),
+                "reason": wake.reason,
+                "issueId": wake.issue_id,
+                "skipReason": skip,
+            }),
+        },
+    )
+    .await?;
+    let row = sqlx::query("SELECT * FROM agent_wakeup_requests WHERE id = $1")
+        .bind(&request_id)
+        .fetch_one(tx.conn())
+        .await?;
+    Ok(Woken {
+        request: map(&row)?,
+        run,
+    })
+}
+
+async fn queued_run(tx: &mut Tx, agent_id: &str) -> Result<Option<String>> {
+    let row: Option<(String,)> =
+        sqlx::query_as("SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'queued' ORDER BY id LIMIT 1")
+            .bind(agent_id)
+            .fetch_optional(tx.conn())
+            .await?;
+    Ok(row.map(|r| r.0))
+}
+
+fn map(row: &AnyRow) -> Result<WakeupRequest> {
+    Ok(WakeupRequest {
+        id: row.text("id")?,
+        company_id: row.text("company_id")?,
+        agent_id: row.text("agent_id")?,
+        source: row.text("source")?,
+        trigger_detail: row.opt_text("trigger_detail")?,
+        reason: row.opt_text("reason")?,
+        payload: row.opt_json("payload")?,
+        issue_id: row.opt_text("issue_id")?,
+        idempotency_key: row.opt_text("idempotency_key")?,
+        status: row.text("status")?,
+        skip_reason: row.opt_text("skip_reason")?,
+        run_id: row.opt_text("run_id")?,
+        coalesced_count: row.int("coalesced_count")?,
+        created_at: row.text("created_at")?,
+        updated_at: row.text("updated_at")?,
+    })
+}
