@@ -65,11 +65,24 @@ async fn run(config: Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}:{}", config.bind, config.port))?;
     let addr = listener.local_addr()?;
+    let secret =
+        paperclip_store::keys::instance_secret(&store, "run_token_hs256", random_secret).await?;
+    let runtime = paperclip_runtime::Runtime::new(paperclip_runtime::executor::RuntimeConfig {
+        store: store.clone(),
+        data_dir: config.data_dir.clone(),
+        api_url: format!("http://{addr}"),
+        token_secret: secret.into_bytes(),
+    });
+    runtime
+        .start()
+        .await
+        .context("starting the heartbeat runtime")?;
     let state = paperclip_server::AppState {
         store: store.clone(),
+        runtime,
         info: std::sync::Arc::new(paperclip_server::ServerInfo {
             version: env!("CARGO_PKG_VERSION"),
-            started_at: chrono_now(),
+            started_at: paperclip_store::now(),
             data_dir: config.data_dir.display().to_string(),
         }),
     };
@@ -86,8 +99,14 @@ async fn run(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn chrono_now() -> String {
-    paperclip_store::now()
+/// 32 random bytes, hex: the signing key of run tokens, made once per instance.
+fn random_secret() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .expect("reading /dev/urandom");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 async fn shutdown_signal() {

@@ -60,6 +60,24 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/issues/{id}/documents/{key}/revisions"),
     ("get", "/api/companies/{companyId}/activity"),
     ("get", "/api/issues/{id}/activity"),
+    ("get", "/api/agents/{id}/keys"),
+    ("post", "/api/agents/{id}/keys"),
+    ("delete", "/api/agents/{id}/keys/{keyId}"),
+    ("get", "/api/agents/me"),
+    ("get", "/api/agents/me/inbox-lite"),
+    ("post", "/api/agents/{id}/wakeup"),
+    ("post", "/api/agents/{id}/heartbeat/invoke"),
+    ("get", "/api/companies/{companyId}/heartbeat-runs"),
+    ("get", "/api/companies/{companyId}/live-runs"),
+    ("get", "/api/heartbeat-runs/{runId}"),
+    ("get", "/api/heartbeat-runs/{runId}/events"),
+    ("get", "/api/heartbeat-runs/{runId}/log"),
+    ("post", "/api/heartbeat-runs/{runId}/cancel"),
+    ("post", "/api/heartbeat-runs/{runId}/callback"),
+    ("get", "/api/issues/{issueId}/active-run"),
+    ("get", "/api/issues/{id}/heartbeat-context"),
+    ("get", "/api/companies/{companyId}/events/ws"),
+    ("get", "/api/companies/{companyId}/events"),
 ];
 
 #[tokio::test]
@@ -105,7 +123,10 @@ async fn openapi_lists_exactly_the_served_routes_with_schemas() {
             .replace("{id}", "00000000-0000-4000-8000-000000000001")
             .replace("{commentId}", "c")
             .replace("{labelId}", "l")
-            .replace("{key}", "plan");
+            .replace("{key}", "plan")
+            .replace("{keyId}", "k")
+            .replace("{runId}", "r")
+            .replace("{issueId}", "i");
         let body = if *method == "get" || *method == "delete" {
             None
         } else {

@@ -113,11 +113,18 @@ impl Runtime {
     /// Cancels a run: a queued run never starts; a running one has its process
     /// stopped (TERM, then KILL after the grace) and is recorded `cancelled`.
     /// Returns the run once it has settled (or after the grace, still stopping).
-    pub async fn cancel_run(&self, actor: &Actor, run_id: &str, reason: &str) -> paperclip_store::Result<HeartbeatRun> {
+    pub async fn cancel_run(
+        &self,
+        actor: &Actor,
+        run_id: &str,
+        reason: &str,
+    ) -> paperclip_store::Result<HeartbeatRun> {
         let run = runs::get(&self.inner.store, run_id).await?;
         match run.status.as_str() {
             "queued" => {
-                if let Some(run) = runs::cancel_queued(&self.inner.store, actor, run_id, reason).await? {
+                if let Some(run) =
+                    runs::cancel_queued(&self.inner.store, actor, run_id, reason).await?
+                {
                     self.publish_run(&run, "heartbeat.run.finished");
                     return Ok(run);
                 }
@@ -168,9 +175,16 @@ impl Runtime {
 
     /// Stops all work of an agent (pause, terminate): queued runs are
     /// cancelled and running ones stopped.
-    pub async fn stop_agent(&self, actor: &Actor, agent_id: &str, reason: &str) -> paperclip_store::Result<()> {
+    pub async fn stop_agent(
+        &self,
+        actor: &Actor,
+        agent_id: &str,
+        reason: &str,
+    ) -> paperclip_store::Result<()> {
         for run_id in runs::queued_for_agent(&self.inner.store, agent_id).await? {
-            if let Some(run) = runs::cancel_queued(&self.inner.store, actor, &run_id, reason).await? {
+            if let Some(run) =
+                runs::cancel_queued(&self.inner.store, actor, &run_id, reason).await?
+            {
                 self.publish_run(&run, "heartbeat.run.finished");
             }
         }
@@ -183,7 +197,11 @@ impl Runtime {
     }
 
     /// Completes a run that an HTTP agent finished asynchronously.
-    pub async fn complete_async(&self, run_id: &str, finish: Finish) -> paperclip_store::Result<HeartbeatRun> {
+    pub async fn complete_async(
+        &self,
+        run_id: &str,
+        finish: Finish,
+    ) -> paperclip_store::Result<HeartbeatRun> {
         match runs::finish(&self.inner.store, run_id, finish).await? {
             Some(run) => {
                 self.publish_run(&run, "heartbeat.run.finished");
@@ -205,7 +223,11 @@ impl Runtime {
         loop {
             match events.recv().await {
                 Ok(StoreEvent::Activity(entry)) => self.inner.hub.publish_activity(&entry),
-                Ok(StoreEvent::RunQueued { company_id, agent_id, run_id }) => {
+                Ok(StoreEvent::RunQueued {
+                    company_id,
+                    agent_id,
+                    run_id,
+                }) => {
                     self.inner.hub.publish(
                         &company_id,
                         "heartbeat.run.queued",
@@ -243,8 +265,12 @@ impl Runtime {
             let limit = match limits.get(&run.agent_id) {
                 Some(l) => *l,
                 None => {
-                    let agent = paperclip_store::agents::get(&self.inner.store, &run.agent_id).await?;
-                    let l = i64::from(HeartbeatPolicy::from_runtime_config(&agent.runtime_config).max_concurrent_runs);
+                    let agent =
+                        paperclip_store::agents::get(&self.inner.store, &run.agent_id).await?;
+                    let l = i64::from(
+                        HeartbeatPolicy::from_runtime_config(&agent.runtime_config)
+                            .max_concurrent_runs,
+                    );
                     limits.insert(run.agent_id.clone(), l);
                     l
                 }
@@ -282,7 +308,9 @@ impl Runtime {
                 self.publish_agent(&done.agent_id).await;
             }
             Ok(None) => {}
-            Err(err) => tracing::error!(run = %run.id, error = %err, "recording the end of a run failed"),
+            Err(err) => {
+                tracing::error!(run = %run.id, error = %err, "recording the end of a run failed")
+            }
         }
         self.kick();
     }
@@ -297,16 +325,40 @@ impl Runtime {
             None => None,
         };
         let Some(adapter) = self.adapter(&agent.adapter_type) else {
-            return Ok(Some(failure("adapter_not_installed", format!("No adapter for type {:?}", agent.adapter_type))));
+            return Ok(Some(failure(
+                "adapter_not_installed",
+                format!("No adapter for type {:?}", agent.adapter_type),
+            )));
         };
         if let Err(errors) = adapter.validate_config(&agent.adapter_config) {
-            let list: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.path.join("."), e.message)).collect();
-            return Ok(Some(failure("invalid_config", format!("Invalid adapter config: {}", list.join("; ")))));
+            let list: Vec<String> = errors
+                .iter()
+                .map(|e| format!("{}: {}", e.path.join("."), e.message))
+                .collect();
+            return Ok(Some(failure(
+                "invalid_config",
+                format!("Invalid adapter config: {}", list.join("; ")),
+            )));
         }
-        let timeout = agent.adapter_config.get("timeoutSec").and_then(Value::as_i64).unwrap_or(600);
-        let grace = agent.adapter_config.get("graceSec").and_then(Value::as_i64).unwrap_or(10);
-        let ttl = if timeout > 0 { timeout + grace + 300 } else { 24 * 3600 };
-        let token = self.inner.tokens.mint(&agent.id, &agent.company_id, &run.id, ttl);
+        let timeout = agent
+            .adapter_config
+            .get("timeoutSec")
+            .and_then(Value::as_i64)
+            .unwrap_or(600);
+        let grace = agent
+            .adapter_config
+            .get("graceSec")
+            .and_then(Value::as_i64)
+            .unwrap_or(10);
+        let ttl = if timeout > 0 {
+            timeout + grace + 300
+        } else {
+            24 * 3600
+        };
+        let token = self
+            .inner
+            .tokens
+            .mint(&agent.id, &agent.company_id, &run.id, ttl);
         let env = run_env(&self.inner.api_url, &agent, run, &token);
         let mut secrets = vec![token.clone()];
         if let Some(extra) = agent.adapter_config.get("env").and_then(Value::as_object) {
@@ -321,14 +373,21 @@ impl Runtime {
             .adapter_config
             .get("promptTemplate")
             .and_then(Value::as_str)
-            .map(|t| paperclip_core::template::render(t, &template_values(&self.inner.api_url, &company, &agent, run, issue.as_ref())));
+            .map(|t| {
+                paperclip_core::template::render(
+                    t,
+                    &template_values(&self.inner.api_url, &company, &agent, run, issue.as_ref()),
+                )
+            });
         let cancel = CancellationToken::new();
         let reason = Arc::new(Mutex::new(None));
-        self.inner
-            .active
-            .lock()
-            .expect("active lock")
-            .insert(run.id.clone(), Active { cancel: cancel.clone(), reason: reason.clone() });
+        self.inner.active.lock().expect("active lock").insert(
+            run.id.clone(),
+            Active {
+                cancel: cancel.clone(),
+                reason: reason.clone(),
+            },
+        );
         let sink = Arc::new(RunSinkImpl::new(self.inner.clone(), run.clone(), redactor)?);
         let invocation = Invocation {
             run_id: run.id.clone(),
@@ -342,7 +401,11 @@ impl Runtime {
             cancel,
         };
         let outcome = adapter.invoke(invocation, sink.clone()).await;
-        self.inner.active.lock().expect("active lock").remove(&run.id);
+        self.inner
+            .active
+            .lock()
+            .expect("active lock")
+            .remove(&run.id);
         let stats = sink.close().await;
         if outcome.status == OutcomeStatus::Pending {
             return Ok(None);
@@ -401,16 +464,38 @@ pub(crate) fn publish_run(hub: &Hub, run: &HeartbeatRun, kind: &str) {
         "errorCode": run.error_code,
         "error": run.error,
     });
-    hub.publish(&run.company_id, kind, "heartbeat_run", &run.id, payload.clone());
-    hub.publish(&run.company_id, "heartbeat.run.status", "heartbeat_run", &run.id, payload);
+    hub.publish(
+        &run.company_id,
+        kind,
+        "heartbeat_run",
+        &run.id,
+        payload.clone(),
+    );
+    hub.publish(
+        &run.company_id,
+        "heartbeat.run.status",
+        "heartbeat_run",
+        &run.id,
+        payload,
+    );
 }
 
 fn failure(code: &str, error: String) -> Finish {
-    Finish { status: "failed".into(), error: Some(error), error_code: Some(code.into()), ..Finish::default() }
+    Finish {
+        status: "failed".into(),
+        error: Some(error),
+        error_code: Some(code.into()),
+        ..Finish::default()
+    }
 }
 
 /// The environment every run gets, whatever its adapter.
-fn run_env(api_url: &str, agent: &Agent, run: &HeartbeatRun, token: &str) -> BTreeMap<String, String> {
+fn run_env(
+    api_url: &str,
+    agent: &Agent,
+    run: &HeartbeatRun,
+    token: &str,
+) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     env.insert("PAPERCLIP_AGENT_ID".into(), agent.id.clone());
     env.insert("PAPERCLIP_COMPANY_ID".into(), agent.company_id.clone());
@@ -463,17 +548,30 @@ fn template_values<'a>(
     v.insert("agent.urlKey", agent.url_key.clone());
     v.insert("run.id", run.id.clone());
     v.insert("run.source", run.invocation_source.clone());
-    v.insert("run.triggerDetail", run.trigger_detail.clone().unwrap_or_default());
-    v.insert("heartbeat.reason", run.wake_reason.clone().unwrap_or_default());
+    v.insert(
+        "run.triggerDetail",
+        run.trigger_detail.clone().unwrap_or_default(),
+    );
+    v.insert(
+        "heartbeat.reason",
+        run.wake_reason.clone().unwrap_or_default(),
+    );
     v.insert("api.url", api_url.to_string());
     if let Some(issue) = issue {
         v.insert("task.id", issue.id.clone());
         v.insert("task.identifier", issue.identifier.clone());
         v.insert("task.title", issue.title.clone());
         v.insert("task.status", issue.status.clone());
-        v.insert("task.description", issue.description.clone().unwrap_or_default());
+        v.insert(
+            "task.description",
+            issue.description.clone().unwrap_or_default(),
+        );
     }
-    let payload = run.context_snapshot.get("payload").cloned().unwrap_or(Value::Null);
+    let payload = run
+        .context_snapshot
+        .get("payload")
+        .cloned()
+        .unwrap_or(Value::Null);
     if let Some(c) = payload.get("commentId").and_then(Value::as_str) {
         v.insert("wake.commentId", c.to_string());
     }

@@ -56,10 +56,20 @@ impl Hub {
         // Event ids start from the clock so they keep increasing across restarts
         // and a client's Last-Event-ID from before a restart is never "in the future".
         let start = chrono::Utc::now().timestamp_millis().max(1) as u64 * 1000;
-        Hub { next_id: AtomicU64::new(start), channels: Mutex::new(HashMap::new()) }
+        Hub {
+            next_id: AtomicU64::new(start),
+            channels: Mutex::new(HashMap::new()),
+        }
     }
 
-    pub fn publish(&self, company_id: &str, kind: &str, entity_type: &str, entity_id: &str, payload: Value) {
+    pub fn publish(
+        &self,
+        company_id: &str,
+        kind: &str,
+        entity_type: &str,
+        entity_id: &str,
+        payload: Value,
+    ) {
         let mut channels = self.channels.lock().expect("hub lock");
         let channel = channels.entry(company_id.to_string()).or_default();
         let event = Arc::new(LiveEvent {
@@ -83,13 +93,24 @@ impl Hub {
     pub fn subscribe(&self, company_id: &str, last_event_id: Option<u64>) -> Subscription {
         let mut channels = self.channels.lock().expect("hub lock");
         let channel = channels.entry(company_id.to_string()).or_default();
-        let sender = channel.sender.get_or_insert_with(|| broadcast::channel(REPLAY).0);
+        let sender = channel
+            .sender
+            .get_or_insert_with(|| broadcast::channel(REPLAY).0);
         let live = sender.subscribe();
         let (missed, gap) = match last_event_id {
             Some(last) => {
                 let oldest = channel.buffer.front().map(|e| e.event_id);
-                let gap = oldest.is_some_and(|oldest| last + 1 < oldest) && channel.buffer.len() == REPLAY;
-                (channel.buffer.iter().filter(|e| e.event_id > last).cloned().collect(), gap)
+                let gap = oldest.is_some_and(|oldest| last + 1 < oldest)
+                    && channel.buffer.len() == REPLAY;
+                (
+                    channel
+                        .buffer
+                        .iter()
+                        .filter(|e| e.event_id > last)
+                        .cloned()
+                        .collect(),
+                    gap,
+                )
             }
             None => (Vec::new(), false),
         };
@@ -109,10 +130,22 @@ impl Hub {
             _ => None,
         };
         if let Some(kind) = typed {
-            self.publish(&entry.company_id, kind, &entry.entity_type, &entry.entity_id, entry.details.clone());
+            self.publish(
+                &entry.company_id,
+                kind,
+                &entry.entity_type,
+                &entry.entity_id,
+                entry.details.clone(),
+            );
         }
         let payload = serde_json::to_value(entry).unwrap_or(Value::Null);
-        self.publish(&entry.company_id, "activity.appended", "activity", &entry.id, payload);
+        self.publish(
+            &entry.company_id,
+            "activity.appended",
+            "activity",
+            &entry.id,
+            payload,
+        );
     }
 }
 
@@ -133,7 +166,11 @@ mod tests {
         hub.publish("c1", "c", "issue", "4", json!({}));
         let all = hub.subscribe("c1", Some(0));
         let kinds: Vec<&str> = all.missed.iter().map(|e| e.kind.as_str()).collect();
-        assert_eq!(kinds, ["a", "b", "c"], "another company's events are not replayed");
+        assert_eq!(
+            kinds,
+            ["a", "b", "c"],
+            "another company's events are not replayed"
+        );
         let after_b = hub.subscribe("c1", Some(all.missed[1].event_id));
         assert_eq!(after_b.missed.len(), 1);
         assert_eq!(after_b.missed[0].kind, "c");

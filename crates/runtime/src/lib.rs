@@ -17,8 +17,8 @@ pub mod hub;
 pub mod logs;
 pub mod recovery;
 mod redact;
-mod sink;
 pub mod scheduler;
+mod sink;
 pub mod tokens;
 
 pub use executor::Runtime;

@@ -35,9 +35,14 @@ impl LocalFileLogStore {
         // A logRef is `<company>/<run>.ndjson`; refuse anything that could leave the root.
         let safe = !log_ref.is_empty()
             && !log_ref.starts_with('/')
-            && log_ref.split('/').all(|part| !part.is_empty() && part != "..");
+            && log_ref
+                .split('/')
+                .all(|part| !part.is_empty() && part != "..");
         if !safe {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "bad log ref"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "bad log ref",
+            ));
         }
         Ok(self.root.join(log_ref))
     }
@@ -54,8 +59,14 @@ impl RunLogStore for LocalFileLogStore {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
-        Ok(Box::new(FileWriter { file: std::io::BufWriter::new(file), log_ref }))
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?;
+        Ok(Box::new(FileWriter {
+            file: std::io::BufWriter::new(file),
+            log_ref,
+        }))
     }
 
     fn read(&self, log_ref: &str, offset: u64, limit: u64) -> std::io::Result<String> {
@@ -78,7 +89,9 @@ struct FileWriter {
 
 impl RunLogWriter for FileWriter {
     fn append(&mut self, stream: &str, chunk: &str, seq: u64) -> std::io::Result<u64> {
-        let mut line = json!({ "ts": paperclip_store::now(), "stream": stream, "chunk": chunk, "seq": seq }).to_string();
+        let mut line =
+            json!({ "ts": paperclip_store::now(), "stream": stream, "chunk": chunk, "seq": seq })
+                .to_string();
         line.push('\n');
         self.file.write_all(line.as_bytes())?;
         // Flushed per line so a reader (or a crash) sees everything written so far.

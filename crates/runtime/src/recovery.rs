@@ -24,7 +24,10 @@ pub async fn recover(store: &Store) -> anyhow::Result<usize> {
             stdout_excerpt: run.stdout_excerpt.clone(),
             stderr_excerpt: run.stderr_excerpt.clone(),
             log_store: run.log_store.clone().or(Some("local_file".into())),
-            log_ref: run.log_ref.clone().or(Some(format!("{}/{}.ndjson", run.company_id, run.id))),
+            log_ref: run
+                .log_ref
+                .clone()
+                .or(Some(format!("{}/{}.ndjson", run.company_id, run.id))),
             log_bytes: run.log_bytes,
             ..Finish::default()
         };

@@ -39,7 +39,17 @@ impl Redactor {
 /// Whether an env var name says its value is a credential.
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH"].iter().any(|w| upper.contains(w))
+    [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+    ]
+    .iter()
+    .any(|w| upper.contains(w))
 }
 
 #[cfg(test)]
@@ -52,6 +62,10 @@ mod tests {
         assert_eq!(r.apply("key=sk-live-123456 abc"), "key=[REDACTED] abc");
         let v = r.apply_json(&serde_json::json!({ "env": "sk-live-123456" }));
         assert_eq!(v["env"], MARK);
-        assert!(is_secret_name("OPENAI_API_KEY") && is_secret_name("github_token") && !is_secret_name("HOME"));
+        assert!(
+            is_secret_name("OPENAI_API_KEY")
+                && is_secret_name("github_token")
+                && !is_secret_name("HOME")
+        );
     }
 }

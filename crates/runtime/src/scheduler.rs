@@ -31,7 +31,12 @@ pub async fn tick(store: &Store) -> anyhow::Result<usize> {
     for candidate in due {
         let policy = HeartbeatPolicy::from_runtime_config(&candidate.runtime_config);
         let status = AgentStatus::parse(&candidate.status).unwrap_or(AgentStatus::Idle);
-        if !policy.enabled || !matches!(status, AgentStatus::Idle | AgentStatus::Active | AgentStatus::Error) {
+        if !policy.enabled
+            || !matches!(
+                status,
+                AgentStatus::Idle | AgentStatus::Active | AgentStatus::Error
+            )
+        {
             continue;
         }
         let last = candidate
@@ -45,7 +50,9 @@ pub async fn tick(store: &Store) -> anyhow::Result<usize> {
             .last_finished_at
             .as_deref()
             .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-            .is_none_or(|t| (now - t.with_timezone(&chrono::Utc)).num_seconds() >= policy.cooldown_sec as i64);
+            .is_none_or(|t| {
+                (now - t.with_timezone(&chrono::Utc)).num_seconds() >= policy.cooldown_sec as i64
+            });
         if !elapsed_ok || !cooled {
             continue;
         }

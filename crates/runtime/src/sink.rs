@@ -48,7 +48,11 @@ pub(crate) struct Stats {
 }
 
 impl RunSinkImpl {
-    pub(crate) fn new(inner: Arc<Inner>, run: HeartbeatRun, redactor: Redactor) -> std::io::Result<RunSinkImpl> {
+    pub(crate) fn new(
+        inner: Arc<Inner>,
+        run: HeartbeatRun,
+        redactor: Redactor,
+    ) -> std::io::Result<RunSinkImpl> {
         let writer = inner.logs.writer(&run.company_id, &run.id)?;
         let log_ref = Some(writer.log_ref());
         // Timeline rows are written in order by one task per run, so `seq`
@@ -123,7 +127,9 @@ impl RunSink for RunSinkImpl {
                 Ok(n) => {
                     self.bytes.fetch_add(n, Ordering::Relaxed);
                 }
-                Err(err) => tracing::warn!(run = %self.run.id, error = %err, "run log write failed"),
+                Err(err) => {
+                    tracing::warn!(run = %self.run.id, error = %err, "run log write failed")
+                }
             }
         }
         match stream {
@@ -166,7 +172,9 @@ impl RunSink for RunSinkImpl {
         let store = self.inner.store.clone();
         let run_id = self.run.id.clone();
         tokio::spawn(async move {
-            if let Err(err) = paperclip_store::runs::set_process(&store, &run_id, pid, process_group_id).await {
+            if let Err(err) =
+                paperclip_store::runs::set_process(&store, &run_id, pid, process_group_id).await
+            {
                 tracing::warn!(run = %run_id, error = %err, "process id not recorded");
             }
         });
@@ -198,7 +206,10 @@ impl Tail {
             return None;
         }
         Some(if self.dropped > 0 {
-            format!("[… {} earlier bytes truncated …]\n{}", self.dropped, self.text)
+            format!(
+                "[… {} earlier bytes truncated …]\n{}",
+                self.dropped, self.text
+            )
         } else {
             self.text.clone()
         })

@@ -27,7 +27,10 @@ pub struct RunTokens {
 
 impl RunTokens {
     pub fn new(secret: &[u8]) -> RunTokens {
-        RunTokens { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret) }
+        RunTokens {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+        }
     }
 
     pub fn mint(&self, agent_id: &str, company_id: &str, run_id: &str, ttl_secs: i64) -> String {
@@ -40,7 +43,8 @@ impl RunTokens {
             iat: now,
             exp: now + ttl_secs.max(60),
         };
-        encode(&Header::new(Algorithm::HS256), &claims, &self.encoding).expect("HS256 signing cannot fail")
+        encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
+            .expect("HS256 signing cannot fail")
     }
 
     /// The claims of a valid, unexpired run token; `None` for anything else.
@@ -61,9 +65,15 @@ mod tests {
         let tokens = RunTokens::new(b"0123456789abcdef0123456789abcdef");
         let t = tokens.mint("agent-1", "company-1", "run-1", 600);
         let claims = tokens.verify(&t).unwrap();
-        assert_eq!((claims.sub.as_str(), claims.run_id.as_str()), ("agent-1", "run-1"));
+        assert_eq!(
+            (claims.sub.as_str(), claims.run_id.as_str()),
+            ("agent-1", "run-1")
+        );
         let other = RunTokens::new(b"another secret of thirty-two by");
-        assert!(other.verify(&t).is_none(), "a token signed with another key is refused");
+        assert!(
+            other.verify(&t).is_none(),
+            "a token signed with another key is refused"
+        );
         let mut forged = t.clone();
         forged.pop();
         assert!(tokens.verify(&forged).is_none());

@@ -4,6 +4,7 @@
 //! codes ([`error`]). The OpenAPI document is generated from the same route
 //! registrations, so a route cannot exist without its schema.
 
+pub mod access;
 pub mod auth;
 pub mod error;
 pub mod extract;
@@ -24,6 +25,7 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 #[derive(Clone)]
 pub struct AppState {
     pub store: Store,
+    pub runtime: paperclip_runtime::Runtime,
     pub info: Arc<ServerInfo>,
 }
 
@@ -39,7 +41,7 @@ pub struct ServerInfo {
     tags(
         (name = "health"), (name = "companies"), (name = "agents"), (name = "goals"),
         (name = "projects"), (name = "issues"), (name = "comments"), (name = "labels"),
-        (name = "documents"), (name = "activity")
+        (name = "documents"), (name = "activity"), (name = "heartbeats"), (name = "events")
     )
 )]
 struct ApiDoc;

@@ -186,7 +186,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: AgentPatch) -
         let merged = if patch.replace_adapter_config.unwrap_or(false) {
             Value::Object(config)
         } else {
-            merge(&before.adapter_config, config)
+            merge_config(&before.adapter_config, config)
         };
         if merged != before.adapter_config {
             changes.insert("adapterConfig".into(), json!({ "changed": true }));
@@ -194,14 +194,14 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: AgentPatch) -
         after.adapter_config = merged;
     }
     if let Some(config) = patch.runtime_config {
-        let merged = merge(&before.runtime_config, config);
+        let merged = merge_config(&before.runtime_config, config);
         if merged != before.runtime_config {
             changes.insert("runtimeConfig".into(), json!({ "changed": true }));
         }
         after.runtime_config = merged;
     }
     if let Some(permissions) = patch.permissions {
-        let merged = merge(&before.permissions, permissions);
+        let merged = merge_config(&before.permissions, permissions);
         diff(&mut changes, "permissions", &before.permissions, &merged);
         after.permissions = merged;
     }
@@ -421,7 +421,9 @@ async fn free_url_key(
         .expect("an unbounded candidate sequence has a free entry"))
 }
 
-fn merge(base: &Value, patch: Map<String, Value>) -> Value {
+/// Shallow merge of a config patch into the stored config (`adapterConfig`,
+/// `runtimeConfig`, `permissions`): top-level keys of the patch win.
+pub fn merge_config(base: &Value, patch: Map<String, Value>) -> Value {
     let mut merged = base.as_object().cloned().unwrap_or_default();
     for (k, v) in patch {
         merged.insert(k, v);

@@ -28,7 +28,11 @@ pub(crate) async fn insert(
     issue: &paperclip_core::model::Issue,
     body: String,
 ) -> Result<Comment> {
-    let (company_id, issue_id, identifier) = (issue.company_id.as_str(), issue.id.as_str(), issue.identifier.as_str());
+    let (company_id, issue_id, identifier) = (
+        issue.company_id.as_str(),
+        issue.id.as_str(),
+        issue.identifier.as_str(),
+    );
     if body.trim().is_empty() {
         return Err(Error::invalid("body", "Comment body must not be empty"));
     }
@@ -83,7 +87,9 @@ async fn wake_concerned(
                 .fetch_all(tx.conn())
                 .await?;
         for (id, name, url_key) in agents {
-            let named = mentions.iter().any(|m| *m == url_key || *m == name.to_lowercase());
+            let named = mentions
+                .iter()
+                .any(|m| *m == url_key || *m == name.to_lowercase());
             if named && Some(id.as_str()) != author && !woken.contains(&id) {
                 woken.push(id.clone());
                 wake(tx, actor, issue, &id, comment_id, "issue_comment_mentioned").await?;
@@ -147,7 +153,10 @@ fn mentioned_tokens(body: &str) -> Vec<String> {
 mod tests {
     #[test]
     fn mentions_are_words_after_at() {
-        assert_eq!(super::mentioned_tokens("@CTO please ask @chief-of-staff."), ["cto", "chief-of-staff"]);
+        assert_eq!(
+            super::mentioned_tokens("@CTO please ask @chief-of-staff."),
+            ["cto", "chief-of-staff"]
+        );
         assert!(super::mentioned_tokens("mail me at a@b.com").is_empty());
         assert_eq!(super::mentioned_tokens("(@qa) and @qa"), ["qa"]);
     }

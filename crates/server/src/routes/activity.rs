@@ -1,13 +1,13 @@
 use axum::extract::{Path, State};
 use axum::Json;
 use paperclip_core::model::ActivityEntry;
-use paperclip_store::{activity, issues};
+use paperclip_store::activity;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::companies::require_company;
+use crate::access;
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{parse_limit, QueryParams};
@@ -39,11 +39,11 @@ struct ActivityQuery {
     params(("companyId" = String, Path), ActivityQuery), responses((status = 200, body = [ActivityEntry])))]
 async fn company_activity(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(company_id): Path<String>,
     QueryParams(query): QueryParams<ActivityQuery>,
 ) -> ApiResult<Json<Vec<ActivityEntry>>> {
-    require_company(&app, &company_id).await?;
+    access::company(&app, &caller, &company_id).await?;
     let filter = activity::Filter {
         entity_type: query.entity_type,
         entity_id: query.entity_id,
@@ -63,10 +63,10 @@ async fn company_activity(
     params(("id" = String, Path)), responses((status = 200, body = [ActivityEntry])))]
 async fn issue_activity(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Vec<ActivityEntry>>> {
-    let issue = issues::get(&app.store, &id).await?;
+    let issue = access::issue(&app, &caller, &id).await?;
     let filter = activity::Filter {
         entity_type: Some("issue".into()),
         entity_id: Some(issue.id),

@@ -4,12 +4,13 @@ use axum::Json;
 use paperclip_core::input::{AgentPatch, NewAgent};
 use paperclip_core::model::{Agent, OrgNode};
 use paperclip_store::agents::{self, Lever};
+use serde_json::{json, Value};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::companies::require_company;
+use crate::access;
 use crate::auth::Caller;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::AppState;
 
@@ -27,16 +28,17 @@ pub fn router() -> OpenApiRouter<AppState> {
     params(("companyId" = String, Path)), responses((status = 200, body = [Agent])))]
 async fn list_agents(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(company_id): Path<String>,
 ) -> ApiResult<Json<Vec<Agent>>> {
-    require_company(&app, &company_id).await?;
+    access::company(&app, &caller, &company_id).await?;
     Ok(Json(agents::list(&app.store, &company_id).await?))
 }
 
 #[utoipa::path(post, path = "/api/companies/{companyId}/agents", tag = "agents",
     params(("companyId" = String, Path)), request_body = NewAgent,
-    responses((status = 201, body = Agent), (status = 404, description = "Company or manager not found")))]
+    responses((status = 201, body = Agent), (status = 404, description = "Company or manager not found"),
+        (status = 422, description = "Invalid adapter config or prompt template")))]
 async fn create_agent(
     State(app): State<AppState>,
     caller: Caller,
@@ -44,6 +46,15 @@ async fn create_agent(
     JsonBody(input): JsonBody<NewAgent>,
 ) -> ApiResult<(StatusCode, Json<Agent>)> {
     let actor = caller.require_board()?;
+    // An agent created with only a name is a draft: its config is checked
+    // once one is given (and its first run says what is missing).
+    if let Some(config) = &input.adapter_config {
+        check_adapter_config(
+            &app,
+            input.adapter_type.as_deref().unwrap_or("process"),
+            &Value::Object(config.clone()),
+        )?;
+    }
     Ok((
         StatusCode::CREATED,
         Json(agents::create(&app.store, actor, &company_id, input).await?),
@@ -54,10 +65,10 @@ async fn create_agent(
     params(("id" = String, Path)), responses((status = 200, body = Agent), (status = 404, description = "Agent not found")))]
 async fn get_agent(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Agent>> {
-    Ok(Json(agents::get(&app.store, &id).await?))
+    Ok(Json(access::agent(&app, &caller, &id).await?))
 }
 
 #[utoipa::path(patch, path = "/api/agents/{id}", tag = "agents",
@@ -70,6 +81,22 @@ async fn update_agent(
     JsonBody(patch): JsonBody<AgentPatch>,
 ) -> ApiResult<Json<Agent>> {
     let actor = caller.require_board()?;
+    if patch.adapter_config.is_some() || patch.adapter_type.is_some() {
+        let current = agents::get(&app.store, &id).await?;
+        let adapter_type = patch
+            .adapter_type
+            .clone()
+            .unwrap_or(current.adapter_type.clone());
+        let config = match (
+            &patch.adapter_config,
+            patch.replace_adapter_config.unwrap_or(false),
+        ) {
+            (Some(new), true) => Value::Object(new.clone()),
+            (Some(new), false) => agents::merge_config(&current.adapter_config, new.clone()),
+            (None, _) => current.adapter_config.clone(),
+        };
+        check_adapter_config(&app, &adapter_type, &config)?;
+    }
     Ok(Json(agents::update(&app.store, actor, &id, patch).await?))
 }
 
@@ -81,9 +108,12 @@ async fn delete_agent(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Agent>> {
     let actor = caller.require_board()?;
+    app.runtime.stop_agent(actor, &id, "agent deleted").await?;
     Ok(Json(agents::delete(&app.store, actor, &id).await?))
 }
 
+/// Pauses the agent: its queued runs are cancelled and a running run is
+/// stopped (TERM, then KILL after the adapter's grace).
 #[utoipa::path(post, path = "/api/agents/{id}/pause", tag = "agents",
     params(("id" = String, Path)), responses((status = 200, body = Agent), (status = 409, description = "Agent is terminated")))]
 async fn pause_agent(
@@ -92,9 +122,9 @@ async fn pause_agent(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Agent>> {
     let actor = caller.require_board()?;
-    Ok(Json(
-        agents::pull_lever(&app.store, actor, &id, Lever::Pause).await?,
-    ))
+    let agent = agents::pull_lever(&app.store, actor, &id, Lever::Pause).await?;
+    app.runtime.stop_agent(actor, &id, "agent paused").await?;
+    Ok(Json(agents::get(&app.store, &agent.id).await?))
 }
 
 #[utoipa::path(post, path = "/api/agents/{id}/resume", tag = "agents",
@@ -110,6 +140,7 @@ async fn resume_agent(
     ))
 }
 
+/// Terminates the agent for good and stops whatever it was running.
 #[utoipa::path(post, path = "/api/agents/{id}/terminate", tag = "agents",
     params(("id" = String, Path)), responses((status = 200, body = Agent)))]
 async fn terminate_agent(
@@ -118,18 +149,56 @@ async fn terminate_agent(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Agent>> {
     let actor = caller.require_board()?;
-    Ok(Json(
-        agents::pull_lever(&app.store, actor, &id, Lever::Terminate).await?,
-    ))
+    let agent = agents::pull_lever(&app.store, actor, &id, Lever::Terminate).await?;
+    app.runtime
+        .stop_agent(actor, &id, "agent terminated")
+        .await?;
+    Ok(Json(agents::get(&app.store, &agent.id).await?))
 }
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/org", tag = "agents",
     params(("companyId" = String, Path)), responses((status = 200, body = [OrgNode])))]
 async fn org_tree(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(company_id): Path<String>,
 ) -> ApiResult<Json<Vec<OrgNode>>> {
-    require_company(&app, &company_id).await?;
+    access::company(&app, &caller, &company_id).await?;
     Ok(Json(agents::org_tree(&app.store, &company_id).await?))
+}
+
+/// Known adapters check their config when it is saved, so a broken agent is
+/// refused now rather than failing at its first heartbeat. Unknown adapter
+/// types (upstream has many) are stored as opaque JSON.
+fn check_adapter_config(app: &AppState, adapter_type: &str, config: &Value) -> ApiResult<()> {
+    if let Some(template) = config.get("promptTemplate").and_then(Value::as_str) {
+        if let Err(err) = paperclip_core::template::variables(template) {
+            return Err(
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, err.to_string()).with_details(
+                    json!([{
+                        "path": ["adapterConfig", "promptTemplate"],
+                        "message": err.to_string(),
+                        "allowed": paperclip_core::template::CATALOG,
+                    }]),
+                ),
+            );
+        }
+    }
+    if let Some(adapter) = app.runtime.adapter(adapter_type) {
+        if let Err(errors) = adapter.validate_config(config) {
+            let details: Vec<Value> = errors
+                .iter()
+                .map(|e| {
+                    let mut path = vec![Value::from("adapterConfig")];
+                    path.extend(e.path.iter().cloned().map(Value::from));
+                    json!({ "path": path, "message": e.message })
+                })
+                .collect();
+            return Err(
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid adapter config")
+                    .with_details(Value::Array(details)),
+            );
+        }
+    }
+    Ok(())
 }

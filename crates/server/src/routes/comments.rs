@@ -3,13 +3,14 @@ use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::input::NewComment;
 use paperclip_core::model::Comment;
-use paperclip_store::{comments, issues};
+use paperclip_store::comments;
 use serde::Deserialize;
 use serde_json::json;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::access;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{parse_limit, JsonBody, QueryParams};
@@ -35,11 +36,11 @@ struct ListQuery {
     params(("id" = String, Path), ListQuery), responses((status = 200, body = [Comment])))]
 async fn list_comments(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(id): Path<String>,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> ApiResult<Json<Vec<Comment>>> {
-    let issue = issues::get(&app.store, &id).await?;
+    let issue = access::issue(&app, &caller, &id).await?;
     let order = match query.order.as_deref() {
         None | Some("") | Some("asc") => comments::Order::Asc,
         Some("desc") => comments::Order::Desc,
@@ -55,18 +56,23 @@ async fn list_comments(
     Ok(Json(list))
 }
 
+/// Adds a comment. Agents @mentioned in it are woken, and so is the
+/// issue's assignee when someone else wrote it.
 #[utoipa::path(post, path = "/api/issues/{id}/comments", tag = "comments",
     params(("id" = String, Path)), request_body = NewComment,
-    responses((status = 201, body = Comment), (status = 404, description = "Issue not found")))]
+    responses((status = 201, body = Comment), (status = 401, description = "Agent run id required"),
+        (status = 404, description = "Issue not found")))]
 async fn create_comment(
     State(app): State<AppState>,
-    Caller(actor): Caller,
+    caller: Caller,
     Path(id): Path<String>,
     JsonBody(input): JsonBody<NewComment>,
 ) -> ApiResult<(StatusCode, Json<Comment>)> {
+    let issue = access::issue(&app, &caller, &id).await?;
+    let actor = caller.require_run()?;
     Ok((
         StatusCode::CREATED,
-        Json(comments::create(&app.store, &actor, &id, input.body).await?),
+        Json(comments::create(&app.store, actor, &issue.id, input.body).await?),
     ))
 }
 
@@ -75,10 +81,10 @@ async fn create_comment(
     responses((status = 200, body = Comment), (status = 404, description = "Comment not found")))]
 async fn get_comment(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path((id, comment_id)): Path<(String, String)>,
 ) -> ApiResult<Json<Comment>> {
-    let issue = issues::get(&app.store, &id).await?;
+    let issue = access::issue(&app, &caller, &id).await?;
     Ok(Json(
         comments::get(&app.store, &issue.id, &comment_id).await?,
     ))
@@ -89,11 +95,12 @@ async fn get_comment(
     responses((status = 200, body = Comment), (status = 404, description = "Comment not found")))]
 async fn delete_comment(
     State(app): State<AppState>,
-    Caller(actor): Caller,
+    caller: Caller,
     Path((id, comment_id)): Path<(String, String)>,
 ) -> ApiResult<Json<Comment>> {
-    let issue = issues::get(&app.store, &id).await?;
+    let issue = access::issue(&app, &caller, &id).await?;
+    let actor = caller.require_run()?;
     Ok(Json(
-        comments::delete(&app.store, &actor, &issue.id, &comment_id).await?,
+        comments::delete(&app.store, actor, &issue.id, &comment_id).await?,
     ))
 }

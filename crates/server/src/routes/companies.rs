@@ -7,8 +7,9 @@ use paperclip_store::companies;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::access;
 use crate::auth::Caller;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::JsonBody;
 use crate::AppState;
 
@@ -19,17 +20,21 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(archive_company))
 }
 
+/// The board sees every company; an agent sees its own.
 #[utoipa::path(get, path = "/api/companies", tag = "companies",
     responses((status = 200, body = [Company])))]
 async fn list_companies(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
 ) -> ApiResult<Json<Vec<Company>>> {
-    Ok(Json(companies::list(&app.store).await?))
+    let mut list = companies::list(&app.store).await?;
+    list.retain(|c| caller.actor().can_access_company(&c.id));
+    Ok(Json(list))
 }
 
 #[utoipa::path(post, path = "/api/companies", tag = "companies", request_body = NewCompany,
-    responses((status = 201, body = Company), (status = 400, description = "Validation error")))]
+    responses((status = 201, body = Company), (status = 400, description = "Validation error"),
+        (status = 403, description = "Board access required")))]
 async fn create_company(
     State(app): State<AppState>,
     caller: Caller,
@@ -47,10 +52,10 @@ async fn create_company(
     responses((status = 200, body = Company), (status = 404, description = "Company not found")))]
 async fn get_company(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Company>> {
-    Ok(Json(companies::get(&app.store, &id).await?))
+    Ok(Json(access::company(&app, &caller, &id).await?))
 }
 
 #[utoipa::path(patch, path = "/api/companies/{companyId}", tag = "companies",
@@ -91,10 +96,4 @@ async fn archive_company(
 ) -> ApiResult<Json<Company>> {
     let actor = caller.require_board()?;
     Ok(Json(companies::archive(&app.store, actor, &id).await?))
-}
-
-/// The company a company-scoped route names, or 404. Every company-scoped
-/// handler calls this first, so a missing company never reads as empty.
-pub(crate) async fn require_company(app: &AppState, company_id: &str) -> Result<Company, ApiError> {
-    Ok(companies::get(&app.store, company_id).await?)
 }

@@ -7,6 +7,7 @@ use paperclip_store::documents;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::access;
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::JsonBody;
@@ -23,10 +24,11 @@ pub fn router() -> OpenApiRouter<AppState> {
     params(("id" = String, Path)), responses((status = 200, body = [Document])))]
 async fn list_documents(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Vec<Document>>> {
-    Ok(Json(documents::list(&app.store, &id).await?))
+    let issue = access::issue(&app, &caller, &id).await?;
+    Ok(Json(documents::list(&app.store, &issue.id).await?))
 }
 
 #[utoipa::path(get, path = "/api/issues/{id}/documents/{key}", tag = "documents",
@@ -34,10 +36,11 @@ async fn list_documents(
     responses((status = 200, body = Document), (status = 404, description = "Document not found")))]
 async fn get_document(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path((id, key)): Path<(String, String)>,
 ) -> ApiResult<Json<Document>> {
-    Ok(Json(documents::get(&app.store, &id, &key).await?))
+    let issue = access::issue(&app, &caller, &id).await?;
+    Ok(Json(documents::get(&app.store, &issue.id, &key).await?))
 }
 
 /// Creates the document (201) or adds a revision to it (200).
@@ -47,11 +50,13 @@ async fn get_document(
         (status = 409, description = "baseRevisionId is not the latest revision")))]
 async fn put_document(
     State(app): State<AppState>,
-    Caller(actor): Caller,
+    caller: Caller,
     Path((id, key)): Path<(String, String)>,
     JsonBody(input): JsonBody<DocumentPut>,
 ) -> ApiResult<(StatusCode, Json<Document>)> {
-    let written = documents::put(&app.store, &actor, &id, &key, input).await?;
+    let issue = access::issue(&app, &caller, &id).await?;
+    let actor = caller.require_run()?;
+    let written = documents::put(&app.store, actor, &issue.id, &key, input).await?;
     let status = if written.created {
         StatusCode::CREATED
     } else {
@@ -65,11 +70,13 @@ async fn put_document(
     responses((status = 200, body = Document), (status = 404, description = "Document not found")))]
 async fn delete_document(
     State(app): State<AppState>,
-    Caller(actor): Caller,
+    caller: Caller,
     Path((id, key)): Path<(String, String)>,
 ) -> ApiResult<Json<Document>> {
+    let issue = access::issue(&app, &caller, &id).await?;
+    let actor = caller.require_run()?;
     Ok(Json(
-        documents::delete(&app.store, &actor, &id, &key).await?,
+        documents::delete(&app.store, actor, &issue.id, &key).await?,
     ))
 }
 
@@ -78,8 +85,11 @@ async fn delete_document(
     responses((status = 200, body = [DocumentRevision])))]
 async fn list_revisions(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path((id, key)): Path<(String, String)>,
 ) -> ApiResult<Json<Vec<DocumentRevision>>> {
-    Ok(Json(documents::revisions(&app.store, &id, &key).await?))
+    let issue = access::issue(&app, &caller, &id).await?;
+    Ok(Json(
+        documents::revisions(&app.store, &issue.id, &key).await?,
+    ))
 }

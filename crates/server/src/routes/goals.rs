@@ -7,7 +7,7 @@ use paperclip_store::goals;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::companies::require_company;
+use crate::access;
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::JsonBody;
@@ -23,10 +23,10 @@ pub fn router() -> OpenApiRouter<AppState> {
     params(("companyId" = String, Path)), responses((status = 200, body = [Goal])))]
 async fn list_goals(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(company_id): Path<String>,
 ) -> ApiResult<Json<Vec<Goal>>> {
-    require_company(&app, &company_id).await?;
+    access::company(&app, &caller, &company_id).await?;
     Ok(Json(goals::list(&app.store, &company_id).await?))
 }
 
@@ -34,13 +34,14 @@ async fn list_goals(
     params(("companyId" = String, Path)), request_body = NewGoal, responses((status = 201, body = Goal)))]
 async fn create_goal(
     State(app): State<AppState>,
-    Caller(actor): Caller,
+    caller: Caller,
     Path(company_id): Path<String>,
     JsonBody(input): JsonBody<NewGoal>,
 ) -> ApiResult<(StatusCode, Json<Goal>)> {
+    caller.ensure_company(&company_id)?;
     Ok((
         StatusCode::CREATED,
-        Json(goals::create(&app.store, &actor, &company_id, input).await?),
+        Json(goals::create(&app.store, caller.actor(), &company_id, input).await?),
     ))
 }
 
@@ -48,25 +49,28 @@ async fn create_goal(
     params(("id" = String, Path)), responses((status = 200, body = Goal), (status = 404, description = "Goal not found")))]
 async fn get_goal(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Goal>> {
-    Ok(Json(goals::get(&app.store, &id).await?))
+    Ok(Json(access::goal(&app, &caller, &id).await?))
 }
 
 #[utoipa::path(patch, path = "/api/goals/{id}", tag = "goals",
     params(("id" = String, Path)), request_body = GoalPatch, responses((status = 200, body = Goal)))]
 async fn update_goal(
     State(app): State<AppState>,
-    Caller(actor): Caller,
+    caller: Caller,
     Path(id): Path<String>,
     JsonBody(patch): JsonBody<GoalPatch>,
 ) -> ApiResult<Json<Goal>> {
-    Ok(Json(goals::update(&app.store, &actor, &id, patch).await?))
+    access::goal(&app, &caller, &id).await?;
+    Ok(Json(
+        goals::update(&app.store, caller.actor(), &id, patch).await?,
+    ))
 }
 
 #[utoipa::path(delete, path = "/api/goals/{id}", tag = "goals",
-    params(("id" = String, Path)), responses((status = 200, body = Goal)))]
+    params(("id" = String, Path)), responses((status = 200, body = Goal), (status = 403, description = "Board access required")))]
 async fn delete_goal(
     State(app): State<AppState>,
     caller: Caller,

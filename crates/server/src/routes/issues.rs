@@ -3,7 +3,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::Json;
 use paperclip_core::input::{Checkout, IssuePatch, NewIssue};
 use paperclip_core::issue::IssueStatus;
-use paperclip_core::model::Issue;
+use paperclip_core::model::{HeartbeatRun, Issue};
 use paperclip_store::issues;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -11,7 +11,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::companies::require_company;
+use crate::access;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{parse_limit, JsonBody, QueryParams};
@@ -27,6 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(checkout_issue))
         .routes(routes!(release_issue))
         .routes(routes!(force_release_issue))
+        .routes(routes!(active_run))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -55,11 +56,11 @@ struct ListQuery {
     responses((status = 200, body = [Issue]), (status = 400, description = "Invalid filter")))]
 async fn list_issues(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(company_id): Path<String>,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> ApiResult<(HeaderMap, Json<Vec<Issue>>)> {
-    require_company(&app, &company_id).await?;
+    access::company(&app, &caller, &company_id).await?;
     let statuses = match &query.status {
         Some(csv) => csv
             .split(',')
@@ -112,13 +113,14 @@ fn invalid_status(value: &str) -> ApiError {
         (status = 422, description = "Rule violation")))]
 async fn create_issue(
     State(app): State<AppState>,
-    Caller(actor): Caller,
+    caller: Caller,
     Path(company_id): Path<String>,
     JsonBody(input): JsonBody<NewIssue>,
 ) -> ApiResult<(StatusCode, Json<Issue>)> {
+    caller.ensure_company(&company_id)?;
     Ok((
         StatusCode::CREATED,
-        Json(issues::create(&app.store, &actor, &company_id, input).await?),
+        Json(issues::create(&app.store, caller.actor(), &company_id, input).await?),
     ))
 }
 
@@ -127,10 +129,10 @@ async fn create_issue(
     responses((status = 200, body = Issue), (status = 404, description = "Issue not found")))]
 async fn get_issue(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Issue>> {
-    Ok(Json(issues::get(&app.store, &id).await?))
+    Ok(Json(access::issue(&app, &caller, &id).await?))
 }
 
 /// Updates fields and status (following the transition table). A `comment`
@@ -138,14 +140,19 @@ async fn get_issue(
 #[utoipa::path(patch, path = "/api/issues/{id}", tag = "issues",
     params(("id" = String, Path)), request_body = IssuePatch,
     responses((status = 200, body = Issue), (status = 400, description = "Validation error"),
+        (status = 401, description = "Agent run id required"),
+        (status = 409, description = "Issue run ownership conflict"),
         (status = 422, description = "Transition not allowed")))]
 async fn update_issue(
     State(app): State<AppState>,
-    Caller(actor): Caller,
+    caller: Caller,
     Path(id): Path<String>,
     JsonBody(patch): JsonBody<IssuePatch>,
 ) -> ApiResult<Json<Value>> {
-    let updated = issues::update(&app.store, &actor, &id, patch).await?;
+    let issue = access::issue(&app, &caller, &id).await?;
+    let actor = caller.require_run()?;
+    check_run_ownership(&app, &caller, &issue).await?;
+    let updated = issues::update(&app.store, actor, &issue.id, patch).await?;
     let mut body = serde_json::to_value(&updated.issue).expect("issues serialize");
     body["changes"] = Value::Object(updated.changes);
     if let Some(comment) = updated.comment {
@@ -158,25 +165,36 @@ async fn update_issue(
     params(("id" = String, Path)), responses((status = 200, body = Issue), (status = 404, description = "Issue not found")))]
 async fn delete_issue(
     State(app): State<AppState>,
-    Caller(actor): Caller,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Issue>> {
-    Ok(Json(issues::delete(&app.store, &actor, &id).await?))
+    let actor = caller.require_board()?;
+    Ok(Json(issues::delete(&app.store, actor, &id).await?))
 }
 
 /// Atomically assigns the issue to `agentId` and moves it to `in_progress`,
 /// if its status is one of `expectedStatuses` and nobody else holds it.
+/// Never retry a 409: someone else owns the work.
 #[utoipa::path(post, path = "/api/issues/{id}/checkout", tag = "issues",
     params(("id" = String, Path)), request_body = Checkout,
     responses((status = 200, body = Issue), (status = 409, description = "Issue checkout conflict")))]
 async fn checkout_issue(
     State(app): State<AppState>,
-    Caller(actor): Caller,
+    caller: Caller,
     Path(id): Path<String>,
     JsonBody(input): JsonBody<Checkout>,
 ) -> ApiResult<Json<Issue>> {
+    let issue = access::issue(&app, &caller, &id).await?;
+    let actor = caller.require_run()?;
+    if let Some(me) = caller.agent_id() {
+        if input.agent_id != me {
+            return Err(ApiError::forbidden(
+                "Agents can only check out work for themselves",
+            ));
+        }
+    }
     Ok(Json(
-        issues::checkout(&app.store, &actor, &id, input).await?,
+        issues::checkout(&app.store, actor, &issue.id, input).await?,
     ))
 }
 
@@ -185,10 +203,13 @@ async fn checkout_issue(
     responses((status = 200, body = Issue), (status = 409, description = "Not checked out, or not by the caller")))]
 async fn release_issue(
     State(app): State<AppState>,
-    Caller(actor): Caller,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Issue>> {
-    Ok(Json(issues::release(&app.store, &actor, &id).await?))
+    let issue = access::issue(&app, &caller, &id).await?;
+    let actor = caller.require_run()?;
+    check_run_ownership(&app, &caller, &issue).await?;
+    Ok(Json(issues::release(&app.store, actor, &issue.id).await?))
 }
 
 #[utoipa::path(post, path = "/api/issues/{id}/admin/force-release", tag = "issues",
@@ -201,4 +222,49 @@ async fn force_release_issue(
 ) -> ApiResult<Json<Issue>> {
     let actor = caller.require_board()?;
     Ok(Json(issues::force_release(&app.store, actor, &id).await?))
+}
+
+/// The run working on this issue now (running, else queued), or null.
+#[utoipa::path(get, path = "/api/issues/{issueId}/active-run", tag = "issues",
+    params(("issueId" = String, Path)), responses((status = 200, body = Option<HeartbeatRun>)))]
+async fn active_run(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Option<HeartbeatRun>>> {
+    let issue = access::issue(&app, &caller, &id).await?;
+    Ok(Json(
+        paperclip_store::runs::active_for_issue(&app.store, &issue.id).await?,
+    ))
+}
+
+/// An agent may not write to work that another live run of it has checked
+/// out; a checkout left by a finished run is no obstacle.
+async fn check_run_ownership(app: &AppState, caller: &Caller, issue: &Issue) -> ApiResult<()> {
+    let (Some(agent), Some(held_by)) = (caller.agent_id(), issue.checkout_run_id.as_deref()) else {
+        return Ok(());
+    };
+    if caller.actor().run_id.as_deref() == Some(held_by) {
+        return Ok(());
+    }
+    let live = match paperclip_store::runs::get(&app.store, held_by).await {
+        Ok(run) => matches!(run.status.as_str(), "queued" | "running"),
+        Err(_) => false,
+    };
+    if live {
+        return Err(
+            ApiError::new(StatusCode::CONFLICT, "Issue run ownership conflict").with_details(
+                json!({
+                    "issueId": issue.id,
+                    "status": issue.status,
+                    "assigneeAgentId": issue.assignee_agent_id,
+                    "checkoutRunId": issue.checkout_run_id,
+                    "executionRunId": issue.execution_run_id,
+                    "actorAgentId": agent,
+                    "actorRunId": caller.actor().run_id,
+                }),
+            ),
+        );
+    }
+    Ok(())
 }

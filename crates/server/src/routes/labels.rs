@@ -7,7 +7,7 @@ use paperclip_store::labels;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::companies::require_company;
+use crate::access;
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::JsonBody;
@@ -23,10 +23,10 @@ pub fn router() -> OpenApiRouter<AppState> {
     params(("companyId" = String, Path)), responses((status = 200, body = [Label])))]
 async fn list_labels(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(company_id): Path<String>,
 ) -> ApiResult<Json<Vec<Label>>> {
-    require_company(&app, &company_id).await?;
+    access::company(&app, &caller, &company_id).await?;
     Ok(Json(labels::list(&app.store, &company_id).await?))
 }
 
@@ -35,13 +35,14 @@ async fn list_labels(
     responses((status = 201, body = Label), (status = 409, description = "Label already exists")))]
 async fn create_label(
     State(app): State<AppState>,
-    Caller(actor): Caller,
+    caller: Caller,
     Path(company_id): Path<String>,
     JsonBody(input): JsonBody<NewLabel>,
 ) -> ApiResult<(StatusCode, Json<Label>)> {
+    caller.ensure_company(&company_id)?;
     Ok((
         StatusCode::CREATED,
-        Json(labels::create(&app.store, &actor, &company_id, input).await?),
+        Json(labels::create(&app.store, caller.actor(), &company_id, input).await?),
     ))
 }
 
@@ -49,8 +50,9 @@ async fn create_label(
     params(("labelId" = String, Path)), responses((status = 200, body = Label), (status = 404, description = "Label not found")))]
 async fn delete_label(
     State(app): State<AppState>,
-    Caller(actor): Caller,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Label>> {
-    Ok(Json(labels::delete(&app.store, &actor, &id).await?))
+    let actor = caller.require_board()?;
+    Ok(Json(labels::delete(&app.store, actor, &id).await?))
 }

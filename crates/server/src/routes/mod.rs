@@ -5,10 +5,14 @@ mod activity;
 mod agents;
 mod comments;
 mod companies;
+mod context;
 mod documents;
+mod events;
 mod goals;
 mod health;
+mod heartbeats;
 mod issues;
+mod keys;
 mod labels;
 mod projects;
 
@@ -30,6 +34,10 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(labels::router())
         .merge(documents::router())
         .merge(activity::router())
+        .merge(keys::router())
+        .merge(heartbeats::router())
+        .merge(context::router())
+        .merge(events::router())
 }
 
 pub async fn not_found(uri: Uri) -> ApiError {

@@ -7,7 +7,7 @@ use paperclip_store::projects;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::companies::require_company;
+use crate::access;
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::JsonBody;
@@ -23,10 +23,10 @@ pub fn router() -> OpenApiRouter<AppState> {
     params(("companyId" = String, Path)), responses((status = 200, body = [Project])))]
 async fn list_projects(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(company_id): Path<String>,
 ) -> ApiResult<Json<Vec<Project>>> {
-    require_company(&app, &company_id).await?;
+    access::company(&app, &caller, &company_id).await?;
     Ok(Json(projects::list(&app.store, &company_id).await?))
 }
 
@@ -34,13 +34,14 @@ async fn list_projects(
     params(("companyId" = String, Path)), request_body = NewProject, responses((status = 201, body = Project)))]
 async fn create_project(
     State(app): State<AppState>,
-    Caller(actor): Caller,
+    caller: Caller,
     Path(company_id): Path<String>,
     JsonBody(input): JsonBody<NewProject>,
 ) -> ApiResult<(StatusCode, Json<Project>)> {
+    caller.ensure_company(&company_id)?;
     Ok((
         StatusCode::CREATED,
-        Json(projects::create(&app.store, &actor, &company_id, input).await?),
+        Json(projects::create(&app.store, caller.actor(), &company_id, input).await?),
     ))
 }
 
@@ -48,27 +49,28 @@ async fn create_project(
     params(("id" = String, Path)), responses((status = 200, body = Project), (status = 404, description = "Project not found")))]
 async fn get_project(
     State(app): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Project>> {
-    Ok(Json(projects::get(&app.store, &id).await?))
+    Ok(Json(access::project(&app, &caller, &id).await?))
 }
 
 #[utoipa::path(patch, path = "/api/projects/{id}", tag = "projects",
     params(("id" = String, Path)), request_body = ProjectPatch, responses((status = 200, body = Project)))]
 async fn update_project(
     State(app): State<AppState>,
-    Caller(actor): Caller,
+    caller: Caller,
     Path(id): Path<String>,
     JsonBody(patch): JsonBody<ProjectPatch>,
 ) -> ApiResult<Json<Project>> {
+    access::project(&app, &caller, &id).await?;
     Ok(Json(
-        projects::update(&app.store, &actor, &id, patch).await?,
+        projects::update(&app.store, caller.actor(), &id, patch).await?,
     ))
 }
 
 #[utoipa::path(delete, path = "/api/projects/{id}", tag = "projects",
-    params(("id" = String, Path)), responses((status = 200, body = Project)))]
+    params(("id" = String, Path)), responses((status = 200, body = Project), (status = 403, description = "Board access required")))]
 async fn delete_project(
     State(app): State<AppState>,
     caller: Caller,

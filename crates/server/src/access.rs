@@ -1,0 +1,50 @@
+//! Loading an entity on behalf of a caller: found, and in a company the
+//! caller may act on, or an error. Handlers load through these before they
+//! read or change anything, so the company boundary is checked in one place.
+
+use paperclip_core::model::{Agent, Company, Goal, HeartbeatRun, Issue, Label, Project};
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::AppState;
+
+pub async fn company(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Company> {
+    caller.ensure_company(id)?;
+    Ok(paperclip_store::companies::get(&app.store, id).await?)
+}
+
+pub async fn agent(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Agent> {
+    let agent = paperclip_store::agents::get(&app.store, id).await?;
+    caller.ensure_company(&agent.company_id)?;
+    Ok(agent)
+}
+
+pub async fn issue(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Issue> {
+    let issue = paperclip_store::issues::get(&app.store, id).await?;
+    caller.ensure_company(&issue.company_id)?;
+    Ok(issue)
+}
+
+pub async fn goal(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Goal> {
+    let goal = paperclip_store::goals::get(&app.store, id).await?;
+    caller.ensure_company(&goal.company_id)?;
+    Ok(goal)
+}
+
+pub async fn project(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Project> {
+    let project = paperclip_store::projects::get(&app.store, id).await?;
+    caller.ensure_company(&project.company_id)?;
+    Ok(project)
+}
+
+pub async fn label(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Label> {
+    let label = paperclip_store::labels::get(&app.store, id).await?;
+    caller.ensure_company(&label.company_id)?;
+    Ok(label)
+}
+
+pub async fn run(app: &AppState, caller: &Caller, id: &str) -> ApiResult<HeartbeatRun> {
+    let run = paperclip_store::runs::get(&app.store, id).await?;
+    caller.ensure_company(&run.company_id)?;
+    Ok(run)
+}
