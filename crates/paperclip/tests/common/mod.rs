@@ -167,6 +167,99 @@ impl TestServer {
             .await
     }
 
+    /// A new API key for the agent; returns the plaintext token.
+    pub async fn key(&self, agent_id: &str) -> String {
+        let key = self
+            .ok_post(
+                &format!("/api/agents/{agent_id}/keys"),
+                serde_json::json!({ "name": "test" }),
+            )
+            .await;
+        key["token"].as_str().unwrap().to_string()
+    }
+
+    /// A request as an agent (`Authorization: Bearer`), optionally tied to a run.
+    pub async fn as_agent(
+        &self,
+        token: &str,
+        run_id: Option<&str>,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut req = self
+            .client
+            .request(method, self.url(path))
+            .bearer_auth(token);
+        if let Some(run) = run_id {
+            req = req.header("x-paperclip-run-id", run);
+        }
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.expect("request failed");
+        let status = resp.status();
+        let text = resp.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    /// Polls `GET path` until `done` holds for the body (or panics after `secs`).
+    pub async fn wait_for(&self, path: &str, secs: u64, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+        loop {
+            let (status, body) = self.get(path).await;
+            if status.is_success() && done(&body) {
+                return body;
+            }
+            if std::time::Instant::now() > deadline {
+                panic!("timed out waiting on {path}: last answer {status} {body}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Runs of an agent, oldest first.
+    pub async fn runs_of(&self, company_id: &str, agent_id: &str) -> Vec<Value> {
+        let list = self
+            .ok_get(&format!(
+                "/api/companies/{company_id}/heartbeat-runs?agentId={agent_id}"
+            ))
+            .await;
+        let mut runs = list.as_array().unwrap().clone();
+        runs.reverse();
+        runs
+    }
+
+    /// A `process` agent running `sh <script>`, with extra adapter config merged in.
+    pub async fn script_agent(
+        &self,
+        company_id: &str,
+        name: &str,
+        script: &str,
+        extra: Value,
+    ) -> Value {
+        let path = self
+            .data_dir
+            .join(format!("{}.sh", uuid::Uuid::new_v4().simple()));
+        std::fs::write(&path, script).unwrap();
+        let mut config =
+            serde_json::json!({ "command": "sh", "args": [path.to_str().unwrap()], "graceSec": 2 });
+        if let Value::Object(extra) = extra {
+            for (k, v) in extra {
+                config[k] = v;
+            }
+        }
+        self.ok_post(
+            &format!("/api/companies/{company_id}/agents"),
+            serde_json::json!({ "name": name, "adapterType": "process", "adapterConfig": config }),
+        )
+        .await
+    }
+
     /// Activity actions of a company, oldest first.
     pub async fn actions(&self, company_id: &str) -> Vec<String> {
         let list = self
