@@ -752,3 +752,47 @@ async fn http_agents_succeed_on_2xx_fail_otherwise_and_can_finish_by_callback() 
         .await;
     assert_eq!(status, 401, "a run token dies with its run");
 }
+
+#[tokio::test]
+async fn timer_heartbeats_wake_enabled_agents_once_per_interval() {
+    let server = TestServer::start().await;
+    let cid = server.company("Clock Co").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ticking = server
+        .script_agent(&cid, "Ticker", "echo tick\n", json!({}))
+        .await;
+    let quiet = server
+        .script_agent(&cid, "Quiet", "echo tick\n", json!({}))
+        .await;
+    let (tid, qid) = (
+        ticking["id"].as_str().unwrap(),
+        quiet["id"].as_str().unwrap(),
+    );
+    server
+        .ok_patch(
+            &format!("/api/agents/{tid}"),
+            json!({ "runtimeConfig": { "heartbeat": { "enabled": true, "intervalSec": 30 } } }),
+        )
+        .await;
+    let runs = server
+        .wait_for(
+            &format!("/api/companies/{cid}/heartbeat-runs?agentId={tid}"),
+            20,
+            |r| {
+                r.as_array()
+                    .is_some_and(|r| r.len() == 1 && r[0]["status"] == "succeeded")
+            },
+        )
+        .await;
+    assert_eq!(runs[0]["invocationSource"], "timer");
+    assert_eq!(runs[0]["wakeReason"], "heartbeat_timer");
+    // The next tick comes and goes within the 30 s interval: no second run.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(server.runs_of(&cid, tid).await.len(), 1);
+    assert!(
+        server.runs_of(&cid, qid).await.is_empty(),
+        "timers are off by default"
+    );
+}
