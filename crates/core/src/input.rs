@@ -251,3 +251,48 @@ pub struct DocumentPut {
 pub enum DocumentFormat {
     Markdown,
 }
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewApproval {
+    #[serde(rename = "type")]
+    pub kind: crate::approval::ApprovalType,
+    #[schema(value_type = Option<Object>)]
+    pub payload: Option<serde_json::Map<String, Value>>,
+    /// Issues this approval concerns; their assignees hear of the decision.
+    pub issue_ids: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalDecision {
+    pub decision_note: Option<String>,
+    /// For `resubmit`: the revised payload (fields replace the old ones).
+    #[schema(value_type = Option<Object>)]
+    pub payload: Option<serde_json::Map<String, Value>>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewCostEvent {
+    pub agent_id: Option<String>,
+    pub issue_id: Option<String>,
+    pub project_id: Option<String>,
+    pub goal_id: Option<String>,
+    pub heartbeat_run_id: Option<String>,
+    pub billing_code: Option<String>,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub input_tokens: Option<u64>,
+    pub cached_input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    /// Absent means the price is unknown: the event is stored as unpriced.
+    pub cost_cents: Option<u64>,
+    pub occurred_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetPatch {
+    pub budget_monthly_cents: u32,
+}

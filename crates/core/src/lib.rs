@@ -7,6 +7,8 @@
 
 pub mod actor;
 pub mod agent;
+pub mod approval;
+pub mod budget;
 pub mod company;
 pub mod goal;
 pub mod heartbeat;
@@ -16,4 +18,5 @@ pub mod model;
 pub mod naming;
 pub mod org;
 pub mod project;
+pub mod secrets;
 pub mod template;

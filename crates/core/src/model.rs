@@ -318,3 +318,98 @@ pub struct WakeupRequest {
     pub created_at: String,
     pub updated_at: String,
 }
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Approval {
+    pub id: String,
+    pub company_id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub requested_by_agent_id: Option<String>,
+    pub requested_by_user_id: Option<String>,
+    pub status: String,
+    #[schema(value_type = Object)]
+    pub payload: Value,
+    pub decision_note: Option<String>,
+    pub decided_by_user_id: Option<String>,
+    pub decided_at: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalComment {
+    pub id: String,
+    pub company_id: String,
+    pub approval_id: String,
+    pub author_agent_id: Option<String>,
+    pub author_user_id: Option<String>,
+    pub author_type: String,
+    pub body: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CostEvent {
+    pub id: String,
+    pub company_id: String,
+    pub agent_id: Option<String>,
+    pub issue_id: Option<String>,
+    pub project_id: Option<String>,
+    pub goal_id: Option<String>,
+    pub heartbeat_run_id: Option<String>,
+    pub billing_code: Option<String>,
+    pub provider: Option<String>,
+    /// `priced`, or `unpriced` when the event carried no cost.
+    pub cost_status: String,
+    pub model: Option<String>,
+    pub input_tokens: i64,
+    pub cached_input_tokens: i64,
+    pub output_tokens: i64,
+    pub cost_cents: Option<i64>,
+    pub occurred_at: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetIncident {
+    pub id: String,
+    pub company_id: String,
+    /// `company`, `agent` or `project`.
+    pub scope_type: String,
+    pub scope_id: String,
+    /// `soft` (80 %) or `hard` (100 %, work stopped).
+    pub kind: String,
+    pub window_month: String,
+    pub spend_cents: i64,
+    pub budget_cents: i64,
+    /// `open` or `resolved`.
+    pub status: String,
+    pub resolution: Option<String>,
+    pub created_at: String,
+    pub resolved_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigRevision {
+    pub id: String,
+    pub agent_id: String,
+    pub company_id: String,
+    pub revision_number: i64,
+    pub adapter_type: String,
+    /// Secret values are shown as `[REDACTED]`.
+    #[schema(value_type = Object)]
+    pub adapter_config: Value,
+    #[schema(value_type = Object)]
+    pub runtime_config: Value,
+    pub redacted_paths: Vec<Vec<String>>,
+    pub changed_by_actor_type: String,
+    pub changed_by_actor_id: String,
+    pub change_summary: Option<String>,
+    pub created_at: String,
+}

@@ -36,21 +36,7 @@ impl Redactor {
     }
 }
 
-/// Whether an env var name says its value is a credential.
-pub fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    [
-        "KEY",
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIAL",
-        "AUTH",
-    ]
-    .iter()
-    .any(|w| upper.contains(w))
-}
+pub use paperclip_core::secrets::is_secret_name;
 
 #[cfg(test)]
 mod tests {

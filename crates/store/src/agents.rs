@@ -18,26 +18,34 @@ use crate::companies::diff;
 use crate::row::RowExt;
 use crate::{new_id, now, Error, Result, Store, Tx};
 
-pub async fn create(
-    store: &Store,
+pub async fn create(store: &Store, actor: &Actor, company_id: &str, input: NewAgent) -> Result<Agent> {
+    let mut tx = store.begin().await?;
+    let agent = create_in(&mut tx, actor, company_id, input, AgentStatus::Idle).await?;
+    tx.commit().await?;
+    Ok(agent)
+}
+
+/// Creates an agent inside the caller's transaction, in `status`: `idle`, or
+/// `pending_approval` for a hire that waits for the board.
+pub(crate) async fn create_in(
+    tx: &mut Tx,
     actor: &Actor,
     company_id: &str,
     input: NewAgent,
+    status: AgentStatus,
 ) -> Result<Agent> {
     let name = input.name.trim().to_string();
     if name.is_empty() {
         return Err(Error::invalid("name", "Name must not be empty"));
     }
-    let mut tx = store.begin().await?;
-    crate::companies::get_in(&mut tx, company_id).await?;
+    crate::companies::get_in(tx, company_id).await?;
     if let Some(manager) = &input.reports_to {
-        get_in_company(&mut tx, company_id, manager)
-            .await
-            .map_err(|_| Error::not_found("Manager agent"))?;
+        get_in_company(tx, company_id, manager).await.map_err(|_| Error::not_found("Manager agent"))?;
     }
-    let key = free_url_key(&mut tx, company_id, &url_key(&name), None).await?;
+    let key = free_url_key(tx, company_id, &url_key(&name), None).await?;
     let id = new_id();
     let ts = now();
+    let role = input.role.unwrap_or(AgentRole::General).as_str();
     let runtime_config = Value::Object(input.runtime_config.unwrap_or_default());
     let adapter_config = Value::Object(input.adapter_config.unwrap_or_default());
     let permissions = Value::Object(input.permissions.unwrap_or_default());
@@ -45,13 +53,13 @@ pub async fn create(
         "INSERT INTO agents (id, company_id, name, url_key, role, title, icon, status, reports_to, \
          capabilities, adapter_type, adapter_config, runtime_config, permissions, metadata, \
          budget_monthly_cents, spent_monthly_cents, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, 'idle', $8, $9, $10, $11, $12, $13, $14, $15, 0, $16, $16)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $17, $8, $9, $10, $11, $12, $13, $14, $15, 0, $16, $16)",
     )
     .bind(&id)
     .bind(company_id)
     .bind(&name)
     .bind(&key)
-    .bind(input.role.unwrap_or(AgentRole::General).as_str())
+    .bind(role)
     .bind(input.title.as_deref())
     .bind(input.icon.as_deref())
     .bind(input.reports_to.as_deref())
@@ -63,22 +71,23 @@ pub async fn create(
     .bind(input.metadata.map(|m| Value::Object(m).to_string()))
     .bind(i64::from(input.budget_monthly_cents.unwrap_or(0)))
     .bind(&ts)
+    .bind(status.as_str())
     .execute(tx.conn())
     .await?;
     activity::record(
-        &mut tx,
+        tx,
         actor,
         Entry {
             company_id,
             action: "agent.created",
             entity_type: "agent",
             entity_id: &id,
-            details: json!({ "name": name, "role": input.role.unwrap_or(AgentRole::General).as_str(), "urlKey": key }),
+            details: json!({ "name": name, "role": role, "urlKey": key, "status": status.as_str() }),
         },
     )
     .await?;
-    let agent = get_in(&mut tx, &id).await?;
-    tx.commit().await?;
+    let agent = get_in(tx, &id).await?;
+    crate::revisions::record_in(tx, actor, &agent, "created").await?;
     Ok(agent)
 }
 
@@ -236,6 +245,15 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: AgentPatch) -
         return Ok(before);
     }
     write(&mut tx, &after).await?;
+    let config_changed = ["adapterType", "adapterConfig", "runtimeConfig"].iter().any(|k| changes.contains_key(*k));
+    if config_changed {
+        let summary: Vec<&str> = ["adapterType", "adapterConfig", "runtimeConfig"]
+            .into_iter()
+            .filter(|k| changes.contains_key(*k))
+            .collect();
+        let saved = get_in(&mut tx, id).await?;
+        crate::revisions::record_in(&mut tx, actor, &saved, &format!("changed {}", summary.join(", "))).await?;
+    }
     activity::record(
         &mut tx,
         actor,

@@ -28,9 +28,14 @@ pub async fn create(
     if title.is_empty() {
         return Err(Error::invalid("title", "Title must not be empty"));
     }
-    let status = input.status.unwrap_or(IssueStatus::Backlog);
+    let mut status = input.status.unwrap_or(IssueStatus::Backlog);
     let mut tx = store.begin().await?;
     crate::companies::get_in(&mut tx, company_id).await?;
+    if ceo_gate_closed(&mut tx, company_id, actor.agent_id()).await? && is_active(status) {
+        // Until the board approves the CEO's strategy, the CEO drafts: its
+        // tasks wait in the backlog instead of being worked on.
+        status = IssueStatus::Backlog;
+    }
     let refs = resolve_refs(
         &mut tx,
         company_id,
@@ -402,6 +407,11 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
                 status.as_str()
             )));
         }
+        if from != status && is_active(status) {
+            if ceo_gate_closed(&mut tx, &company_id, before.created_by_agent_id.as_deref()).await? {
+                return Err(Error::rule(CEO_GATE));
+            }
+        }
         let effects = transition_effects(from, status);
         if effects.set_started_at && after.started_at.is_none() {
             after.started_at = Some(ts.clone());
@@ -520,6 +530,9 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
             "Agent is {} and cannot check out work",
             agent.status
         )));
+    }
+    if ceo_gate_closed(&mut tx, &issue.company_id, issue.created_by_agent_id.as_deref()).await? {
+        return Err(Error::rule(CEO_GATE));
     }
     if input.expected_statuses.is_empty() {
         return Err(Error::invalid(
@@ -668,6 +681,27 @@ pub async fn force_release(store: &Store, actor: &Actor, id: &str) -> Result<Iss
     let issue = load_in(&mut tx, &issue.id).await?;
     tx.commit().await?;
     Ok(issue)
+}
+
+const CEO_GATE: &str = "The CEO's strategy is not approved yet: tasks the CEO creates stay drafts until the board approves it";
+
+fn is_active(status: IssueStatus) -> bool {
+    matches!(status, IssueStatus::Todo | IssueStatus::InProgress)
+}
+
+/// Whether `creator` is the company's CEO and its strategy still awaits approval.
+async fn ceo_gate_closed(tx: &mut Tx, company_id: &str, creator: Option<&str>) -> Result<bool> {
+    let Some(creator) = creator else {
+        return Ok(false);
+    };
+    let role: Option<(String,)> = sqlx::query_as("SELECT role FROM agents WHERE id = $1")
+        .bind(creator)
+        .fetch_optional(tx.conn())
+        .await?;
+    if role.is_none_or(|(r,)| r != "ceo") {
+        return Ok(false);
+    }
+    Ok(!crate::approvals::strategy_approved(tx, company_id).await?)
 }
 
 struct Refs<'a> {

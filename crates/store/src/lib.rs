@@ -12,6 +12,7 @@
 
 pub mod activity;
 pub mod agents;
+pub mod approvals;
 pub mod comments;
 pub mod companies;
 pub mod documents;
@@ -22,6 +23,7 @@ pub mod keys;
 pub mod labels;
 mod migrate;
 pub mod projects;
+pub mod revisions;
 mod row;
 pub mod runs;
 pub mod wakeups;
