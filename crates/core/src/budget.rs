@@ -5,10 +5,24 @@ use chrono::{DateTime, Datelike, TimeZone, Utc};
 /// The UTC calendar month containing `now`, as `[start, end)` in the stored
 /// timestamp format, plus its key (`2026-12`).
 pub fn month_window(now: DateTime<Utc>) -> (String, String, String) {
-    let start = Utc.with_ymd_and_hms(now.year(), now.month(), 1, 0, 0, 0).single().expect("first of month exists");
-    let (y, m) = if now.month() == 12 { (now.year() + 1, 1) } else { (now.year(), now.month() + 1) };
-    let end = Utc.with_ymd_and_hms(y, m, 1, 0, 0, 0).single().expect("first of month exists");
-    (stamp(start), stamp(end), format!("{:04}-{:02}", now.year(), now.month()))
+    let start = Utc
+        .with_ymd_and_hms(now.year(), now.month(), 1, 0, 0, 0)
+        .single()
+        .expect("first of month exists");
+    let (y, m) = if now.month() == 12 {
+        (now.year() + 1, 1)
+    } else {
+        (now.year(), now.month() + 1)
+    };
+    let end = Utc
+        .with_ymd_and_hms(y, m, 1, 0, 0, 0)
+        .single()
+        .expect("first of month exists");
+    (
+        stamp(start),
+        stamp(end),
+        format!("{:04}-{:02}", now.year(), now.month()),
+    )
 }
 
 /// The window of a `YYYY-MM` month key, if it is one.
@@ -62,10 +76,23 @@ mod tests {
     fn months_are_utc_calendar_months() {
         let t = Utc.with_ymd_and_hms(2026, 12, 31, 23, 59, 59).unwrap();
         let (start, end, key) = month_window(t);
-        assert_eq!((start.as_str(), end.as_str(), key.as_str()), ("2026-12-01T00:00:00.000Z", "2027-01-01T00:00:00.000Z", "2026-12"));
+        assert_eq!(
+            (start.as_str(), end.as_str(), key.as_str()),
+            (
+                "2026-12-01T00:00:00.000Z",
+                "2027-01-01T00:00:00.000Z",
+                "2026-12"
+            )
+        );
         let (start, _, key) = month_window(Utc.with_ymd_and_hms(2027, 1, 1, 0, 0, 0).unwrap());
-        assert_eq!((start.as_str(), key.as_str()), ("2027-01-01T00:00:00.000Z", "2027-01"));
-        assert_eq!(window_of_month("2027-02").unwrap().1, "2027-03-01T00:00:00.000Z");
+        assert_eq!(
+            (start.as_str(), key.as_str()),
+            ("2027-01-01T00:00:00.000Z", "2027-01")
+        );
+        assert_eq!(
+            window_of_month("2027-02").unwrap().1,
+            "2027-03-01T00:00:00.000Z"
+        );
         assert!(window_of_month("soon").is_none());
     }
 

@@ -90,10 +90,12 @@ impl HeartbeatPolicy {
 /// Why a wake produces no run, if it does not.
 pub fn skip_reason(
     status: AgentStatus,
+    pause_reason: Option<&str>,
     policy: &HeartbeatPolicy,
     source: WakeSource,
 ) -> Option<&'static str> {
     match status {
+        AgentStatus::Paused if pause_reason == Some("budget") => Some("budget_blocked"),
         AgentStatus::Paused => Some("agent_paused"),
         AgentStatus::Terminated => Some("agent_terminated"),
         AgentStatus::PendingApproval => Some("agent_pending_approval"),
@@ -131,28 +133,37 @@ mod tests {
             &json!({ "heartbeat": { "wakeOnAssignment": false } }),
         );
         assert_eq!(
-            skip_reason(AgentStatus::Paused, &p, WakeSource::OnDemand),
+            skip_reason(AgentStatus::Paused, None, &p, WakeSource::OnDemand),
             Some("agent_paused")
         );
         assert_eq!(
-            skip_reason(AgentStatus::Terminated, &p, WakeSource::OnDemand),
+            skip_reason(AgentStatus::Terminated, None, &p, WakeSource::OnDemand),
             Some("agent_terminated")
         );
         assert_eq!(
-            skip_reason(AgentStatus::Idle, &p, WakeSource::Assignment),
+            skip_reason(AgentStatus::Idle, None, &p, WakeSource::Assignment),
             Some("disabled_by_policy")
         );
         assert_eq!(
-            skip_reason(AgentStatus::Idle, &p, WakeSource::Timer),
+            skip_reason(AgentStatus::Idle, None, &p, WakeSource::Timer),
             Some("disabled_by_policy")
         );
         assert_eq!(
-            skip_reason(AgentStatus::Running, &p, WakeSource::OnDemand),
+            skip_reason(AgentStatus::Running, None, &p, WakeSource::OnDemand),
             None
         );
         assert_eq!(
-            skip_reason(AgentStatus::Error, &p, WakeSource::OnDemand),
+            skip_reason(AgentStatus::Error, None, &p, WakeSource::OnDemand),
             None
+        );
+        assert_eq!(
+            skip_reason(
+                AgentStatus::Paused,
+                Some("budget"),
+                &p,
+                WakeSource::OnDemand
+            ),
+            Some("budget_blocked")
         );
     }
 }

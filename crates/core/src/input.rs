@@ -46,7 +46,7 @@ pub struct CompanyPatch {
     pub require_board_approval_for_new_agents: Option<bool>,
 }
 
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NewAgent {
     pub name: String,

@@ -7,7 +7,17 @@ pub const REDACTED: &str = "[REDACTED]";
 /// Whether a key names a credential (`OPENAI_API_KEY`, `githubToken`, `password`).
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH"].iter().any(|w| upper.contains(w))
+    [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+    ]
+    .iter()
+    .any(|w| upper.contains(w))
 }
 
 /// A copy of `config` with every string under a secret-named key replaced by
@@ -39,7 +49,9 @@ pub fn get_path<'a>(value: &'a Value, path: &[String]) -> Option<&'a Value> {
 }
 
 pub fn set_path(value: &mut Value, path: &[String], new: Value) {
-    let Some((last, parents)) = path.split_last() else { return };
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
     let mut cursor = value;
     for key in parents {
         if !cursor.get(key).is_some_and(Value::is_object) {
@@ -58,7 +70,9 @@ mod tests {
 
     #[test]
     fn secret_values_are_replaced_and_their_paths_listed() {
-        let (out, paths) = redact_config(&json!({ "command": "x", "env": { "OPENAI_API_KEY": "sk-1", "HOME": "/h" }, "apiKey": "k" }));
+        let (out, paths) = redact_config(
+            &json!({ "command": "x", "env": { "OPENAI_API_KEY": "sk-1", "HOME": "/h" }, "apiKey": "k" }),
+        );
         assert_eq!(out["env"]["OPENAI_API_KEY"], REDACTED);
         assert_eq!(out["env"]["HOME"], "/h");
         assert_eq!(out["apiKey"], REDACTED);
@@ -66,6 +80,9 @@ mod tests {
         assert_eq!(paths.len(), 2);
         let mut v = json!({});
         set_path(&mut v, &["env".into(), "A_TOKEN".into()], json!("t"));
-        assert_eq!(get_path(&v, &["env".into(), "A_TOKEN".into()]), Some(&json!("t")));
+        assert_eq!(
+            get_path(&v, &["env".into(), "A_TOKEN".into()]),
+            Some(&json!("t"))
+        );
     }
 }

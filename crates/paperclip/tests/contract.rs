@@ -78,6 +78,40 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/issues/{id}/heartbeat-context"),
     ("get", "/api/companies/{companyId}/events/ws"),
     ("get", "/api/companies/{companyId}/events"),
+    ("get", "/api/companies/{companyId}/approvals"),
+    ("post", "/api/companies/{companyId}/approvals"),
+    ("get", "/api/approvals/{id}"),
+    ("post", "/api/approvals/{id}/approve"),
+    ("post", "/api/approvals/{id}/reject"),
+    ("post", "/api/approvals/{id}/request-revision"),
+    ("post", "/api/approvals/{id}/resubmit"),
+    ("post", "/api/approvals/{id}/cancel"),
+    ("get", "/api/approvals/{id}/comments"),
+    ("post", "/api/approvals/{id}/comments"),
+    ("get", "/api/approvals/{id}/issues"),
+    ("get", "/api/issues/{id}/approvals"),
+    ("post", "/api/issues/{id}/approvals"),
+    ("delete", "/api/issues/{id}/approvals/{approvalId}"),
+    ("post", "/api/companies/{companyId}/agent-hires"),
+    ("get", "/api/companies/{companyId}/cost-events"),
+    ("post", "/api/companies/{companyId}/cost-events"),
+    ("get", "/api/companies/{companyId}/costs/summary"),
+    ("get", "/api/companies/{companyId}/costs/by-agent"),
+    ("get", "/api/companies/{companyId}/costs/by-project"),
+    ("get", "/api/companies/{companyId}/costs/by-model"),
+    ("get", "/api/companies/{companyId}/costs/by-issue"),
+    ("patch", "/api/companies/{companyId}/budgets"),
+    ("patch", "/api/agents/{agentId}/budgets"),
+    ("patch", "/api/projects/{projectId}/budgets"),
+    ("get", "/api/companies/{companyId}/budget-incidents"),
+    ("get", "/api/companies/{companyId}/dashboard"),
+    ("get", "/api/agents/{id}/config-revisions"),
+    ("get", "/api/agents/{id}/config-revisions/{revisionId}"),
+    (
+        "post",
+        "/api/agents/{id}/config-revisions/{revisionId}/rollback",
+    ),
+    ("get", "/api/agents/{id}/configuration"),
 ];
 
 #[tokio::test]
@@ -126,7 +160,11 @@ async fn openapi_lists_exactly_the_served_routes_with_schemas() {
             .replace("{key}", "plan")
             .replace("{keyId}", "k")
             .replace("{runId}", "r")
-            .replace("{issueId}", "i");
+            .replace("{issueId}", "i")
+            .replace("{approvalId}", "a")
+            .replace("{agentId}", "00000000-0000-4000-8000-000000000002")
+            .replace("{projectId}", "00000000-0000-4000-8000-000000000003")
+            .replace("{revisionId}", "v");
         let body = if *method == "get" || *method == "delete" {
             None
         } else {

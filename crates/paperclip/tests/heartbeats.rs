@@ -800,30 +800,71 @@ async fn timer_heartbeats_wake_enabled_agents_once_per_interval() {
 #[tokio::test]
 async fn idempotent_wakes_and_policy_refusals_are_recorded_not_run() {
     let server = TestServer::start().await;
-    let cid = server.company("Policy Co").await["id"].as_str().unwrap().to_string();
-    let agent = server.script_agent(&cid, "Picky", "echo ok\n", json!({})).await;
+    let cid = server.company("Policy Co").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let agent = server
+        .script_agent(&cid, "Picky", "echo ok\n", json!({}))
+        .await;
     let aid = agent["id"].as_str().unwrap();
     let body = json!({ "reason": "deploy", "idempotencyKey": "deploy-42", "source": "automation", "triggerDetail": "callback" });
-    let (status, first) = server.post(&format!("/api/agents/{aid}/wakeup"), body.clone()).await;
+    let (status, first) = server
+        .post(&format!("/api/agents/{aid}/wakeup"), body.clone())
+        .await;
     assert_eq!(status, 202, "{first}");
     assert_eq!(first["invocationSource"], "automation");
     assert_eq!(first["triggerDetail"], "callback");
-    let (status, again) = server.post(&format!("/api/agents/{aid}/wakeup"), body).await;
+    let (status, again) = server
+        .post(&format!("/api/agents/{aid}/wakeup"), body)
+        .await;
     assert_eq!(status, 202);
-    assert_eq!(again["id"], first["id"], "the same idempotency key is the same wake");
-    server.wait_for(&format!("/api/heartbeat-runs/{}", first["id"].as_str().unwrap()), 10, |r| r["status"] == "succeeded").await;
+    assert_eq!(
+        again["id"], first["id"],
+        "the same idempotency key is the same wake"
+    );
+    server
+        .wait_for(
+            &format!("/api/heartbeat-runs/{}", first["id"].as_str().unwrap()),
+            10,
+            |r| r["status"] == "succeeded",
+        )
+        .await;
     assert_eq!(server.runs_of(&cid, aid).await.len(), 1);
 
-    let (status, body) = server.post(&format!("/api/agents/{aid}/wakeup"), json!({ "source": "sometimes" })).await;
+    let (status, body) = server
+        .post(
+            &format!("/api/agents/{aid}/wakeup"),
+            json!({ "source": "sometimes" }),
+        )
+        .await;
     assert_eq!(status, 400);
     assert_eq!(body["details"][0]["path"], json!(["source"]));
-    server.ok_patch(&format!("/api/agents/{aid}"), json!({ "runtimeConfig": { "heartbeat": { "wakeOnOnDemand": false } } })).await;
-    let (status, body) = server.post(&format!("/api/agents/{aid}/heartbeat/invoke"), json!({})).await;
+    server
+        .ok_patch(
+            &format!("/api/agents/{aid}"),
+            json!({ "runtimeConfig": { "heartbeat": { "wakeOnOnDemand": false } } }),
+        )
+        .await;
+    let (status, body) = server
+        .post(&format!("/api/agents/{aid}/heartbeat/invoke"), json!({}))
+        .await;
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["details"]["skipReason"], "disabled_by_policy");
-    server.ok_post(&format!("/api/agents/{aid}/terminate"), json!({})).await;
-    let (status, body) = server.post(&format!("/api/agents/{aid}/wakeup"), json!({ "source": "automation" })).await;
+    server
+        .ok_post(&format!("/api/agents/{aid}/terminate"), json!({}))
+        .await;
+    let (status, body) = server
+        .post(
+            &format!("/api/agents/{aid}/wakeup"),
+            json!({ "source": "automation" }),
+        )
+        .await;
     assert_eq!(status, 409);
     assert_eq!(body["details"]["skipReason"], "agent_terminated");
-    assert_eq!(server.runs_of(&cid, aid).await.len(), 1, "refused wakes start nothing");
+    assert_eq!(
+        server.runs_of(&cid, aid).await.len(),
+        1,
+        "refused wakes start nothing"
+    );
 }

@@ -206,6 +206,7 @@ impl Runtime {
             Some(run) => {
                 self.publish_run(&run, "heartbeat.run.finished");
                 self.publish_agent(&run.agent_id).await;
+                self.report_usage(&run).await;
                 self.kick();
                 Ok(run)
             }
@@ -236,6 +237,18 @@ impl Runtime {
                         json!({ "runId": run_id, "agentId": agent_id, "status": "queued" }),
                     );
                     self.kick();
+                }
+                Ok(StoreEvent::AgentsStopped { agent_ids, reason }) => {
+                    let this = self.clone();
+                    tokio::spawn(async move {
+                        for agent in agent_ids {
+                            if let Err(err) =
+                                this.stop_agent(&Actor::system(), &agent, &reason).await
+                            {
+                                tracing::warn!(agent = %agent, error = %err, "stopping an agent's runs failed");
+                            }
+                        }
+                    });
                 }
                 // Missed signals are recovered by the executor's poll.
                 Err(broadcast::error::RecvError::Lagged(_)) => self.kick(),
@@ -306,6 +319,7 @@ impl Runtime {
             Ok(Some(done)) => {
                 self.publish_run(&done, "heartbeat.run.finished");
                 self.publish_agent(&done.agent_id).await;
+                self.report_usage(&done).await;
             }
             Ok(None) => {}
             Err(err) => {
@@ -313,6 +327,55 @@ impl Runtime {
             }
         }
         self.kick();
+    }
+
+    /// A run's reported usage becomes a cost event of its agent and issue
+    /// (which also enforces budgets). Usage without tokens or price is ignored.
+    async fn report_usage(&self, run: &HeartbeatRun) {
+        let Some(usage) = &run.usage_json else { return };
+        let int = |keys: &[&str]| {
+            keys.iter()
+                .find_map(|k| usage.get(*k).and_then(Value::as_u64))
+        };
+        let text = |k: &str| usage.get(k).and_then(Value::as_str).map(str::to_string);
+        let cost_cents = int(&["costCents"]).or_else(|| {
+            usage
+                .get("costUsd")
+                .and_then(Value::as_f64)
+                .map(|usd| (usd * 100.0).round().max(0.0) as u64)
+        });
+        let input = int(&["inputTokens", "input_tokens"]);
+        let output = int(&["outputTokens", "output_tokens"]);
+        if cost_cents.is_none() && input.is_none() && output.is_none() {
+            return;
+        }
+        let event = paperclip_core::input::NewCostEvent {
+            agent_id: Some(run.agent_id.clone()),
+            issue_id: run.issue_id.clone(),
+            project_id: None,
+            goal_id: None,
+            heartbeat_run_id: Some(run.id.clone()),
+            billing_code: None,
+            provider: text("provider"),
+            model: text("model"),
+            input_tokens: input,
+            cached_input_tokens: int(&["cachedInputTokens", "cached_input_tokens"]),
+            output_tokens: output,
+            cost_cents,
+            occurred_at: None,
+        };
+        let store = &self.inner.store;
+        if let Err(err) = paperclip_store::costs::record(
+            store,
+            &Actor::system(),
+            &run.company_id,
+            event,
+            chrono::Utc::now(),
+        )
+        .await
+        {
+            tracing::warn!(run = %run.id, error = %err, "recording a run's usage as a cost failed");
+        }
     }
 
     /// Runs the adapter; `Ok(None)` when the run continues asynchronously.

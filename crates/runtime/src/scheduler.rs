@@ -19,6 +19,9 @@ pub async fn run(store: Store) {
         if let Err(err) = tick(&store).await {
             tracing::warn!(error = %err, "timer tick failed");
         }
+        if let Err(err) = paperclip_store::budgets::rollover(&store, chrono::Utc::now()).await {
+            tracing::warn!(error = %err, "budget month rollover failed");
+        }
     }
 }
 

@@ -69,6 +69,10 @@ impl From<paperclip_store::Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut body = json!({ "error": self.message });
+        // A machine-readable reason (e.g. `budget_blocked`) is repeated at the top.
+        if let Some(code) = self.details.as_ref().and_then(|d| d.get("code")).cloned() {
+            body["code"] = code;
+        }
         if let Some(details) = self.details {
             body["details"] = details;
         }

@@ -18,7 +18,12 @@ use crate::companies::diff;
 use crate::row::RowExt;
 use crate::{new_id, now, Error, Result, Store, Tx};
 
-pub async fn create(store: &Store, actor: &Actor, company_id: &str, input: NewAgent) -> Result<Agent> {
+pub async fn create(
+    store: &Store,
+    actor: &Actor,
+    company_id: &str,
+    input: NewAgent,
+) -> Result<Agent> {
     let mut tx = store.begin().await?;
     let agent = create_in(&mut tx, actor, company_id, input, AgentStatus::Idle).await?;
     tx.commit().await?;
@@ -40,7 +45,9 @@ pub(crate) async fn create_in(
     }
     crate::companies::get_in(tx, company_id).await?;
     if let Some(manager) = &input.reports_to {
-        get_in_company(tx, company_id, manager).await.map_err(|_| Error::not_found("Manager agent"))?;
+        get_in_company(tx, company_id, manager)
+            .await
+            .map_err(|_| Error::not_found("Manager agent"))?;
     }
     let key = free_url_key(tx, company_id, &url_key(&name), None).await?;
     let id = new_id();
@@ -92,16 +99,22 @@ pub(crate) async fn create_in(
 }
 
 pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Agent>> {
-    let rows = sqlx::query("SELECT * FROM agents WHERE company_id = $1 ORDER BY created_at, id")
+    let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
+    let rows = sqlx::query("SELECT a.*, CAST(COALESCE((SELECT SUM(e.cost_cents) FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.company_id = $1 ORDER BY a.created_at, a.id")
         .bind(company_id)
+        .bind(&start)
+        .bind(&end)
         .fetch_all(store.pool())
         .await?;
     rows.iter().map(map).collect()
 }
 
 pub async fn get(store: &Store, id: &str) -> Result<Agent> {
-    let row = sqlx::query("SELECT * FROM agents WHERE id = $1")
+    let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
+    let row = sqlx::query("SELECT a.*, CAST(COALESCE((SELECT SUM(e.cost_cents) FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.id = $1")
         .bind(id)
+        .bind(&start)
+        .bind(&end)
         .fetch_optional(store.pool())
         .await?;
     row.as_ref()
@@ -111,8 +124,11 @@ pub async fn get(store: &Store, id: &str) -> Result<Agent> {
 }
 
 pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Agent> {
-    let row = sqlx::query("SELECT * FROM agents WHERE id = $1")
+    let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
+    let row = sqlx::query("SELECT a.*, CAST(COALESCE((SELECT SUM(e.cost_cents) FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.id = $1")
         .bind(id)
+        .bind(&start)
+        .bind(&end)
         .fetch_optional(tx.conn())
         .await?;
     row.as_ref()
@@ -245,14 +261,22 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: AgentPatch) -
         return Ok(before);
     }
     write(&mut tx, &after).await?;
-    let config_changed = ["adapterType", "adapterConfig", "runtimeConfig"].iter().any(|k| changes.contains_key(*k));
+    let config_changed = ["adapterType", "adapterConfig", "runtimeConfig"]
+        .iter()
+        .any(|k| changes.contains_key(*k));
     if config_changed {
         let summary: Vec<&str> = ["adapterType", "adapterConfig", "runtimeConfig"]
             .into_iter()
             .filter(|k| changes.contains_key(*k))
             .collect();
         let saved = get_in(&mut tx, id).await?;
-        crate::revisions::record_in(&mut tx, actor, &saved, &format!("changed {}", summary.join(", "))).await?;
+        crate::revisions::record_in(
+            &mut tx,
+            actor,
+            &saved,
+            &format!("changed {}", summary.join(", ")),
+        )
+        .await?;
     }
     activity::record(
         &mut tx,
@@ -316,6 +340,17 @@ pub async fn pull_lever(store: &Store, actor: &Actor, id: &str, lever: Lever) ->
         ));
     }
     let ts = now();
+    if lever == Lever::Resume && agent.pause_reason.as_deref() == Some("budget") {
+        // Resuming an agent stopped by its budget is the board's override.
+        crate::budgets::override_for_agent(
+            &mut tx,
+            actor,
+            &agent.company_id,
+            id,
+            chrono::Utc::now(),
+        )
+        .await?;
+    }
     let (pause_reason, paused_at) = match lever {
         Lever::Pause => (Some("manual"), Some(ts.clone())),
         _ => (None, None),
@@ -492,7 +527,7 @@ fn map(row: &AnyRow) -> Result<Agent> {
         adapter_config: row.json("adapter_config")?,
         runtime_config: row.json("runtime_config")?,
         budget_monthly_cents: row.int("budget_monthly_cents")?,
-        spent_monthly_cents: row.int("spent_monthly_cents")?,
+        spent_monthly_cents: row.int("month_spend")?,
         pause_reason: row.opt_text("pause_reason")?,
         paused_at: row.opt_text("paused_at")?,
         error_reason: row.opt_text("error_reason")?,

@@ -16,9 +16,22 @@ use crate::row::RowExt;
 use crate::wakeups::Wake;
 use crate::{new_id, now, Error, Result, Store, Tx};
 
-pub async fn create(store: &Store, actor: &Actor, company_id: &str, input: NewApproval) -> Result<Approval> {
+pub async fn create(
+    store: &Store,
+    actor: &Actor,
+    company_id: &str,
+    input: NewApproval,
+) -> Result<Approval> {
     let mut tx = store.begin().await?;
-    let approval = create_in(&mut tx, actor, company_id, input.kind, Value::Object(input.payload.unwrap_or_default()), input.issue_ids.unwrap_or_default()).await?;
+    let approval = create_in(
+        &mut tx,
+        actor,
+        company_id,
+        input.kind,
+        Value::Object(input.payload.unwrap_or_default()),
+        input.issue_ids.unwrap_or_default(),
+    )
+    .await?;
     tx.commit().await?;
     Ok(approval)
 }
@@ -77,22 +90,44 @@ pub async fn list(store: &Store, company_id: &str, status: Option<&str>) -> Resu
 }
 
 pub async fn get(store: &Store, id: &str) -> Result<Approval> {
-    let row = sqlx::query("SELECT * FROM approvals WHERE id = $1").bind(id).fetch_optional(store.pool()).await?;
-    row.as_ref().map(map).transpose()?.ok_or_else(|| Error::not_found("Approval"))
+    let row = sqlx::query("SELECT * FROM approvals WHERE id = $1")
+        .bind(id)
+        .fetch_optional(store.pool())
+        .await?;
+    row.as_ref()
+        .map(map)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Approval"))
 }
 
 async fn get_in(tx: &mut Tx, id: &str) -> Result<Approval> {
-    let row = sqlx::query("SELECT * FROM approvals WHERE id = $1").bind(id).fetch_optional(tx.conn()).await?;
-    row.as_ref().map(map).transpose()?.ok_or_else(|| Error::not_found("Approval"))
+    let row = sqlx::query("SELECT * FROM approvals WHERE id = $1")
+        .bind(id)
+        .fetch_optional(tx.conn())
+        .await?;
+    row.as_ref()
+        .map(map)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Approval"))
 }
 
 /// Applies a board decision (or a requester's resubmit/cancel).
-pub async fn decide(store: &Store, actor: &Actor, id: &str, action: ApprovalAction, input: ApprovalDecision) -> Result<Approval> {
+pub async fn decide(
+    store: &Store,
+    actor: &Actor,
+    id: &str,
+    action: ApprovalAction,
+    input: ApprovalDecision,
+) -> Result<Approval> {
     let mut tx = store.begin().await?;
     let approval = get_in(&mut tx, id).await?;
     let Some(next) = action.apply(&approval.status) else {
         return Err(Error::conflict(
-            format!("Cannot {} an approval that is {}", action.as_str().replace('-', " "), approval.status),
+            format!(
+                "Cannot {} an approval that is {}",
+                action.as_str().replace('-', " "),
+                approval.status
+            ),
             Some(json!({ "approvalId": approval.id, "status": approval.status })),
         ));
     };
@@ -103,7 +138,10 @@ pub async fn decide(store: &Store, actor: &Actor, id: &str, action: ApprovalActi
             current.extend(revised);
         }
     }
-    let decided = matches!(action, ApprovalAction::Approve | ApprovalAction::Reject | ApprovalAction::RequestRevision);
+    let decided = matches!(
+        action,
+        ApprovalAction::Approve | ApprovalAction::Reject | ApprovalAction::RequestRevision
+    );
     if next == "approved" || next == "rejected" {
         payload = apply_effects(&mut tx, actor, &approval, next == "approved", payload).await?;
     }
@@ -157,18 +195,40 @@ pub async fn decide(store: &Store, actor: &Actor, id: &str, action: ApprovalActi
 }
 
 /// What an approved (or rejected) approval changes besides its own row.
-async fn apply_effects(tx: &mut Tx, actor: &Actor, approval: &Approval, approved: bool, mut payload: Value) -> Result<Value> {
+async fn apply_effects(
+    tx: &mut Tx,
+    actor: &Actor,
+    approval: &Approval,
+    approved: bool,
+    mut payload: Value,
+) -> Result<Value> {
     match approval.kind.as_str() {
         "hire_agent" => {
-            let existing = payload.get("agentId").and_then(Value::as_str).map(str::to_string);
+            let existing = payload
+                .get("agentId")
+                .and_then(Value::as_str)
+                .map(str::to_string);
             match (existing, approved) {
-                (Some(agent_id), true) => set_agent_status(tx, &agent_id, AgentStatus::Idle).await?,
-                (Some(agent_id), false) => set_agent_status(tx, &agent_id, AgentStatus::Terminated).await?,
+                (Some(agent_id), true) => {
+                    set_agent_status(tx, &agent_id, AgentStatus::Idle).await?
+                }
+                (Some(agent_id), false) => {
+                    set_agent_status(tx, &agent_id, AgentStatus::Terminated).await?
+                }
                 (None, true) => {
                     let spec: NewAgent = serde_json::from_value(payload.clone()).map_err(|e| {
-                        Error::rule(format!("The hire's payload does not describe an agent: {e}"))
+                        Error::rule(format!(
+                            "The hire's payload does not describe an agent: {e}"
+                        ))
                     })?;
-                    let agent = crate::agents::create_in(tx, actor, &approval.company_id, spec, AgentStatus::Idle).await?;
+                    let agent = crate::agents::create_in(
+                        tx,
+                        actor,
+                        &approval.company_id,
+                        spec,
+                        AgentStatus::Idle,
+                    )
+                    .await?;
                     payload["agentId"] = Value::String(agent.id);
                 }
                 (None, false) => {}
@@ -197,7 +257,13 @@ async fn set_agent_status(tx: &mut Tx, agent_id: &str, status: AgentStatus) -> R
 }
 
 /// The requesting agent and the assignees of linked issues hear the outcome.
-async fn wake_concerned(tx: &mut Tx, actor: &Actor, approval: &Approval, status: &str, linked: &[Issue]) -> Result<()> {
+async fn wake_concerned(
+    tx: &mut Tx,
+    actor: &Actor,
+    approval: &Approval,
+    status: &str,
+    linked: &[Issue],
+) -> Result<()> {
     let linked_ids: Vec<&str> = linked.iter().map(|i| i.id.as_str()).collect();
     let payload = json!({ "approvalId": approval.id, "approvalStatus": status, "linkedIssueIds": linked_ids });
     let mut targets: Vec<(String, Option<String>)> = Vec::new();
@@ -230,7 +296,12 @@ async fn wake_concerned(tx: &mut Tx, actor: &Actor, approval: &Approval, status:
     Ok(())
 }
 
-pub async fn add_comment(store: &Store, actor: &Actor, approval_id: &str, body: &str) -> Result<ApprovalComment> {
+pub async fn add_comment(
+    store: &Store,
+    actor: &Actor,
+    approval_id: &str,
+    body: &str,
+) -> Result<ApprovalComment> {
     if body.trim().is_empty() {
         return Err(Error::invalid("body", "Comment body must not be empty"));
     }
@@ -263,7 +334,10 @@ pub async fn add_comment(store: &Store, actor: &Actor, approval_id: &str, body: 
         },
     )
     .await?;
-    let row = sqlx::query("SELECT * FROM approval_comments WHERE id = $1").bind(&id).fetch_one(tx.conn()).await?;
+    let row = sqlx::query("SELECT * FROM approval_comments WHERE id = $1")
+        .bind(&id)
+        .fetch_one(tx.conn())
+        .await?;
     tx.commit().await?;
     map_comment(&row)
 }
@@ -339,10 +413,12 @@ async fn link_in(tx: &mut Tx, company_id: &str, issue_id: &str, approval_id: &st
 }
 
 async fn linked_issues_in(tx: &mut Tx, approval_id: &str) -> Result<Vec<Issue>> {
-    let ids: Vec<(String,)> = sqlx::query_as("SELECT issue_id FROM issue_approvals WHERE approval_id = $1 ORDER BY issue_id")
-        .bind(approval_id)
-        .fetch_all(tx.conn())
-        .await?;
+    let ids: Vec<(String,)> = sqlx::query_as(
+        "SELECT issue_id FROM issue_approvals WHERE approval_id = $1 ORDER BY issue_id",
+    )
+    .bind(approval_id)
+    .fetch_all(tx.conn())
+    .await?;
     let mut out = Vec::with_capacity(ids.len());
     for (id,) in ids {
         out.push(crate::issues::load_in(tx, &id).await?);
@@ -369,10 +445,11 @@ pub async fn of_issue(store: &Store, issue_id: &str) -> Result<Vec<Approval>> {
 
 /// Whether the company's CEO strategy has been approved (the draft gate is open).
 pub(crate) async fn strategy_approved(tx: &mut Tx, company_id: &str) -> Result<bool> {
-    let row: Option<(Option<String>,)> = sqlx::query_as("SELECT strategy_approved_at FROM companies WHERE id = $1")
-        .bind(company_id)
-        .fetch_optional(tx.conn())
-        .await?;
+    let row: Option<(Option<String>,)> =
+        sqlx::query_as("SELECT strategy_approved_at FROM companies WHERE id = $1")
+            .bind(company_id)
+            .fetch_optional(tx.conn())
+            .await?;
     Ok(row.and_then(|r| r.0).is_some())
 }
 
@@ -404,4 +481,36 @@ fn map_comment(row: &AnyRow) -> Result<ApprovalComment> {
         body: row.text("body")?,
         created_at: row.text("created_at")?,
     })
+}
+
+/// A hire that waits for the board: the agent exists in `pending_approval`
+/// (it cannot run or be assigned work) and a `hire_agent` approval names it.
+pub async fn request_hire(
+    store: &Store,
+    actor: &Actor,
+    company_id: &str,
+    spec: NewAgent,
+) -> Result<(paperclip_core::model::Agent, Approval)> {
+    let mut tx = store.begin().await?;
+    let mut payload = serde_json::to_value(&spec).unwrap_or(json!({}));
+    let agent = crate::agents::create_in(
+        &mut tx,
+        actor,
+        company_id,
+        spec,
+        AgentStatus::PendingApproval,
+    )
+    .await?;
+    payload["agentId"] = Value::String(agent.id.clone());
+    let approval = create_in(
+        &mut tx,
+        actor,
+        company_id,
+        ApprovalType::HireAgent,
+        payload,
+        Vec::new(),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok((agent, approval))
 }

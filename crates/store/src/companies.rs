@@ -79,15 +79,21 @@ pub async fn create(store: &Store, actor: &Actor, input: NewCompany) -> Result<C
 }
 
 pub async fn list(store: &Store) -> Result<Vec<Company>> {
-    let rows = sqlx::query("SELECT * FROM companies ORDER BY created_at, id")
+    let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
+    let rows = sqlx::query("SELECT c.*, CAST(COALESCE((SELECT SUM(e.cost_cents) FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $1 AND e.occurred_at < $2), 0) AS BIGINT) AS month_spend FROM companies c ORDER BY c.created_at, c.id")
+        .bind(&start)
+        .bind(&end)
         .fetch_all(store.pool())
         .await?;
     rows.iter().map(map).collect()
 }
 
 pub async fn get(store: &Store, id: &str) -> Result<Company> {
-    let row = sqlx::query("SELECT * FROM companies WHERE id = $1")
+    let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
+    let row = sqlx::query("SELECT c.*, CAST(COALESCE((SELECT SUM(e.cost_cents) FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM companies c WHERE c.id = $1")
         .bind(id)
+        .bind(&start)
+        .bind(&end)
         .fetch_optional(store.pool())
         .await?;
     row.as_ref()
@@ -97,8 +103,11 @@ pub async fn get(store: &Store, id: &str) -> Result<Company> {
 }
 
 pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Company> {
-    let row = sqlx::query("SELECT * FROM companies WHERE id = $1")
+    let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
+    let row = sqlx::query("SELECT c.*, CAST(COALESCE((SELECT SUM(e.cost_cents) FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM companies c WHERE c.id = $1")
         .bind(id)
+        .bind(&start)
+        .bind(&end)
         .fetch_optional(tx.conn())
         .await?;
     row.as_ref()
@@ -268,7 +277,7 @@ fn map(row: &AnyRow) -> Result<Company> {
         issue_prefix: row.text("issue_prefix")?,
         issue_counter: row.int("issue_counter")?,
         budget_monthly_cents: row.int("budget_monthly_cents")?,
-        spent_monthly_cents: row.int("spent_monthly_cents")?,
+        spent_monthly_cents: row.int("month_spend")?,
         default_responsible_user_id: row.opt_text("default_responsible_user_id")?,
         require_board_approval_for_new_agents: row.flag("require_board_approval_for_new_agents")?,
         created_at: row.text("created_at")?,

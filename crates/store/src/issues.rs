@@ -522,6 +522,20 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
     let issue = load_in(&mut tx, id).await?;
     let agent = crate::agents::get_in_company(&mut tx, &issue.company_id, &input.agent_id).await?;
     let agent_status = AgentStatus::parse(&agent.status).unwrap_or(AgentStatus::Idle);
+    if agent_status == AgentStatus::Paused && agent.pause_reason.as_deref() == Some("budget") {
+        return Err(budget_blocked(
+            "Agent is paused by a budget hard stop",
+            json!({ "agentId": agent.id }),
+        ));
+    }
+    if let Some(project) = &issue.project_id {
+        if crate::budgets::project_blocked(&mut tx, project, chrono::Utc::now()).await? {
+            return Err(budget_blocked(
+                "The project's budget is spent for this month",
+                json!({ "projectId": project }),
+            ));
+        }
+    }
     if matches!(
         agent_status,
         AgentStatus::Terminated | AgentStatus::PendingApproval | AgentStatus::Paused
@@ -531,7 +545,13 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
             agent.status
         )));
     }
-    if ceo_gate_closed(&mut tx, &issue.company_id, issue.created_by_agent_id.as_deref()).await? {
+    if ceo_gate_closed(
+        &mut tx,
+        &issue.company_id,
+        issue.created_by_agent_id.as_deref(),
+    )
+    .await?
+    {
         return Err(Error::rule(CEO_GATE));
     }
     if input.expected_statuses.is_empty() {
@@ -681,6 +701,11 @@ pub async fn force_release(store: &Store, actor: &Actor, id: &str) -> Result<Iss
     let issue = load_in(&mut tx, &issue.id).await?;
     tx.commit().await?;
     Ok(issue)
+}
+
+fn budget_blocked(message: &str, mut details: Value) -> Error {
+    details["code"] = json!("budget_blocked");
+    Error::conflict(message, Some(details))
 }
 
 const CEO_GATE: &str = "The CEO's strategy is not approved yet: tasks the CEO creates stay drafts until the board approves it";

@@ -13,8 +13,11 @@
 pub mod activity;
 pub mod agents;
 pub mod approvals;
+pub mod budgets;
 pub mod comments;
 pub mod companies;
+pub mod costs;
+pub mod dashboard;
 pub mod documents;
 mod error;
 pub mod goals;
@@ -64,6 +67,11 @@ pub enum StoreEvent {
         company_id: String,
         agent_id: String,
         run_id: String,
+    },
+    /// Agents whose running work must stop now (a budget hard stop).
+    AgentsStopped {
+        agent_ids: Vec<String>,
+        reason: String,
     },
 }
 

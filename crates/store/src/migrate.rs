@@ -9,7 +9,11 @@ use crate::Store;
 const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "core", include_str!("../migrations/0001_core.sql")),
     (2, "runtime", include_str!("../migrations/0002_runtime.sql")),
-    (3, "governance", include_str!("../migrations/0003_governance.sql")),
+    (
+        3,
+        "governance",
+        include_str!("../migrations/0003_governance.sql"),
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -13,7 +13,12 @@ use crate::{new_id, now, Error, Result, Store, Tx};
 
 /// Records the agent's current config as its next revision (inside the
 /// transaction that changed it).
-pub(crate) async fn record_in(tx: &mut Tx, actor: &Actor, agent: &Agent, summary: &str) -> Result<ConfigRevision> {
+pub(crate) async fn record_in(
+    tx: &mut Tx,
+    actor: &Actor,
+    agent: &Agent,
+    summary: &str,
+) -> Result<ConfigRevision> {
     let (next,): (i64,) =
         sqlx::query_as("SELECT COALESCE(MAX(revision_number), 0) + 1 FROM agent_config_revisions WHERE agent_id = $1")
             .bind(&agent.id)
@@ -45,16 +50,21 @@ pub(crate) async fn record_in(tx: &mut Tx, actor: &Actor, agent: &Agent, summary
     .bind(now())
     .execute(tx.conn())
     .await?;
-    let row = sqlx::query("SELECT * FROM agent_config_revisions WHERE id = $1").bind(&id).fetch_one(tx.conn()).await?;
+    let row = sqlx::query("SELECT * FROM agent_config_revisions WHERE id = $1")
+        .bind(&id)
+        .fetch_one(tx.conn())
+        .await?;
     map(&row)
 }
 
 /// Newest first.
 pub async fn list(store: &Store, agent_id: &str) -> Result<Vec<ConfigRevision>> {
-    let rows = sqlx::query("SELECT * FROM agent_config_revisions WHERE agent_id = $1 ORDER BY revision_number DESC")
-        .bind(agent_id)
-        .fetch_all(store.pool())
-        .await?;
+    let rows = sqlx::query(
+        "SELECT * FROM agent_config_revisions WHERE agent_id = $1 ORDER BY revision_number DESC",
+    )
+    .bind(agent_id)
+    .fetch_all(store.pool())
+    .await?;
     rows.iter().map(map).collect()
 }
 
@@ -64,20 +74,29 @@ pub async fn get(store: &Store, agent_id: &str, revision_id: &str) -> Result<Con
         .bind(revision_id)
         .fetch_optional(store.pool())
         .await?;
-    row.as_ref().map(map).transpose()?.ok_or_else(|| Error::not_found("Config revision"))
+    row.as_ref()
+        .map(map)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Config revision"))
 }
 
 /// Restores the config of a revision. Redacted values are not restorable:
 /// each one keeps the agent's current value, and a rollback that would have
 /// to invent a secret the agent no longer has is refused.
-pub async fn rollback(store: &Store, actor: &Actor, agent_id: &str, revision_id: &str) -> Result<Agent> {
+pub async fn rollback(
+    store: &Store,
+    actor: &Actor,
+    agent_id: &str,
+    revision_id: &str,
+) -> Result<Agent> {
     let revision = get(store, agent_id, revision_id).await?;
     let mut tx = store.begin().await?;
     let agent = crate::agents::get_in(&mut tx, agent_id).await?;
     let mut adapter_config = revision.adapter_config.clone();
     let mut runtime_config = revision.runtime_config.clone();
     for path in &revision.redacted_paths {
-        let (target, current, inner) = if path.first().map(String::as_str) == Some("runtimeConfig") {
+        let (target, current, inner) = if path.first().map(String::as_str) == Some("runtimeConfig")
+        {
             (&mut runtime_config, &agent.runtime_config, &path[1..])
         } else {
             (&mut adapter_config, &agent.adapter_config, &path[..])
@@ -103,7 +122,13 @@ pub async fn rollback(store: &Store, actor: &Actor, agent_id: &str, revision_id:
         .execute(tx.conn())
         .await?;
     let restored = crate::agents::get_in(&mut tx, agent_id).await?;
-    record_in(&mut tx, actor, &restored, &format!("rollback to revision {}", revision.revision_number)).await?;
+    record_in(
+        &mut tx,
+        actor,
+        &restored,
+        &format!("rollback to revision {}", revision.revision_number),
+    )
+    .await?;
     activity::record(
         &mut tx,
         actor,

@@ -94,6 +94,25 @@ pub async fn queued(store: &Store, limit: i64) -> Result<Vec<(HeartbeatRun, i64)
 pub async fn claim(store: &Store, run_id: &str) -> Result<Option<HeartbeatRun>> {
     let mut tx = store.begin().await?;
     let ts = now();
+    let queued = get_in(&mut tx, run_id).await?;
+    if queued.status != "queued" {
+        return Ok(None);
+    }
+    // The agent row first: a pause (a budget stop, the board) that commits
+    // before this claim makes it fail, and one that comes after finds the run
+    // running and stops it. Either way no run starts after the stop.
+    let runnable = sqlx::query(
+        "UPDATE agents SET status = 'running', last_heartbeat_at = $2, updated_at = $2 \
+         WHERE id = $1 AND status IN ('idle', 'active', 'error', 'running')",
+    )
+    .bind(&queued.agent_id)
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?
+    .rows_affected();
+    if runnable == 0 {
+        return Ok(None);
+    }
     let claimed = sqlx::query(
         "UPDATE heartbeat_runs SET status = 'running', started_at = $2, updated_at = $2 \
          WHERE id = $1 AND status = 'queued'",
@@ -112,14 +131,6 @@ pub async fn claim(store: &Store, run_id: &str) -> Result<Option<HeartbeatRun>> 
         .execute(tx.conn())
         .await?;
     let run = get_in(&mut tx, run_id).await?;
-    sqlx::query(
-        "UPDATE agents SET status = 'running', last_heartbeat_at = $2, updated_at = $2 \
-         WHERE id = $1 AND status IN ('idle', 'active', 'error', 'running')",
-    )
-    .bind(&run.agent_id)
-    .bind(&ts)
-    .execute(tx.conn())
-    .await?;
     append_event_in(
         &mut tx,
         &run,

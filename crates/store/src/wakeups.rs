@@ -74,7 +74,7 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
     });
     let request_id = new_id();
     let (request_status, skip, run) = if let Some(reason) =
-        skip_reason(status, &policy, wake.source)
+        skip_reason(status, agent.pause_reason.as_deref(), &policy, wake.source)
     {
         ("skipped", Some(reason), None)
     } else if let Some(waiting) = queued_run(tx, &agent.id).await? {

@@ -170,7 +170,11 @@ async fn org_tree(
 /// Known adapters check their config when it is saved, so a broken agent is
 /// refused now rather than failing at its first heartbeat. Unknown adapter
 /// types (upstream has many) are stored as opaque JSON.
-fn check_adapter_config(app: &AppState, adapter_type: &str, config: &Value) -> ApiResult<()> {
+pub(crate) fn check_adapter_config(
+    app: &AppState,
+    adapter_type: &str,
+    config: &Value,
+) -> ApiResult<()> {
     if let Some(template) = config.get("promptTemplate").and_then(Value::as_str) {
         if let Err(err) = paperclip_core::template::variables(template) {
             return Err(

@@ -3,9 +3,11 @@
 
 mod activity;
 mod agents;
+mod approvals;
 mod comments;
 mod companies;
 mod context;
+mod costs;
 mod documents;
 mod events;
 mod goals;
@@ -15,6 +17,7 @@ mod issues;
 mod keys;
 mod labels;
 mod projects;
+mod revisions;
 
 use axum::http::{StatusCode, Uri};
 use utoipa_axum::router::OpenApiRouter;
@@ -38,6 +41,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(heartbeats::router())
         .merge(context::router())
         .merge(events::router())
+        .merge(approvals::router())
+        .merge(costs::router())
+        .merge(revisions::router())
 }
 
 pub async fn not_found(uri: Uri) -> ApiError {

@@ -1,0 +1,336 @@
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use chrono::Utc;
+use paperclip_core::input::{BudgetPatch, NewCostEvent};
+use paperclip_core::model::{Agent, BudgetIncident, Company, CostEvent, Project};
+use paperclip_store::costs::{self, Breakdown, By, Summary, Window};
+use paperclip_store::dashboard::{self, Dashboard};
+use serde::Deserialize;
+use serde_json::json;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::access;
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{parse_limit, JsonBody, QueryParams};
+use crate::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_cost_events, report_cost))
+        .routes(routes!(summary))
+        .routes(routes!(by_agent))
+        .routes(routes!(by_project))
+        .routes(routes!(by_model))
+        .routes(routes!(by_issue))
+        .routes(routes!(company_budget))
+        .routes(routes!(agent_budget))
+        .routes(routes!(project_budget))
+        .routes(routes!(incidents))
+        .routes(routes!(get_dashboard))
+}
+
+/// A cost report. Agents report their own usage; the board may report for
+/// any agent. Without `costCents` the event is stored as unpriced. Crossing
+/// 80 % of a budget raises an alert; reaching 100 % stops the work.
+#[utoipa::path(post, path = "/api/companies/{companyId}/cost-events", tag = "costs",
+    params(("companyId" = String, Path)), request_body = NewCostEvent,
+    responses((status = 201, body = CostEvent), (status = 400, description = "Negative or malformed values")))]
+async fn report_cost(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(company_id): Path<String>,
+    JsonBody(input): JsonBody<NewCostEvent>,
+) -> ApiResult<(StatusCode, Json<CostEvent>)> {
+    caller.ensure_company(&company_id)?;
+    if let (Some(me), Some(for_agent)) = (caller.agent_id(), input.agent_id.as_deref()) {
+        if me != for_agent {
+            return Err(ApiError::forbidden("Agents report only their own costs"));
+        }
+    }
+    let recorded =
+        costs::record(&app.store, caller.actor(), &company_id, input, Utc::now()).await?;
+    for incident in &recorded.incidents {
+        app.runtime.hub().publish(
+            &company_id,
+            if incident.kind == "hard" {
+                "budget.hard_stop"
+            } else {
+                "budget.alert"
+            },
+            "budget_incident",
+            &incident.id,
+            serde_json::to_value(incident).unwrap_or_default(),
+        );
+    }
+    Ok((StatusCode::CREATED, Json(recorded.event)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct WindowQuery {
+    /// A UTC calendar month, `YYYY-MM` (default: the current one).
+    month: Option<String>,
+    /// Custom range start (RFC 3339), with `to`.
+    from: Option<String>,
+    /// Custom range end, exclusive (RFC 3339).
+    to: Option<String>,
+    limit: Option<String>,
+}
+
+fn window(q: &WindowQuery) -> ApiResult<Window> {
+    let bad = |field: &str, message: &str| {
+        ApiError::validation(
+            json!([{ "code": "invalid_value", "path": [field], "message": message }]),
+        )
+    };
+    if let Some(month) = &q.month {
+        let (start, end) = paperclip_core::budget::window_of_month(month)
+            .ok_or_else(|| bad("month", "Expected YYYY-MM"))?;
+        return Ok(Window { start, end });
+    }
+    match (&q.from, &q.to) {
+        (None, None) => Ok(Window::month_of(Utc::now())),
+        (Some(from), Some(to)) => {
+            let parse = |t: &str, f: &str| {
+                chrono::DateTime::parse_from_rfc3339(t)
+                    .map(|t| paperclip_core::budget::stamp(t.with_timezone(&Utc)))
+                    .map_err(|_| bad(f, "Expected an RFC 3339 timestamp"))
+            };
+            Ok(Window {
+                start: parse(from, "from")?,
+                end: parse(to, "to")?,
+            })
+        }
+        _ => Err(bad("to", "A custom range needs both from and to")),
+    }
+}
+
+#[utoipa::path(get, path = "/api/companies/{companyId}/cost-events", tag = "costs",
+    params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [CostEvent])))]
+async fn list_cost_events(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(company_id): Path<String>,
+    QueryParams(q): QueryParams<WindowQuery>,
+) -> ApiResult<Json<Vec<CostEvent>>> {
+    access::company(&app, &caller, &company_id).await?;
+    let limit = parse_limit(q.limit.as_deref(), 500, 5000)?;
+    Ok(Json(
+        costs::list(&app.store, &company_id, &window(&q)?, limit).await?,
+    ))
+}
+
+#[utoipa::path(get, path = "/api/companies/{companyId}/costs/summary", tag = "costs",
+    params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = Summary)))]
+async fn summary(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(company_id): Path<String>,
+    QueryParams(q): QueryParams<WindowQuery>,
+) -> ApiResult<Json<Summary>> {
+    access::company(&app, &caller, &company_id).await?;
+    Ok(Json(
+        costs::summary(&app.store, &company_id, &window(&q)?).await?,
+    ))
+}
+
+async fn breakdown(
+    app: &AppState,
+    caller: &Caller,
+    company_id: &str,
+    by: By,
+    q: &WindowQuery,
+) -> ApiResult<Json<Vec<Breakdown>>> {
+    access::company(app, caller, company_id).await?;
+    Ok(Json(
+        costs::breakdown(&app.store, company_id, by, &window(q)?).await?,
+    ))
+}
+
+#[utoipa::path(get, path = "/api/companies/{companyId}/costs/by-agent", tag = "costs",
+    params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [Breakdown])))]
+async fn by_agent(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(c): Path<String>,
+    QueryParams(q): QueryParams<WindowQuery>,
+) -> ApiResult<Json<Vec<Breakdown>>> {
+    breakdown(&app, &caller, &c, By::Agent, &q).await
+}
+
+#[utoipa::path(get, path = "/api/companies/{companyId}/costs/by-project", tag = "costs",
+    params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [Breakdown])))]
+async fn by_project(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(c): Path<String>,
+    QueryParams(q): QueryParams<WindowQuery>,
+) -> ApiResult<Json<Vec<Breakdown>>> {
+    breakdown(&app, &caller, &c, By::Project, &q).await
+}
+
+#[utoipa::path(get, path = "/api/companies/{companyId}/costs/by-model", tag = "costs",
+    params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [Breakdown])))]
+async fn by_model(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(c): Path<String>,
+    QueryParams(q): QueryParams<WindowQuery>,
+) -> ApiResult<Json<Vec<Breakdown>>> {
+    breakdown(&app, &caller, &c, By::Model, &q).await
+}
+
+#[utoipa::path(get, path = "/api/companies/{companyId}/costs/by-issue", tag = "costs",
+    params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [Breakdown])))]
+async fn by_issue(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(c): Path<String>,
+    QueryParams(q): QueryParams<WindowQuery>,
+) -> ApiResult<Json<Vec<Breakdown>>> {
+    breakdown(&app, &caller, &c, By::Issue, &q).await
+}
+
+/// Sets the company's monthly budget (board only). Raising it above this
+/// month's spend lifts a hard stop and resumes the agents it paused.
+#[utoipa::path(patch, path = "/api/companies/{companyId}/budgets", tag = "costs",
+    params(("companyId" = String, Path)), request_body = BudgetPatch,
+    responses((status = 200, body = Company), (status = 403, description = "Board access required")))]
+async fn company_budget(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(company_id): Path<String>,
+    JsonBody(patch): JsonBody<BudgetPatch>,
+) -> ApiResult<Json<Company>> {
+    let actor = caller.require_board()?;
+    paperclip_store::budgets::set(
+        &app.store,
+        actor,
+        "company",
+        &company_id,
+        i64::from(patch.budget_monthly_cents),
+        Utc::now(),
+    )
+    .await?;
+    app.runtime.kick();
+    Ok(Json(
+        paperclip_store::companies::get(&app.store, &company_id).await?,
+    ))
+}
+
+/// Sets an agent's monthly budget: the board, or a manager for an agent in
+/// its reporting subtree.
+#[utoipa::path(patch, path = "/api/agents/{agentId}/budgets", tag = "costs",
+    params(("agentId" = String, Path)), request_body = BudgetPatch,
+    responses((status = 200, body = Agent), (status = 403, description = "Not the board or a manager of this agent")))]
+async fn agent_budget(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(agent_id): Path<String>,
+    JsonBody(patch): JsonBody<BudgetPatch>,
+) -> ApiResult<Json<Agent>> {
+    let agent = access::agent(&app, &caller, &agent_id).await?;
+    if let Some(me) = caller.agent_id() {
+        if !manages(&app, me, &agent).await? {
+            return Err(ApiError::forbidden(
+                "Agents may set budgets only for their own reports",
+            ));
+        }
+    }
+    paperclip_store::budgets::set(
+        &app.store,
+        caller.actor(),
+        "agent",
+        &agent_id,
+        i64::from(patch.budget_monthly_cents),
+        Utc::now(),
+    )
+    .await?;
+    app.runtime.kick();
+    Ok(Json(
+        paperclip_store::agents::get(&app.store, &agent_id).await?,
+    ))
+}
+
+/// Whether `manager` is above `agent` in the reporting tree.
+async fn manages(app: &AppState, manager: &str, agent: &Agent) -> ApiResult<bool> {
+    let mut cursor = agent.reports_to.clone();
+    let mut steps = 0;
+    while let Some(id) = cursor {
+        if id == manager {
+            return Ok(true);
+        }
+        steps += 1;
+        if steps > 64 {
+            break;
+        }
+        cursor = paperclip_store::agents::get(&app.store, &id)
+            .await?
+            .reports_to;
+    }
+    Ok(false)
+}
+
+#[utoipa::path(patch, path = "/api/projects/{projectId}/budgets", tag = "costs",
+    params(("projectId" = String, Path)), request_body = BudgetPatch,
+    responses((status = 200, body = Project), (status = 403, description = "Board access required")))]
+async fn project_budget(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(project_id): Path<String>,
+    JsonBody(patch): JsonBody<BudgetPatch>,
+) -> ApiResult<Json<Project>> {
+    let actor = caller.require_board()?;
+    paperclip_store::budgets::set(
+        &app.store,
+        actor,
+        "project",
+        &project_id,
+        i64::from(patch.budget_monthly_cents),
+        Utc::now(),
+    )
+    .await?;
+    Ok(Json(
+        paperclip_store::projects::get(&app.store, &project_id).await?,
+    ))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct IncidentQuery {
+    /// `open` or `resolved`.
+    status: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/companies/{companyId}/budget-incidents", tag = "costs",
+    params(("companyId" = String, Path), IncidentQuery), responses((status = 200, body = [BudgetIncident])))]
+async fn incidents(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(company_id): Path<String>,
+    QueryParams(q): QueryParams<IncidentQuery>,
+) -> ApiResult<Json<Vec<BudgetIncident>>> {
+    access::company(&app, &caller, &company_id).await?;
+    Ok(Json(
+        paperclip_store::budgets::incidents(&app.store, &company_id, q.status.as_deref()).await?,
+    ))
+}
+
+/// Counts by status, month-to-date spend against the budget, pending
+/// approvals, open budget incidents, recent runs and activity.
+#[utoipa::path(get, path = "/api/companies/{companyId}/dashboard", tag = "costs",
+    params(("companyId" = String, Path)), responses((status = 200, body = Dashboard)))]
+async fn get_dashboard(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(company_id): Path<String>,
+) -> ApiResult<Json<Dashboard>> {
+    access::company(&app, &caller, &company_id).await?;
+    Ok(Json(
+        dashboard::get(&app.store, &company_id, Utc::now()).await?,
+    ))
+}
