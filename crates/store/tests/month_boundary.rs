@@ -13,14 +13,23 @@ async fn store() -> Store {
         Ok(admin) if !admin.is_empty() => {
             let name = format!("pc_store_{}", uuid::Uuid::new_v4().simple());
             let mut conn = sqlx::postgres::PgConnection::connect(&admin).await.unwrap();
-            sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.unwrap();
+            sqlx::query(&format!("CREATE DATABASE {name}"))
+                .execute(&mut conn)
+                .await
+                .unwrap();
             let url = format!("{}/{name}", &admin[..admin.rfind('/').unwrap()]);
             Store::connect(&url).await.unwrap()
         }
         _ => {
-            let dir = std::env::temp_dir().join(format!("paperclip-store-{}", uuid::Uuid::new_v4()));
+            let dir =
+                std::env::temp_dir().join(format!("paperclip-store-{}", uuid::Uuid::new_v4()));
             std::fs::create_dir_all(&dir).unwrap();
-            Store::connect(&format!("sqlite://{}?mode=rwc", dir.join("db.sqlite").display())).await.unwrap()
+            Store::connect(&format!(
+                "sqlite://{}?mode=rwc",
+                dir.join("db.sqlite").display()
+            ))
+            .await
+            .unwrap()
         }
     }
 }
@@ -61,18 +70,45 @@ async fn a_december_stop_ends_at_the_first_instant_of_january() {
     .await
     .unwrap();
     let spec: NewAgent = serde_json::from_value(serde_json::json!({ "name": "Spender" })).unwrap();
-    let agent = agents::create(&store, &board, &company.id, spec).await.unwrap();
+    let agent = agents::create(&store, &board, &company.id, spec)
+        .await
+        .unwrap();
     let dec_31 = Utc.with_ymd_and_hms(2026, 12, 31, 23, 0, 0).unwrap();
-    budgets::set(&store, &board, "agent", &agent.id, 100, dec_31).await.unwrap();
+    budgets::set(&store, &board, "agent", &agent.id, 100, dec_31)
+        .await
+        .unwrap();
 
-    let recorded = costs::record(&store, &board, &company.id, cost(&agent.id, 100, "2026-12-31T23:30:00Z"), dec_31).await.unwrap();
-    assert!(recorded.incidents.iter().any(|i| i.kind == "hard" && i.window_month == "2026-12"));
+    let recorded = costs::record(
+        &store,
+        &board,
+        &company.id,
+        cost(&agent.id, 100, "2026-12-31T23:30:00Z"),
+        dec_31,
+    )
+    .await
+    .unwrap();
+    assert!(recorded
+        .incidents
+        .iter()
+        .any(|i| i.kind == "hard" && i.window_month == "2026-12"));
     let paused = agents::get(&store, &agent.id).await.unwrap();
-    assert_eq!((paused.status.as_str(), paused.pause_reason.as_deref()), ("paused", Some("budget")));
+    assert_eq!(
+        (paused.status.as_str(), paused.pause_reason.as_deref()),
+        ("paused", Some("budget"))
+    );
 
     let last_second = Utc.with_ymd_and_hms(2026, 12, 31, 23, 59, 59).unwrap();
-    assert!(budgets::rollover(&store, last_second).await.unwrap().is_empty(), "still December: still stopped");
-    assert_eq!(agents::get(&store, &agent.id).await.unwrap().status, "paused");
+    assert!(
+        budgets::rollover(&store, last_second)
+            .await
+            .unwrap()
+            .is_empty(),
+        "still December: still stopped"
+    );
+    assert_eq!(
+        agents::get(&store, &agent.id).await.unwrap().status,
+        "paused"
+    );
 
     let new_year = Utc.with_ymd_and_hms(2027, 1, 1, 0, 0, 0).unwrap();
     let resumed = budgets::rollover(&store, new_year).await.unwrap();
@@ -81,16 +117,36 @@ async fn a_december_stop_ends_at_the_first_instant_of_january() {
     assert_eq!(agent_now.status, "idle");
     assert!(agent_now.pause_reason.is_none());
     let incidents = budgets::incidents(&store, &company.id, None).await.unwrap();
-    assert!(incidents.iter().all(|i| i.status == "resolved" && i.resolution.as_deref() == Some("month_rollover")));
+    assert!(incidents
+        .iter()
+        .all(|i| i.status == "resolved" && i.resolution.as_deref() == Some("month_rollover")));
 
     // January has its own window: December's spend does not count against it.
-    let jan = costs::summary(&store, &company.id, &costs::Window::month_of(new_year)).await.unwrap();
+    let jan = costs::summary(&store, &company.id, &costs::Window::month_of(new_year))
+        .await
+        .unwrap();
     assert_eq!(jan.spend_cents, 0);
-    let dec = costs::summary(&store, &company.id, &costs::Window::month_of(dec_31)).await.unwrap();
+    let dec = costs::summary(&store, &company.id, &costs::Window::month_of(dec_31))
+        .await
+        .unwrap();
     assert_eq!(dec.spend_cents, 100);
-    let recorded = costs::record(&store, &board, &company.id, cost(&agent.id, 99, "2027-01-01T00:00:01Z"), new_year).await.unwrap();
-    assert!(recorded.incidents.iter().all(|i| i.kind == "soft"), "99 of 100 warns but does not stop");
+    let recorded = costs::record(
+        &store,
+        &board,
+        &company.id,
+        cost(&agent.id, 99, "2027-01-01T00:00:01Z"),
+        new_year,
+    )
+    .await
+    .unwrap();
+    assert!(
+        recorded.incidents.iter().all(|i| i.kind == "soft"),
+        "99 of 100 warns but does not stop"
+    );
     assert_eq!(agents::get(&store, &agent.id).await.unwrap().status, "idle");
     // A second rollover in the same month changes nothing.
-    assert!(budgets::rollover(&store, new_year).await.unwrap().is_empty());
+    assert!(budgets::rollover(&store, new_year)
+        .await
+        .unwrap()
+        .is_empty());
 }
