@@ -607,3 +607,73 @@ impl Db {
         n
     }
 }
+
+/// Usage an adapter reports at the end of a run is a cost event of that run's
+/// agent and issue, and counts against the budget like any other.
+#[tokio::test]
+async fn usage_reported_by_a_run_becomes_a_cost_event() {
+    use axum::routing::post;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let app = axum::Router::new().route(
+        "/hook",
+        post(move |headers: axum::http::HeaderMap| {
+            let tx = tx.clone();
+            async move {
+                tx.send(headers["authorization"].to_str().unwrap().to_string())
+                    .unwrap();
+                axum::http::StatusCode::ACCEPTED
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let server = TestServer::start().await;
+    let cid = server.company("Usage Co").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let agent = server
+        .ok_post(
+            &format!("/api/companies/{cid}/agents"),
+            json!({ "name": "Remote", "adapterType": "http",
+            "adapterConfig": { "url": hook, "async": true, "forwardAuth": true } }),
+        )
+        .await;
+    let aid = agent["id"].as_str().unwrap();
+    let issue = server
+        .issue(
+            &cid,
+            json!({ "title": "Summarise", "status": "todo", "assigneeAgentId": aid }),
+        )
+        .await;
+    let auth = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let token = auth.strip_prefix("Bearer ").unwrap();
+    let run = server.runs_of(&cid, aid).await.pop().unwrap();
+    let run_id = run["id"].as_str().unwrap();
+    let (status, _) = server
+        .as_agent(token, None, "POST", &format!("/api/heartbeat-runs/{run_id}/callback"), Some(json!({
+            "status": "succeeded",
+            "usage": { "provider": "openai", "model": "gpt-6.1", "inputTokens": 900, "outputTokens": 100, "costUsd": 0.12 }
+        })))
+        .await;
+    assert_eq!(status, 200);
+    let events = server
+        .ok_get(&format!("/api/companies/{cid}/cost-events"))
+        .await;
+    assert_eq!(events.as_array().unwrap().len(), 1);
+    let event = &events[0];
+    assert_eq!(event["costCents"], 12);
+    assert_eq!(event["agentId"], aid);
+    assert_eq!(event["issueId"], issue["id"]);
+    assert_eq!(event["heartbeatRunId"], run_id);
+    assert_eq!(event["model"], "gpt-6.1");
+    assert_eq!(
+        server.ok_get(&format!("/api/agents/{aid}")).await["spentMonthlyCents"],
+        12
+    );
+}
