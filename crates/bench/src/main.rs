@@ -2,9 +2,14 @@
 //! start-to-healthy time, resident memory, and create / list / get latency
 //! and throughput under concurrent keep-alive clients.
 //!
+//! `paperclip-bench heartbeat` instead measures the heartbeat machinery:
+//! assignment-to-spawn latency, the idle CPU of many timer agents, and live
+//! event fan-out over WebSockets (see `heartbeat.rs`).
+//!
 //! It reports figures only; it asserts nothing about speed, so it never fails
 //! on a slow machine. Progress goes to stderr, the summary to stdout.
 
+mod heartbeat;
 mod load;
 mod report;
 mod server;
@@ -13,7 +18,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -24,12 +29,15 @@ use crate::server::Server;
 #[derive(Parser)]
 #[command(name = "paperclip-bench", about = "Benchmark a paperclip binary")]
 struct Args {
+    /// Without a subcommand: the CRUD suite (start, RSS, create/list/get).
+    #[command(subcommand)]
+    suite: Option<Suite>,
     /// The `paperclip` binary to run.
-    #[arg(long, default_value = "target/release/paperclip")]
+    #[arg(long, global = true, default_value = "target/release/paperclip")]
     server: PathBuf,
     /// Postgres URL for every server started; without it each server uses
     /// SQLite in its own fresh temp data dir.
-    #[arg(long)]
+    #[arg(long, global = true)]
     database_url: Option<String>,
     /// Concurrent clients for the load phases.
     #[arg(long, default_value_t = 16)]
@@ -51,6 +59,13 @@ struct Args {
     list_size: u64,
 }
 
+#[derive(Subcommand)]
+enum Suite {
+    /// Heartbeats: assignment-to-spawn latency, idle CPU of timer agents,
+    /// live-event fan-out.
+    Heartbeat(heartbeat::HeartbeatArgs),
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -60,6 +75,15 @@ async fn main() -> anyhow::Result<()> {
             args.server.display()
         );
     }
+    match &args.suite {
+        Some(Suite::Heartbeat(hb)) => {
+            heartbeat::run(&args.server, args.database_url.as_deref(), hb).await
+        }
+        None => crud(args).await,
+    }
+}
+
+async fn crud(args: Args) -> anyhow::Result<()> {
     let db = args.database_url.as_deref();
     let duration = Duration::from_secs(args.duration_secs);
     let warmup = Duration::from_secs(args.warmup_secs);

@@ -3,6 +3,7 @@
 //! checkout that gives one agent exclusive ownership of a task.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::LazyLock;
 
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
@@ -30,7 +31,23 @@ pub async fn create(
     }
     let mut status = input.status.unwrap_or(IssueStatus::Backlog);
     let mut tx = store.begin().await?;
-    crate::companies::get_in(&mut tx, company_id).await?;
+    // Checks run before the company row is locked by the counter update below
+    // (and a missing company is reported first); without any, that update is
+    // the existence check.
+    let checks = actor.agent_id().is_some()
+        || input.project_id.is_some()
+        || input.goal_id.is_some()
+        || input.assignee_agent_id.is_some()
+        || input.parent_id.is_some()
+        || check_assignable(
+            status,
+            input.assignee_agent_id.as_deref(),
+            input.assignee_user_id.as_deref(),
+        )
+        .is_err();
+    if checks {
+        company_exists(&mut tx, company_id).await?;
+    }
     if ceo_gate_closed(&mut tx, company_id, actor.agent_id()).await? && is_active(status) {
         // Until the board approves the CEO's strategy, the CEO drafts: its
         // tasks wait in the backlog instead of being worked on.
@@ -68,49 +85,55 @@ pub async fn create(
          RETURNING issue_counter, issue_prefix",
     )
     .bind(company_id)
-    .fetch_one(tx.conn())
-    .await?;
-    let number = counter.int("issue_counter")?;
-    let identifier = format!("{}-{number}", counter.text("issue_prefix")?);
+    .fetch_optional(tx.conn())
+    .await?
+    .ok_or_else(|| Error::not_found("Company"))?;
+    let number = counter.int(0)?;
+    let identifier = format!("{}-{number}", counter.text(1)?);
     let id = new_id();
     let ts = now();
     let effects = transition_effects(IssueStatus::Backlog, status);
-    sqlx::query(
+    let sql = format!(
         "INSERT INTO issues (id, company_id, project_id, goal_id, parent_id, title, description, \
          status, priority, assignee_agent_id, assignee_user_id, created_by_agent_id, \
          created_by_user_id, issue_number, identifier, origin_kind, request_depth, billing_code, \
          started_at, completed_at, cancelled_at, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 'manual', $16, \
-         $17, $18, $19, $20, $21, $21)",
-    )
-    .bind(&id)
-    .bind(company_id)
-    .bind(input.project_id.as_deref())
-    .bind(refs.goal_id.as_deref())
-    .bind(input.parent_id.as_deref())
-    .bind(&title)
-    .bind(input.description.as_deref())
-    .bind(status.as_str())
-    .bind(input.priority.unwrap_or(IssuePriority::Medium).as_str())
-    .bind(input.assignee_agent_id.as_deref())
-    .bind(input.assignee_user_id.as_deref())
-    .bind(actor.agent_id())
-    .bind(actor.user_id())
-    .bind(number)
-    .bind(&identifier)
-    .bind(request_depth)
-    .bind(input.billing_code.as_deref())
-    .bind(effects.set_started_at.then(|| ts.clone()))
-    .bind(effects.set_completed_at.then(|| ts.clone()))
-    .bind(effects.set_cancelled_at.then(|| ts.clone()))
-    .bind(&ts)
-    .execute(tx.conn())
-    .await?;
+         $17, $18, $19, $20, $21, $21) RETURNING {COLUMNS}"
+    );
+    let row = sqlx::query(&sql)
+        .bind(&id)
+        .bind(company_id)
+        .bind(input.project_id.as_deref())
+        .bind(refs.goal_id.as_deref())
+        .bind(input.parent_id.as_deref())
+        .bind(&title)
+        .bind(input.description.as_deref())
+        .bind(status.as_str())
+        .bind(input.priority.unwrap_or(IssuePriority::Medium).as_str())
+        .bind(input.assignee_agent_id.as_deref())
+        .bind(input.assignee_user_id.as_deref())
+        .bind(actor.agent_id())
+        .bind(actor.user_id())
+        .bind(number)
+        .bind(&identifier)
+        .bind(request_depth)
+        .bind(input.billing_code.as_deref())
+        .bind(effects.set_started_at.then(|| ts.clone()))
+        .bind(effects.set_completed_at.then(|| ts.clone()))
+        .bind(effects.set_cancelled_at.then(|| ts.clone()))
+        .bind(&ts)
+        .fetch_one(tx.conn())
+        .await?;
+    let mut issue = map(&row)?;
+    let mut related = false;
     if let Some(labels) = &input.label_ids {
         set_labels(&mut tx, company_id, &id, labels).await?;
+        related |= !labels.is_empty();
     }
     if let Some(blockers) = &input.blocked_by_issue_ids {
         set_blockers(&mut tx, company_id, &id, blockers).await?;
+        related |= !blockers.is_empty();
     }
     activity::record(
         &mut tx,
@@ -130,7 +153,10 @@ pub async fn create(
         },
     )
     .await?;
-    let issue = load_in(&mut tx, &id).await?;
+    if related {
+        // A new issue blocks nothing yet; labels and blockers are its own.
+        attach_relations(tx.conn(), std::slice::from_mut(&mut issue), None).await?;
+    }
     wake_assignee(&mut tx, actor, &issue).await?;
     tx.commit().await?;
     Ok(issue)
@@ -173,29 +199,40 @@ pub(crate) async fn load_in(tx: &mut Tx, id_or_identifier: &str) -> Result<Issue
     load(tx.conn(), id_or_identifier).await
 }
 
+/// The issue row plus whether it has any labels, blockers or blocked issues,
+/// so an issue without relations is loaded in one statement.
+static LOAD_BY_ID: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {COLUMNS}, {HAS_RELATIONS} FROM issues WHERE id = $1"));
+static LOAD_BY_IDENTIFIER: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT {COLUMNS}, {HAS_RELATIONS} FROM issues WHERE identifier = $1")
+});
+const HAS_RELATIONS: &str =
+    "CAST(CASE WHEN EXISTS (SELECT 1 FROM issue_labels r WHERE r.issue_id = issues.id) \
+     OR EXISTS (SELECT 1 FROM issue_blockers r WHERE r.issue_id = issues.id) \
+     OR EXISTS (SELECT 1 FROM issue_blockers r WHERE r.blocked_by_issue_id = issues.id) \
+     THEN 1 ELSE 0 END AS BIGINT) AS has_relations";
+
 async fn load(conn: &mut AnyConnection, id_or_identifier: &str) -> Result<Issue> {
-    let mut issues = match parse_identifier(id_or_identifier) {
+    let row = match parse_identifier(id_or_identifier) {
         Some(_) => {
-            sqlx::query("SELECT * FROM issues WHERE identifier = $1")
+            sqlx::query(LOAD_BY_IDENTIFIER.as_str())
                 .bind(id_or_identifier.to_ascii_uppercase())
-                .fetch_all(&mut *conn)
+                .fetch_optional(&mut *conn)
                 .await?
         }
         None => {
-            sqlx::query("SELECT * FROM issues WHERE id = $1")
+            sqlx::query(LOAD_BY_ID.as_str())
                 .bind(id_or_identifier)
-                .fetch_all(&mut *conn)
+                .fetch_optional(&mut *conn)
                 .await?
         }
     }
-    .iter()
-    .map(map)
-    .collect::<Result<Vec<_>>>()?;
-    if issues.is_empty() {
-        return Err(Error::not_found("Issue"));
+    .ok_or_else(|| Error::not_found("Issue"))?;
+    let mut issue = map(&row)?;
+    if row.flag(COLUMN_COUNT)? {
+        attach_relations(conn, std::slice::from_mut(&mut issue), None).await?;
     }
-    attach_relations(conn, &mut issues).await?;
-    Ok(issues.remove(0))
+    Ok(issue)
 }
 
 #[derive(Debug, Default, Clone)]
@@ -222,7 +259,7 @@ pub struct Page {
 /// Newest first (by issue number), so a cursor pages without skips or repeats
 /// while new issues are being created.
 pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Page> {
-    let mut sql = String::from("SELECT * FROM issues WHERE company_id = $1");
+    let mut sql = format!("SELECT {COLUMNS} FROM issues WHERE company_id = $1");
     let mut binds: Vec<Bind> = vec![Bind::Text(company_id.to_string())];
     let param = |binds: &mut Vec<Bind>, value: Bind| {
         binds.push(value);
@@ -289,7 +326,10 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
     } else {
         None
     };
-    attach_relations(&mut conn, &mut issues).await?;
+    // A long page reads the relations of its company's number range (index
+    // scans) instead of binding every id of the page.
+    let scope = (issues.len() > ID_LIST_MAX).then_some(company_id);
+    attach_relations(&mut conn, &mut issues, scope).await?;
     Ok(Page {
         issues,
         next_cursor,
@@ -580,6 +620,10 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
     let updated = query.execute(tx.conn()).await?.rows_affected();
     if updated == 0 {
         let current = get_row(&mut tx, &issue.id).await?;
+        // The UPDATE took SQLite's write lock even though it changed nothing:
+        // roll back before the writer mutex goes, so the next writer does not
+        // find the lock still held.
+        tx.rollback().await?;
         let own = current.assignee_agent_id.as_deref() == Some(agent.id.as_str())
             && current.status == IssueStatus::InProgress.as_str();
         if own {
@@ -886,76 +930,128 @@ async fn set_blockers(
     Ok(())
 }
 
-/// Fills labels, blockers and blocked issues for a page of issues with three
-/// queries in all, whatever the page size.
-async fn attach_relations(conn: &mut AnyConnection, issues: &mut [Issue]) -> Result<()> {
+/// Pages up to this long load their relations by id list.
+const ID_LIST_MAX: usize = 50;
+
+/// Labels (kind 0), blockers (kind 1) and blocked issues (kind 2) of the
+/// owners matched by each branch's `{owner}` condition, in one statement:
+/// labels by name, issues by number.
+const RELATIONS: &str = "SELECT 0 AS kind, il.issue_id AS owner_id, l.id, l.company_id, l.name, \
+     l.color, l.created_at, l.updated_at, l.name AS sort_name, NULL AS sort_number \
+     FROM issue_labels il JOIN issues o ON o.id = il.issue_id JOIN labels l ON l.id = il.label_id \
+     WHERE {owner} \
+     UNION ALL SELECT 1, b.issue_id, i.id, i.identifier, i.title, i.status, NULL, NULL, NULL, \
+     i.issue_number FROM issue_blockers b JOIN issues o ON o.id = b.issue_id \
+     JOIN issues i ON i.id = b.blocked_by_issue_id WHERE {owner} \
+     UNION ALL SELECT 2, b.blocked_by_issue_id, i.id, i.identifier, i.title, i.status, NULL, NULL, \
+     NULL, i.issue_number FROM issue_blockers b JOIN issues o ON o.id = b.blocked_by_issue_id \
+     JOIN issues i ON i.id = b.issue_id WHERE {owner} \
+     ORDER BY kind, sort_name, sort_number";
+
+static RELATIONS_IN_RANGE: LazyLock<String> = LazyLock::new(|| {
+    RELATIONS.replace(
+        "{owner}",
+        "o.company_id = $1 AND o.issue_number >= $2 AND o.issue_number <= $3",
+    )
+});
+
+/// Fills labels, blockers and blocked issues for a page of issues with one
+/// query, whatever the page size. Without `company`, the page's ids are bound;
+/// with it, the relations of the company's issues numbered within the page's
+/// range are read and those of issues not on the page dropped (every issue
+/// of the page must belong to `company`).
+async fn attach_relations(
+    conn: &mut AnyConnection,
+    issues: &mut [Issue],
+    company: Option<&str>,
+) -> Result<()> {
     if issues.is_empty() {
         return Ok(());
     }
-    let index: HashMap<String, usize> = issues
+    let rows = match company {
+        Some(company_id) => {
+            let (low, high) = issues.iter().fold((i64::MAX, i64::MIN), |(lo, hi), i| {
+                (lo.min(i.issue_number), hi.max(i.issue_number))
+            });
+            sqlx::query(RELATIONS_IN_RANGE.as_str())
+                .bind(company_id)
+                .bind(low)
+                .bind(high)
+                .fetch_all(&mut *conn)
+                .await?
+        }
+        None => {
+            let mut rows = Vec::new();
+            for chunk in issues.chunks(1000) {
+                let owner = format!("o.id IN ({})", placeholders(1, chunk.len()));
+                let sql = RELATIONS.replace("{owner}", &owner);
+                let mut query = sqlx::query(&sql);
+                for issue in chunk {
+                    query = query.bind(issue.id.as_str());
+                }
+                rows.extend(query.fetch_all(&mut *conn).await?);
+            }
+            rows
+        }
+    };
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let index: HashMap<&str, usize> = issues
         .iter()
         .enumerate()
-        .map(|(i, issue)| (issue.id.clone(), i))
+        .map(|(i, issue)| (issue.id.as_str(), i))
         .collect();
-    let ids: Vec<&str> = issues.iter().map(|i| i.id.as_str()).collect();
-    let mut labels: Vec<(String, Label)> = Vec::new();
-    let mut blocked_by: Vec<(String, IssueRef)> = Vec::new();
-    let mut blocks: Vec<(String, IssueRef)> = Vec::new();
-    for chunk in ids.chunks(1000) {
-        let list = placeholders(1, chunk.len());
-        let sql = format!(
-            "SELECT il.issue_id AS owner_id, l.* FROM issue_labels il JOIN labels l ON l.id = il.label_id \
-             WHERE il.issue_id IN ({list}) ORDER BY l.name"
-        );
-        for row in bind_all(sqlx::query(&sql), chunk)
-            .fetch_all(&mut *conn)
-            .await?
-        {
-            labels.push((row.text("owner_id")?, crate::labels::map(&row)?));
-        }
-        let sql = format!(
-            "SELECT b.issue_id AS owner_id, i.id, i.identifier, i.title, i.status FROM issue_blockers b \
-             JOIN issues i ON i.id = b.blocked_by_issue_id WHERE b.issue_id IN ({list}) ORDER BY i.issue_number"
-        );
-        for row in bind_all(sqlx::query(&sql), chunk)
-            .fetch_all(&mut *conn)
-            .await?
-        {
-            blocked_by.push((row.text("owner_id")?, map_ref(&row)?));
-        }
-        let sql = format!(
-            "SELECT b.blocked_by_issue_id AS owner_id, i.id, i.identifier, i.title, i.status FROM issue_blockers b \
-             JOIN issues i ON i.id = b.issue_id WHERE b.blocked_by_issue_id IN ({list}) ORDER BY i.issue_number"
-        );
-        for row in bind_all(sqlx::query(&sql), chunk)
-            .fetch_all(&mut *conn)
-            .await?
-        {
-            blocks.push((row.text("owner_id")?, map_ref(&row)?));
-        }
+    let mut found: Vec<(usize, Relation)> = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let owner: &str = row.try_get(1)?;
+        let Some(&at) = index.get(owner) else {
+            continue;
+        };
+        let relation = match row.int(0)? {
+            0 => Relation::Label(Label {
+                id: row.text(2)?,
+                company_id: row.text(3)?,
+                name: row.text(4)?,
+                color: row.text(5)?,
+                created_at: row.text(6)?,
+                updated_at: row.text(7)?,
+            }),
+            kind => {
+                let r = IssueRef {
+                    id: row.text(2)?,
+                    identifier: row.text(3)?,
+                    title: row.text(4)?,
+                    status: row.text(5)?,
+                };
+                if kind == 1 {
+                    Relation::BlockedBy(r)
+                } else {
+                    Relation::Blocks(r)
+                }
+            }
+        };
+        found.push((at, relation));
     }
-    for (owner, label) in labels {
-        let issue = &mut issues[index[&owner]];
-        issue.label_ids.push(label.id.clone());
-        issue.labels.push(label);
-    }
-    for (owner, r) in blocked_by {
-        issues[index[&owner]].blocked_by.push(r);
-    }
-    for (owner, r) in blocks {
-        issues[index[&owner]].blocks.push(r);
+    drop(index);
+    for (at, relation) in found {
+        let issue = &mut issues[at];
+        match relation {
+            Relation::Label(label) => {
+                issue.label_ids.push(label.id.clone());
+                issue.labels.push(label);
+            }
+            Relation::BlockedBy(r) => issue.blocked_by.push(r),
+            Relation::Blocks(r) => issue.blocks.push(r),
+        }
     }
     Ok(())
 }
 
-fn bind_all<'q>(
-    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    values: &'q [&'q str],
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-    for v in values {
-        query = query.bind(*v);
-    }
-    query
+enum Relation {
+    Label(Label),
+    BlockedBy(IssueRef),
+    Blocks(IssueRef),
 }
 
 /// The bare columns needed for rule checks, without relations.
@@ -1032,46 +1128,56 @@ async fn write(tx: &mut Tx, i: &Issue, ts: &str) -> Result<()> {
     Ok(())
 }
 
-fn map_ref(row: &AnyRow) -> Result<IssueRef> {
-    Ok(IssueRef {
-        id: row.text("id")?,
-        identifier: row.text("identifier")?,
-        title: row.text("title")?,
-        status: row.text("status")?,
-    })
-}
+/// The columns `map` reads, by position.
+const COLUMNS: &str = "id, company_id, project_id, goal_id, parent_id, title, description, \
+     status, priority, assignee_agent_id, assignee_user_id, checkout_run_id, execution_run_id, \
+     execution_locked_at, created_by_agent_id, created_by_user_id, issue_number, identifier, \
+     origin_kind, request_depth, billing_code, started_at, completed_at, cancelled_at, \
+     created_at, updated_at";
+const COLUMN_COUNT: usize = 26;
 
+/// An issue from a row whose first columns are [`COLUMNS`].
 fn map(row: &AnyRow) -> Result<Issue> {
     Ok(Issue {
-        id: row.try_get("id")?,
-        company_id: row.text("company_id")?,
-        project_id: row.opt_text("project_id")?,
-        goal_id: row.opt_text("goal_id")?,
-        parent_id: row.opt_text("parent_id")?,
-        title: row.text("title")?,
-        description: row.opt_text("description")?,
-        status: row.text("status")?,
-        priority: row.text("priority")?,
-        assignee_agent_id: row.opt_text("assignee_agent_id")?,
-        assignee_user_id: row.opt_text("assignee_user_id")?,
-        checkout_run_id: row.opt_text("checkout_run_id")?,
-        execution_run_id: row.opt_text("execution_run_id")?,
-        execution_locked_at: row.opt_text("execution_locked_at")?,
-        created_by_agent_id: row.opt_text("created_by_agent_id")?,
-        created_by_user_id: row.opt_text("created_by_user_id")?,
-        issue_number: row.int("issue_number")?,
-        identifier: row.text("identifier")?,
-        origin_kind: row.text("origin_kind")?,
-        request_depth: row.int("request_depth")?,
-        billing_code: row.opt_text("billing_code")?,
-        started_at: row.opt_text("started_at")?,
-        completed_at: row.opt_text("completed_at")?,
-        cancelled_at: row.opt_text("cancelled_at")?,
-        created_at: row.text("created_at")?,
-        updated_at: row.text("updated_at")?,
+        id: row.text(0)?,
+        company_id: row.text(1)?,
+        project_id: row.opt_text(2)?,
+        goal_id: row.opt_text(3)?,
+        parent_id: row.opt_text(4)?,
+        title: row.text(5)?,
+        description: row.opt_text(6)?,
+        status: row.text(7)?,
+        priority: row.text(8)?,
+        assignee_agent_id: row.opt_text(9)?,
+        assignee_user_id: row.opt_text(10)?,
+        checkout_run_id: row.opt_text(11)?,
+        execution_run_id: row.opt_text(12)?,
+        execution_locked_at: row.opt_text(13)?,
+        created_by_agent_id: row.opt_text(14)?,
+        created_by_user_id: row.opt_text(15)?,
+        issue_number: row.int(16)?,
+        identifier: row.text(17)?,
+        origin_kind: row.text(18)?,
+        request_depth: row.int(19)?,
+        billing_code: row.opt_text(20)?,
+        started_at: row.opt_text(21)?,
+        completed_at: row.opt_text(22)?,
+        cancelled_at: row.opt_text(23)?,
+        created_at: row.text(24)?,
+        updated_at: row.text(25)?,
         labels: Vec::new(),
         label_ids: Vec::new(),
         blocked_by: Vec::new(),
         blocks: Vec::new(),
     })
+}
+
+/// Whether the company exists (without loading it).
+async fn company_exists(tx: &mut Tx, company_id: &str) -> Result<()> {
+    sqlx::query("SELECT 1 FROM companies WHERE id = $1")
+        .bind(company_id)
+        .fetch_optional(tx.conn())
+        .await?
+        .map(|_| ())
+        .ok_or_else(|| Error::not_found("Company"))
 }

@@ -83,32 +83,69 @@ pub struct Store {
     events: broadcast::Sender<StoreEvent>,
 }
 
-/// A write transaction. On SQLite it also holds the writer lock, released when
-/// the transaction is committed or dropped (dropping rolls back). Events it
-/// collects are published only after a successful commit.
+/// A write transaction. On SQLite it also holds the writer lock until the
+/// transaction has really ended: a dropped transaction is rolled back first
+/// and only then lets the next writer in, because SQLite keeps its own write
+/// lock until the rollback runs and a writer let in earlier would fail with
+/// `database is locked`. Events it collects are published only after a
+/// successful commit.
 pub struct Tx {
-    inner: sqlx::Transaction<'static, sqlx::Any>,
-    _writer: Option<OwnedMutexGuard<()>>,
+    inner: Option<sqlx::Transaction<'static, sqlx::Any>>,
+    writer: Option<OwnedMutexGuard<()>>,
     pending: Vec<StoreEvent>,
     events: broadcast::Sender<StoreEvent>,
 }
 
 impl Tx {
     pub fn conn(&mut self) -> &mut sqlx::AnyConnection {
-        &mut self.inner
+        self.inner
+            .as_mut()
+            .expect("a transaction is live until commit")
     }
 
     pub(crate) fn announce(&mut self, event: StoreEvent) {
         self.pending.push(event);
     }
 
-    pub async fn commit(self) -> Result<()> {
-        self.inner.commit().await?;
-        for event in self.pending {
+    pub async fn commit(mut self) -> Result<()> {
+        let inner = self
+            .inner
+            .take()
+            .expect("a transaction is live until commit");
+        let committed = inner.commit().await;
+        self.writer.take();
+        committed?;
+        for event in std::mem::take(&mut self.pending) {
             // Nobody listening (tests of the store alone) is fine.
             let _ = self.events.send(event);
         }
         Ok(())
+    }
+
+    pub async fn rollback(mut self) -> Result<()> {
+        if let Some(inner) = self.inner.take() {
+            inner.rollback().await?;
+        }
+        self.writer.take();
+        Ok(())
+    }
+}
+
+impl Drop for Tx {
+    fn drop(&mut self) {
+        let (Some(inner), Some(writer)) = (self.inner.take(), self.writer.take()) else {
+            // Postgres (no writer lock): sqlx rolls a dropped transaction back itself.
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(async move {
+                    let _ = inner.rollback().await;
+                    drop(writer);
+                });
+            }
+            Err(_) => drop((inner, writer)),
+        }
     }
 }
 
@@ -130,6 +167,9 @@ impl Store {
                 AnyPoolOptions::new()
                     .max_connections(8)
                     .min_connections(1)
+                    // A local file connection does not go stale; pinging it
+                    // before every acquire is one more worker round trip.
+                    .test_before_acquire(false)
                     .after_connect(|conn, _meta| {
                         Box::pin(async move {
                             conn.execute(
@@ -147,6 +187,9 @@ impl Store {
                 AnyPoolOptions::new()
                     .max_connections(16)
                     .acquire_timeout(Duration::from_secs(30))
+                    // A broken connection fails its query instead of costing
+                    // every acquire a ping round trip.
+                    .test_before_acquire(false)
                     .connect_with(options)
                     .await?
             }
@@ -176,8 +219,8 @@ impl Store {
         };
         let inner = self.pool.begin().await?;
         Ok(Tx {
-            inner,
-            _writer: writer,
+            inner: Some(inner),
+            writer,
             pending: Vec::new(),
             events: self.events.clone(),
         })

@@ -1,36 +1,38 @@
 //! Typed column access for `AnyRow`, so mappers read as a list of fields.
+//! Columns are named (`"id"`) or, on hot paths that select an explicit
+//! column list, numbered (`0`), which skips the name lookup.
 
 use serde_json::Value;
 use sqlx::any::AnyRow;
-use sqlx::Row;
+use sqlx::{ColumnIndex, Row};
 
 pub(crate) trait RowExt {
-    fn text(&self, col: &str) -> sqlx::Result<String>;
-    fn opt_text(&self, col: &str) -> sqlx::Result<Option<String>>;
-    fn int(&self, col: &str) -> sqlx::Result<i64>;
-    fn flag(&self, col: &str) -> sqlx::Result<bool>;
-    fn json(&self, col: &str) -> sqlx::Result<Value>;
-    fn opt_json(&self, col: &str) -> sqlx::Result<Option<Value>>;
+    fn text<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<String>;
+    fn opt_text<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<Option<String>>;
+    fn int<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<i64>;
+    fn flag<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<bool>;
+    fn json<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<Value>;
+    fn opt_json<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<Option<Value>>;
 }
 
 impl RowExt for AnyRow {
-    fn text(&self, col: &str) -> sqlx::Result<String> {
+    fn text<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<String> {
         self.try_get(col)
     }
-    fn opt_text(&self, col: &str) -> sqlx::Result<Option<String>> {
+    fn opt_text<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<Option<String>> {
         self.try_get(col)
     }
-    fn int(&self, col: &str) -> sqlx::Result<i64> {
+    fn int<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<i64> {
         self.try_get(col)
     }
-    fn flag(&self, col: &str) -> sqlx::Result<bool> {
+    fn flag<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<bool> {
         Ok(self.try_get::<i64, _>(col)? != 0)
     }
-    fn json(&self, col: &str) -> sqlx::Result<Value> {
+    fn json<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<Value> {
         let text: String = self.try_get(col)?;
         serde_json::from_str(&text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
     }
-    fn opt_json(&self, col: &str) -> sqlx::Result<Option<Value>> {
+    fn opt_json<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<Option<Value>> {
         match self.try_get::<Option<String>, _>(col)? {
             Some(text) => serde_json::from_str(&text)
                 .map(Some)
