@@ -96,16 +96,7 @@ async fn a_hire_request_becomes_an_agent_only_when_the_board_approves() {
     assert_eq!(log.as_array().unwrap().len(), 1);
 
     // The requester is woken with the outcome.
-    let runs = server
-        .wait_for(
-            &format!("/api/companies/{cid}/heartbeat-runs?agentId={ceo_id}"),
-            20,
-            |r| {
-                r.as_array()
-                    .is_some_and(|r| r.len() == 1 && r[0]["status"] == "succeeded")
-            },
-        )
-        .await;
+    let runs = server.only_run_succeeded(&cid, ceo_id).await;
     let out = runs[0]["stdoutExcerpt"].as_str().unwrap();
     assert!(
         out.contains(&format!("PAPERCLIP_APPROVAL_ID={aid}")),

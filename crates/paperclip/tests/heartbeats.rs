@@ -38,16 +38,7 @@ async fn an_assigned_process_agent_does_its_task_through_the_api() {
         .await;
     let iid = issue["id"].as_str().unwrap();
 
-    let runs = server
-        .wait_for(
-            &format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}"),
-            30,
-            |runs| {
-                runs.as_array()
-                    .is_some_and(|r| r.len() == 1 && r[0]["status"] == "succeeded")
-            },
-        )
-        .await;
+    let runs = server.only_run_succeeded(&cid, aid).await;
     let run = &runs[0];
     assert_eq!(run["invocationSource"], "assignment");
     assert_eq!(run["wakeReason"], "issue_assigned");
@@ -450,16 +441,7 @@ async fn comments_and_mentions_wake_the_agents_they_concern() {
         .await;
     let cid_comment = comment["id"].as_str().unwrap();
     for (agent, reason) in [(oid, "issue_commented"), (ctoid, "issue_comment_mentioned")] {
-        let runs = server
-            .wait_for(
-                &format!("/api/companies/{cid}/heartbeat-runs?agentId={agent}"),
-                20,
-                |r| {
-                    r.as_array()
-                        .is_some_and(|r| r.len() == 1 && r[0]["status"] == "succeeded")
-                },
-            )
-            .await;
+        let runs = server.only_run_succeeded(&cid, agent).await;
         assert_eq!(runs[0]["wakeReason"], reason);
         let log = server
             .ok_get(&format!(
@@ -517,16 +499,7 @@ async fn prompt_templates_render_known_variables_and_refuse_unknown_ones() {
             json!({ "title": "Write the spec", "status": "todo", "assigneeAgentId": aid }),
         )
         .await;
-    let runs = server
-        .wait_for(
-            &format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}"),
-            20,
-            |r| {
-                r.as_array()
-                    .is_some_and(|r| r.len() == 1 && r[0]["status"] == "succeeded")
-            },
-        )
-        .await;
+    let runs = server.only_run_succeeded(&cid, aid).await;
     let expected = format!(
         "You are Reader of Prompt Co. Work on {}: Write the spec (issue_assigned).",
         issue["identifier"].as_str().unwrap()
@@ -776,16 +749,7 @@ async fn timer_heartbeats_wake_enabled_agents_once_per_interval() {
             json!({ "runtimeConfig": { "heartbeat": { "enabled": true, "intervalSec": 30 } } }),
         )
         .await;
-    let runs = server
-        .wait_for(
-            &format!("/api/companies/{cid}/heartbeat-runs?agentId={tid}"),
-            20,
-            |r| {
-                r.as_array()
-                    .is_some_and(|r| r.len() == 1 && r[0]["status"] == "succeeded")
-            },
-        )
-        .await;
+    let runs = server.only_run_succeeded(&cid, tid).await;
     assert_eq!(runs[0]["invocationSource"], "timer");
     assert_eq!(runs[0]["wakeReason"], "heartbeat_timer");
     // The next tick comes and goes within the 30 s interval: no second run.

@@ -222,6 +222,19 @@ impl TestServer {
         }
     }
 
+    /// Waits until the agent has exactly one run and it succeeded; returns the runs.
+    pub async fn only_run_succeeded(&self, company_id: &str, agent_id: &str) -> Value {
+        self.wait_for(
+            &format!("/api/companies/{company_id}/heartbeat-runs?agentId={agent_id}"),
+            30,
+            |runs| {
+                runs.as_array()
+                    .is_some_and(|r| r.len() == 1 && r[0]["status"] == "succeeded")
+            },
+        )
+        .await
+    }
+
     /// Runs of an agent, oldest first.
     pub async fn runs_of(&self, company_id: &str, agent_id: &str) -> Vec<Value> {
         let list = self
