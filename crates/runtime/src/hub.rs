@@ -24,6 +24,9 @@ pub struct LiveEvent {
     pub entity_id: String,
     pub occurred_at: String,
     pub payload: Value,
+    /// The envelope as JSON, serialised once at publish for every subscriber.
+    #[serde(skip)]
+    pub json: String,
 }
 
 #[derive(Default)]
@@ -72,7 +75,7 @@ impl Hub {
     ) {
         let mut channels = self.channels.lock().expect("hub lock");
         let channel = channels.entry(company_id.to_string()).or_default();
-        let event = Arc::new(LiveEvent {
+        let mut event = LiveEvent {
             event_id: self.next_id.fetch_add(1, Ordering::Relaxed),
             company_id: company_id.to_string(),
             kind: kind.to_string(),
@@ -80,7 +83,10 @@ impl Hub {
             entity_id: entity_id.to_string(),
             occurred_at: paperclip_store::now(),
             payload,
-        });
+            json: String::new(),
+        };
+        event.json = serde_json::to_string(&event).expect("events serialize");
+        let event = Arc::new(event);
         if channel.buffer.len() == REPLAY {
             channel.buffer.pop_front();
         }

@@ -63,7 +63,7 @@ async fn pump(mut socket: WebSocket, events: impl Stream<Item = Arc<LiveEvent>> 
         tokio::select! {
             event = events.next() => match event {
                 Some(event) => {
-                    let text = serde_json::to_string(event.as_ref()).expect("events serialize");
+                    let text = event.json.clone();
                     if socket.send(Message::Text(text.into())).await.is_err() {
                         return;
                     }
@@ -98,7 +98,7 @@ async fn events_sse(
             .and_then(|v| v.parse().ok())
     });
     let events = event_stream(&app, &company_id, last).map(|event| {
-        let data = serde_json::to_string(event.as_ref()).expect("events serialize");
+        let data = event.json.clone();
         Ok(Event::default()
             .id(event.event_id.to_string())
             .event(event.kind.clone())
