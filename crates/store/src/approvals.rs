@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
-use crate::row::RowExt;
+use crate::row::{one_by_id, RowExt};
 use crate::wakeups::Wake;
 use crate::{new_id, now, Error, Result, Store, Tx};
 
@@ -90,25 +90,25 @@ pub async fn list(store: &Store, company_id: &str, status: Option<&str>) -> Resu
 }
 
 pub async fn get(store: &Store, id: &str) -> Result<Approval> {
-    let row = sqlx::query("SELECT * FROM approvals WHERE id = $1")
-        .bind(id)
-        .fetch_optional(store.pool())
-        .await?;
-    row.as_ref()
-        .map(map)
-        .transpose()?
-        .ok_or_else(|| Error::not_found("Approval"))
+    one_by_id(
+        store.pool(),
+        "SELECT * FROM approvals WHERE id = $1",
+        id,
+        map,
+        "Approval",
+    )
+    .await
 }
 
 async fn get_in(tx: &mut Tx, id: &str) -> Result<Approval> {
-    let row = sqlx::query("SELECT * FROM approvals WHERE id = $1")
-        .bind(id)
-        .fetch_optional(tx.conn())
-        .await?;
-    row.as_ref()
-        .map(map)
-        .transpose()?
-        .ok_or_else(|| Error::not_found("Approval"))
+    one_by_id(
+        tx.conn(),
+        "SELECT * FROM approvals WHERE id = $1",
+        id,
+        map,
+        "Approval",
+    )
+    .await
 }
 
 /// Applies a board decision (or a requester's resubmit/cancel).

@@ -9,7 +9,7 @@ use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::companies::diff;
-use crate::row::RowExt;
+use crate::row::{one_by_id, RowExt};
 use crate::{new_id, now, Error, Result, Store, Tx};
 
 pub async fn create(
@@ -75,25 +75,25 @@ pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Goal>> {
 }
 
 pub async fn get(store: &Store, id: &str) -> Result<Goal> {
-    let row = sqlx::query("SELECT * FROM goals WHERE id = $1")
-        .bind(id)
-        .fetch_optional(store.pool())
-        .await?;
-    row.as_ref()
-        .map(map)
-        .transpose()?
-        .ok_or_else(|| Error::not_found("Goal"))
+    one_by_id(
+        store.pool(),
+        "SELECT * FROM goals WHERE id = $1",
+        id,
+        map,
+        "Goal",
+    )
+    .await
 }
 
 async fn get_in(tx: &mut Tx, id: &str) -> Result<Goal> {
-    let row = sqlx::query("SELECT * FROM goals WHERE id = $1")
-        .bind(id)
-        .fetch_optional(tx.conn())
-        .await?;
-    row.as_ref()
-        .map(map)
-        .transpose()?
-        .ok_or_else(|| Error::not_found("Goal"))
+    one_by_id(
+        tx.conn(),
+        "SELECT * FROM goals WHERE id = $1",
+        id,
+        map,
+        "Goal",
+    )
+    .await
 }
 
 pub(crate) async fn get_in_company(tx: &mut Tx, company_id: &str, id: &str) -> Result<Goal> {

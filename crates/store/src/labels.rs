@@ -7,7 +7,7 @@ use serde_json::json;
 use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
-use crate::row::RowExt;
+use crate::row::{one_by_id, RowExt};
 use crate::{new_id, now, Error, Result, Store};
 
 pub async fn create(
@@ -79,14 +79,14 @@ pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Label>> {
 }
 
 pub async fn get(store: &Store, id: &str) -> Result<Label> {
-    let row = sqlx::query("SELECT * FROM labels WHERE id = $1")
-        .bind(id)
-        .fetch_optional(store.pool())
-        .await?;
-    row.as_ref()
-        .map(map)
-        .transpose()?
-        .ok_or_else(|| Error::not_found("Label"))
+    one_by_id(
+        store.pool(),
+        "SELECT * FROM labels WHERE id = $1",
+        id,
+        map,
+        "Label",
+    )
+    .await
 }
 
 /// Deletes the label and detaches it from every issue.

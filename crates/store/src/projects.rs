@@ -10,7 +10,7 @@ use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::companies::diff;
-use crate::row::RowExt;
+use crate::row::{one_by_id, RowExt};
 use crate::{new_id, now, Error, Result, Store, Tx};
 
 pub async fn create(
@@ -80,25 +80,25 @@ pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Project>> {
 }
 
 pub async fn get(store: &Store, id: &str) -> Result<Project> {
-    let row = sqlx::query("SELECT * FROM projects WHERE id = $1")
-        .bind(id)
-        .fetch_optional(store.pool())
-        .await?;
-    row.as_ref()
-        .map(map)
-        .transpose()?
-        .ok_or_else(|| Error::not_found("Project"))
+    one_by_id(
+        store.pool(),
+        "SELECT * FROM projects WHERE id = $1",
+        id,
+        map,
+        "Project",
+    )
+    .await
 }
 
 async fn get_in(tx: &mut Tx, id: &str) -> Result<Project> {
-    let row = sqlx::query("SELECT * FROM projects WHERE id = $1")
-        .bind(id)
-        .fetch_optional(tx.conn())
-        .await?;
-    row.as_ref()
-        .map(map)
-        .transpose()?
-        .ok_or_else(|| Error::not_found("Project"))
+    one_by_id(
+        tx.conn(),
+        "SELECT * FROM projects WHERE id = $1",
+        id,
+        map,
+        "Project",
+    )
+    .await
 }
 
 pub(crate) async fn get_in_company(tx: &mut Tx, company_id: &str, id: &str) -> Result<Project> {

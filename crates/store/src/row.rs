@@ -41,3 +41,19 @@ impl RowExt for AnyRow {
         }
     }
 }
+
+/// The one row `sql` (which takes the id as `$1`) finds, mapped, or
+/// "<what> not found". Works on the pool and inside a transaction alike.
+pub(crate) async fn one_by_id<'c, T>(
+    executor: impl sqlx::Executor<'c, Database = sqlx::Any>,
+    sql: &str,
+    id: &str,
+    map: fn(&AnyRow) -> crate::Result<T>,
+    what: &str,
+) -> crate::Result<T> {
+    let row = sqlx::query(sql).bind(id).fetch_optional(executor).await?;
+    row.as_ref()
+        .map(map)
+        .transpose()?
+        .ok_or_else(|| crate::Error::not_found(what))
+}

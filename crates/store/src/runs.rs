@@ -8,31 +8,31 @@ use serde_json::{json, Value};
 use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
-use crate::row::RowExt;
-use crate::{new_id, now, Error, Result, Store, Tx};
+use crate::row::{one_by_id, RowExt};
+use crate::{new_id, now, Result, Store, Tx};
 
 pub const TERMINAL: [&str; 4] = ["succeeded", "failed", "cancelled", "timed_out"];
 
 pub async fn get(store: &Store, id: &str) -> Result<HeartbeatRun> {
-    let row = sqlx::query("SELECT * FROM heartbeat_runs WHERE id = $1")
-        .bind(id)
-        .fetch_optional(store.pool())
-        .await?;
-    row.as_ref()
-        .map(map)
-        .transpose()?
-        .ok_or_else(|| Error::not_found("Heartbeat run"))
+    one_by_id(
+        store.pool(),
+        "SELECT * FROM heartbeat_runs WHERE id = $1",
+        id,
+        map,
+        "Heartbeat run",
+    )
+    .await
 }
 
 pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<HeartbeatRun> {
-    let row = sqlx::query("SELECT * FROM heartbeat_runs WHERE id = $1")
-        .bind(id)
-        .fetch_optional(tx.conn())
-        .await?;
-    row.as_ref()
-        .map(map)
-        .transpose()?
-        .ok_or_else(|| Error::not_found("Heartbeat run"))
+    one_by_id(
+        tx.conn(),
+        "SELECT * FROM heartbeat_runs WHERE id = $1",
+        id,
+        map,
+        "Heartbeat run",
+    )
+    .await
 }
 
 #[derive(Debug, Default, Clone)]
