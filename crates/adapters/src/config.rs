@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::ConfigError;
 
-pub(crate) struct Fields<'a> {
+pub struct Fields<'a> {
     obj: &'a Map<String, Value>,
     errors: Vec<ConfigError>,
 }

@@ -120,6 +120,8 @@ impl Adapter for HttpAdapter {
         Capabilities {
             cancellable: true,
             async_callback: true,
+            sessions: false,
+            needs_prompt: false,
         }
     }
 

@@ -1,5 +1,5 @@
 //! Agent adapters. An adapter knows how to run one heartbeat of one kind of
-//! agent (a local process, an HTTP endpoint, later Claude Code, Codex, ...)
+//! agent (a local process, an HTTP endpoint, Claude Code, Codex, OpenCode)
 //! and reports what happened through a [`RunSink`]. Adapters are mechanism
 //! only: the runtime owns the run row, redaction, excerpts and events.
 
@@ -12,7 +12,9 @@ use std::sync::Arc;
 use serde_json::Value;
 pub use tokio_util::sync::CancellationToken;
 
-mod config;
+pub mod cli;
+pub mod config;
+pub mod environment;
 pub mod http;
 mod output;
 pub mod process;
@@ -57,6 +59,11 @@ pub struct Invocation {
     pub default_cwd: PathBuf,
     /// Cancelled when the run must stop (cancel, pause, budget stop, shutdown).
     pub cancel: CancellationToken,
+    /// The CLI session saved for this agent and task, to resume.
+    pub session_id: Option<String>,
+    /// Directory holding one folder per skill (`paperclip/SKILL.md`), for
+    /// adapters whose CLI loads skills or instructions from files.
+    pub skills_dir: Option<PathBuf>,
 }
 
 /// How a run ended, as far as the adapter can tell.
@@ -81,6 +88,16 @@ pub enum ErrorCode {
     NonzeroExit,
     OutputParseError,
     HttpError,
+    /// The CLI refused to resume the saved session (unknown or expired).
+    ResumeSessionInvalid,
+    /// The provider rejected the model (unknown, retired, not allowed).
+    ModelUnavailable,
+    /// No credentials: API key missing or invalid, CLI not logged in.
+    AuthRequired,
+    /// Rate limit or plan usage limit reached.
+    RateLimited,
+    /// The conversation no longer fits the model's context window.
+    ContextWindowExceeded,
 }
 
 impl ErrorCode {
@@ -94,6 +111,11 @@ impl ErrorCode {
             ErrorCode::NonzeroExit => "nonzero_exit",
             ErrorCode::OutputParseError => "output_parse_error",
             ErrorCode::HttpError => "http_error",
+            ErrorCode::ResumeSessionInvalid => "resume_session_invalid",
+            ErrorCode::ModelUnavailable => "model_unavailable",
+            ErrorCode::AuthRequired => "auth_required",
+            ErrorCode::RateLimited => "rate_limited",
+            ErrorCode::ContextWindowExceeded => "context_window_exceeded",
         }
     }
 }
@@ -108,6 +130,8 @@ pub struct Outcome {
     pub error_code: Option<ErrorCode>,
     pub usage: Option<Value>,
     pub result: Option<Value>,
+    /// The CLI session this run ended in, to resume on the next run of the task.
+    pub session_id: Option<String>,
 }
 
 impl Outcome {
@@ -120,6 +144,7 @@ impl Outcome {
             error_code: Some(code),
             usage: None,
             result: None,
+            session_id: None,
         }
     }
 
@@ -162,6 +187,11 @@ pub struct Capabilities {
     pub cancellable: bool,
     /// Whether a run can finish later through the callback route.
     pub async_callback: bool,
+    /// Whether the agent keeps a resumable session per task.
+    pub sessions: bool,
+    /// Whether the agent needs a prompt; one is built from a default template
+    /// when its config has none.
+    pub needs_prompt: bool,
 }
 
 pub trait Adapter: Send + Sync {
@@ -173,6 +203,17 @@ pub trait Adapter: Send + Sync {
         invocation: Invocation,
         sink: Arc<dyn RunSink>,
     ) -> BoxFuture<'a, Outcome>;
+    /// Checks that runs can start: the CLI is installed, its version, the
+    /// working directory. Called by the environment-test route.
+    fn test_environment<'a>(
+        &'a self,
+        config: &'a Value,
+        default_cwd: &'a std::path::Path,
+    ) -> BoxFuture<'a, environment::Report> {
+        Box::pin(async move {
+            environment::basic(self.kind(), self.validate_config(config), default_cwd)
+        })
+    }
 }
 
 /// The adapters this build knows, by `adapterType`.
@@ -180,5 +221,17 @@ pub fn registry() -> BTreeMap<&'static str, Arc<dyn Adapter>> {
     let mut map: BTreeMap<&'static str, Arc<dyn Adapter>> = BTreeMap::new();
     map.insert("process", Arc::new(process::ProcessAdapter));
     map.insert("http", Arc::new(http::HttpAdapter::default()));
+    map.insert(
+        "claude_local",
+        Arc::new(cli::CliAdapter::new(cli::claude::Claude)),
+    );
+    map.insert(
+        "codex_local",
+        Arc::new(cli::CliAdapter::new(cli::codex::Codex)),
+    );
+    map.insert(
+        "opencode_local",
+        Arc::new(cli::CliAdapter::new(cli::opencode::OpenCode)),
+    );
     map
 }

@@ -75,13 +75,15 @@ fn last_non_empty_line(text: &str) -> Option<&str> {
     text.lines().rev().map(str::trim).find(|l| !l.is_empty())
 }
 
-/// Reads `reader` until EOF, sending text to the sink. When `last_line` is
-/// given it is kept up to date with the most recent non-empty line.
+/// Reads `reader` until EOF, sending text to the sink and to `tap`. When
+/// `last_line` is given it is kept up to date with the most recent non-empty
+/// line.
 pub(crate) fn spawn_reader<R>(
     mut reader: R,
     stream: Stream,
     sink: Arc<dyn RunSink>,
     last_line: Option<Arc<Mutex<Option<String>>>>,
+    mut tap: Option<Box<dyn crate::process::Tap>>,
 ) -> JoinHandle<()>
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -89,11 +91,14 @@ where
     tokio::spawn(async move {
         let mut lines = LineBuffer::default();
         let mut buf = vec![0u8; 8192];
-        let emit = |text: String| {
+        let mut emit = |text: String| {
             if let (Some(slot), Some(line)) = (&last_line, last_non_empty_line(&text)) {
                 *slot.lock().unwrap() = Some(line.to_string());
             }
             sink.log(stream, &text);
+            if let Some(tap) = tap.as_mut() {
+                tap.text(&text);
+            }
         };
         loop {
             // `read` is cancel safe, so timing it out loses no data.
@@ -121,6 +126,9 @@ where
         }
         if let Some(text) = lines.finish() {
             emit(text);
+        }
+        if let Some(tap) = tap.as_mut() {
+            tap.end();
         }
     })
 }

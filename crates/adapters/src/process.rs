@@ -16,8 +16,8 @@ use tokio::time::Instant;
 use crate::config::{describe, truncate, Fields};
 use crate::output::spawn_reader;
 use crate::{
-    Adapter, BoxFuture, Capabilities, ConfigError, ErrorCode, Invocation, Outcome, OutcomeStatus,
-    RunSink, Stream,
+    Adapter, BoxFuture, CancellationToken, Capabilities, ConfigError, ErrorCode, Invocation,
+    Outcome, OutcomeStatus, RunSink, Stream,
 };
 
 /// How long output pipes may stay open after the process exits, e.g. held by a
@@ -75,6 +75,8 @@ impl Adapter for ProcessAdapter {
         Capabilities {
             cancellable: true,
             async_callback: false,
+            sessions: false,
+            needs_prompt: false,
         }
     }
 
@@ -93,9 +95,51 @@ impl Adapter for ProcessAdapter {
 
 /// Why we had to stop the process ourselves.
 #[derive(Clone, Copy)]
-enum Stop {
+pub(crate) enum Stop {
     Timeout,
     Cancel,
+}
+
+/// One command to run as its own process group.
+pub(crate) struct Spawn {
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    /// The complete overlay on the server's environment.
+    pub env: BTreeMap<String, String>,
+    pub stdin: Option<String>,
+    pub timeout: Option<Duration>,
+    pub grace: Duration,
+}
+
+/// How the process ended.
+pub(crate) struct Exit {
+    pub status: ExitStatus,
+    /// Set when we stopped it, with the signal that did.
+    pub stopped: Option<(Stop, &'static str)>,
+    pub stderr_tail: Option<String>,
+}
+
+/// Receives stdout text as it is read, for adapters that parse it.
+pub(crate) trait Tap: Send {
+    fn text(&mut self, text: &str);
+    /// The stream ended; text after the last newline may still be pending.
+    fn end(&mut self);
+}
+
+/// The runtime's `PAPERCLIP_*` values identify the run and carry its key; an
+/// agent's config must not be able to impersonate another run.
+pub(crate) fn merged_env(
+    run_env: &BTreeMap<String, String>,
+    config_env: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut env = run_env.clone();
+    for (k, v) in config_env {
+        if !(k.starts_with("PAPERCLIP_") && run_env.contains_key(k)) {
+            env.insert(k.clone(), v.clone());
+        }
+    }
+    env
 }
 
 async fn run(inv: Invocation, sink: Arc<dyn RunSink>) -> Outcome {
@@ -103,33 +147,60 @@ async fn run(inv: Invocation, sink: Arc<dyn RunSink>) -> Outcome {
         Ok(cfg) => cfg,
         Err(errors) => return Outcome::failed(ErrorCode::SpawnFailed, describe(&errors)),
     };
-    if inv.cancel.is_cancelled() {
-        return Outcome::ended(
-            OutcomeStatus::Cancelled,
-            ErrorCode::Cancelled,
-            "cancelled before start",
-        );
-    }
-    let cwd = match working_dir(&cfg, &inv.default_cwd).await {
+    let cwd = match working_dir(cfg.cwd.as_deref(), &inv.default_cwd).await {
         Ok(cwd) => cwd,
         Err(message) => return Outcome::failed(ErrorCode::InvalidWorkingDirectory, message),
     };
+    let spawn = Spawn {
+        program: cfg.command.clone(),
+        args: cfg.args.clone(),
+        cwd,
+        env: merged_env(&inv.env, &cfg.env),
+        stdin: inv.prompt.clone(),
+        timeout: cfg.timeout,
+        grace: cfg.grace,
+    };
+    match execute(&spawn, &inv.cancel, sink, None).await {
+        Ok(exit) => outcome(&spawn, exit),
+        Err(outcome) => outcome,
+    }
+}
 
+/// Spawns `spec`, streams its output to the sink (and stdout to `tap`), and
+/// waits for it to exit, stopping it on timeout or cancel. `Err` is an
+/// outcome decided before or instead of an exit (not installed, cancelled
+/// before start, wait failed).
+pub(crate) async fn execute(
+    spec: &Spawn,
+    cancel: &CancellationToken,
+    sink: Arc<dyn RunSink>,
+    tap: Option<Box<dyn Tap>>,
+) -> Result<Exit, Outcome> {
+    if cancel.is_cancelled() {
+        return Err(Outcome::ended(
+            OutcomeStatus::Cancelled,
+            ErrorCode::Cancelled,
+            "cancelled before start",
+        ));
+    }
     sink.event(
         "adapter.invoke",
         "info",
-        &format!("started {}", cfg.command),
-        json!({"command": cfg.command, "args": cfg.args, "cwd": cwd.display().to_string()}),
+        &format!("started {}", spec.program),
+        json!({"command": spec.program, "args": spec.args, "cwd": spec.cwd.display().to_string()}),
     );
 
-    let mut command = build_command(&cfg, &inv, &cwd);
+    let mut command = build_command(spec);
     let mut child = match command.spawn() {
         Ok(child) => child,
-        Err(e) => return spawn_error(&cfg.command, e),
+        Err(e) => return Err(spawn_error(&spec.program, e)),
     };
     // A zero pid would make killpg signal our own group.
     let Some(pid) = child.id().filter(|&p| p > 0) else {
-        return Outcome::failed(ErrorCode::SpawnFailed, "spawned process has no pid");
+        return Err(Outcome::failed(
+            ErrorCode::SpawnFailed,
+            "spawned process has no pid",
+        ));
     };
     let group = GroupGuard {
         pgid: pid as i32,
@@ -138,10 +209,10 @@ async fn run(inv: Invocation, sink: Arc<dyn RunSink>) -> Outcome {
     sink.process_started(pid, pid);
     sink.log(
         Stream::System,
-        &format!("spawned {} (pid {pid})\n", cfg.command),
+        &format!("spawned {} (pid {pid})\n", spec.program),
     );
 
-    let stdin_task = match (child.stdin.take(), inv.prompt.clone()) {
+    let stdin_task = match (child.stdin.take(), spec.stdin.clone()) {
         (Some(mut stdin), Some(prompt)) => Some(tokio::spawn(async move {
             // A child that never reads stdin closes it early; that is its business.
             let _ = stdin.write_all(prompt.as_bytes()).await;
@@ -154,23 +225,28 @@ async fn run(inv: Invocation, sink: Arc<dyn RunSink>) -> Outcome {
         child
             .stdout
             .take()
-            .map(|r| spawn_reader(r, Stream::Stdout, sink.clone(), None)),
-        child
-            .stderr
-            .take()
-            .map(|r| spawn_reader(r, Stream::Stderr, sink.clone(), Some(stderr_tail.clone()))),
+            .map(|r| spawn_reader(r, Stream::Stdout, sink.clone(), None, tap)),
+        child.stderr.take().map(|r| {
+            spawn_reader(
+                r,
+                Stream::Stderr,
+                sink.clone(),
+                Some(stderr_tail.clone()),
+                None,
+            )
+        }),
     ];
 
-    let deadline = cfg.timeout.map(|t| Instant::now() + t);
+    let deadline = spec.timeout.map(|t| Instant::now() + t);
     let stop = tokio::select! {
         status = child.wait() => Ok(status),
         _ = sleep_until(deadline) => Err(Stop::Timeout),
-        _ = inv.cancel.cancelled() => Err(Stop::Cancel),
+        _ = cancel.cancelled() => Err(Stop::Cancel),
     };
     let (status, stopped) = match stop {
         Ok(status) => (status, None),
         Err(why) => {
-            let (status, signal) = terminate(&mut child, group.pgid, cfg.grace, why, &*sink).await;
+            let (status, signal) = terminate(&mut child, group.pgid, spec.grace, why, &*sink).await;
             (status, Some((why, signal)))
         }
     };
@@ -181,30 +257,24 @@ async fn run(inv: Invocation, sink: Arc<dyn RunSink>) -> Outcome {
         task.abort();
     }
 
-    let status = match status {
-        Ok(status) => status,
-        Err(e) => {
-            return Outcome::failed(ErrorCode::SpawnFailed, format!("waiting for process: {e}"))
-        }
-    };
-    let tail = stderr_tail.lock().unwrap().take();
-    outcome(&cfg, status, stopped, tail)
+    let status = status.map_err(|e| {
+        Outcome::failed(ErrorCode::SpawnFailed, format!("waiting for process: {e}"))
+    })?;
+    let stderr_tail = stderr_tail.lock().unwrap().take();
+    Ok(Exit {
+        status,
+        stopped,
+        stderr_tail,
+    })
 }
 
-fn build_command(cfg: &ProcessConfig, inv: &Invocation, cwd: &Path) -> Command {
-    let mut command = Command::new(&cfg.command);
+fn build_command(spec: &Spawn) -> Command {
+    let mut command = Command::new(&spec.program);
     command
-        .args(&cfg.args)
-        .current_dir(cwd)
-        .envs(&inv.env)
-        // The runtime's PAPERCLIP_* values identify the run and carry its key;
-        // an agent's config must not be able to impersonate another run.
-        .envs(
-            cfg.env
-                .iter()
-                .filter(|(k, _)| !(k.starts_with("PAPERCLIP_") && inv.env.contains_key(*k))),
-        )
-        .stdin(if inv.prompt.is_some() {
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .envs(&spec.env)
+        .stdin(if spec.stdin.is_some() {
             Stdio::piped()
         } else {
             Stdio::null()
@@ -217,10 +287,12 @@ fn build_command(cfg: &ProcessConfig, inv: &Invocation, cwd: &Path) -> Command {
     command
 }
 
-async fn working_dir(cfg: &ProcessConfig, default_cwd: &Path) -> Result<PathBuf, String> {
-    if let Some(cwd) = &cfg.cwd {
+/// The configured working directory, which must exist, or the default one,
+/// created on demand.
+pub(crate) async fn working_dir(cwd: Option<&Path>, default_cwd: &Path) -> Result<PathBuf, String> {
+    if let Some(cwd) = cwd {
         return match tokio::fs::metadata(cwd).await {
-            Ok(m) if m.is_dir() => Ok(cwd.clone()),
+            Ok(m) if m.is_dir() => Ok(cwd.to_path_buf()),
             Ok(_) => Err(format!(
                 "working directory {} is not a directory",
                 cwd.display()
@@ -239,7 +311,7 @@ async fn working_dir(cfg: &ProcessConfig, default_cwd: &Path) -> Result<PathBuf,
         })
 }
 
-fn spawn_error(command: &str, e: std::io::Error) -> Outcome {
+pub(crate) fn spawn_error(command: &str, e: std::io::Error) -> Outcome {
     match e.kind() {
         ErrorKind::NotFound => Outcome::failed(
             ErrorCode::AdapterNotInstalled,
@@ -380,15 +452,16 @@ async fn drain(readers: [Option<tokio::task::JoinHandle<()>>; 2], sink: &dyn Run
     }
 }
 
-fn outcome(
-    cfg: &ProcessConfig,
-    status: ExitStatus,
-    stopped: Option<(Stop, &'static str)>,
-    stderr_tail: Option<String>,
-) -> Outcome {
+/// The outcome of a plain process: its exit code decides.
+fn outcome(spec: &Spawn, exit: Exit) -> Outcome {
+    let Exit {
+        status,
+        stopped,
+        stderr_tail,
+    } = exit;
     let mut out = match stopped {
         Some((Stop::Timeout, _)) => {
-            let secs = cfg.timeout.unwrap_or_default().as_secs_f64();
+            let secs = spec.timeout.unwrap_or_default().as_secs_f64();
             Outcome::ended(
                 OutcomeStatus::TimedOut,
                 ErrorCode::Timeout,

@@ -277,6 +277,9 @@ pub struct HeartbeatRun {
     pub process_group_id: Option<i64>,
     /// How many later wakes were folded into this run while it was queued.
     pub coalesced_count: i64,
+    /// The CLI session the run resumed, and the one it ended in.
+    pub session_id_before: Option<String>,
+    pub session_id_after: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -412,4 +415,41 @@ pub struct ConfigRevision {
     pub changed_by_actor_id: String,
     pub change_summary: Option<String>,
     pub created_at: String,
+}
+
+/// A resumable CLI session of one agent on one task.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskSession {
+    pub id: String,
+    pub company_id: String,
+    pub agent_id: String,
+    pub adapter_type: String,
+    pub task_key: String,
+    #[schema(value_type = Option<Object>)]
+    pub session_params_json: Option<Value>,
+    pub session_display_id: Option<String>,
+    pub last_run_id: Option<String>,
+    pub last_error: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// An agent's runtime totals, computed from its runs and cost events.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeState {
+    pub agent_id: String,
+    pub company_id: String,
+    pub adapter_type: String,
+    /// The session of the agent's latest run that ended in one.
+    pub session_id: Option<String>,
+    pub last_run_id: Option<String>,
+    pub last_run_status: Option<String>,
+    pub last_error: Option<String>,
+    pub total_input_tokens: i64,
+    pub total_output_tokens: i64,
+    pub total_cached_input_tokens: i64,
+    pub total_cost_cents: i64,
+    pub updated_at: Option<String>,
 }

@@ -24,6 +24,7 @@ pub const CATALOG: &[&str] = &[
     "task.status",
     "task.description",
     "wake.commentId",
+    "wake.comments",
     "wake.payloadJson",
     "approval.id",
     "approval.status",
@@ -92,9 +93,81 @@ pub fn render(template: &str, values: &BTreeMap<&str, String>) -> String {
     out
 }
 
+/// The prompt of an agent without a template: who it is, why it woke, the
+/// task, what was said since, and the procedure, leaving out what is empty.
+pub fn default_prompt(values: &BTreeMap<&str, String>) -> String {
+    let get = |k: &str| {
+        values
+            .get(k)
+            .map(String::as_str)
+            .filter(|v| !v.trim().is_empty())
+    };
+    let mut out = format!(
+        "You are {}, {} at {}. Paperclip woke you for a heartbeat",
+        get("agent.name").unwrap_or("an agent"),
+        get("agent.title")
+            .or(get("agent.role"))
+            .unwrap_or("an agent"),
+        get("company.name").unwrap_or("your company"),
+    );
+    match get("heartbeat.reason") {
+        Some(reason) => out.push_str(&format!(" (reason: {reason}).\n")),
+        None => out.push_str(".\n"),
+    }
+    if let Some(id) = get("task.identifier") {
+        out.push_str(&format!(
+            "\nYour task: {id} \"{}\" (status {}).\n",
+            get("task.title").unwrap_or(""),
+            get("task.status").unwrap_or("unknown")
+        ));
+        if let Some(description) = get("task.description") {
+            out.push_str(&format!("\n{description}\n"));
+        }
+    }
+    if let Some(comments) = get("wake.comments") {
+        out.push_str(&format!(
+            "\nNew comments since you last looked:\n{comments}\n"
+        ));
+    }
+    if let Some(status) = get("approval.status") {
+        out.push_str(&format!(
+            "\nApproval {} was {status}.\n",
+            get("approval.id").unwrap_or("")
+        ));
+    }
+    out.push_str(
+        "\nFollow the Paperclip skill: check out the task before working on it (a 409 means \
+         someone else has it; do not retry), do the work, comment what you did, and set the \
+         task's final status. Call the API at $PAPERCLIP_API_URL with \
+         `Authorization: Bearer $PAPERCLIP_API_KEY` and `X-Paperclip-Run-Id: $PAPERCLIP_RUN_ID`.\n",
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn default_prompt_names_the_task_and_skips_what_is_empty() {
+        let mut v = BTreeMap::new();
+        v.insert("agent.name", "Coder".to_string());
+        v.insert("agent.role", "engineer".to_string());
+        v.insert("company.name", "Acme".to_string());
+        v.insert("heartbeat.reason", "issue_assigned".to_string());
+        v.insert("task.identifier", "ACM-3".to_string());
+        v.insert("task.title", "Fix login".to_string());
+        v.insert("task.status", "todo".to_string());
+        v.insert("task.description", String::new());
+        let p = default_prompt(&v);
+        assert!(p.starts_with("You are Coder, engineer at Acme. Paperclip woke you for a heartbeat (reason: issue_assigned)."));
+        assert!(p.contains("Your task: ACM-3 \"Fix login\" (status todo)."));
+        assert!(!p.contains("New comments"));
+        assert!(!p.contains("Approval"));
+        v.insert("wake.comments", "- board: please hurry".to_string());
+        assert!(default_prompt(&v)
+            .contains("New comments since you last looked:\n- board: please hurry"));
+    }
 
     #[test]
     fn known_variables_render_and_unknown_ones_are_refused() {

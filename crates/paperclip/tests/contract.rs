@@ -13,6 +13,11 @@ use serde_json::{json, Value};
 /// entry whose route is missing from the OpenAPI document, fails the test.
 const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/health"),
+    ("get", "/api/agents/{id}/task-sessions"),
+    ("get", "/api/agents/{id}/runtime-state"),
+    ("post", "/api/agents/{id}/runtime-state/reset-session"),
+    ("post", "/api/companies/{companyId}/adapters/{type}/test-environment"),
+    ("get", "/api/skills/paperclip"),
     ("get", "/api/companies"),
     ("post", "/api/companies"),
     ("get", "/api/companies/{companyId}"),

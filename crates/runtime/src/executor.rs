@@ -5,11 +5,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use paperclip_adapters::{Adapter, CancellationToken, Invocation, OutcomeStatus};
+use paperclip_adapters::{
+    Adapter, CancellationToken, ErrorCode, Invocation, Outcome, OutcomeStatus, RunSink, Stream,
+};
 use paperclip_core::actor::Actor;
 use paperclip_core::heartbeat::HeartbeatPolicy;
 use paperclip_core::model::{Agent, HeartbeatRun};
-use paperclip_store::runs::{self, Finish};
+use paperclip_store::runs::{self, Finish, SessionUpdate};
 use paperclip_store::{Store, StoreEvent};
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, Notify};
@@ -77,6 +79,7 @@ impl Runtime {
     /// Recovers what a previous process left, then starts the executor, the
     /// commit-event bridge and the timer scheduler.
     pub async fn start(&self) -> anyhow::Result<()> {
+        crate::skills::install(&self.skills_dir())?;
         crate::recovery::recover(&self.inner.store).await?;
         let bridge = self.clone();
         let events = self.inner.store.subscribe();
@@ -103,6 +106,16 @@ impl Runtime {
 
     pub fn adapter(&self, kind: &str) -> Option<Arc<dyn Adapter>> {
         self.inner.adapters.get(kind).cloned()
+    }
+
+    /// Where the skills handed to coding CLIs live (`paperclip/SKILL.md`).
+    pub fn skills_dir(&self) -> PathBuf {
+        self.inner.data_dir.join("skills")
+    }
+
+    /// The default working directory of an agent's runs.
+    pub fn workspace_dir(&self, agent_id: &str) -> PathBuf {
+        self.inner.data_dir.join("workspaces").join(agent_id)
     }
 
     /// Wakes the executor to look for queued runs now.
@@ -349,11 +362,16 @@ impl Runtime {
         if cost_cents.is_none() && input.is_none() && output.is_none() {
             return;
         }
+        let store = &self.inner.store;
+        let issue = match &run.issue_id {
+            Some(id) => paperclip_store::issues::get(store, id).await.ok(),
+            None => None,
+        };
         let event = paperclip_core::input::NewCostEvent {
             agent_id: Some(run.agent_id.clone()),
             issue_id: run.issue_id.clone(),
-            project_id: None,
-            goal_id: None,
+            project_id: issue.as_ref().and_then(|i| i.project_id.clone()),
+            goal_id: issue.as_ref().and_then(|i| i.goal_id.clone()),
             heartbeat_run_id: Some(run.id.clone()),
             billing_code: None,
             provider: text("provider"),
@@ -364,7 +382,6 @@ impl Runtime {
             cost_cents,
             occurred_at: None,
         };
-        let store = &self.inner.store;
         if let Err(err) = paperclip_store::costs::record(
             store,
             &Actor::system(),
@@ -432,16 +449,31 @@ impl Runtime {
             }
         }
         let redactor = Redactor::new(secrets);
-        let prompt = agent
+        let caps = adapter.capabilities();
+        let mut values =
+            template_values(&self.inner.api_url, &company, &agent, run, issue.as_ref());
+        if let Some(comments) = self.wake_comments(run).await {
+            values.insert("wake.comments", comments);
+        }
+        let prompt = match agent
             .adapter_config
             .get("promptTemplate")
             .and_then(Value::as_str)
-            .map(|t| {
-                paperclip_core::template::render(
-                    t,
-                    &template_values(&self.inner.api_url, &company, &agent, run, issue.as_ref()),
-                )
-            });
+        {
+            Some(t) => Some(paperclip_core::template::render(t, &values)),
+            None if caps.needs_prompt => Some(paperclip_core::template::default_prompt(&values)),
+            None => None,
+        };
+        // Sessions are per task; a run without a task starts fresh.
+        let task_key = run.issue_id.clone().filter(|_| caps.sessions);
+        let saved_session = match &task_key {
+            Some(key) => {
+                paperclip_store::sessions::find(store, &agent.id, &agent.adapter_type, key)
+                    .await?
+                    .and_then(|s| s.session_display_id)
+            }
+            None => None,
+        };
         let cancel = CancellationToken::new();
         let reason = Arc::new(Mutex::new(None));
         self.inner.active.lock().expect("active lock").insert(
@@ -460,10 +492,13 @@ impl Runtime {
             env,
             prompt,
             context: run.context_snapshot.clone(),
-            default_cwd: self.inner.data_dir.join("workspaces").join(&agent.id),
+            default_cwd: self.workspace_dir(&agent.id),
             cancel,
+            session_id: saved_session.clone(),
+            skills_dir: Some(self.skills_dir()),
         };
-        let outcome = adapter.invoke(invocation, sink.clone()).await;
+        let (outcome, rejected) =
+            invoke_with_fresh_retry(&*adapter, invocation, sink.clone()).await;
         self.inner
             .active
             .lock()
@@ -498,7 +533,64 @@ impl Runtime {
             log_store: Some(self.inner.logs.kind().to_string()),
             log_ref: stats.log_ref,
             log_bytes: stats.log_bytes as i64,
+            session_id_before: saved_session,
+            session_id_after: outcome.session_id.clone(),
+            session: task_key.and_then(|task_key| {
+                let forget =
+                    rejected || outcome.error_code == Some(ErrorCode::ResumeSessionInvalid);
+                (outcome.session_id.is_some() || forget).then(|| SessionUpdate {
+                    adapter_type: agent.adapter_type.clone(),
+                    task_key,
+                    session_id: outcome.session_id.clone(),
+                    error: None,
+                })
+            }),
         }))
+    }
+
+    /// For a comment wake: the waking comment and any after it, oldest first.
+    async fn wake_comments(&self, run: &HeartbeatRun) -> Option<String> {
+        let store = &self.inner.store;
+        let issue_id = run.issue_id.as_deref()?;
+        let comment_id = run
+            .context_snapshot
+            .pointer("/payload/commentId")
+            .and_then(Value::as_str)?;
+        let first = paperclip_store::comments::get(store, issue_id, comment_id)
+            .await
+            .ok()?;
+        let mut list = vec![first];
+        list.extend(
+            paperclip_store::comments::list(
+                store,
+                issue_id,
+                Some(comment_id),
+                paperclip_store::comments::Order::Asc,
+                20,
+            )
+            .await
+            .ok()?,
+        );
+        let mut names: HashMap<String, String> = HashMap::new();
+        let mut out = String::new();
+        for c in list {
+            let author = match &c.author_agent_id {
+                Some(id) => match names.get(id) {
+                    Some(n) => n.clone(),
+                    None => {
+                        let n = paperclip_store::agents::get(store, id)
+                            .await
+                            .map(|a| a.name)
+                            .unwrap_or_else(|_| "an agent".into());
+                        names.insert(id.clone(), n.clone());
+                        n
+                    }
+                },
+                None => "the board".into(),
+            };
+            out.push_str(&format!("- {author}: {}\n", c.body.trim()));
+        }
+        Some(out)
     }
 
     pub(crate) fn publish_run(&self, run: &HeartbeatRun, kind: &str) {
@@ -516,6 +608,40 @@ impl Runtime {
             );
         }
     }
+}
+
+/// Invokes the adapter; when it refuses to resume the saved session, says so
+/// in the run, and runs once more with a fresh session. Returns the outcome
+/// and whether the saved session was rejected.
+async fn invoke_with_fresh_retry(
+    adapter: &dyn Adapter,
+    invocation: Invocation,
+    sink: Arc<RunSinkImpl>,
+) -> (Outcome, bool) {
+    let resumed = invocation.session_id.clone();
+    let outcome = adapter.invoke(invocation.clone(), sink.clone()).await;
+    let Some(session) = resumed else {
+        return (outcome, false);
+    };
+    if outcome.error_code != Some(ErrorCode::ResumeSessionInvalid)
+        || invocation.cancel.is_cancelled()
+    {
+        return (outcome, false);
+    }
+    let message =
+        format!("the saved session {session} could not be resumed; starting a fresh session");
+    sink.log(Stream::System, &format!("{message}\n"));
+    sink.event(
+        "session.reset",
+        "warn",
+        &message,
+        json!({ "sessionId": session, "errorCode": "resume_session_invalid", "error": outcome.error }),
+    );
+    let fresh = Invocation {
+        session_id: None,
+        ..invocation
+    };
+    (adapter.invoke(fresh, sink).await, true)
 }
 
 pub(crate) fn publish_run(hub: &Hub, run: &HeartbeatRun, kind: &str) {

@@ -6,6 +6,7 @@
 //!   output to the [`logs`] store and the live [`hub`], and records the outcome.
 //! - [`scheduler`] turns timer policies into wakes.
 //! - [`recovery`] settles what a previous process left behind.
+//! - [`skills`] ships the Paperclip skill to the data dir for coding CLIs.
 //! - [`tokens`] mints and checks the short-lived per-run credentials.
 //!
 //! Wakes themselves are enqueued by the store (`paperclip_store::wakeups`)
@@ -19,6 +20,7 @@ pub mod recovery;
 mod redact;
 pub mod scheduler;
 mod sink;
+pub mod skills;
 pub mod tokens;
 
 pub use executor::Runtime;

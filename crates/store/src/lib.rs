@@ -29,6 +29,7 @@ pub mod projects;
 pub mod revisions;
 mod row;
 pub mod runs;
+pub mod sessions;
 pub mod wakeups;
 
 use std::str::FromStr;

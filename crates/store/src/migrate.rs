@@ -14,6 +14,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "governance",
         include_str!("../migrations/0003_governance.sql"),
     ),
+    (
+        4,
+        "sessions",
+        include_str!("../migrations/0004_sessions.sql"),
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -173,6 +173,19 @@ pub struct Finish {
     pub log_store: Option<String>,
     pub log_ref: Option<String>,
     pub log_bytes: i64,
+    pub session_id_before: Option<String>,
+    pub session_id_after: Option<String>,
+    /// What to do with the task's saved session, in the same transaction.
+    pub session: Option<SessionUpdate>,
+}
+
+/// Saves (or, with `session_id: None`, forgets) the run's task session.
+#[derive(Debug, Clone)]
+pub struct SessionUpdate {
+    pub adapter_type: String,
+    pub task_key: String,
+    pub session_id: Option<String>,
+    pub error: Option<String>,
 }
 
 /// Ends a running run and settles its agent (idle, or error after a failure;
@@ -183,7 +196,8 @@ pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Optio
     let done = sqlx::query(
         "UPDATE heartbeat_runs SET status = $2, error = $3, error_code = $4, exit_code = $5, \
          signal = $6, usage_json = $7, result_json = $8, stdout_excerpt = $9, stderr_excerpt = $10, \
-         log_store = $11, log_ref = $12, log_bytes = $13, finished_at = $14, updated_at = $14 \
+         log_store = $11, log_ref = $12, log_bytes = $13, finished_at = $14, updated_at = $14, \
+         session_id_before = $15, session_id_after = $16 \
          WHERE id = $1 AND status = 'running'",
     )
     .bind(run_id)
@@ -200,6 +214,8 @@ pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Optio
     .bind(finish.log_ref.as_deref())
     .bind(finish.log_bytes)
     .bind(&ts)
+    .bind(finish.session_id_before.as_deref())
+    .bind(finish.session_id_after.as_deref())
     .execute(tx.conn())
     .await?
     .rows_affected();
@@ -207,6 +223,9 @@ pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Optio
         return Ok(None);
     }
     let run = get_in(&mut tx, run_id).await?;
+    if let Some(update) = &finish.session {
+        crate::sessions::apply_in(&mut tx, &run, update).await?;
+    }
     let request_status = if finish.status == "succeeded" {
         "completed"
     } else {
@@ -496,6 +515,8 @@ pub(crate) fn map(row: &AnyRow) -> Result<HeartbeatRun> {
         process_pid: sqlx::Row::try_get(row, "process_pid")?,
         process_group_id: sqlx::Row::try_get(row, "process_group_id")?,
         coalesced_count: row.int("coalesced_count")?,
+        session_id_before: row.opt_text("session_id_before")?,
+        session_id_after: row.opt_text("session_id_after")?,
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
     })

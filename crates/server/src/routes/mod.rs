@@ -18,6 +18,7 @@ mod keys;
 mod labels;
 mod projects;
 mod revisions;
+mod sessions;
 
 use axum::http::{StatusCode, Uri};
 use utoipa_axum::router::OpenApiRouter;
@@ -44,6 +45,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(approvals::router())
         .merge(costs::router())
         .merge(revisions::router())
+        .merge(sessions::router())
 }
 
 pub async fn not_found(uri: Uri) -> ApiError {

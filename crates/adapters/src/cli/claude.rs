@@ -1,0 +1,302 @@
+//! `adapterType: "claude_local"`: Claude Code in print mode,
+//! `claude --print - --output-format stream-json --verbose`, prompt on stdin.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::stream::{json_line, str_at, u64_at, Item, StreamParser, Summary, Usage};
+use super::{Built, CliKind, RunSpec};
+use crate::config::Fields;
+
+pub struct Claude;
+
+pub struct ClaudeExtra {
+    effort: Option<String>,
+    max_turns: Option<u64>,
+    skip_permissions: bool,
+}
+
+impl CliKind for Claude {
+    type Extra = ClaudeExtra;
+
+    fn kind(&self) -> &'static str {
+        "claude_local"
+    }
+
+    fn default_command(&self) -> &'static str {
+        "claude"
+    }
+
+    fn provider(&self, _model: Option<&str>) -> &'static str {
+        "anthropic"
+    }
+
+    fn parse_extra(&self, f: &mut Fields<'_>) -> ClaudeExtra {
+        let effort = f.string("effort").filter(|s| !s.is_empty());
+        if let Some(e) = &effort {
+            if !["low", "medium", "high", "xhigh", "max"].contains(&e.as_str()) {
+                f.error(&["effort"], "must be one of low, medium, high, xhigh, max");
+            }
+        }
+        let max_turns = f.get("maxTurnsPerRun").and_then(|v| match v.as_u64() {
+            Some(n) if n > 0 => Some(n),
+            _ => None,
+        });
+        if f.get("maxTurnsPerRun").is_some() && max_turns.is_none() {
+            f.error(&["maxTurnsPerRun"], "must be a positive integer");
+        }
+        ClaudeExtra {
+            effort,
+            max_turns,
+            skip_permissions: f.bool("dangerouslySkipPermissions", false),
+        }
+    }
+
+    fn build(&self, run: &RunSpec<'_, ClaudeExtra>) -> std::io::Result<Built> {
+        let mut args: Vec<String> = [
+            "--print",
+            "-",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut env = BTreeMap::new();
+        let mut notes = Vec::new();
+        if let Some(session) = run.session_id {
+            args.extend(["--resume".into(), session.to_string()]);
+        }
+        if let Some(model) = &run.config.model {
+            args.extend(["--model".into(), model.clone()]);
+        }
+        if let Some(effort) = &run.extra.effort {
+            args.extend(["--effort".into(), effort.clone()]);
+        }
+        if let Some(n) = run.extra.max_turns {
+            args.extend(["--max-turns".into(), n.to_string()]);
+        }
+        if run.extra.skip_permissions {
+            args.push("--dangerously-skip-permissions".into());
+            // Claude Code refuses to skip permissions as root outside a
+            // sandbox; a server run as root (containers) is one, so say so.
+            // SAFETY: geteuid has no preconditions.
+            if unsafe { libc::geteuid() } == 0 && !run.config.env.contains_key("IS_SANDBOX") {
+                env.insert("IS_SANDBOX".into(), "1".into());
+                notes.push(
+                    "running as root: set IS_SANDBOX=1 so Claude Code accepts --dangerously-skip-permissions".into(),
+                );
+            }
+        }
+        if let Some(file) = &run.config.instructions_file {
+            args.extend([
+                "--append-system-prompt-file".into(),
+                file.display().to_string(),
+            ]);
+        }
+        if let Some(dir) = claude_skills_root(run)? {
+            args.extend(["--add-dir".into(), dir]);
+        }
+        args.extend(run.config.extra_args.iter().cloned());
+        Ok(Built {
+            args,
+            prompt_on_stdin: true,
+            env,
+            notes,
+        })
+    }
+
+    fn parser(&self) -> Box<dyn StreamParser> {
+        Box::new(ClaudeParser::default())
+    }
+
+    fn resume_rejected(&self, text: &str) -> bool {
+        let t = text.to_ascii_lowercase();
+        t.contains("no conversation found") || t.contains("session id") && t.contains("not found")
+    }
+}
+
+/// Claude Code loads skills from `<dir>/.claude/skills/<name>/SKILL.md` of
+/// every `--add-dir`; the shared skills folder is linked into that layout in
+/// the agent's scratch dir.
+fn claude_skills_root(run: &RunSpec<'_, ClaudeExtra>) -> std::io::Result<Option<String>> {
+    let Some(skills) = run.skills_dir else {
+        return Ok(None);
+    };
+    let root = run.scratch.join("add-dir");
+    let link = root.join(".claude").join("skills");
+    std::fs::create_dir_all(root.join(".claude"))?;
+    if std::fs::read_link(&link).ok().as_deref() != Some(skills) {
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(skills, &link)?;
+    }
+    Ok(Some(root.display().to_string()))
+}
+
+#[derive(Default)]
+pub struct ClaudeParser {
+    summary: Summary,
+}
+
+impl StreamParser for ClaudeParser {
+    fn line(&mut self, line: &str) -> Vec<Item> {
+        let Some(v) = json_line(line, &mut self.summary) else {
+            return Vec::new();
+        };
+        let s = &mut self.summary;
+        if let Some(id) = str_at(&v, &["session_id"]) {
+            s.session_id = Some(id);
+        }
+        match v.get("type").and_then(Value::as_str) {
+            Some("system") if str_at(&v, &["subtype"]).as_deref() == Some("init") => {
+                s.model = str_at(&v, &["model"]).or(s.model.take());
+                let tools = v
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .map(|t| {
+                        t.iter()
+                            .filter_map(Value::as_str)
+                            .map(String::from)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                vec![Item::Init {
+                    session_id: s.session_id.clone(),
+                    model: s.model.clone(),
+                    tools,
+                }]
+            }
+            Some("assistant") => content_items(&v),
+            Some("user") => content_items(&v),
+            Some("result") => {
+                s.completed = true;
+                s.result_text = str_at(&v, &["result"]);
+                s.stop_reason = str_at(&v, &["stop_reason"]).or_else(|| str_at(&v, &["subtype"]));
+                s.num_turns = v.get("num_turns").and_then(Value::as_u64);
+                let usage = v.get("usage").cloned().unwrap_or(Value::Null);
+                s.usage = Usage {
+                    input_tokens: u64_at(&usage, &["input_tokens"])
+                        + u64_at(&usage, &["cache_creation_input_tokens"]),
+                    cached_input_tokens: u64_at(&usage, &["cache_read_input_tokens"]),
+                    output_tokens: u64_at(&usage, &["output_tokens"]),
+                    cost_usd: v.get("total_cost_usd").and_then(Value::as_f64),
+                };
+                let is_error = v.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                let subtype = str_at(&v, &["subtype"]).unwrap_or_default();
+                if is_error || subtype.starts_with("error") {
+                    let message = s
+                        .result_text
+                        .clone()
+                        .filter(|t| !t.trim().is_empty())
+                        .or_else(|| errors_text(&v))
+                        .unwrap_or_else(|| format!("Claude Code reported {subtype}"));
+                    s.error = Some(message.clone());
+                    return vec![Item::Error { message }];
+                }
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn summary(&self) -> Summary {
+        self.summary.clone()
+    }
+}
+
+fn errors_text(v: &Value) -> Option<String> {
+    let list = v.get("errors")?.as_array()?;
+    let parts: Vec<String> = list
+        .iter()
+        .map(|e| {
+            e.as_str()
+                .map(String::from)
+                .unwrap_or_else(|| e.to_string())
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// Text, tool calls and tool results in an assistant or user message.
+fn content_items(v: &Value) -> Vec<Item> {
+    let Some(blocks) = v.pointer("/message/content").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    blocks
+        .iter()
+        .filter_map(|b| match b.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let text = str_at(b, &["text"])?;
+                (!text.trim().is_empty()).then_some(Item::Assistant { text })
+            }
+            Some("tool_use") => Some(Item::ToolCall {
+                id: str_at(b, &["id"]).unwrap_or_default(),
+                name: str_at(b, &["name"]).unwrap_or_default(),
+                input: b.get("input").cloned().unwrap_or(Value::Null),
+            }),
+            Some("tool_result") => Some(Item::ToolResult {
+                id: str_at(b, &["tool_use_id"]).unwrap_or_default(),
+                output: tool_result_text(b.get("content")),
+                is_error: b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+fn tool_result_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(lines: &[&str]) -> (Vec<Item>, Summary) {
+        let mut p = ClaudeParser::default();
+        let items = lines.iter().flat_map(|l| p.line(l)).collect();
+        (items, p.summary())
+    }
+
+    #[test]
+    fn a_tool_run_gives_steps_session_and_usage() {
+        let (items, s) = parse(&[
+            r#"{"type":"system","subtype":"init","session_id":"s-1","model":"claude-sonnet-4-5","tools":["Bash","Read"]}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"Checking out."},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"curl -X POST x"}}]},"session_id":"s-1"}"#,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"ok","is_error":false}]},"session_id":"s-1"}"#,
+            r#"{"type":"result","subtype":"success","is_error":false,"result":"Done.","session_id":"s-1","num_turns":2,"total_cost_usd":0.0123,"usage":{"input_tokens":10,"cache_creation_input_tokens":5,"cache_read_input_tokens":100,"output_tokens":20}}"#,
+        ]);
+        assert_eq!(items.len(), 4);
+        assert!(matches!(&items[2], Item::ToolCall { name, .. } if name == "Bash"));
+        assert!(
+            matches!(&items[3], Item::ToolResult { output, is_error: false, .. } if output == "ok")
+        );
+        assert!(s.completed && s.error.is_none());
+        assert_eq!(s.session_id.as_deref(), Some("s-1"));
+        assert_eq!(s.usage.input_tokens, 15);
+        assert_eq!(s.usage.cached_input_tokens, 100);
+        assert_eq!(s.usage.cost_usd, Some(0.0123));
+        assert_eq!(s.result_text.as_deref(), Some("Done."));
+    }
+
+    #[test]
+    fn an_error_result_is_a_failure_with_its_text() {
+        let (items, s) = parse(&[
+            "not json at all",
+            r#"{"type":"result","subtype":"success","is_error":true,"result":"API Error: 404 model not found","session_id":"s-2"}"#,
+        ]);
+        assert_eq!(s.error.as_deref(), Some("API Error: 404 model not found"));
+        assert_eq!(s.last_other_line.as_deref(), Some("not json at all"));
+        assert!(matches!(&items[0], Item::Error { .. }));
+    }
+}

@@ -1,0 +1,540 @@
+//! The coding-agent CLIs (`claude_local`, `codex_local`, `opencode_local`):
+//! one adapter shape, three dialects. [`CliAdapter`] owns what they share
+//! (config, working directory, the process, cancel and timeout, turning
+//! output into transcript events, failure classes, session resume); each
+//! [`CliKind`] says how to build its command line and read its output.
+
+pub mod classify;
+pub mod claude;
+pub mod codex;
+pub mod opencode;
+pub mod stream;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::config::{describe, truncate, Fields};
+use crate::environment::{self, Check, Level, Report};
+use crate::process::{self, Exit, Spawn, Stop};
+use crate::{
+    Adapter, BoxFuture, Capabilities, ConfigError, ErrorCode, Invocation, Outcome, OutcomeStatus,
+    RunSink, Stream,
+};
+use stream::{Lines, StreamParser, Summary};
+
+/// Config keys every CLI adapter understands (upstream's names).
+#[derive(Debug, Clone)]
+pub struct CliConfig {
+    pub command: String,
+    pub cwd: Option<PathBuf>,
+    pub env: BTreeMap<String, String>,
+    pub model: Option<String>,
+    /// Extra arguments appended to the generated ones.
+    pub extra_args: Vec<String>,
+    /// The agent's own instructions (AGENTS.md-style), handed to the CLI.
+    pub instructions_file: Option<PathBuf>,
+    pub timeout: Option<Duration>,
+    pub grace: Duration,
+}
+
+/// One run's inputs as a [`CliKind`] sees them.
+pub struct RunSpec<'a, E> {
+    pub config: &'a CliConfig,
+    pub extra: &'a E,
+    pub prompt: &'a str,
+    pub session_id: Option<&'a str>,
+    pub cwd: &'a Path,
+    /// Directory with one folder per skill (`paperclip/SKILL.md`).
+    pub skills_dir: Option<&'a Path>,
+    /// A scratch directory for generated files (per agent, outside the repo).
+    pub scratch: &'a Path,
+}
+
+/// The command line for one run.
+pub struct Built {
+    pub args: Vec<String>,
+    /// Whether the prompt goes on stdin (otherwise it is in `args`).
+    pub prompt_on_stdin: bool,
+    /// Environment on top of the config's `env` (lower precedence than it).
+    pub env: BTreeMap<String, String>,
+    /// Lines for the run log explaining choices made (e.g. IS_SANDBOX).
+    pub notes: Vec<String>,
+}
+
+pub trait CliKind: Send + Sync + 'static {
+    type Extra: Send + Sync;
+    fn kind(&self) -> &'static str;
+    fn default_command(&self) -> &'static str;
+    /// Which provider bills the usage (`anthropic`, `openai`, ...).
+    fn provider(&self, model: Option<&str>) -> &'static str;
+    fn parse_extra(&self, f: &mut Fields<'_>) -> Self::Extra;
+    fn build(&self, run: &RunSpec<'_, Self::Extra>) -> std::io::Result<Built>;
+    fn parser(&self) -> Box<dyn StreamParser>;
+    /// Whether a failure text says the CLI would not resume the session.
+    fn resume_rejected(&self, text: &str) -> bool;
+    /// Fills in what the CLI does not report itself (its model, a cost).
+    fn complete(&self, _summary: &mut Summary, _config: &CliConfig) {}
+}
+
+pub struct CliAdapter<K: CliKind> {
+    kind: K,
+}
+
+impl<K: CliKind> CliAdapter<K> {
+    pub fn new(kind: K) -> CliAdapter<K> {
+        CliAdapter { kind }
+    }
+
+    fn parse(&self, config: &Value) -> Result<(CliConfig, K::Extra), Vec<ConfigError>> {
+        let mut f = Fields::new(config)?;
+        let command = f
+            .string("command")
+            .filter(|c| !c.trim().is_empty())
+            .unwrap_or_else(|| self.kind.default_command().to_string());
+        let cwd = f.string("cwd").filter(|s| !s.is_empty()).map(PathBuf::from);
+        if let Some(cwd) = &cwd {
+            if !cwd.is_absolute() {
+                f.error(&["cwd"], "must be an absolute path");
+            }
+        }
+        let env = f.string_map("env");
+        let model = f.string("model").filter(|s| !s.trim().is_empty());
+        let extra_args = f.string_list("extraArgs");
+        let instructions_file = f
+            .string("instructionsFilePath")
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from);
+        let timeout = f.non_negative("timeoutSec", 0.0);
+        let grace = f.non_negative("graceSec", 20.0);
+        if let Some(t) = f.get("promptTemplate") {
+            match t.as_str().map(paperclip_template_check) {
+                Some(Ok(())) => {}
+                Some(Err(e)) => f.error(&["promptTemplate"], e),
+                None => f.error(&["promptTemplate"], "must be a string"),
+            }
+        }
+        let extra = self.kind.parse_extra(&mut f);
+        f.finish((
+            CliConfig {
+                command,
+                cwd,
+                env,
+                model,
+                extra_args,
+                instructions_file,
+                timeout: (timeout > 0.0).then(|| Duration::from_secs_f64(timeout)),
+                grace: Duration::from_secs_f64(grace),
+            },
+            extra,
+        ))
+    }
+}
+
+/// Templates are checked by the server against the catalog; here only the
+/// syntax that would break rendering is refused.
+fn paperclip_template_check(t: &str) -> Result<(), String> {
+    let opens = t.matches("{{").count();
+    let closes = t.matches("}}").count();
+    if opens != closes {
+        return Err("has an unclosed {{".into());
+    }
+    Ok(())
+}
+
+impl<K: CliKind> Adapter for CliAdapter<K> {
+    fn kind(&self) -> &'static str {
+        self.kind.kind()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            cancellable: true,
+            async_callback: false,
+            sessions: true,
+            needs_prompt: true,
+        }
+    }
+
+    fn validate_config(&self, config: &Value) -> Result<(), Vec<ConfigError>> {
+        self.parse(config).map(|_| ())
+    }
+
+    fn invoke<'a>(
+        &'a self,
+        invocation: Invocation,
+        sink: Arc<dyn RunSink>,
+    ) -> BoxFuture<'a, Outcome> {
+        Box::pin(self.run(invocation, sink))
+    }
+
+    fn test_environment<'a>(
+        &'a self,
+        config: &'a Value,
+        default_cwd: &'a Path,
+    ) -> BoxFuture<'a, Report> {
+        Box::pin(self.probe(config, default_cwd))
+    }
+}
+
+impl<K: CliKind> CliAdapter<K> {
+    async fn run(&self, inv: Invocation, sink: Arc<dyn RunSink>) -> Outcome {
+        let (cfg, extra) = match self.parse(&inv.config) {
+            Ok(parsed) => parsed,
+            Err(errors) => return Outcome::failed(ErrorCode::SpawnFailed, describe(&errors)),
+        };
+        let cwd = match process::working_dir(cfg.cwd.as_deref(), &inv.default_cwd).await {
+            Ok(cwd) => cwd,
+            Err(message) => return Outcome::failed(ErrorCode::InvalidWorkingDirectory, message),
+        };
+        let env = process::merged_env(&inv.env, &cfg.env);
+        // Checked before spawning so a missing CLI is named as such, with
+        // where we looked, rather than as a spawn error.
+        let Some(program) =
+            environment::resolve_command(&cfg.command, env.get("PATH").map(String::as_str), &cwd)
+        else {
+            return Outcome::failed(
+                ErrorCode::AdapterNotInstalled,
+                format!(
+                    "{} is not installed: `{}` was not found on PATH (set adapterConfig.command to its path)",
+                    self.kind.kind(),
+                    cfg.command
+                ),
+            );
+        };
+        let scratch = inv
+            .default_cwd
+            .parent()
+            .unwrap_or(&inv.default_cwd)
+            .join(".paperclip")
+            .join(&inv.agent_id)
+            .join(self.kind.kind());
+        if let Err(e) = std::fs::create_dir_all(&scratch) {
+            return Outcome::failed(
+                ErrorCode::SpawnFailed,
+                format!("cannot create {}: {e}", scratch.display()),
+            );
+        }
+        let prompt = inv.prompt.clone().unwrap_or_default();
+        let run = RunSpec {
+            config: &cfg,
+            extra: &extra,
+            prompt: &prompt,
+            session_id: inv.session_id.as_deref(),
+            cwd: &cwd,
+            skills_dir: inv.skills_dir.as_deref(),
+            scratch: &scratch,
+        };
+        let built = match self.kind.build(&run) {
+            Ok(built) => built,
+            Err(e) => {
+                return Outcome::failed(
+                    ErrorCode::SpawnFailed,
+                    format!("preparing the {} run failed: {e}", self.kind.kind()),
+                )
+            }
+        };
+        for note in &built.notes {
+            sink.log(Stream::System, &format!("{note}\n"));
+        }
+        let mut full_env = built.env;
+        full_env.extend(env);
+        let spawn = Spawn {
+            program: program.display().to_string(),
+            args: built.args,
+            cwd,
+            env: full_env,
+            stdin: built.prompt_on_stdin.then(|| prompt.clone()),
+            timeout: cfg.timeout,
+            grace: cfg.grace,
+        };
+        let parser = Arc::new(Mutex::new(self.kind.parser()));
+        let exit = process::execute(
+            &spawn,
+            &inv.cancel,
+            sink.clone(),
+            Some(tap(parser.clone(), sink.clone())),
+        )
+        .await;
+        let mut summary = parser.lock().unwrap().summary();
+        self.kind.complete(&mut summary, &cfg);
+        self.outcome(&cfg, exit, summary, inv.session_id.is_some())
+    }
+
+    fn outcome(
+        &self,
+        cfg: &CliConfig,
+        exit: Result<Exit, Outcome>,
+        summary: Summary,
+        resumed: bool,
+    ) -> Outcome {
+        let mut out = match exit {
+            Err(outcome) => outcome,
+            Ok(exit) => self.judge(cfg, &exit, &summary, resumed),
+        };
+        if !summary.usage.is_empty() || summary.model.is_some() {
+            let u = &summary.usage;
+            out.usage = Some(json!({
+                "provider": self.kind.provider(summary.model.as_deref()),
+                "model": summary.model,
+                "inputTokens": u.input_tokens,
+                "cachedInputTokens": u.cached_input_tokens,
+                "outputTokens": u.output_tokens,
+                "costUsd": u.cost_usd,
+            }));
+        }
+        out.result = Some(json!({
+            "sessionId": summary.session_id,
+            "text": summary.result_text,
+            "stopReason": summary.stop_reason,
+            "numTurns": summary.num_turns,
+        }));
+        // A rejected session must not be saved again.
+        if out.error_code != Some(ErrorCode::ResumeSessionInvalid) {
+            out.session_id = summary.session_id;
+        }
+        out
+    }
+
+    fn judge(&self, cfg: &CliConfig, exit: &Exit, summary: &Summary, resumed: bool) -> Outcome {
+        use std::os::unix::process::ExitStatusExt;
+        let mut out = match exit.stopped {
+            Some((Stop::Timeout, _)) => Outcome::ended(
+                OutcomeStatus::TimedOut,
+                ErrorCode::Timeout,
+                format!(
+                    "timed out after {}s",
+                    cfg.timeout.unwrap_or_default().as_secs_f64()
+                ),
+            ),
+            Some((Stop::Cancel, _)) => {
+                Outcome::ended(OutcomeStatus::Cancelled, ErrorCode::Cancelled, "cancelled")
+            }
+            None => self.judge_exit(exit, summary, resumed),
+        };
+        out.exit_code = exit.status.code();
+        out.signal = match exit.stopped {
+            Some((_, name)) => Some(name.to_string()),
+            None => exit.status.signal().map(|s| format!("signal {s}")),
+        };
+        out
+    }
+
+    fn judge_exit(&self, exit: &Exit, summary: &Summary, resumed: bool) -> Outcome {
+        let code = exit.status.code();
+        if code == Some(0) && summary.completed && summary.error.is_none() {
+            return Outcome::succeeded();
+        }
+        let said = summary
+            .error
+            .clone()
+            .or_else(|| exit.stderr_tail.clone())
+            .or_else(|| summary.last_other_line.clone())
+            .unwrap_or_default();
+        let all = format!(
+            "{said}\n{}\n{}",
+            exit.stderr_tail.as_deref().unwrap_or(""),
+            summary.last_other_line.as_deref().unwrap_or("")
+        );
+        let said = truncate(said.trim(), 1000).to_string();
+        let name = self.kind.kind();
+        if resumed && self.kind.resume_rejected(&all) {
+            return Outcome::failed(
+                ErrorCode::ResumeSessionInvalid,
+                format!("{name} could not resume the saved session: {said}"),
+            );
+        }
+        if let Some(class) = classify::classify(&all) {
+            return Outcome::failed(class, said);
+        }
+        if summary.json_lines == 0 {
+            let got = summary
+                .last_other_line
+                .clone()
+                .or_else(|| exit.stderr_tail.clone())
+                .unwrap_or_else(|| "no output".into());
+            return Outcome::failed(
+                ErrorCode::OutputParseError,
+                format!("{name} did not print its JSON event stream; last output: {got}"),
+            );
+        }
+        match code {
+            Some(0) => Outcome::failed(
+                if summary.error.is_some() {
+                    ErrorCode::NonzeroExit
+                } else {
+                    ErrorCode::OutputParseError
+                },
+                if said.is_empty() {
+                    format!("{name} exited without reporting a result")
+                } else {
+                    said
+                },
+            ),
+            Some(c) => Outcome::failed(
+                ErrorCode::NonzeroExit,
+                if said.is_empty() {
+                    format!("{name} exited with code {c}")
+                } else {
+                    format!("{name} exited with code {c}: {said}")
+                },
+            ),
+            None => Outcome::failed(
+                ErrorCode::NonzeroExit,
+                format!("{name} was killed by a signal"),
+            ),
+        }
+    }
+
+    async fn probe(&self, config: &Value, default_cwd: &Path) -> Report {
+        let kind = self.kind.kind();
+        let (cfg, _) = match self.parse(config) {
+            Ok(parsed) => parsed,
+            Err(errors) => return Report::new(kind, environment::config_checks(Err(errors))),
+        };
+        let mut checks = environment::config_checks(Ok(()));
+        let cwd = match &cfg.cwd {
+            Some(cwd) if cwd.is_dir() => {
+                checks.push(Check::new(
+                    "cwd_valid",
+                    Level::Info,
+                    format!("Working directory {} exists", cwd.display()),
+                ));
+                cwd.clone()
+            }
+            Some(cwd) => {
+                checks.push(
+                    Check::new(
+                        ErrorCode::InvalidWorkingDirectory.as_str(),
+                        Level::Error,
+                        format!("Working directory {} does not exist", cwd.display()),
+                    )
+                    .hint("Create it or change adapterConfig.cwd"),
+                );
+                default_cwd.to_path_buf()
+            }
+            None => {
+                checks.push(Check::new(
+                    "cwd_default",
+                    Level::Info,
+                    format!(
+                        "No cwd set: runs use the agent's workspace under {}",
+                        default_cwd.display()
+                    ),
+                ));
+                std::env::temp_dir()
+            }
+        };
+        let path_var = cfg.env.get("PATH").cloned();
+        match environment::resolve_command(&cfg.command, path_var.as_deref(), &cwd) {
+            None => checks.push(
+                Check::new(
+                    ErrorCode::AdapterNotInstalled.as_str(),
+                    Level::Error,
+                    format!("`{}` was not found on PATH", cfg.command),
+                )
+                .hint(install_hint(kind)),
+            ),
+            Some(program) => {
+                checks.push(Check::new(
+                    "command_found",
+                    Level::Info,
+                    format!("Found {}", program.display()),
+                ));
+                let env: Vec<(String, String)> = cfg.env.clone().into_iter().collect();
+                match environment::version(&program, &env).await {
+                    Ok(version) => checks.push(
+                        Check::new(
+                            "command_version",
+                            Level::Info,
+                            format!("{} starts", cfg.command),
+                        )
+                        .detail(version),
+                    ),
+                    Err(why) => checks.push(
+                        Check::new(
+                            ErrorCode::SpawnFailed.as_str(),
+                            Level::Error,
+                            format!("`{}` does not start", cfg.command),
+                        )
+                        .detail(why),
+                    ),
+                }
+            }
+        }
+        if let Some(key) = auth_env_var(kind) {
+            let present = cfg.env.contains_key(key) || std::env::var_os(key).is_some();
+            if !present {
+                checks.push(
+                    Check::new(
+                        "auth_env_missing",
+                        Level::Warn,
+                        format!("{key} is not set for this agent or the server"),
+                    )
+                    .hint(format!(
+                        "Set {key} in adapterConfig.env, or log the CLI in on this machine"
+                    )),
+                );
+            }
+        }
+        Report::new(kind, checks)
+    }
+}
+
+fn install_hint(kind: &str) -> &'static str {
+    match kind {
+        "claude_local" => "npm install -g @anthropic-ai/claude-code",
+        "codex_local" => "npm install -g @openai/codex",
+        "opencode_local" => "npm install -g opencode-ai",
+        _ => "Install the CLI or set adapterConfig.command",
+    }
+}
+
+fn auth_env_var(kind: &str) -> Option<&'static str> {
+    match kind {
+        "claude_local" => Some("ANTHROPIC_API_KEY"),
+        "codex_local" => Some("OPENAI_API_KEY"),
+        _ => None,
+    }
+}
+
+/// Feeds stdout into the parser line by line and reports each transcript
+/// item as it is read, so the UI sees steps while the CLI still runs.
+struct ParseTap {
+    lines: Lines,
+    parser: Arc<Mutex<Box<dyn StreamParser>>>,
+    sink: Arc<dyn RunSink>,
+}
+
+impl ParseTap {
+    fn feed(&mut self, line: &str) {
+        for item in self.parser.lock().unwrap().line(line) {
+            item.emit(&*self.sink);
+        }
+    }
+}
+
+impl process::Tap for ParseTap {
+    fn text(&mut self, text: &str) {
+        for line in self.lines.push(text) {
+            self.feed(&line);
+        }
+    }
+
+    fn end(&mut self) {
+        if let Some(line) = self.lines.finish() {
+            self.feed(&line);
+        }
+    }
+}
+
+fn tap(parser: Arc<Mutex<Box<dyn StreamParser>>>, sink: Arc<dyn RunSink>) -> Box<dyn process::Tap> {
+    Box::new(ParseTap {
+        lines: Lines::default(),
+        parser,
+        sink,
+    })
+}

@@ -1,0 +1,287 @@
+//! What the coding CLIs print, reduced to one shape: transcript items the UI
+//! shows as the run goes, and a summary (session, usage, result) read once
+//! the process has exited. Each CLI has its own [`StreamParser`].
+
+use serde_json::{json, Value};
+
+use crate::config::truncate;
+use crate::RunSink;
+
+/// One step of an agent's transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// The CLI started a session.
+    Init {
+        session_id: Option<String>,
+        model: Option<String>,
+        tools: Vec<String>,
+    },
+    /// Text the model wrote.
+    Assistant { text: String },
+    /// The model called a tool (`Bash`, `shell`, an edit, ...).
+    ToolCall {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    /// What the tool gave back.
+    ToolResult {
+        id: String,
+        output: String,
+        is_error: bool,
+    },
+    /// An error the CLI reported inside its stream.
+    Error { message: String },
+}
+
+/// Largest tool output kept in a timeline event; the run log has all of it.
+const TOOL_OUTPUT_BYTES: usize = 8 * 1024;
+
+impl Item {
+    /// Reports the item as a run event (`transcript.*`).
+    pub fn emit(&self, sink: &dyn RunSink) {
+        match self {
+            Item::Init {
+                session_id,
+                model,
+                tools,
+            } => sink.event(
+                "transcript.init",
+                "info",
+                &format!(
+                    "session {} on {}",
+                    session_id.as_deref().unwrap_or("(new)"),
+                    model.as_deref().unwrap_or("the default model")
+                ),
+                json!({"sessionId": session_id, "model": model, "tools": tools}),
+            ),
+            Item::Assistant { text } => sink.event(
+                "transcript.assistant",
+                "info",
+                first_line(text, 300),
+                json!({ "text": text }),
+            ),
+            Item::ToolCall { id, name, input } => sink.event(
+                "transcript.tool_call",
+                "info",
+                &format!("{name}: {}", describe_input(input)),
+                json!({"id": id, "name": name, "input": input}),
+            ),
+            Item::ToolResult {
+                id,
+                output,
+                is_error,
+            } => sink.event(
+                "transcript.tool_result",
+                if *is_error { "warn" } else { "info" },
+                first_line(output, 300),
+                json!({
+                    "id": id,
+                    "output": truncate(output, TOOL_OUTPUT_BYTES),
+                    "truncated": output.len() > TOOL_OUTPUT_BYTES,
+                    "isError": is_error,
+                }),
+            ),
+            Item::Error { message } => sink.event(
+                "transcript.error",
+                "error",
+                first_line(message, 500),
+                json!({ "message": message }),
+            ),
+        }
+    }
+}
+
+/// A short human line for a tool input: the command when there is one.
+fn describe_input(input: &Value) -> String {
+    let text = [
+        "command",
+        "cmd",
+        "file_path",
+        "path",
+        "pattern",
+        "url",
+        "query",
+    ]
+    .iter()
+    .find_map(|k| match input.get(*k) {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Array(parts)) => Some(
+            parts
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        _ => None,
+    })
+    .unwrap_or_else(|| input.to_string());
+    first_line(&text, 200).to_string()
+}
+
+fn first_line(text: &str, max: usize) -> &str {
+    let line = text.trim().lines().next().unwrap_or("");
+    truncate(line, max)
+}
+
+/// Token counts as the CLIs report them; cost in USD when the CLI prices it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: Option<f64>,
+}
+
+impl Usage {
+    pub fn is_empty(&self) -> bool {
+        self.input_tokens == 0
+            && self.cached_input_tokens == 0
+            && self.output_tokens == 0
+            && self.cost_usd.is_none()
+    }
+
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cost_usd = match (self.cost_usd, other.cost_usd) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+    }
+}
+
+/// Everything a run's output said, once it is over.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    pub session_id: Option<String>,
+    pub model: Option<String>,
+    pub usage: Usage,
+    /// The final answer, when the CLI reports one.
+    pub result_text: Option<String>,
+    pub stop_reason: Option<String>,
+    pub num_turns: Option<u64>,
+    /// The CLI reported the turn finished (a `result` / `turn.completed` line).
+    pub completed: bool,
+    /// The CLI reported the turn as failed, with this message.
+    pub error: Option<String>,
+    pub json_lines: usize,
+    /// The last stdout line that was not JSON, for parse-error messages.
+    pub last_other_line: Option<String>,
+}
+
+pub trait StreamParser: Send {
+    /// One complete stdout line (without its newline); returns the
+    /// transcript items it contained.
+    fn line(&mut self, line: &str) -> Vec<Item>;
+    fn summary(&self) -> Summary;
+}
+
+/// Parses `line` as a JSON object, or notes it as other output.
+pub(crate) fn json_line(line: &str, summary: &mut Summary) -> Option<Value> {
+    let trimmed = line.trim();
+    if trimmed.is_empty() {
+        return None;
+    }
+    match serde_json::from_str::<Value>(trimmed) {
+        Ok(v @ Value::Object(_)) => {
+            summary.json_lines += 1;
+            Some(v)
+        }
+        _ => {
+            summary.last_other_line = Some(truncate(trimmed, 500).to_string());
+            None
+        }
+    }
+}
+
+pub(crate) fn str_at(v: &Value, path: &[&str]) -> Option<String> {
+    let mut cur = v;
+    for key in path {
+        cur = cur.get(*key)?;
+    }
+    cur.as_str().map(str::to_string)
+}
+
+pub(crate) fn u64_at(v: &Value, path: &[&str]) -> u64 {
+    let mut cur = v;
+    for key in path {
+        match cur.get(*key) {
+            Some(next) => cur = next,
+            None => return 0,
+        }
+    }
+    cur.as_u64().unwrap_or(0)
+}
+
+/// Cuts text into complete lines; a trailing partial line waits for the rest.
+#[derive(Default)]
+pub(crate) struct Lines {
+    pending: String,
+}
+
+impl Lines {
+    pub fn push(&mut self, text: &str) -> Vec<String> {
+        self.pending.push_str(text);
+        let Some(end) = self.pending.rfind('\n') else {
+            return Vec::new();
+        };
+        let rest = self.pending.split_off(end + 1);
+        let done = std::mem::replace(&mut self.pending, rest);
+        done.lines().map(str::to_string).collect()
+    }
+
+    pub fn finish(&mut self) -> Option<String> {
+        let rest = std::mem::take(&mut self.pending);
+        (!rest.trim().is_empty()).then_some(rest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_wait_for_their_newline() {
+        let mut l = Lines::default();
+        assert!(l.push("{\"a\":").is_empty());
+        assert_eq!(l.push("1}\n{\"b\""), vec!["{\"a\":1}".to_string()]);
+        assert_eq!(
+            l.push(":2}\n\n"),
+            vec!["{\"b\":2}".to_string(), String::new()]
+        );
+        assert_eq!(l.finish(), None);
+        l.push("tail");
+        assert_eq!(l.finish().as_deref(), Some("tail"));
+    }
+
+    #[test]
+    fn usage_cost_stays_unpriced_until_something_is_priced() {
+        let mut u = Usage::default();
+        u.add(&Usage {
+            input_tokens: 3,
+            ..Usage::default()
+        });
+        assert_eq!(u.cost_usd, None);
+        u.add(&Usage {
+            cost_usd: Some(0.5),
+            ..Usage::default()
+        });
+        assert_eq!(u.cost_usd, Some(0.5));
+        assert_eq!(u.input_tokens, 3);
+    }
+
+    #[test]
+    fn tool_inputs_are_described_by_their_command() {
+        assert_eq!(
+            describe_input(&json!({"command": "ls -la\nmore"})),
+            "ls -la"
+        );
+        assert_eq!(
+            describe_input(&json!({"command": ["bash", "-lc", "pwd"]})),
+            "bash -lc pwd"
+        );
+        assert_eq!(describe_input(&json!({"x": 1})), "{\"x\":1}");
+    }
+}

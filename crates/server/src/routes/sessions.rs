@@ -1,0 +1,178 @@
+//! Coding-agent support routes: task sessions, runtime state, the adapter
+//! environment test, and the Paperclip skill document.
+
+use axum::extract::{Path, State};
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::Json;
+use paperclip_core::model::{RuntimeState, TaskSession};
+use paperclip_store::sessions;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::access;
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(task_sessions))
+        .routes(routes!(runtime_state))
+        .routes(routes!(reset_session))
+        .routes(routes!(test_environment))
+        .routes(routes!(paperclip_skill))
+}
+
+/// The agent's resumable CLI sessions, one per task. Board only.
+#[utoipa::path(get, path = "/api/agents/{id}/task-sessions", tag = "agents",
+    params(("id" = String, Path)), responses((status = 200, body = [TaskSession])))]
+async fn task_sessions(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Vec<TaskSession>>> {
+    caller.require_board()?;
+    let agent = access::agent(&app, &caller, &id).await?;
+    Ok(Json(sessions::list(&app.store, &agent.id).await?))
+}
+
+/// Token and cost totals, the latest run and its error. Board only.
+#[utoipa::path(get, path = "/api/agents/{id}/runtime-state", tag = "agents",
+    params(("id" = String, Path)), responses((status = 200, body = RuntimeState)))]
+async fn runtime_state(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<RuntimeState>> {
+    caller.require_board()?;
+    let agent = access::agent(&app, &caller, &id).await?;
+    Ok(Json(sessions::runtime_state(&app.store, &agent).await?))
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResetSession {
+    /// Only this task's session; all of them when absent.
+    pub task_key: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResetResult {
+    pub cleared: u64,
+    #[serde(flatten)]
+    pub state: RuntimeState,
+}
+
+/// Forgets the agent's sessions, so the next run starts a fresh conversation.
+#[utoipa::path(post, path = "/api/agents/{id}/runtime-state/reset-session", tag = "agents",
+    params(("id" = String, Path)), request_body = ResetSession,
+    responses((status = 200, body = ResetResult)))]
+async fn reset_session(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(input): JsonBody<ResetSession>,
+) -> ApiResult<Json<ResetResult>> {
+    let actor = caller.require_board()?.clone();
+    let agent = access::agent(&app, &caller, &id).await?;
+    if input.task_key.as_deref().is_some_and(|k| k.is_empty()) {
+        return Err(ApiError::validation(serde_json::json!([
+            { "code": "too_small", "path": ["taskKey"], "message": "taskKey must not be empty" }
+        ])));
+    }
+    let cleared = sessions::reset(
+        &app.store,
+        &actor,
+        &agent.company_id,
+        &agent.id,
+        input.task_key.as_deref(),
+    )
+    .await?;
+    let state = sessions::runtime_state(&app.store, &agent).await?;
+    Ok(Json(ResetResult { cleared, state }))
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TestEnvironment {
+    /// The config to test; defaults to the agent's when `agentId` is given.
+    #[schema(value_type = Option<Object>)]
+    pub adapter_config: Option<Map<String, Value>>,
+    pub agent_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvironmentReport {
+    pub adapter_type: String,
+    /// `pass`, `warn` or `fail`.
+    pub status: String,
+    #[schema(value_type = Vec<Object>)]
+    pub checks: Value,
+    pub tested_at: String,
+}
+
+/// Can a run of this adapter start on this machine: is the CLI installed
+/// (and which version), is the working directory valid, is auth configured.
+#[utoipa::path(post, path = "/api/companies/{companyId}/adapters/{type}/test-environment", tag = "agents",
+    params(("companyId" = String, Path), ("type" = String, Path)), request_body = TestEnvironment,
+    responses((status = 200, body = EnvironmentReport), (status = 404, description = "Unknown adapter type")))]
+async fn test_environment(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path((company_id, kind)): Path<(String, String)>,
+    JsonBody(input): JsonBody<TestEnvironment>,
+) -> ApiResult<Json<EnvironmentReport>> {
+    caller.require_board()?;
+    access::company(&app, &caller, &company_id).await?;
+    let Some(adapter) = app.runtime.adapter(&kind) else {
+        return Err(ApiError::new(
+            axum::http::StatusCode::NOT_FOUND,
+            format!("Unknown adapter type {kind:?}"),
+        ));
+    };
+    let (config, workspace) = match (&input.adapter_config, &input.agent_id) {
+        (Some(config), agent) => {
+            let ws = agent.as_deref().map(|a| app.runtime.workspace_dir(a));
+            (Value::Object(config.clone()), ws)
+        }
+        (None, Some(agent_id)) => {
+            let agent = access::agent(&app, &caller, agent_id).await?;
+            if agent.company_id != company_id {
+                return Err(ApiError::new(
+                    axum::http::StatusCode::NOT_FOUND,
+                    "Agent not found",
+                ));
+            }
+            (
+                agent.adapter_config.clone(),
+                Some(app.runtime.workspace_dir(&agent.id)),
+            )
+        }
+        (None, None) => (Value::Object(Map::new()), None),
+    };
+    let workspace = workspace.unwrap_or_else(|| app.runtime.workspace_dir("new-agent"));
+    let report = adapter.test_environment(&config, &workspace).await;
+    Ok(Json(EnvironmentReport {
+        adapter_type: report.adapter_type,
+        status: report.status.to_string(),
+        checks: serde_json::to_value(&report.checks).unwrap_or_default(),
+        tested_at: paperclip_store::now(),
+    }))
+}
+
+/// The Paperclip skill (Markdown): the heartbeat procedure for any agent.
+#[utoipa::path(get, path = "/api/skills/paperclip", tag = "agents",
+    responses((status = 200, description = "The skill document", content_type = "text/markdown")))]
+async fn paperclip_skill(_caller: Caller) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/markdown; charset=utf-8")],
+        paperclip_runtime::skills::PAPERCLIP_SKILL,
+    )
+}
