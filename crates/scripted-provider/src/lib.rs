@@ -1,0 +1,183 @@
+//! A scripted model provider for end-to-end tests of the coding-agent
+//! adapters. The real `claude`, `codex` and `opencode` CLIs are pointed at it
+//! on loopback; it answers each model request with the next [`Turn`] of a
+//! per-test script and records every request, so a test can assert what the
+//! CLI sent (the conversation on resume, nothing after a cancel).
+//!
+//! One server speaks all three wire formats, each in its own module:
+//! [`anthropic`] (`POST /v1/messages`, Claude Code), [`responses`]
+//! (`POST /v1/responses`, Codex) and [`chat`] (`POST /v1/chat/completions`,
+//! OpenCode's OpenAI-compatible provider).
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::http::{StatusCode, Uri};
+use axum::Router;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub mod anthropic;
+pub mod chat;
+pub mod responses;
+mod sse;
+
+/// One model turn, as the test wants the model to behave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum Turn {
+    /// A final assistant message; the CLI's turn ends.
+    Answer { text: String },
+    /// A call of the CLI's shell tool running `command`; the CLI runs it and
+    /// sends the result in its next request.
+    Bash { command: String },
+    /// The provider refuses the request with this HTTP status and message,
+    /// in the wire format's error shape (e.g. 404 for an unknown model).
+    Error { status: u16, message: String },
+    /// The response starts streaming and never finishes: for cancel tests.
+    Hang,
+}
+
+/// Which wire format a request used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Api {
+    AnthropicMessages,
+    OpenAiResponses,
+    ChatCompletions,
+    Other,
+}
+
+/// A request the provider received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub api: Api,
+    pub path: String,
+    /// The JSON body (`Value::Null` when it was not JSON).
+    pub body: Value,
+    pub at: Instant,
+    /// The script turn this request consumed; `None` for side requests the
+    /// CLI makes on its own (titles, token counts) that the script ignores.
+    pub turn: Option<Turn>,
+}
+
+#[derive(Default)]
+pub(crate) struct State {
+    turns: Mutex<VecDeque<Turn>>,
+    requests: Mutex<Vec<Recorded>>,
+}
+
+impl State {
+    /// The next scripted turn; an exhausted script answers with a plain
+    /// message so a CLI never hangs on a test's miscount.
+    pub(crate) fn next_turn(&self) -> Turn {
+        self.turns
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| Turn::Answer {
+                text: "(the test script has no more turns)".into(),
+            })
+    }
+
+    pub(crate) fn record(&self, api: Api, path: &str, body: Value, turn: Option<Turn>) {
+        self.requests.lock().unwrap().push(Recorded {
+            api,
+            path: path.to_string(),
+            body,
+            at: Instant::now(),
+            turn,
+        });
+    }
+}
+
+/// A running provider; it stops when dropped.
+pub struct ScriptedProvider {
+    addr: SocketAddr,
+    state: Arc<State>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl ScriptedProvider {
+    /// Starts a provider on an ephemeral loopback port with `turns` queued.
+    pub async fn start(turns: impl IntoIterator<Item = Turn>) -> ScriptedProvider {
+        let state = Arc::new(State::default());
+        state.turns.lock().unwrap().extend(turns);
+        let app = Router::new()
+            .merge(anthropic::routes())
+            .merge(responses::routes())
+            .merge(chat::routes())
+            .fallback(unknown)
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        ScriptedProvider {
+            addr,
+            state,
+            server,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, without a trailing slash or `/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Queues more turns, e.g. for the next wake of the same agent.
+    pub fn push(&self, turns: impl IntoIterator<Item = Turn>) {
+        self.state.turns.lock().unwrap().extend(turns);
+    }
+
+    /// Turns not yet consumed.
+    pub fn remaining(&self) -> usize {
+        self.state.turns.lock().unwrap().len()
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.requests.lock().unwrap().clone()
+    }
+
+    /// The requests that consumed a script turn (the conversation proper).
+    pub fn turn_requests(&self) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.turn.is_some())
+            .collect()
+    }
+
+    /// Waits until at least `n` script turns were consumed.
+    pub async fn wait_for_turns(&self, n: usize, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self.turn_requests().len() >= n {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+}
+
+impl Drop for ScriptedProvider {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+async fn unknown(
+    axum::extract::State(state): axum::extract::State<Arc<State>>,
+    uri: Uri,
+    body: Bytes,
+) -> (StatusCode, String) {
+    let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    state.record(Api::Other, uri.path(), json, None);
+    (StatusCode::NOT_FOUND, format!("no route for {}", uri.path()))
+}
