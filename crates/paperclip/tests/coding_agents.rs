@@ -141,6 +141,14 @@ async fn works_an_issue_and_resumes_its_session(kind: &'static str) {
     // The prompt named the task by identifier.
     let first = &t.provider.turn_requests()[0];
     assert!(first.body.to_string().contains(&identifier), "prompt lacks {identifier}");
+    // The Paperclip skill reached the model the way this CLI loads skills.
+    assert!(
+        first
+            .body
+            .to_string()
+            .contains("How to work as an agent of a Paperclip company"),
+        "the Paperclip skill is not in the model request"
+    );
 
     let issue = t.s.ok_get(&format!("/api/issues/{identifier}")).await;
     assert_eq!(issue["status"], "done", "{issue}");

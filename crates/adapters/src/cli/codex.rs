@@ -110,7 +110,9 @@ impl CliKind for Codex {
 
     fn resume_rejected(&self, text: &str) -> bool {
         let t = text.to_ascii_lowercase();
-        (t.contains("session") || t.contains("thread") || t.contains("rollout"))
+        // 0.169: "thread/resume failed: no rollout found for thread id ..."
+        t.contains("no rollout found")
+            || (t.contains("session") || t.contains("thread") || t.contains("rollout"))
             && (t.contains("not found") || t.contains("no such") || t.contains("does not exist"))
     }
 
@@ -342,6 +344,13 @@ mod tests {
             Some("unexpected status 404 Not Found: model_not_found")
         );
         assert!(!p.summary().completed);
+    }
+
+    #[test]
+    fn a_lost_thread_is_a_rejected_resume() {
+        let text = "Error: thread/resume: thread/resume failed: no rollout found for thread id 01a2 (code -32600)";
+        assert!(Codex.resume_rejected(text));
+        assert!(!Codex.resume_rejected("Error: unexpected status 500"));
     }
 
     #[test]
