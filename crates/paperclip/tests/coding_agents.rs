@@ -219,7 +219,8 @@ async fn works_an_issue_and_resumes_its_session(kind: &'static str) {
     assert!(state["totalInputTokens"].as_i64().unwrap() > 0);
 
     // A session the CLI no longer knows is reset and the run starts fresh.
-    if t.cli.forget_sessions() {
+    assert!(t.cli.forget_sessions(), "the CLI stored no session");
+    {
         t.provider.push([Turn::Answer {
             text: "Fresh start.".into(),
         }]);

@@ -126,14 +126,22 @@ impl Cli {
     }
 
     /// Deletes the CLI's stored sessions so the next resume is refused;
-    /// `false` when this CLI's store is not known to the test.
+    /// `false` when there was nothing to delete.
     pub fn forget_sessions(&self) -> bool {
-        let dir = match self.kind {
-            "claude_local" => self.home.join(".claude").join("projects"),
-            "codex_local" => self.home.join("codex").join("sessions"),
-            _ => return false,
-        };
-        std::fs::remove_dir_all(&dir).is_ok()
+        match self.kind {
+            "claude_local" => std::fs::remove_dir_all(self.home.join(".claude/projects")).is_ok(),
+            "codex_local" => std::fs::remove_dir_all(self.home.join("codex/sessions")).is_ok(),
+            // OpenCode keeps sessions in one SQLite database.
+            "opencode_local" => {
+                let db = self.home.join("data/opencode/opencode.db");
+                let found = std::fs::remove_file(&db).is_ok();
+                for suffix in ["-wal", "-shm"] {
+                    let _ = std::fs::remove_file(db.with_extension(format!("db{suffix}")));
+                }
+                found
+            }
+            _ => false,
+        }
     }
 }
 
