@@ -96,10 +96,17 @@ impl CliKind for Codex {
             args.extend(["resume".into(), session.to_string()]);
         }
         args.push("-".into());
+        // Codex is a Rust program: with backtraces on (inherited from a
+        // developer's shell or a test harness) its last stderr line is a
+        // stack frame instead of the error we classify.
+        let env = BTreeMap::from([
+            ("RUST_BACKTRACE".to_string(), "0".to_string()),
+            ("RUST_LIB_BACKTRACE".to_string(), "0".to_string()),
+        ]);
         Ok(Built {
             args,
             prompt_on_stdin: true,
-            env: BTreeMap::new(),
+            env,
             notes: Vec::new(),
         })
     }
