@@ -184,3 +184,30 @@ async fn a_run_whose_cli_is_missing_fails_before_start_with_the_cause() {
         .await
         .contains(&"agent.runtime_state.session_reset".to_string()));
 }
+
+#[tokio::test]
+async fn a_run_with_a_missing_working_directory_fails_before_start() {
+    let s = TestServer::start().await;
+    let company = s.company("Acme").await;
+    let cid = company["id"].as_str().unwrap();
+    let agent = s
+        .ok_post(
+            &format!("/api/companies/{cid}/agents"),
+            json!({ "name": "Coder", "adapterType": "claude_local",
+                    "adapterConfig": { "cwd": "/no/such/repo" } }),
+        )
+        .await;
+    let aid = agent["id"].as_str().unwrap();
+    s.issue(cid, json!({ "title": "Fix it", "assigneeAgentId": aid }))
+        .await;
+    let runs = s
+        .wait_for(
+            &format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}"),
+            30,
+            |r| r.as_array().is_some_and(|r| r.len() == 1 && r[0]["status"] == "failed"),
+        )
+        .await;
+    assert_eq!(runs[0]["errorCode"], "invalid_working_directory", "{}", runs[0]);
+    assert!(runs[0]["error"].as_str().unwrap().contains("/no/such/repo"));
+    assert!(runs[0]["processPid"].is_null());
+}

@@ -50,11 +50,16 @@ impl CliKind for Codex {
     }
 
     fn build(&self, run: &RunSpec<'_, CodexExtra>) -> std::io::Result<Built> {
-        let mut args: Vec<String> = vec![
+        // `--search` is a top-level flag in 0.169 (`codex --search exec`).
+        let mut args: Vec<String> = Vec::new();
+        if run.extra.search {
+            args.push("--search".into());
+        }
+        args.extend([
             "exec".into(),
             "--json".into(),
             "--skip-git-repo-check".into(),
-        ];
+        ]);
         if let Some(model) = &run.config.model {
             args.extend(["--model".into(), model.clone()]);
         }
@@ -70,9 +75,6 @@ impl CliKind for Codex {
                 "true".into(),
             ),
         ];
-        if run.extra.search {
-            config.push(("web_search".into(), "\"live\"".into()));
-        }
         if let Some(effort) = &run.extra.reasoning_effort {
             config.push(("model_reasoning_effort".into(), format!("\"{effort}\"")));
         }
@@ -120,7 +122,9 @@ impl CliKind for Codex {
         // 0.169: "thread/resume failed: no rollout found for thread id ..."
         t.contains("no rollout found")
             || (t.contains("session") || t.contains("thread") || t.contains("rollout"))
-            && (t.contains("not found") || t.contains("no such") || t.contains("does not exist"))
+                && (t.contains("not found")
+                    || t.contains("no such")
+                    || t.contains("does not exist"))
     }
 
     fn complete(&self, summary: &mut Summary, config: &CliConfig) {
@@ -373,5 +377,50 @@ mod tests {
         assert_eq!(price("gpt-5-mini", &usage), Some(0.25 + 0.025 + 2.0));
         assert_eq!(price("gpt-6.1-sol", &usage), None);
         assert_eq!(price("o3-pro-x", &usage), Some(2.0 + 0.5 + 8.0));
+    }
+}
+
+#[cfg(test)]
+mod build_tests {
+    use super::*;
+    use crate::cli::CliConfig;
+    use std::time::Duration;
+
+    #[test]
+    fn the_command_line_puts_global_flags_first_and_resume_last() {
+        let config = CliConfig {
+            command: "codex".into(),
+            cwd: None,
+            env: BTreeMap::new(),
+            model: Some("gpt-5".into()),
+            extra_args: vec![],
+            instructions_file: None,
+            timeout: None,
+            grace: Duration::from_secs(1),
+        };
+        let extra = CodexExtra {
+            bypass: true,
+            search: true,
+            reasoning_effort: None,
+            overrides: BTreeMap::from([("model_verbosity".to_string(), "\"low\"".to_string())]),
+        };
+        let scratch = std::env::temp_dir();
+        let run = RunSpec {
+            config: &config,
+            extra: &extra,
+            prompt: "hi",
+            session_id: Some("th-9"),
+            cwd: &scratch,
+            skills_dir: None,
+            scratch: &scratch,
+        };
+        let args = Codex.build(&run).unwrap().args;
+        assert_eq!(
+            &args[..4],
+            ["--search", "exec", "--json", "--skip-git-repo-check"]
+        );
+        assert!(args.contains(&"--dangerously-bypass-approvals-and-sandbox".to_string()));
+        assert!(args.contains(&"model_verbosity=\"low\"".to_string()));
+        assert_eq!(&args[args.len() - 3..], ["resume", "th-9", "-"]);
     }
 }
