@@ -53,7 +53,11 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::router())
         .split_for_parts();
     let api = Arc::new(api);
+    let web = paperclip_web::router(state.store.clone()).layer(
+        axum::middleware::from_fn_with_state(state.clone(), board_only),
+    );
     router
+        .merge(web)
         .route(
             "/api/openapi.json",
             axum::routing::get(move || {
@@ -64,6 +68,32 @@ pub fn app(state: AppState) -> Router {
         .fallback(routes::not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
+}
+
+/// The UI is the board's: an agent's key gets a 403 with the reason, and a
+/// path under `/api` that no API route took stays a JSON 404.
+async fn board_only(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::extract::FromRequestParts;
+    use axum::response::IntoResponse;
+    if request.uri().path().starts_with("/api/") {
+        return routes::not_found(request.uri().clone())
+            .await
+            .into_response();
+    }
+    let (mut parts, body) = request.into_parts();
+    let allowed = match auth::Caller::from_request_parts(&mut parts, &state).await {
+        Ok(caller) => caller.require_board().map(|_| ()),
+        Err(err) => Err(err),
+    };
+    if let Err(err) = allowed {
+        return err.into_response();
+    }
+    next.run(axum::extract::Request::from_parts(parts, body))
+        .await
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves. Connection info is

@@ -30,6 +30,7 @@ pub mod revisions;
 mod row;
 pub mod runs;
 pub mod sessions;
+pub mod ui;
 pub mod wakeups;
 
 use std::str::FromStr;

@@ -522,7 +522,7 @@ pub(crate) fn map(row: &AnyRow) -> Result<HeartbeatRun> {
     })
 }
 
-fn map_event(row: &AnyRow) -> Result<RunEvent> {
+pub(crate) fn map_event(row: &AnyRow) -> Result<RunEvent> {
     Ok(RunEvent {
         id: row.text("id")?,
         company_id: row.text("company_id")?,

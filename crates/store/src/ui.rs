@@ -1,0 +1,82 @@
+//! Read-only aggregates for the board UI's charts: one grouped query each,
+//! whatever the number of rows.
+
+use crate::row::RowExt;
+use crate::{Result, Store};
+
+/// `(day "YYYY-MM-DD", status, count)` of runs created since `since_day`.
+pub async fn runs_by_day(store: &Store, company_id: &str, since_day: &str) -> Result<Vec<(String, String, i64)>> {
+    grouped(
+        store,
+        "SELECT SUBSTR(created_at, 1, 10) AS day, status, COUNT(*) AS n FROM heartbeat_runs \
+         WHERE company_id = $1 AND created_at >= $2 GROUP BY SUBSTR(created_at, 1, 10), status",
+        company_id,
+        since_day,
+    )
+    .await
+}
+
+/// `(day, current status, count)` of tasks created since `since_day`.
+pub async fn tasks_by_day(store: &Store, company_id: &str, since_day: &str) -> Result<Vec<(String, String, i64)>> {
+    grouped(
+        store,
+        "SELECT SUBSTR(created_at, 1, 10) AS day, status, COUNT(*) AS n FROM issues \
+         WHERE company_id = $1 AND created_at >= $2 GROUP BY SUBSTR(created_at, 1, 10), status",
+        company_id,
+        since_day,
+    )
+    .await
+}
+
+async fn grouped(store: &Store, sql: &str, company_id: &str, since: &str) -> Result<Vec<(String, String, i64)>> {
+    let rows = sqlx::query(sql)
+        .bind(company_id)
+        .bind(since)
+        .fetch_all(store.pool())
+        .await?;
+    rows.iter()
+        .map(|r| Ok((r.text("day")?, r.text("status")?, r.int("n")?)))
+        .collect()
+}
+
+/// Each agent's in-progress task (identifier, title), for agent cards.
+pub async fn working_on(store: &Store, company_id: &str) -> Result<Vec<(String, String, String)>> {
+    let rows = sqlx::query(
+        "SELECT assignee_agent_id, identifier, title FROM issues WHERE company_id = $1 \
+         AND status = 'in_progress' AND assignee_agent_id IS NOT NULL ORDER BY updated_at DESC",
+    )
+    .bind(company_id)
+    .fetch_all(store.pool())
+    .await?;
+    rows.iter()
+        .map(|r| Ok((r.text("assignee_agent_id")?, r.text("identifier")?, r.text("title")?)))
+        .collect()
+}
+
+/// The timeline events of every run on an issue, in run and sequence order:
+/// one query for the whole task page.
+pub async fn run_events_of_issue(
+    store: &Store,
+    issue_id: &str,
+) -> Result<Vec<paperclip_core::model::RunEvent>> {
+    let rows = sqlx::query(
+        "SELECT e.* FROM heartbeat_run_events e JOIN heartbeat_runs r ON r.id = e.run_id \
+         WHERE r.issue_id = $1 ORDER BY e.run_id, e.seq LIMIT 5000",
+    )
+    .bind(issue_id)
+    .fetch_all(store.pool())
+    .await?;
+    rows.iter().map(crate::runs::map_event).collect()
+}
+
+/// Priced spend and event count of one issue.
+pub async fn issue_cost(store: &Store, issue_id: &str) -> Result<(i64, i64)> {
+    let row = sqlx::query(
+        "SELECT CAST(COALESCE(SUM(cost_cents), 0) AS BIGINT) AS spend, COUNT(*) AS n \
+         FROM cost_events WHERE issue_id = $1",
+    )
+    .bind(issue_id)
+    .fetch_one(store.pool())
+    .await?;
+    Ok((row.int("spend")?, row.int("n")?))
+}

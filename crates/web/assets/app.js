@@ -1,0 +1,541 @@
+// Paperclip board UI behaviour. Pages are rendered on the server; this file
+// only (1) sends actions to the JSON API and reports their outcome, and
+// (2) follows the company's event stream and re-renders the live region of
+// the current page in place. Handlers are delegated from `document` so they
+// keep working after a live re-render replaces the markup.
+"use strict";
+
+(() => {
+  const $ = (sel, root = document) => root.querySelector(sel);
+  const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
+  const companyId = document.body.dataset.companyId || "";
+  const prefix = document.body.dataset.prefix || "";
+
+  // ---- feedback -----------------------------------------------------------
+
+  function toast(message, kind = "info") {
+    const box = $("#toasts");
+    if (!box) return;
+    const el = document.createElement("div");
+    el.className = `toast ${kind}`;
+    el.setAttribute("role", kind === "error" ? "alert" : "status");
+    el.textContent = message;
+    box.appendChild(el);
+    setTimeout(() => el.remove(), kind === "error" ? 9000 : 4000);
+  }
+
+  // The server's error body is {error, code?, details?}; the person sees the
+  // reason, plus field messages of a validation error.
+  function reason(status, body) {
+    if (!body || typeof body !== "object") return `Request failed (${status})`;
+    let text = body.error || `Request failed (${status})`;
+    const d = body.details;
+    const issues = Array.isArray(d) ? d : d && Array.isArray(d.issues) ? d.issues : null;
+    if (issues && issues.length) {
+      text += ": " + issues.map((i) => `${(i.path || []).join(".") || "body"}: ${i.message}`).join("; ");
+    }
+    return text;
+  }
+
+  async function api(method, url, body) {
+    const init = { method, headers: { accept: "application/json" } };
+    if (body !== undefined) {
+      init.headers["content-type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let res;
+    try {
+      res = await fetch(url, init);
+    } catch (e) {
+      throw new Error("The server cannot be reached");
+    }
+    const text = await res.text();
+    let data = null;
+    try { data = text ? JSON.parse(text) : null; } catch (_) { data = text; }
+    if (!res.ok) throw new Error(reason(res.status, data));
+    return data;
+  }
+
+  // Runs an action with its button disabled; failures become toasts.
+  async function act(button, fn, done) {
+    if (button) button.disabled = true;
+    try {
+      const result = await fn();
+      if (done) toast(done);
+      refreshSoon(50);
+      return result;
+    } catch (e) {
+      toast(e.message, "error");
+      return undefined;
+    } finally {
+      if (button) button.disabled = false;
+    }
+  }
+
+  // ---- forms ----------------------------------------------------------------
+
+  const value = (form, name) => {
+    const el = form.elements.namedItem(name);
+    if (!el) return undefined;
+    if (el.type === "checkbox") return el.checked;
+    return el.value.trim();
+  };
+  const optional = (v) => (v === "" || v === undefined ? undefined : v);
+
+  function parseJson(form, name) {
+    const raw = value(form, name);
+    if (!raw) return {};
+    try {
+      const v = JSON.parse(raw);
+      if (v && typeof v === "object" && !Array.isArray(v)) return v;
+    } catch (_) { /* reported below */ }
+    throw new Error(`${name} must be a JSON object`);
+  }
+
+  const cents = (dollars) => Math.round(parseFloat(dollars || "0") * 100);
+
+  const forms = {
+    async "new-task"(form) {
+      const issue = await api("POST", `/api/companies/${companyId}/issues`, {
+        title: value(form, "title"),
+        description: optional(value(form, "description")),
+        assigneeAgentId: optional(value(form, "assigneeAgentId")),
+        projectId: optional(value(form, "projectId")),
+        goalId: optional(value(form, "goalId")),
+        parentId: optional(value(form, "parentId")),
+        priority: value(form, "priority"),
+        status: value(form, "todo") ? "todo" : "backlog",
+      });
+      closeDialog(form);
+      location.href = `/${prefix}/tasks/${issue.identifier}`;
+    },
+    async "new-company"(form) {
+      const company = await api("POST", "/api/companies", {
+        name: value(form, "name"),
+        description: optional(value(form, "description")),
+      });
+      location.href = `/${company.issuePrefix}/dashboard`;
+    },
+    async hire(form) {
+      const spec = {
+        name: value(form, "name"),
+        role: optional(value(form, "role")),
+        title: optional(value(form, "title")),
+        reportsTo: optional(value(form, "reportsTo")),
+        adapterType: value(form, "adapterType"),
+        adapterConfig: parseJson(form, "adapterConfig"),
+      };
+      const hire = await api("POST", `/api/companies/${companyId}/agent-hires`, spec);
+      closeDialog(form);
+      form.reset();
+      toast(hire && hire.approval ? `${spec.name} waits for board approval` : `${spec.name} is hired`);
+      refreshSoon(50);
+    },
+    async comment(form) {
+      const body = value(form, "body");
+      await api("POST", `/api/issues/${form.dataset.issueId}/comments`, { body });
+      form.reset();
+      toast("Comment posted");
+      refreshSoon(50);
+    },
+    async budget(form) {
+      await api("PATCH", form.dataset.url, { budgetMonthlyCents: cents(value(form, "budgetDollars")) });
+      toast("Budget saved");
+      refreshSoon(50);
+    },
+    async key(form) {
+      const key = await api("POST", form.dataset.url, { name: value(form, "name") });
+      form.reset();
+      shownToken = key.token;
+      showToken();
+      refreshSoon(50);
+    },
+    async config(form) {
+      const template = form.elements.namedItem("promptTemplate");
+      const unknown = template ? unknownVars(template) : [];
+      if (unknown.length) throw new Error(`Unknown template variable: ${unknown.join(", ")}`);
+      const adapterConfig = parseJson(form, "adapterConfig");
+      if (template && template.value.trim()) adapterConfig.promptTemplate = template.value;
+      let runtimeConfig = {};
+      try { runtimeConfig = JSON.parse(form.dataset.runtimeConfig || "{}") || {}; } catch (_) { runtimeConfig = {}; }
+      runtimeConfig.heartbeat = Object.assign({}, runtimeConfig.heartbeat, {
+        enabled: value(form, "hb.enabled"),
+        intervalSec: Number(value(form, "hb.intervalSec") || 0),
+        wakeOnAssignment: value(form, "hb.wakeOnAssignment"),
+        wakeOnOnDemand: value(form, "hb.wakeOnOnDemand"),
+        wakeOnAutomation: value(form, "hb.wakeOnAutomation"),
+        maxConcurrentRuns: Number(value(form, "hb.maxConcurrentRuns") || 1),
+      });
+      await api("PATCH", form.dataset.url, { adapterType: value(form, "adapterType"), adapterConfig, runtimeConfig });
+      toast("Configuration saved");
+      refreshSoon(50);
+    },
+    async project(form) {
+      await api("POST", form.dataset.url, { name: value(form, "name") });
+      form.reset();
+      toast("Project added");
+      refreshSoon(50);
+    },
+    async goal(form) {
+      await api("POST", form.dataset.url, { title: value(form, "title") });
+      form.reset();
+      toast("Goal added");
+      refreshSoon(50);
+    },
+  };
+
+  document.addEventListener("submit", async (ev) => {
+    const form = ev.target.closest("form[data-api-form]");
+    if (!form) return;
+    ev.preventDefault();
+    const handler = forms[form.dataset.apiForm];
+    if (!handler) return;
+    const submit = $("button[type=submit]", form);
+    if (submit) submit.disabled = true;
+    try {
+      await handler(form);
+    } catch (e) {
+      toast(e.message, "error");
+    } finally {
+      if (submit) submit.disabled = false;
+    }
+  });
+
+  // An API key's token is shown once; it survives live re-renders of the
+  // page until the person leaves it.
+  let shownToken = null;
+  function showToken() {
+    const box = $("#new-key-token");
+    if (!box || !shownToken) return;
+    box.hidden = false;
+    box.textContent = "";
+    const p = document.createElement("p");
+    p.textContent = "Copy this key now; it is not shown again:";
+    const code = document.createElement("code");
+    code.textContent = shownToken;
+    box.append(p, code);
+  }
+
+  // ---- buttons, selects -------------------------------------------------------
+
+  document.addEventListener("click", async (ev) => {
+    const t = ev.target;
+    const action = t.closest("[data-action]");
+    if (action) {
+      if (action.dataset.confirm && !confirm(action.dataset.confirm)) return;
+      const body = action.dataset.body ? JSON.parse(action.dataset.body) : undefined;
+      await act(action, () => api(action.dataset.action, action.dataset.url, body), action.dataset.done);
+      return;
+    }
+    const decide = t.closest("[data-decide]");
+    if (decide) {
+      const form = decide.closest("form[data-approval]");
+      const note = value(form, "decisionNote");
+      const verb = decide.dataset.decide;
+      await act(decide, () => api("POST", `/api/approvals/${form.dataset.approval}/${verb}`, { decisionNote: optional(note) }),
+        { approve: "Approved", reject: "Rejected", "request-revision": "Revision requested" }[verb]);
+      return;
+    }
+    const opener = t.closest("[data-open-dialog]");
+    if (opener) {
+      openDialog(opener.dataset.openDialog, opener.dataset.presetAssignee);
+      return;
+    }
+    if (t.closest("[data-close-dialog]")) {
+      closeDialog(t);
+      return;
+    }
+    const mention = t.closest("[data-mention]");
+    if (mention) {
+      const area = $("textarea[name=body]", mention.closest("form"));
+      insertAtCursor(area, `@${mention.dataset.mention} `);
+      return;
+    }
+    const pill = t.closest("[data-insert-var]");
+    if (pill) {
+      const area = $("textarea[data-template]", pill.closest(".template-editor"));
+      insertAtCursor(area, `{{${pill.dataset.insertVar}}}`);
+      checkTemplate(area);
+      return;
+    }
+    if (t.closest("[data-toggle-sidebar]")) {
+      $("#sidebar").classList.toggle("open");
+    }
+  });
+
+  document.addEventListener("change", async (ev) => {
+    const t = ev.target;
+    if (t.matches("[data-switch-company]")) {
+      if (t.value === "__new") openDialog("new-company");
+      else location.href = `/${t.value}/dashboard`;
+      return;
+    }
+    if (t.matches("[data-patch-issue]")) {
+      if (t.value === "" && t.dataset.field === "status") return;
+      const body = { [t.dataset.field]: t.value === "" ? null : t.value };
+      await act(t, () => api("PATCH", `/api/issues/${t.dataset.patchIssue}`, body), "Task updated");
+    }
+  });
+
+  document.addEventListener("input", (ev) => {
+    if (ev.target.matches("textarea[data-template]")) checkTemplate(ev.target);
+  });
+
+  function insertAtCursor(area, text) {
+    if (!area) return;
+    const start = area.selectionStart ?? area.value.length;
+    const end = area.selectionEnd ?? area.value.length;
+    area.value = area.value.slice(0, start) + text + area.value.slice(end);
+    area.focus();
+    area.selectionStart = area.selectionEnd = start + text.length;
+  }
+
+  // ---- prompt template ---------------------------------------------------------
+
+  function unknownVars(area) {
+    const known = new Set((area.dataset.catalog || "").split(/\s+/).filter(Boolean));
+    const found = [...area.value.matchAll(/\{\{\s*([^}\s]+)\s*\}\}/g)].map((m) => m[1]);
+    return [...new Set(found.filter((v) => !known.has(v)))];
+  }
+
+  function checkTemplate(area) {
+    const box = $(".template-error", area.closest(".template-editor"));
+    if (!box) return;
+    const unknown = unknownVars(area);
+    box.hidden = unknown.length === 0;
+    box.textContent = unknown.length ? `Unknown variable: ${unknown.join(", ")} — use the pills below.` : "";
+  }
+
+  // ---- dialogs -------------------------------------------------------------------
+
+  async function openDialog(id, presetAssignee) {
+    const dialog = document.getElementById(id);
+    if (!dialog) return;
+    await fillSelects(dialog);
+    if (presetAssignee) {
+      const sel = $("select[name=assigneeAgentId]", dialog);
+      if (sel) sel.value = presetAssignee;
+    }
+    if (!dialog.open) dialog.showModal();
+    const first = $("input:not([type=hidden]), textarea", dialog);
+    if (first) first.focus();
+  }
+
+  function closeDialog(el) {
+    const dialog = el.closest("dialog");
+    if (dialog && dialog.open) dialog.close();
+    const switcher = $("[data-switch-company]");
+    if (switcher && switcher.value === "__new") switcher.selectedIndex = 0;
+  }
+
+  // The New Task selects are filled from the API when the dialog opens, so
+  // every page carries the same small dialog without loading lists itself.
+  async function fillSelects(dialog) {
+    const sources = {
+      agents: [`/api/companies/${companyId}/agents`, (a) => a.status !== "terminated", (a) => a.name],
+      projects: [`/api/companies/${companyId}/projects`, () => true, (p) => p.name],
+      goals: [`/api/companies/${companyId}/goals`, () => true, (g) => g.title],
+      tasks: [`/api/companies/${companyId}/issues?limit=200`, () => true, (i) => `${i.identifier} ${i.title}`],
+    };
+    await Promise.all($$("select[data-fill]", dialog).map(async (sel) => {
+      const [url, keep, label] = sources[sel.dataset.fill] || [];
+      if (!url || !companyId) return;
+      try {
+        let rows = await api("GET", url);
+        if (rows && !Array.isArray(rows)) rows = rows.issues || rows.items || [];
+        const first = sel.options[0];
+        sel.replaceChildren(first);
+        for (const row of rows.filter(keep)) sel.add(new Option(label(row), row.id));
+      } catch (e) {
+        toast(e.message, "error");
+      }
+    }));
+  }
+
+  // ---- task board: drag and keyboard -------------------------------------------------
+
+  const COLUMN_ORDER = () => $$("[data-board] [data-column]").map((c) => c.dataset.column);
+
+  async function moveCard(card, to) {
+    const allowed = (card.dataset.allowed || "").split(" ").filter(Boolean);
+    if (!allowed.includes(to)) {
+      toast(`${card.dataset.identifier} cannot move from ${card.dataset.status.replace("_", " ")} to ${to.replace("_", " ")}`, "error");
+      return;
+    }
+    const column = $(`[data-board] [data-column="${to}"]`);
+    if (column) column.appendChild(card);
+    await act(null, () => api("PATCH", `/api/issues/${card.dataset.issueId}`, { status: to }),
+      `${card.dataset.identifier} moved to ${to.replace("_", " ")}`);
+  }
+
+  let dragged = null;
+  document.addEventListener("dragstart", (ev) => {
+    const card = ev.target.closest && ev.target.closest(".task-card");
+    if (!card) return;
+    dragged = card;
+    ev.dataTransfer.setData("text/plain", card.dataset.issueId);
+    ev.dataTransfer.effectAllowed = "move";
+  });
+  document.addEventListener("dragover", (ev) => {
+    const col = dragged && ev.target.closest && ev.target.closest("[data-column]");
+    if (!col) return;
+    ev.preventDefault();
+    const ok = (dragged.dataset.allowed || "").split(" ").includes(col.dataset.column);
+    $$("[data-column]").forEach((c) => c.classList.remove("drop-ok", "drop-no"));
+    col.classList.add(ok ? "drop-ok" : "drop-no");
+  });
+  document.addEventListener("dragend", () => {
+    dragged = null;
+    $$("[data-column]").forEach((c) => c.classList.remove("drop-ok", "drop-no"));
+  });
+  document.addEventListener("drop", (ev) => {
+    const col = dragged && ev.target.closest && ev.target.closest("[data-column]");
+    if (!col) return;
+    ev.preventDefault();
+    const card = dragged;
+    dragged = null;
+    $$("[data-column]").forEach((c) => c.classList.remove("drop-ok", "drop-no"));
+    if (col.dataset.column !== card.dataset.status) moveCard(card, col.dataset.column);
+  });
+  document.addEventListener("keydown", (ev) => {
+    const card = ev.target.closest && ev.target.closest(".task-card");
+    if (!card || (ev.key !== "ArrowLeft" && ev.key !== "ArrowRight")) return;
+    ev.preventDefault();
+    const order = COLUMN_ORDER();
+    const allowed = (card.dataset.allowed || "").split(" ");
+    const here = order.indexOf(card.dataset.status);
+    const step = ev.key === "ArrowRight" ? 1 : -1;
+    for (let i = here + step; i >= 0 && i < order.length; i += step) {
+      if (allowed.includes(order[i])) {
+        moveCard(card, order[i]).then(() => {
+          const again = $(`.task-card[data-issue-id="${card.dataset.issueId}"]`);
+          if (again) again.focus();
+        });
+        return;
+      }
+    }
+    toast(`${card.dataset.identifier} has no allowed status that way`, "error");
+  });
+
+  // ---- live updates -----------------------------------------------------------------
+
+  let refreshTimer = null;
+  let refreshing = false;
+  let pendingRefresh = false;
+
+  function refreshSoon(delay = 250) {
+    if (refreshTimer) return;
+    refreshTimer = setTimeout(() => {
+      refreshTimer = null;
+      refresh();
+    }, delay);
+  }
+
+  // A person typing or choosing inside the live region must not lose it.
+  function busy() {
+    const live = $("#live-body");
+    if (!live) return true;
+    if ($$("dialog[open]", live).length) return true;
+    const a = document.activeElement;
+    return !!(a && live.contains(a) && a.matches("input, textarea, select"));
+  }
+
+  // Details the person opened or closed keep that state across re-renders.
+  const toggled = new Map();
+  const detailsKey = (d) => {
+    const run = d.closest("[data-run-id]");
+    const cls = d.className || "details";
+    const siblings = $$(`details.${cls.split(" ")[0] || "x"}`, run || $("#live-body"));
+    return `${run ? run.dataset.runId : "page"}:${cls}:${siblings.indexOf(d)}`;
+  };
+  document.addEventListener("toggle", (ev) => {
+    if (ev.target.tagName === "DETAILS" && ev.isTrusted && !applying) toggled.set(detailsKey(ev.target), ev.target.open);
+  }, true);
+  let applying = false;
+
+  async function refresh() {
+    if (refreshing || busy()) {
+      pendingRefresh = true;
+      return;
+    }
+    refreshing = true;
+    pendingRefresh = false;
+    try {
+      const res = await fetch(location.href, { headers: { accept: "text/html" } });
+      if (!res.ok) return;
+      const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+      const fresh = $("#live-body", doc);
+      const live = $("#live-body");
+      if (!fresh || !live || busy()) {
+        pendingRefresh = true;
+        return;
+      }
+      const focusedCard = document.activeElement && document.activeElement.closest && document.activeElement.closest(".task-card");
+      const focusId = focusedCard ? focusedCard.dataset.issueId : null;
+      live.replaceChildren(...fresh.childNodes);
+      const nav = $("ul.nav", doc);
+      if (nav && $("ul.nav")) $("ul.nav").replaceWith(nav);
+      applying = true;
+      $$("details", live).forEach((d) => {
+        const k = detailsKey(d);
+        if (toggled.has(k)) d.open = toggled.get(k);
+      });
+      applying = false;
+      if (focusId) {
+        const card = $(`.task-card[data-issue-id="${focusId}"]`);
+        if (card) card.focus();
+      }
+      showToken();
+      document.dispatchEvent(new CustomEvent("paperclip:refreshed"));
+    } catch (_) {
+      pendingRefresh = true;
+    } finally {
+      refreshing = false;
+      if (pendingRefresh && !busy()) refreshSoon(500);
+    }
+  }
+
+  document.addEventListener("focusout", () => { if (pendingRefresh) setTimeout(() => { if (!busy()) refreshSoon(100); }, 0); });
+  document.addEventListener("close", () => { if (pendingRefresh) refreshSoon(100); }, true);
+
+  // Named SSE events: EventSource has no wildcard, so the kinds pages react
+  // to are listed. Log chunks arrive often; they refresh at most once a second.
+  const KINDS = [
+    "activity.appended", "issue.created", "issue.updated", "issue.comment.created",
+    "agent.created", "agent.updated", "agent.status.changed",
+    "heartbeat.run.queued", "heartbeat.run.started", "heartbeat.run.status", "heartbeat.run.finished", "budget.alert", "budget.hard_stop",
+  ];
+
+  function connect() {
+    const state = $("#live-state");
+    if (!companyId || !window.EventSource) {
+      if (state) state.textContent = "live updates off";
+      return;
+    }
+    let lastLog = 0;
+    let dropped = false;
+    const source = new EventSource(`/api/companies/${companyId}/events`);
+    source.onopen = () => {
+      if (state) { state.textContent = "live"; state.className = "live-state on"; }
+      // Back after a drop: the stream replays what it still holds, and a
+      // re-render covers anything older.
+      if (dropped) refreshSoon(50);
+      dropped = false;
+    };
+    source.onerror = () => {
+      dropped = true;
+      if (state) { state.textContent = "reconnecting…"; state.className = "live-state off"; }
+    };
+    for (const kind of KINDS) source.addEventListener(kind, () => refreshSoon(250));
+    source.addEventListener("heartbeat.run.log", () => {
+      const now = Date.now();
+      if (now - lastLog > 1000) { lastLog = now; refreshSoon(400); }
+    });
+    window.paperclipEvents = source;
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    connect();
+    $$("textarea[data-template]").forEach(checkTemplate);
+  });
+})();

@@ -1,0 +1,73 @@
+//! Small formatting rules shared by pages: status pills, money, time ago.
+
+use chrono::{DateTime, Utc};
+use maud::{html, Markup};
+
+pub fn pill(status: &str) -> Markup {
+    html! { span class={"pill s-" (status.replace('_', "-"))} data-status=(status) { (status.replace('_', " ")) } }
+}
+
+/// `$12.34`; cents are the unit everywhere.
+pub fn money(cents: i64) -> String {
+    let sign = if cents < 0 { "-" } else { "" };
+    let c = cents.abs();
+    format!("{sign}${}.{:02}", c / 100, c % 100)
+}
+
+/// "just now", "5 min ago", "3 h ago", "2 d ago", or the date.
+pub fn ago(ts: &str, now: DateTime<Utc>) -> String {
+    let Ok(t) = DateTime::parse_from_rfc3339(ts) else {
+        return ts.to_string();
+    };
+    let secs = (now - t.with_timezone(&Utc)).num_seconds();
+    match secs {
+        s if s < 45 => "just now".into(),
+        s if s < 3600 => format!("{} min ago", (s + 30) / 60),
+        s if s < 86_400 => format!("{} h ago", s / 3600),
+        s if s < 14 * 86_400 => format!("{} d ago", s / 86_400),
+        _ => ts.get(..10).unwrap_or(ts).to_string(),
+    }
+}
+
+pub fn time(ts: &str, now: DateTime<Utc>) -> Markup {
+    html! { time datetime=(ts) title=(ts) { (ago(ts, now)) } }
+}
+
+/// Whole percent of `part` in `whole`, 0 when there is no whole.
+pub fn percent(part: i64, whole: i64) -> i64 {
+    if whole <= 0 {
+        0
+    } else {
+        ((part as f64 / whole as f64) * 100.0).round() as i64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn money_has_two_decimals() {
+        assert_eq!(money(0), "$0.00");
+        assert_eq!(money(1234), "$12.34");
+        assert_eq!(money(-5), "-$0.05");
+    }
+
+    #[test]
+    fn times_read_as_how_long_ago() {
+        let now = DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z").unwrap().with_timezone(&Utc);
+        assert_eq!(ago("2026-12-02T11:59:50Z", now), "just now");
+        assert_eq!(ago("2026-12-02T11:55:00Z", now), "5 min ago");
+        assert_eq!(ago("2026-12-02T09:00:00Z", now), "3 h ago");
+        assert_eq!(ago("2026-11-30T12:00:00Z", now), "2 d ago");
+        assert_eq!(ago("2026-10-01T12:00:00Z", now), "2026-10-01");
+        assert_eq!(ago("garbage", now), "garbage");
+    }
+
+    #[test]
+    fn percent_of_nothing_is_zero() {
+        assert_eq!(percent(5, 0), 0);
+        assert_eq!(percent(80, 100), 80);
+        assert_eq!(percent(1, 3), 33);
+    }
+}

@@ -1,0 +1,174 @@
+//! The page shell: sidebar (company switcher, New Task, search, sections),
+//! the live region pages re-render into, the toast area and dialogs.
+
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+
+use crate::Ctx;
+
+const SECTIONS: &[(&str, &str)] = &[
+    ("dashboard", "Dashboard"),
+    ("inbox", "Inbox"),
+    ("tasks", "Tasks"),
+    ("projects", "Projects"),
+    ("goals", "Goals"),
+    ("agents", "Agents"),
+    ("org", "Org chart"),
+    ("approvals", "Approvals"),
+    ("costs", "Costs"),
+    ("activity", "Activity"),
+];
+
+fn head(title: &str) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            title { (title) " · Paperclip" }
+            link rel="stylesheet" href="/ui/app.css";
+            script src="/ui/app.js" defer {}
+        }
+    }
+}
+
+/// A company page: `active` is the sidebar section, `body` goes in the
+/// live region that is re-rendered when the company's events arrive.
+pub fn page(ctx: &Ctx, active: &str, title: &str, body: Markup) -> Markup {
+    page_with(ctx, active, title, body, html! {})
+}
+
+/// Like [`page`], with `fixed` after the live region: forms a person types
+/// into, which a live update must not reset.
+pub fn page_with(ctx: &Ctx, active: &str, title: &str, body: Markup, fixed: Markup) -> Markup {
+    let prefix = &ctx.company.issue_prefix;
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head(title))
+            body data-company-id=(ctx.company.id) data-prefix=(prefix) {
+                div.shell {
+                    nav.sidebar #sidebar {
+                        div.brand { a href="/" { "Paperclip" } }
+                        label.visually-hidden for="company-switcher" { "Company" }
+                        select #company-switcher.switcher data-switch-company {
+                            @for c in &ctx.companies {
+                                option value=(c.issue_prefix) selected[c.id == ctx.company.id] { (c.name) }
+                            }
+                            option value="__new" { "+ New company" }
+                        }
+                        button.primary.wide type="button" data-open-dialog="new-task" { "New Task" }
+                        form.search action={"/" (prefix) "/tasks"} method="get" {
+                            input type="search" name="q" placeholder="Search tasks" aria-label="Search tasks";
+                        }
+                        ul.nav {
+                            @for (key, label) in SECTIONS {
+                                li {
+                                    a href={"/" (prefix) "/" (key)} class=@if *key == active { "active" } {
+                                        (label)
+                                        @if *key == "approvals" && ctx.pending_approvals > 0 {
+                                            span.badge #pending-approvals { (ctx.pending_approvals) }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        div.live-state #live-state title="Live updates" { "connecting…" }
+                    }
+                    button.menu-toggle type="button" data-toggle-sidebar aria-label="Menu" { "☰" }
+                    main #live {
+                        div #live-body { (body) }
+                        (fixed)
+                    }
+                }
+                div #toasts aria-live="polite" {}
+                (new_task_dialog())
+                (new_company_dialog())
+            }
+        }
+    }
+}
+
+fn new_task_dialog() -> Markup {
+    html! {
+        dialog #new-task {
+            form data-api-form="new-task" method="dialog" {
+                h2 { "New task" }
+                label { "Title" input name="title" required autofocus; }
+                label { "Description (Markdown)" textarea name="description" rows="6" {} }
+                div.row {
+                    label { "Assignee" select name="assigneeAgentId" data-fill="agents" { option value="" { "Unassigned" } } }
+                    label { "Priority" select name="priority" {
+                        option value="low" { "Low" } option value="medium" selected { "Medium" }
+                        option value="high" { "High" } option value="critical" { "Critical" }
+                    } }
+                }
+                div.row {
+                    label { "Project" select name="projectId" data-fill="projects" { option value="" { "None" } } }
+                    label { "Goal" select name="goalId" data-fill="goals" { option value="" { "None" } } }
+                }
+                label { "Parent task" select name="parentId" data-fill="tasks" { option value="" { "None" } } }
+                label.inline { input type="checkbox" name="todo" checked; " Ready to start (todo)" }
+                div.actions {
+                    button type="button" data-close-dialog { "Cancel" }
+                    button.primary type="submit" { "Create task" }
+                }
+            }
+        }
+    }
+}
+
+fn new_company_dialog() -> Markup {
+    html! {
+        dialog #new-company {
+            form data-api-form="new-company" method="dialog" {
+                h2 { "New company" }
+                label { "Name" input name="name" required; }
+                label { "Goal / description" textarea name="description" rows="3" {} }
+                div.actions {
+                    button type="button" data-close-dialog { "Cancel" }
+                    button.primary type="submit" { "Create company" }
+                }
+            }
+        }
+    }
+}
+
+/// A page outside any company (errors, first run).
+pub fn bare(title: &str, detail: &str) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head(title))
+            body {
+                main.bare {
+                    h1 { (title) }
+                    p { (detail) }
+                    p { a href="/" { "Back to Paperclip" } }
+                }
+                div #toasts aria-live="polite" {}
+            }
+        }
+    }
+}
+
+/// First run: no company yet.
+pub fn welcome() -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head("Welcome"))
+            body {
+                main.bare {
+                    h1 { "Create your first company" }
+                    p.muted { "A company has a goal, an org chart of agents, and tasks for them." }
+                    form.card data-api-form="new-company" {
+                        label { "Name" input name="name" required; }
+                        label { "Goal / description" textarea name="description" rows="3" {} }
+                        button.primary type="submit" { "Create company" }
+                    }
+                }
+                div #toasts aria-live="polite" {}
+                (PreEscaped(""))
+            }
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! The board UI: pages rendered on the server with maud from the same store
+//! the API uses, styles and a small script embedded in the binary. Actions
+//! (create a task, approve, pause ...) call the JSON API from the browser;
+//! pages follow the company's live event stream and re-render their main
+//! region in place. Mounted by the server behind the board-only check.
+
+mod assets;
+mod charts;
+mod fmt;
+mod layout;
+mod markdown;
+mod pages;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::Router;
+use maud::Markup;
+use paperclip_core::model::Company;
+use paperclip_store::Store;
+
+#[derive(Clone)]
+pub(crate) struct Web {
+    pub store: Store,
+}
+
+/// The UI's routes, with their state applied so the server can merge them.
+pub fn router<S: Clone + Send + Sync + 'static>(store: Store) -> Router<S> {
+    Router::new()
+        .route("/", get(home))
+        .route("/ui/app.css", get(assets::css))
+        .route("/ui/app.js", get(assets::js))
+        .route("/{prefix}", get(company_root))
+        .route("/{prefix}/dashboard", get(pages::dashboard::page))
+        .route("/{prefix}/inbox", get(pages::misc::inbox))
+        .route("/{prefix}/tasks", get(pages::tasks::list))
+        .route("/{prefix}/tasks/{identifier}", get(pages::task::page))
+        .route("/{prefix}/projects", get(pages::misc::projects))
+        .route("/{prefix}/goals", get(pages::misc::goals))
+        .route("/{prefix}/agents", get(pages::agents::list))
+        .route("/{prefix}/agents/{url_key}", get(pages::agent::page))
+        .route("/{prefix}/org", get(pages::org::page))
+        .route("/{prefix}/approvals", get(pages::approvals::page))
+        .route("/{prefix}/costs", get(pages::costs::page))
+        .route("/{prefix}/activity", get(pages::activity::page))
+        .with_state(Web { store })
+}
+
+/// Everything the layout needs about where the board is.
+pub(crate) struct Ctx {
+    pub companies: Vec<Company>,
+    pub company: Company,
+    pub pending_approvals: usize,
+}
+
+/// A page or a page-shaped error.
+pub(crate) type PageResult = Result<Response, Response>;
+
+pub(crate) fn html(markup: Markup) -> PageResult {
+    Ok(markup.into_response())
+}
+
+pub(crate) fn failure(status: StatusCode, title: &str, detail: &str) -> Response {
+    (status, layout::bare(title, detail)).into_response()
+}
+
+pub(crate) fn store_failure(err: paperclip_store::Error) -> Response {
+    let status = match &err {
+        paperclip_store::Error::NotFound(_) => StatusCode::NOT_FOUND,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    failure(status, "Something went wrong", &err.to_string())
+}
+
+impl Web {
+    /// The company whose issue prefix is `prefix` (any case), or a 404 page.
+    pub(crate) async fn ctx(&self, prefix: &str) -> Result<Ctx, Response> {
+        let companies = paperclip_store::companies::list(&self.store)
+            .await
+            .map_err(store_failure)?;
+        let Some(company) = companies
+            .iter()
+            .find(|c| c.issue_prefix.eq_ignore_ascii_case(prefix))
+            .cloned()
+        else {
+            return Err(failure(
+                StatusCode::NOT_FOUND,
+                "No such company",
+                &format!("No company uses the prefix {prefix}."),
+            ));
+        };
+        let pending = paperclip_store::approvals::list(&self.store, &company.id, Some("pending"))
+            .await
+            .map_err(store_failure)?
+            .len();
+        Ok(Ctx {
+            companies,
+            company,
+            pending_approvals: pending,
+        })
+    }
+}
+
+async fn home(State(web): State<Web>) -> PageResult {
+    let companies = paperclip_store::companies::list(&web.store)
+        .await
+        .map_err(store_failure)?;
+    match companies.first() {
+        Some(c) => Ok(Redirect::to(&format!("/{}/dashboard", c.issue_prefix)).into_response()),
+        None => html(layout::welcome()),
+    }
+}
+
+async fn company_root(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
+    let ctx = web.ctx(&prefix).await?;
+    Ok(Redirect::to(&format!("/{}/dashboard", ctx.company.issue_prefix)).into_response())
+}

@@ -1,0 +1,172 @@
+//! One agent: overview and actions, current run, recent tasks and runs,
+//! costs and budget, API keys, the config editor (adapter, heartbeat policy,
+//! prompt template with variable pills) and config revisions.
+
+use axum::extract::{Path, State};
+use chrono::Utc;
+use maud::{html, Markup};
+use paperclip_core::heartbeat::HeartbeatPolicy;
+use paperclip_core::template::CATALOG;
+use paperclip_store::{agents, issues, keys, revisions, runs, sessions};
+
+use super::by_id;
+use crate::fmt::{money, percent, pill, time};
+use crate::{html, layout, store_failure, PageResult, Web};
+
+pub async fn page(State(web): State<Web>, Path((prefix, url_key)): Path<(String, String)>) -> PageResult {
+    let ctx = web.ctx(&prefix).await?;
+    let store = &web.store;
+    let cid = &ctx.company.id;
+    let all = agents::list(store, cid).await.map_err(store_failure)?;
+    let Some(agent) = all.iter().find(|a| a.url_key == url_key || a.id == url_key).cloned() else {
+        return Err(crate::failure(axum::http::StatusCode::NOT_FOUND, "No such agent", &format!("{} has no agent {url_key}.", ctx.company.name)));
+    };
+    let names = by_id(&all);
+    let tasks = issues::list(
+        store,
+        cid,
+        &issues::Filter { assignee_agent_id: Some(agent.id.clone()), limit: 15, ..issues::Filter::default() },
+    )
+    .await
+    .map_err(store_failure)?;
+    let agent_runs = runs::list(
+        store,
+        cid,
+        &runs::Filter { agent_id: Some(agent.id.clone()), limit: 15, ..runs::Filter::default() },
+    )
+    .await
+    .map_err(store_failure)?;
+    let api_keys = keys::list(store, &agent.id).await.map_err(store_failure)?;
+    let revs = revisions::list(store, &agent.id).await.map_err(store_failure)?;
+    let state = sessions::runtime_state(store, &agent).await.map_err(store_failure)?;
+    let task_names: std::collections::HashMap<&str, &str> =
+        tasks.issues.iter().map(|i| (i.id.as_str(), i.identifier.as_str())).collect();
+    let now = Utc::now();
+    let p = &ctx.company.issue_prefix;
+    let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
+    let template = agent.adapter_config.get("promptTemplate").and_then(|v| v.as_str()).unwrap_or("");
+    let mut config = agent.adapter_config.clone();
+    if let Some(obj) = config.as_object_mut() {
+        obj.remove("promptTemplate");
+    }
+    let current = agent_runs.iter().find(|r| r.status == "running" || r.status == "queued");
+    let id = &agent.id;
+    let body = html! {
+        header.page-head {
+            div.muted { a href={"/" (p) "/agents"} { "Agents" } " / " (agent.name) }
+            h1 { (agent.name) " " (pill(&agent.status)) }
+            p.muted { (agent.title.as_deref().unwrap_or(&agent.role)) " · " code { (agent.adapter_type) }
+                @if let Some(m) = agent.reports_to.as_deref().and_then(|r| names.get(r)) { " · reports to " a href={"/" (p) "/agents/" (m.url_key)} { (m.name) } } }
+            @if let Some(reason) = &agent.error_reason { p.run-error { "Last error: " (reason) } }
+            div.actions {
+                button type="button" data-open-dialog="new-task" data-preset-assignee=(id) { "Assign task" }
+                button type="button" data-action="POST" data-url={"/api/agents/" (id) "/wakeup"} data-body=r#"{"reason":"manual"}"# data-done="Run queued" { "Run now" }
+                @if agent.status == "paused" {
+                    button type="button" data-action="POST" data-url={"/api/agents/" (id) "/resume"} data-done="Resumed" { "Resume" }
+                } @else if agent.status != "terminated" {
+                    button type="button" data-action="POST" data-url={"/api/agents/" (id) "/pause"} data-confirm={"Pause " (agent.name) "? Its running work stops."} data-done="Paused" { "Pause" }
+                }
+                @if agent.status != "terminated" {
+                    button.danger type="button" data-action="POST" data-url={"/api/agents/" (id) "/terminate"} data-confirm={"Terminate " (agent.name) "? This cannot be undone."} data-done="Terminated" { "Terminate" }
+                }
+            }
+        }
+        div.columns {
+            section {
+                h2 { "Current run" }
+                @match current {
+                    Some(r) => p { (pill(&r.status)) " " @match r.issue_id.as_deref().and_then(|i| task_names.get(i)) {
+                        Some(ident) => a href={"/" (p) "/tasks/" (ident)} { span.ident { (ident) } }, None => span.muted { "no task" } } " · started " (time(r.started_at.as_deref().unwrap_or(&r.created_at), now))
+                        " " button.small type="button" data-action="POST" data-url={"/api/heartbeat-runs/" (r.id) "/cancel"} data-confirm="Cancel this run?" data-done="Cancelled" { "Cancel" } },
+                    None => p.muted { "Idle." },
+                }
+                h2 { "Costs" }
+                dl.kv {
+                    dt { "This month" } dd { (money(agent.spent_monthly_cents)) @if agent.budget_monthly_cents > 0 { " of " (money(agent.budget_monthly_cents)) } }
+                    dt { "All time" } dd { (money(state.total_cost_cents)) " · " (state.total_input_tokens) " in / " (state.total_output_tokens) " out tokens" }
+                }
+                @if agent.budget_monthly_cents > 0 { (crate::pages::costs::bar(agent.spent_monthly_cents, agent.budget_monthly_cents)) }
+                form.inline-form data-api-form="budget" data-url={"/api/agents/" (id) "/budgets"} {
+                    label { "Monthly budget ($)" input name="budgetDollars" type="number" min="0" step="0.01" value=(format!("{:.2}", agent.budget_monthly_cents as f64 / 100.0)); }
+                    button type="submit" { "Save budget" }
+                }
+            }
+            section {
+                h2 { "Recent tasks" }
+                ul.tasklist { @for i in &tasks.issues { li { a href={"/" (p) "/tasks/" (i.identifier)} { span.ident { (i.identifier) } " " (i.title) } " " (pill(&i.status)) } } }
+                @if tasks.issues.is_empty() { p.muted { "No tasks assigned." } }
+            }
+        }
+        section {
+            h2 { "Runs" }
+            table.data {
+                thead { tr { th { "Run" } th { "Task" } th { "Outcome" } th { "When" } th { "Log" } } }
+                tbody { @for r in &agent_runs {
+                    tr data-run-status=(r.status) {
+                        td { (pill(&r.status)) } 
+                        td { @match r.issue_id.as_deref().and_then(|i| task_names.get(i)) { Some(ident) => a href={"/" (p) "/tasks/" (ident)} { span.ident { (ident) } }, None => span.muted { "—" } } }
+                        td { @match (&r.error_code, &r.error) { (Some(code), Some(e)) => span.run-error { strong { (code) } ": " (e) }, _ => span.muted { (r.wake_reason.as_deref().unwrap_or("")) } } }
+                        td { (time(&r.created_at, now)) }
+                        td { a href={"/api/heartbeat-runs/" (r.id) "/log"} { "log" } }
+                    }
+                } }
+            }
+        }
+        section {
+            h2 { "API keys" }
+            ul.keys { @for k in &api_keys {
+                li { strong { (k.name) } " " span.muted { "created " (time(&k.created_at, now)) }
+                    @if k.revoked_at.is_some() { " " span.pill.s-cancelled { "revoked" } } @else {
+                        " " button.small.danger type="button" data-action="DELETE" data-url={"/api/agents/" (id) "/keys/" (k.id)} data-confirm="Revoke this key? Agents using it lose access." data-done="Key revoked" { "Revoke" } }
+                }
+            } }
+            form.inline-form data-api-form="key" data-url={"/api/agents/" (id) "/keys"} {
+                label { "Key name" input name="name" required placeholder="e.g. laptop"; }
+                button type="submit" { "Create key" }
+            }
+            div #new-key-token hidden {}
+        }
+        section {
+            h2 { "Configuration" }
+            form.config data-api-form="config" data-url={"/api/agents/" (id)} data-runtime-config=(agent.runtime_config.to_string()) {
+                label { "Adapter" select name="adapterType" { @for k in crate::pages::agents::ADAPTERS { option value=(k) selected[*k == agent.adapter_type] { (k) } } } }
+                label { "Adapter config (JSON)" textarea name="adapterConfig" rows="8" data-json { (serde_json::to_string_pretty(&config).unwrap_or_default()) } }
+                (template_editor(template))
+                fieldset {
+                    legend { "Heartbeat policy" }
+                    label.inline { input type="checkbox" name="hb.enabled" checked[policy.enabled]; " Timer heartbeats" }
+                    label { "Every (seconds)" input type="number" name="hb.intervalSec" min="0" value=(policy.interval_sec); }
+                    label.inline { input type="checkbox" name="hb.wakeOnAssignment" checked[policy.wake_on_assignment]; " Wake on assignment" }
+                    label.inline { input type="checkbox" name="hb.wakeOnOnDemand" checked[policy.wake_on_on_demand]; " Wake on demand" }
+                    label.inline { input type="checkbox" name="hb.wakeOnAutomation" checked[policy.wake_on_automation]; " Wake on automation" }
+                    label { "Max concurrent runs" input type="number" name="hb.maxConcurrentRuns" min="1" value=(policy.max_concurrent_runs); }
+                }
+                button.primary type="submit" { "Save configuration" }
+            }
+            h3 { "Revisions" }
+            table.data {
+                thead { tr { th { "#" } th { "Change" } th { "When" } th {} } }
+                tbody { @for r in &revs {
+                    tr { td { (r.revision_number) } td { (r.change_summary.as_deref().unwrap_or("config changed")) } td { (time(&r.created_at, now)) }
+                        td { button.small type="button" data-action="POST" data-url={"/api/agents/" (id) "/config-revisions/" (r.id) "/rollback"} data-confirm={"Roll back to revision " (r.revision_number) "?"} data-done="Rolled back" { "Roll back" } } }
+                } @if revs.is_empty() { tr { td colspan="4" .empty { "No revisions yet." } } } }
+            }
+        }
+    };
+    let _ = percent;
+    html(layout::page(&ctx, "agents", &agent.name, body))
+}
+
+/// The prompt template with the catalog's variables as pills that insert
+/// `{{name}}`; unknown variables are flagged before saving (and refused by
+/// the server).
+fn template_editor(template: &str) -> Markup {
+    html! {
+        div.template-editor {
+            label { "Prompt template" textarea name="promptTemplate" rows="5" data-template data-catalog=(CATALOG.join(" ")) { (template) } }
+            div.pills { @for v in CATALOG { button.var type="button" data-insert-var=(v) { (v) } } }
+            p.template-error.error-text hidden {}
+            p.muted { "Leave empty to use the default prompt (the task, why the agent woke, new comments, approval results)." }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! Agents: everyone hired, with status, adapter, manager and spend, and the
+//! hire form (which goes through approval when the company requires it).
+
+use axum::extract::{Path, State};
+use maud::html;
+use paperclip_store::{agents, ui};
+
+use super::by_id;
+use crate::fmt::{money, pill};
+use crate::{html, layout, store_failure, PageResult, Web};
+
+pub const ADAPTERS: &[&str] = &["claude_local", "codex_local", "opencode_local", "process", "http"];
+
+pub async fn list(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
+    let ctx = web.ctx(&prefix).await?;
+    let cid = &ctx.company.id;
+    let agents = agents::list(&web.store, cid).await.map_err(store_failure)?;
+    let working = ui::working_on(&web.store, cid).await.map_err(store_failure)?;
+    let names = by_id(&agents);
+    let p = &ctx.company.issue_prefix;
+    let body = html! {
+        header.page-head {
+            h1 { "Agents" }
+            button.primary type="button" data-open-dialog="hire" { "Hire an agent" }
+        }
+        table.data {
+            thead { tr { th { "Agent" } th { "Status" } th { "Adapter" } th { "Reports to" } th { "Working on" } th.num { "Spend / budget" } } }
+            tbody {
+                @for a in &agents {
+                    tr data-live-agent=(a.id) {
+                        td { a href={"/" (p) "/agents/" (a.url_key)} { strong { (a.name) } } div.muted { (a.title.as_deref().unwrap_or(&a.role)) } }
+                        td { (pill(&a.status)) @if let Some(r) = &a.pause_reason { span.muted { " (" (r) ")" } } }
+                        td { code { (a.adapter_type) } }
+                        td { @match a.reports_to.as_deref().and_then(|id| names.get(id)) { Some(m) => (m.name), None => span.muted { "—" } } }
+                        td { @match working.iter().find(|(id, _, _)| *id == a.id) {
+                            Some((_, ident, title)) => a href={"/" (p) "/tasks/" (ident)} { span.ident { (ident) } " " (title) },
+                            None => span.muted { "—" } } }
+                        td.num { (money(a.spent_monthly_cents)) " / " @if a.budget_monthly_cents > 0 { (money(a.budget_monthly_cents)) } @else { "—" } }
+                    }
+                }
+                @if agents.is_empty() { tr { td colspan="6" .empty { "No agents yet." } } }
+            }
+        }
+        dialog #hire {
+            form data-api-form="hire" method="dialog" {
+                h2 { "Hire an agent" }
+                @if ctx.company.require_board_approval_for_new_agents { p.muted { "This company requires board approval: the hire waits in Approvals." } }
+                div.row {
+                    label { "Name" input name="name" required; }
+                    label { "Role" input name="role" value="engineer"; }
+                }
+                div.row {
+                    label { "Title" input name="title"; }
+                    label { "Reports to" select name="reportsTo" { option value="" { "Nobody" } @for a in &agents { option value=(a.id) { (a.name) } } } }
+                }
+                label { "Adapter" select name="adapterType" { @for k in ADAPTERS { option value=(k) { (k) } } } }
+                label { "Adapter config (JSON)" textarea name="adapterConfig" rows="6" data-json { "{}" } }
+                div.actions {
+                    button type="button" data-close-dialog { "Cancel" }
+                    button.primary type="submit" { "Hire" }
+                }
+            }
+        }
+    };
+    html(layout::page(&ctx, "agents", "Agents", body))
+}

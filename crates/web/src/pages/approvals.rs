@@ -1,0 +1,73 @@
+//! Approvals: pending first with approve / reject / request revision, then
+//! history. Payloads (e.g. a proposed hire) are shown as readable fields.
+
+use axum::extract::{Path, State};
+use chrono::Utc;
+use maud::{html, Markup};
+use paperclip_store::{agents, approvals};
+use serde_json::Value;
+
+use super::by_id;
+use crate::fmt::{pill, time};
+use crate::{html, layout, store_failure, PageResult, Web};
+
+fn payload(v: &Value) -> Markup {
+    match v {
+        Value::Object(map) if !map.is_empty() => html! {
+            dl.kv { @for (k, val) in map {
+                dt { (k) }
+                dd { @match val { Value::String(s) => (s), Value::Object(_) | Value::Array(_) => code { (val.to_string()) }, other => (other.to_string()) } }
+            } }
+        },
+        _ => html! { span.muted { "No details." } },
+    }
+}
+
+pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
+    let ctx = web.ctx(&prefix).await?;
+    let cid = &ctx.company.id;
+    let all = approvals::list(&web.store, cid, None).await.map_err(store_failure)?;
+    let agents = agents::list(&web.store, cid).await.map_err(store_failure)?;
+    let names = by_id(&agents);
+    let now = Utc::now();
+    let (pending, done): (Vec<_>, Vec<_>) = all.iter().partition(|a| a.status == "pending" || a.status == "revision_requested");
+    let who = |a: &paperclip_core::model::Approval| -> String {
+        match a.requested_by_agent_id.as_deref().and_then(|id| names.get(id)) {
+            Some(agent) => agent.name.clone(),
+            None => "Board".into(),
+        }
+    };
+    let body = html! {
+        header.page-head { h1 { "Approvals" } }
+        section {
+            h2 { "Pending" }
+            @if pending.is_empty() { p.empty { "Nothing waits for the board." } }
+            @for a in &pending {
+                article.card.approval data-approval-id=(a.id) {
+                    header { strong { (a.kind.replace('_', " ")) } " " (pill(&a.status)) span.muted { " requested by " (who(a)) " " (time(&a.created_at, now)) } }
+                    (payload(&a.payload))
+                    form.decide data-approval=(a.id) {
+                        label { "Note" input name="decisionNote" placeholder="Optional note"; }
+                        div.actions {
+                            button.primary type="button" data-decide="approve" { "Approve" }
+                            button type="button" data-decide="request-revision" { "Request revision" }
+                            button.danger type="button" data-decide="reject" { "Reject" }
+                        }
+                    }
+                }
+            }
+        }
+        section {
+            h2 { "History" }
+            table.data {
+                thead { tr { th { "Request" } th { "Status" } th { "Note" } th { "Decided" } } }
+                tbody { @for a in &done { tr {
+                    td { (a.kind.replace('_', " ")) span.muted { " by " (who(a)) } }
+                    td { (pill(&a.status)) } td { (a.decision_note.as_deref().unwrap_or("")) }
+                    td { @if let Some(t) = &a.decided_at { (time(t, now)) } }
+                } } @if done.is_empty() { tr { td colspan="4" .empty { "No decisions yet." } } } }
+            }
+        }
+    };
+    html(layout::page(&ctx, "approvals", "Approvals", body))
+}

@@ -1,0 +1,90 @@
+//! Costs: month to date by agent, project and model, with budget bars that
+//! show the 80 % warning and the hard stop, and budget editing.
+
+use axum::extract::{Path, State};
+use chrono::Utc;
+use maud::{html, Markup};
+use paperclip_store::costs::{self, By, Window};
+use paperclip_store::{agents, budgets};
+
+use crate::fmt::{money, percent};
+use crate::{html, layout, store_failure, PageResult, Web};
+
+/// A budget bar: green below 80 %, amber from 80 %, red at 100 % (hard stop).
+pub fn bar(spent: i64, budget: i64) -> Markup {
+    let pct = percent(spent, budget);
+    let state = match pct {
+        p if p >= 100 => "stop",
+        p if p >= 80 => "warn",
+        _ => "ok",
+    };
+    html! {
+        div class={"budget-bar " (state)} role="meter" aria-valuemin="0" aria-valuemax="100" aria-valuenow=(pct.min(100)) title={(pct) "% of budget"} {
+            span style={"width:" (pct.min(100)) "%"} {}
+        }
+        @if state == "stop" { span.error-text { "Hard stop: work is paused" } }
+        @else if state == "warn" { span.warn-text { (pct) "% used — over the 80 % warning" } }
+    }
+}
+
+pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
+    let ctx = web.ctx(&prefix).await?;
+    let store = &web.store;
+    let cid = &ctx.company.id;
+    let window = Window::month_of(Utc::now());
+    let summary = costs::summary(store, cid, &window).await.map_err(store_failure)?;
+    let by_agent = costs::breakdown(store, cid, By::Agent, &window).await.map_err(store_failure)?;
+    let by_project = costs::breakdown(store, cid, By::Project, &window).await.map_err(store_failure)?;
+    let by_model = costs::breakdown(store, cid, By::Model, &window).await.map_err(store_failure)?;
+    let agents = agents::list(store, cid).await.map_err(store_failure)?;
+    let incidents = budgets::incidents(store, cid, Some("open")).await.map_err(store_failure)?;
+    let table = |title: &str, rows: &[costs::Breakdown]| html! {
+        section {
+            h2 { (title) }
+            table.data {
+                thead { tr { th { "" } th.num { "Spend" } th.num { "Tokens in / out" } th.num { "Events" } } }
+                tbody {
+                    @for r in rows { tr {
+                        td { (r.label.as_deref().or(r.key.as_deref()).unwrap_or("(none)")) }
+                        td.num { (money(r.cost_cents)) @if r.unpriced_event_count > 0 { span.muted title="events without a price" { " +" (r.unpriced_event_count) " unpriced" } } }
+                        td.num { (r.input_tokens) " / " (r.output_tokens) }
+                        td.num { (r.event_count) }
+                    } }
+                    @if rows.is_empty() { tr { td colspan="4" .empty { "No spend this month." } } }
+                }
+            }
+        }
+    };
+    let body = html! {
+        header.page-head { h1 { "Costs" } p.muted { "Month to date, from " (window.start.get(..10).unwrap_or("")) } }
+        section.card {
+            h2 { "Company budget" }
+            p { strong data-counter="company-spend" { (money(summary.spend_cents)) } " spent"
+                @if summary.budget_cents > 0 { " of " (money(summary.budget_cents)) } @else { span.muted { " · no monthly budget" } }
+                @if summary.unpriced_event_count > 0 { span.muted { " · " (summary.unpriced_event_count) " unpriced events" } } }
+            @if summary.budget_cents > 0 { (bar(summary.spend_cents, summary.budget_cents)) }
+            form.inline-form data-api-form="budget" data-url={"/api/companies/" (cid) "/budgets"} {
+                label { "Monthly budget ($)" input name="budgetDollars" type="number" min="0" step="0.01" value=(format!("{:.2}", ctx.company.budget_monthly_cents as f64 / 100.0)); }
+                button type="submit" { "Save" }
+            }
+            @for i in &incidents { p class={"incident " (i.kind)} { strong { (i.kind) } " incident on " (i.scope_type) ": " (money(i.spend_cents)) " of " (money(i.budget_cents)) " in " (i.window_month) } }
+        }
+        section {
+            h2 { "Agent budgets" }
+            table.data {
+                thead { tr { th { "Agent" } th.num { "Spent" } th { "Budget" } th { "" } } }
+                tbody { @for a in &agents { tr {
+                    td { (a.name) } td.num { (money(a.spent_monthly_cents)) }
+                    td { @if a.budget_monthly_cents > 0 { (money(a.budget_monthly_cents)) (bar(a.spent_monthly_cents, a.budget_monthly_cents)) } @else { span.muted { "none" } } }
+                    td { form.inline-form data-api-form="budget" data-url={"/api/agents/" (a.id) "/budgets"} {
+                        input name="budgetDollars" type="number" min="0" step="0.01" aria-label={"Budget of " (a.name)} value=(format!("{:.2}", a.budget_monthly_cents as f64 / 100.0));
+                        button.small type="submit" { "Set" } } }
+                } } }
+            }
+        }
+        (table("By agent", &by_agent))
+        (table("By project", &by_project))
+        (table("By model", &by_model))
+    };
+    html(layout::page(&ctx, "costs", "Costs", body))
+}

@@ -1,0 +1,136 @@
+//! Dashboard: agent cards, counters, 14-day charts, recent activity and tasks.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, State};
+use chrono::{Duration, Utc};
+use maud::html;
+use paperclip_store::{agents, dashboard, issues, ui};
+
+use super::by_id;
+use crate::fmt::{money, percent, pill, time};
+use crate::pages::activity::describe;
+use crate::{charts, html, layout, store_failure, PageResult, Web};
+
+pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
+    let ctx = web.ctx(&prefix).await?;
+    let store = &web.store;
+    let cid = &ctx.company.id;
+    let now = Utc::now();
+    let since = (now - Duration::days(13)).format("%Y-%m-%d").to_string();
+    let d = dashboard::get(store, cid, now).await.map_err(store_failure)?;
+    let agents = agents::list(store, cid).await.map_err(store_failure)?;
+    let working = ui::working_on(store, cid).await.map_err(store_failure)?;
+    let runs = ui::runs_by_day(store, cid, &since).await.map_err(store_failure)?;
+    let tasks = ui::tasks_by_day(store, cid, &since).await.map_err(store_failure)?;
+    let recent = issues::list(
+        store,
+        cid,
+        &issues::Filter {
+            limit: 8,
+            ..issues::Filter::default()
+        },
+    )
+    .await
+    .map_err(store_failure)?;
+    let names = by_id(&agents);
+    let p = &ctx.company.issue_prefix;
+
+    let days: Vec<String> = (0..14)
+        .map(|i| (now - Duration::days(13 - i)).format("%Y-%m-%d").to_string())
+        .collect();
+    let per_day = |rows: &[(String, String, i64)]| -> Vec<BTreeMap<String, i64>> {
+        days.iter()
+            .map(|day| {
+                rows.iter()
+                    .filter(|(d, _, _)| d == day)
+                    .map(|(_, s, n)| (s.clone(), *n))
+                    .collect()
+            })
+            .collect()
+    };
+    let run_days = per_day(&runs);
+    let task_days = per_day(&tasks);
+    let success: Vec<Option<f64>> = run_days
+        .iter()
+        .map(|d| {
+            let ok = d.get("succeeded").copied().unwrap_or(0);
+            let done = ok + ["failed", "timed_out", "cancelled"].iter().map(|s| d.get(*s).copied().unwrap_or(0)).sum::<i64>();
+            (done > 0).then(|| ok as f64 / done as f64 * 100.0)
+        })
+        .collect();
+
+    let count = |m: &BTreeMap<String, i64>, k: &str| m.get(k).copied().unwrap_or(0);
+    let a = &d.agents.by_status;
+    let t = &d.tasks.by_status;
+    let enabled = d.agents.total - count(a, "terminated") - count(a, "pending_approval");
+    let open = count(t, "backlog") + count(t, "todo") + count(t, "in_progress") + count(t, "in_review") + count(t, "blocked");
+    let spend = d.costs.month_spend_cents;
+    let budget = d.costs.budget_cents;
+
+    let body = html! {
+        header.page-head { h1 { "Dashboard" } p.muted { (ctx.company.name) @if let Some(goal) = &ctx.company.description { " — " (goal) } } }
+        section.counters {
+            div.counter data-counter="agents-enabled" { b { (enabled) } span { "agents enabled" } }
+            div.counter data-counter="agents-running" { b { (count(a, "running")) } span { "running" } }
+            div.counter data-counter="agents-paused" { b { (count(a, "paused")) } span { "paused" } }
+            div.counter.warn[count(a, "error") > 0] data-counter="agents-error" { b { (count(a, "error")) } span { "errors" } }
+            div.counter data-counter="tasks-in-progress" { b { (count(t, "in_progress")) } span { "tasks in progress" } }
+            div.counter data-counter="tasks-open" { b { (open) } span { "open" } }
+            div.counter data-counter="tasks-blocked" { b { (count(t, "blocked")) } span { "blocked" } }
+            div.counter data-counter="month-spend" {
+                b { (money(spend)) }
+                span { @if budget > 0 { "of " (money(budget)) " (" (percent(spend, budget)) "%)" } @else { "this month, no budget" } }
+            }
+            a.counter href={"/" (p) "/approvals"} data-counter="pending-approvals" { b { (d.pending_approvals) } span { "pending approvals" } }
+        }
+        section.cards {
+            h2 { "Agents" }
+            @if agents.is_empty() { p.empty { "No agents yet. Hire one from " a href={"/" (p) "/agents"} { "Agents" } "." } }
+            div.grid {
+                @for agent in &agents {
+                    @let task = working.iter().find(|(id, _, _)| *id == agent.id);
+                    a.card.agent-card href={"/" (p) "/agents/" (agent.url_key)} data-live-agent=(agent.id) {
+                        div.card-head { strong { (agent.name) } (pill(&agent.status)) }
+                        div.muted { (agent.title.as_deref().unwrap_or(&agent.role)) " · " (agent.adapter_type) }
+                        div.working {
+                            @match task {
+                                Some((_, identifier, title)) => { span.ident { (identifier) } " " (title) }
+                                None => span.muted { "Not working on a task" }
+                            }
+                        }
+                        @if let Some(reason) = &agent.error_reason { div.error-text { (reason) } }
+                    }
+                }
+            }
+        }
+        section.charts {
+            (charts::stacked_bars("Runs by outcome, 14 days", &days, &run_days))
+            (charts::stacked_bars("Tasks created, by status", &days, &task_days))
+            (charts::percent_line("Run success rate", &success))
+        }
+        div.columns {
+            section {
+                h2 { "Recent activity" }
+                ul.feed {
+                    @for e in d.recent_activity.iter().take(10) {
+                        li { (describe(e, &names, p)) " " (time(&e.created_at, now)) }
+                    }
+                }
+            }
+            section {
+                h2 { "Recent tasks" }
+                ul.tasklist {
+                    @for i in &recent.issues {
+                        li {
+                            a href={"/" (p) "/tasks/" (i.identifier)} { span.ident { (i.identifier) } " " (i.title) }
+                            " " (pill(&i.status))
+                            @if let Some(agent) = i.assignee_agent_id.as_deref().and_then(|id| names.get(id)) { span.muted { " · " (agent.name) } }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    html(layout::page(&ctx, "dashboard", "Dashboard", body))
+}

@@ -1,0 +1,22 @@
+//! One module per page. Each handler loads what it shows with a fixed number
+//! of queries (no per-row lookups) and renders it inside the layout.
+
+pub mod activity;
+pub mod agent;
+pub mod agents;
+pub mod approvals;
+pub mod costs;
+pub mod dashboard;
+pub mod misc;
+pub mod org;
+pub mod task;
+pub mod tasks;
+
+use std::collections::HashMap;
+
+use paperclip_core::model::Agent;
+
+/// Agents by id, for naming assignees and actors without a query each.
+pub(crate) fn by_id(agents: &[Agent]) -> HashMap<&str, &Agent> {
+    agents.iter().map(|a| (a.id.as_str(), a)).collect()
+}

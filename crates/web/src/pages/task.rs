@@ -1,0 +1,237 @@
+//! Task detail: the description, properties, comments with a composer,
+//! documents, and the runs on this task. A run is shown by progressive
+//! disclosure: its outcome in one line, then its steps, then the raw log.
+
+use axum::extract::{Path, State};
+use chrono::Utc;
+use maud::{html, Markup};
+use paperclip_core::model::{HeartbeatRun, RunEvent};
+use paperclip_store::comments::Order;
+use paperclip_store::{agents, comments, documents, goals, issues, projects, runs, ui};
+
+use super::by_id;
+use super::tasks::allowed_moves;
+use crate::fmt::{money, pill, time};
+use crate::{html, layout, markdown, store_failure, PageResult, Web};
+
+pub async fn page(State(web): State<Web>, Path((prefix, identifier)): Path<(String, String)>) -> PageResult {
+    let ctx = web.ctx(&prefix).await?;
+    let store = &web.store;
+    let cid = &ctx.company.id;
+    let issue = match issues::get(store, &identifier).await {
+        Ok(i) if i.company_id == *cid => i,
+        _ => {
+            return Err(crate::failure(
+                axum::http::StatusCode::NOT_FOUND,
+                "No such task",
+                &format!("{identifier} is not a task of {}.", ctx.company.name),
+            ))
+        }
+    };
+    let agents = agents::list(store, cid).await.map_err(store_failure)?;
+    let projects = projects::list(store, cid).await.map_err(store_failure)?;
+    let goals = goals::list(store, cid).await.map_err(store_failure)?;
+    let thread = comments::list(store, &issue.id, None, Order::Asc, 500).await.map_err(store_failure)?;
+    let docs = documents::list(store, &issue.id).await.map_err(store_failure)?;
+    let children = issues::list(
+        store,
+        cid,
+        &issues::Filter { parent_id: Some(issue.id.clone()), limit: 100, ..issues::Filter::default() },
+    )
+    .await
+    .map_err(store_failure)?;
+    let parent = match &issue.parent_id {
+        Some(id) => issues::get(store, id).await.ok(),
+        None => None,
+    };
+    let task_runs = runs::list(
+        store,
+        cid,
+        &runs::Filter { issue_id: Some(issue.id.clone()), limit: 20, ..runs::Filter::default() },
+    )
+    .await
+    .map_err(store_failure)?;
+    let events = ui::run_events_of_issue(store, &issue.id).await.map_err(store_failure)?;
+    let (cost, cost_events) = ui::issue_cost(store, &issue.id).await.map_err(store_failure)?;
+    let names = by_id(&agents);
+    let now = Utc::now();
+    let p = &ctx.company.issue_prefix;
+    let project = issue.project_id.as_deref().and_then(|id| projects.iter().find(|x| x.id == id));
+    let goal = issue.goal_id.as_deref().and_then(|id| goals.iter().find(|x| x.id == id));
+    let moves = allowed_moves(&issue.status);
+
+    let body = html! {
+        div.task-page data-issue-id=(issue.id) {
+            div.task-main {
+                header.page-head {
+                    div.muted { a href={"/" (p) "/tasks"} { "Tasks" } " / " span.ident { (issue.identifier) } }
+                    h1 { span.ident { (issue.identifier) } " " (issue.title) }
+                }
+                article.description {
+                    @match issue.description.as_deref().filter(|d| !d.trim().is_empty()) {
+                        Some(d) => (markdown::render(d)),
+                        None => p.muted { "No description." },
+                    }
+                }
+                @if !docs.is_empty() {
+                    section.documents {
+                        h2 { "Documents" }
+                        @for d in &docs {
+                            details.doc {
+                                summary { strong { (d.title.as_deref().unwrap_or(&d.key)) } span.muted { " · " (d.key) " · rev " (d.latest_revision_number) } }
+                                div.doc-body { @if d.format == "markdown" { (markdown::render(&d.body)) } @else { pre { (d.body) } } }
+                            }
+                        }
+                    }
+                }
+                section.runs {
+                    h2 { "Runs" }
+                    @if task_runs.is_empty() { p.muted { "No runs on this task yet." } }
+                    @for run in &task_runs {
+                        (run_view(run, events.iter().filter(|e| e.run_id == run.id), &names))
+                    }
+                }
+                section.comments {
+                    h2 { "Comments" }
+                    @for c in &thread {
+                        article.comment data-comment-id=(c.id) {
+                            header {
+                                strong { @match c.author_agent_id.as_deref().and_then(|id| names.get(id)) { Some(a) => (a.name), None => "Board" } }
+                                " " (time(&c.created_at, now))
+                            }
+                            div.comment-body { (markdown::render(&c.body)) }
+                        }
+                    }
+                    @if thread.is_empty() { p.muted { "No comments yet." } }
+                }
+            }
+            aside.properties {
+                h2 { "Properties" }
+                dl {
+                    dt { "Status" }
+                    dd {
+                        (pill(&issue.status))
+                        @if !moves.is_empty() {
+                            select aria-label="Change status" data-patch-issue=(issue.id) data-field="status" {
+                                option value="" { "Move to…" }
+                                @for m in &moves { option value=(m) { (m.replace('_', " ")) } }
+                            }
+                        }
+                    }
+                    dt { "Priority" }
+                    dd { select aria-label="Priority" data-patch-issue=(issue.id) data-field="priority" {
+                        @for pr in ["low", "medium", "high", "critical"] { option value=(pr) selected[issue.priority == pr] { (pr) } }
+                    } }
+                    dt { "Assignee" }
+                    dd { select aria-label="Assignee" data-patch-issue=(issue.id) data-field="assigneeAgentId" {
+                        option value="" { "Unassigned" }
+                        @for a in agents.iter().filter(|a| a.status != "terminated") {
+                            option value=(a.id) selected[issue.assignee_agent_id.as_deref() == Some(a.id.as_str())] { (a.name) }
+                        }
+                    } }
+                    dt { "Project" } dd { @match project { Some(x) => (x.name), None => span.muted { "None" } } }
+                    dt { "Goal" } dd { @match goal { Some(g) => (g.title), None => span.muted { "None" } } }
+                    dt { "Parent" } dd { @match &parent {
+                        Some(par) => a href={"/" (p) "/tasks/" (par.identifier)} { span.ident { (par.identifier) } " " (par.title) },
+                        None => span.muted { "None" } } }
+                    dt { "Labels" } dd { @for l in &issue.labels { span.label style={"--c:" (l.color)} { (l.name) } " " } @if issue.labels.is_empty() { span.muted { "None" } } }
+                    dt { "Blocked by" } dd { @for b in &issue.blocked_by { a href={"/" (p) "/tasks/" (b.identifier)} { span.ident { (b.identifier) } } " " (pill(&b.status)) " " } @if issue.blocked_by.is_empty() { span.muted { "Nothing" } } }
+                    dt { "Sub-tasks" } dd { @for c in &children.issues { div { a href={"/" (p) "/tasks/" (c.identifier)} { span.ident { (c.identifier) } " " (c.title) } " " (pill(&c.status)) } } @if children.issues.is_empty() { span.muted { "None" } } }
+                    dt { "Cost so far" } dd { (money(cost)) span.muted { " · " (cost_events) " cost events" } }
+                }
+            }
+        }
+    };
+    // The composer sits outside the live region so typing survives updates.
+    let composer = html! {
+        form.composer data-api-form="comment" data-issue-id=(issue.id) {
+            label { "Comment (Markdown; @name mentions an agent and wakes it)" textarea name="body" rows="4" required {} }
+            div.mentions { @for a in agents.iter().filter(|a| a.status != "terminated") { button type="button" data-mention=(a.name) { "@" (a.name) } } }
+            button.primary type="submit" { "Comment" }
+        }
+    };
+    let title = format!("{} {}", issue.identifier, issue.title);
+    html(layout::page_with(&ctx, "tasks", &title, body, composer))
+}
+
+/// One run: outcome line, then steps, then the raw log.
+pub fn run_view<'a>(
+    run: &HeartbeatRun,
+    events: impl Iterator<Item = &'a RunEvent>,
+    names: &std::collections::HashMap<&str, &paperclip_core::model::Agent>,
+) -> Markup {
+    let agent = names.get(run.agent_id.as_str()).map(|a| a.name.as_str()).unwrap_or("Agent");
+    let steps: Vec<&RunEvent> = events.filter(|e| is_step(&e.event_type)).collect();
+    let live = run.status == "running" || run.status == "queued";
+    html! {
+        details.run data-run-id=(run.id) data-run-status=(run.status) open[live || run.status == "failed"] {
+            summary {
+                (pill(&run.status)) " "
+                strong { (agent) } " "
+                (outcome_line(run))
+            }
+            @if let Some(err) = &run.error {
+                p.run-error { strong { (run.error_code.as_deref().unwrap_or("error")) ": " } (err) }
+            }
+            ol.steps {
+                @for e in &steps { li class={"step " (e.event_type.replace('.', "-")) " lvl-" (e.level)} { (step(e)) } }
+                @if steps.is_empty() { li.muted { @if live { "Waiting for the agent's first step…" } @else { "No steps recorded." } } }
+            }
+            details.raw {
+                summary { "Raw log" }
+                @if let Some(out) = &run.stdout_excerpt { h4 { "stdout" } pre { (out) } }
+                @if let Some(err) = &run.stderr_excerpt { h4 { "stderr" } pre { (err) } }
+                p { a href={"/api/heartbeat-runs/" (run.id) "/log"} { "Full log (NDJSON)" } }
+            }
+        }
+    }
+}
+
+fn is_step(kind: &str) -> bool {
+    kind.starts_with("transcript.") || matches!(kind, "adapter.invoke" | "adapter.signal" | "session.reset" | "lifecycle")
+}
+
+fn outcome_line(run: &HeartbeatRun) -> String {
+    let usage = run.usage_json.as_ref();
+    let tokens = usage.map(|u| {
+        u.get("inputTokens").and_then(|v| v.as_i64()).unwrap_or(0) + u.get("outputTokens").and_then(|v| v.as_i64()).unwrap_or(0)
+    });
+    let cost = usage.and_then(|u| u.get("costUsd")).and_then(|v| v.as_f64());
+    let mut line = match run.status.as_str() {
+        "succeeded" => "finished".to_string(),
+        "running" => "is working".into(),
+        "queued" => "is queued".into(),
+        "cancelled" => "was cancelled".into(),
+        "timed_out" => "timed out".into(),
+        _ => "failed".into(),
+    };
+    if let Some(reason) = &run.wake_reason {
+        line.push_str(&format!(" · woken by {}", reason.replace('_', " ")));
+    }
+    if let Some(t) = tokens.filter(|t| *t > 0) {
+        line.push_str(&format!(" · {t} tokens"));
+    }
+    if let Some(c) = cost.filter(|c| *c > 0.0) {
+        line.push_str(&format!(" · ${c:.4}"));
+    }
+    line
+}
+
+fn step(e: &RunEvent) -> Markup {
+    let payload = e.payload.clone().unwrap_or_default();
+    let text = |k: &str| payload.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+    match e.event_type.as_str() {
+        "transcript.assistant" => html! { span.who { "said" } div.said { (markdown::render(&text("text"))) } },
+        "transcript.tool_call" => html! { span.who { "ran " (text("name")) } code.cmd { (e.message.as_deref().unwrap_or("")) } },
+        "transcript.tool_result" => {
+            let failed = payload.get("isError").and_then(|v| v.as_bool()).unwrap_or(false);
+            html! {
+                span.who { @if failed { "tool failed" } @else { "result" } }
+                details.output { summary { (e.message.as_deref().unwrap_or("(no output)")) } pre { (text("output")) } }
+            }
+        }
+        "transcript.error" => html! { span.who.error-text { "error" } " " (e.message.as_deref().unwrap_or("")) },
+        "transcript.init" => html! { span.who { "started" } " " span.muted { (e.message.as_deref().unwrap_or("")) } },
+        _ => html! { span.who.muted { (e.event_type) } " " span.muted { (e.message.as_deref().unwrap_or("")) } },
+    }
+}

@@ -1,0 +1,181 @@
+//! Tasks: a filterable list, and a board with a column per status where a
+//! card can be dragged (or moved with the keyboard) to an allowed status.
+
+use axum::extract::{Path, Query, State};
+use maud::{html, Markup};
+use paperclip_core::issue::IssueStatus;
+use paperclip_core::model::{Agent, Issue};
+use paperclip_store::{agents, issues, labels, projects};
+use serde::Deserialize;
+
+use super::by_id;
+use crate::fmt::pill;
+use crate::{html, layout, store_failure, PageResult, Web};
+
+#[derive(Deserialize, Default)]
+pub struct Params {
+    status: Option<String>,
+    assignee: Option<String>,
+    project: Option<String>,
+    label: Option<String>,
+    q: Option<String>,
+    view: Option<String>,
+}
+
+/// The board's columns, in working order.
+pub const COLUMNS: [IssueStatus; 7] = [
+    IssueStatus::Backlog,
+    IssueStatus::Todo,
+    IssueStatus::InProgress,
+    IssueStatus::InReview,
+    IssueStatus::Blocked,
+    IssueStatus::Done,
+    IssueStatus::Cancelled,
+];
+
+/// Statuses a task may move to from `status` (the transition table).
+pub fn allowed_moves(status: &str) -> Vec<&'static str> {
+    let Some(from) = IssueStatus::parse(status) else {
+        return Vec::new();
+    };
+    COLUMNS
+        .into_iter()
+        .filter(|to| *to != from && from.can_transition_to(*to))
+        .map(IssueStatus::as_str)
+        .collect()
+}
+
+pub async fn list(State(web): State<Web>, Path(prefix): Path<String>, Query(q): Query<Params>) -> PageResult {
+    let ctx = web.ctx(&prefix).await?;
+    let store = &web.store;
+    let cid = &ctx.company.id;
+    let blank = |s: &Option<String>| s.clone().filter(|v| !v.is_empty());
+    let board = q.view.as_deref() == Some("board");
+    let filter = issues::Filter {
+        statuses: blank(&q.status).and_then(|s| IssueStatus::parse(&s)).into_iter().collect(),
+        assignee_agent_id: blank(&q.assignee),
+        project_id: blank(&q.project),
+        label_id: blank(&q.label),
+        q: blank(&q.q),
+        limit: if board { 500 } else { 200 },
+        ..issues::Filter::default()
+    };
+    let page = issues::list(store, cid, &filter).await.map_err(store_failure)?;
+    let agents = agents::list(store, cid).await.map_err(store_failure)?;
+    let projects = projects::list(store, cid).await.map_err(store_failure)?;
+    let labels = labels::list(store, cid).await.map_err(store_failure)?;
+    let p = &ctx.company.issue_prefix;
+    let sel = |v: &Option<String>, x: &str| v.as_deref() == Some(x);
+    let query_without_view = {
+        let mut parts = Vec::new();
+        for (k, v) in [("status", &q.status), ("assignee", &q.assignee), ("project", &q.project), ("label", &q.label), ("q", &q.q)] {
+            if let Some(v) = blank(v) {
+                parts.push(format!("{k}={}", urlencode(&v)));
+            }
+        }
+        parts.join("&")
+    };
+    let body = html! {
+        header.page-head {
+            h1 { "Tasks" }
+            nav.tabs {
+                a href={"/" (p) "/tasks?" (query_without_view)} class=@if !board { "active" } { "List" }
+                a href={"/" (p) "/tasks?view=board&" (query_without_view)} class=@if board { "active" } { "Board" }
+            }
+        }
+        form.filters method="get" {
+            @if board { input type="hidden" name="view" value="board"; }
+            select name="status" aria-label="Status" {
+                option value="" { "Any status" }
+                @for s in COLUMNS { option value=(s.as_str()) selected[sel(&q.status, s.as_str())] { (s.as_str().replace('_', " ")) } }
+            }
+            select name="assignee" aria-label="Assignee" {
+                option value="" { "Anyone" }
+                @for a in &agents { option value=(a.id) selected[sel(&q.assignee, &a.id)] { (a.name) } }
+            }
+            select name="project" aria-label="Project" {
+                option value="" { "Any project" }
+                @for pr in &projects { option value=(pr.id) selected[sel(&q.project, &pr.id)] { (pr.name) } }
+            }
+            select name="label" aria-label="Label" {
+                option value="" { "Any label" }
+                @for l in &labels { option value=(l.id) selected[sel(&q.label, &l.id)] { (l.name) } }
+            }
+            input type="search" name="q" placeholder="Text" value=[q.q.as_deref()] aria-label="Text";
+            button type="submit" { "Filter" }
+        }
+        @if board { (board_view(&page.issues, &agents, p)) } @else { (list_view(&page.issues, &agents, p)) }
+    };
+    html(layout::page(&ctx, "tasks", "Tasks", body))
+}
+
+fn list_view(issues: &[Issue], agents: &[Agent], p: &str) -> Markup {
+    let names = by_id(agents);
+    html! {
+        table.data.tasks {
+            thead { tr { th { "Task" } th { "Status" } th { "Priority" } th { "Assignee" } } }
+            tbody {
+                @for i in issues {
+                    tr data-issue-id=(i.id) {
+                        td { a href={"/" (p) "/tasks/" (i.identifier)} { span.ident { (i.identifier) } " " (i.title) } }
+                        td { (pill(&i.status)) }
+                        td { span class={"prio p-" (i.priority)} { (i.priority) } }
+                        td { @match i.assignee_agent_id.as_deref().and_then(|id| names.get(id)) {
+                            Some(a) => (a.name), None => span.muted { "—" } } }
+                    }
+                }
+                @if issues.is_empty() { tr { td colspan="4" .empty { "No tasks match." } } }
+            }
+        }
+    }
+}
+
+fn board_view(issues: &[Issue], agents: &[Agent], p: &str) -> Markup {
+    let names = by_id(agents);
+    html! {
+        div.board data-board {
+            @for col in COLUMNS {
+                section.column data-column=(col.as_str()) {
+                    h3 { (col.as_str().replace('_', " ")) span.muted { " " (issues.iter().filter(|i| i.status == col.as_str()).count()) } }
+                    @for i in issues.iter().filter(|i| i.status == col.as_str()) {
+                        article.task-card tabindex="0" draggable="true" data-issue-id=(i.id)
+                            data-identifier=(i.identifier) data-status=(i.status) data-allowed=(allowed_moves(&i.status).join(" ")) {
+                            a href={"/" (p) "/tasks/" (i.identifier)} { span.ident { (i.identifier) } } " " (i.title)
+                            div.muted { @if let Some(a) = i.assignee_agent_id.as_deref().and_then(|id| names.get(id)) { (a.name) } }
+                        }
+                    }
+                }
+            }
+        }
+        p.hint.muted { "Drag a card to another column, or focus it and press ← / → to move it to the previous or next allowed status." }
+    }
+}
+
+pub fn urlencode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn moves_follow_the_transition_table() {
+        assert_eq!(allowed_moves("backlog"), ["todo", "cancelled"]);
+        assert!(allowed_moves("done").is_empty());
+        assert!(allowed_moves("in_progress").contains(&"done"));
+        assert!(allowed_moves("nonsense").is_empty());
+    }
+
+    #[test]
+    fn query_values_are_encoded() {
+        assert_eq!(urlencode("a b&c"), "a%20b%26c");
+    }
+}
