@@ -270,6 +270,11 @@
       else location.href = `/${t.value}/dashboard`;
       return;
     }
+    if (t.matches("[data-patch-company]")) {
+      const body = { [t.dataset.field]: t.checked };
+      await act(t, () => api("PATCH", `/api/companies/${t.dataset.patchCompany}`, body), "Company settings saved");
+      return;
+    }
     if (t.matches("[data-patch-issue]")) {
       if (t.value === "" && t.dataset.field === "status") return;
       const body = { [t.dataset.field]: t.value === "" ? null : t.value };
@@ -437,7 +442,8 @@
     if (!live) return true;
     if ($$("dialog[open]", live).length) return true;
     const a = document.activeElement;
-    return !!(a && live.contains(a) && a.matches("input, textarea, select"));
+    const typing = "textarea, input:not([type]), input[type=text], input[type=search], input[type=number], input[type=email], input[type=url], input[type=password]";
+    return !!(a && live.contains(a) && a.matches(typing));
   }
 
   // Details the person opened or closed keep that state across re-renders.

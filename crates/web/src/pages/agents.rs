@@ -21,7 +21,14 @@ pub async fn list(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let body = html! {
         header.page-head {
             h1 { "Agents" }
-            button.primary type="button" data-open-dialog="hire" { "Hire an agent" }
+            div.actions {
+                button.primary type="button" data-open-dialog="hire" { "Hire an agent" }
+                label.inline {
+                    input type="checkbox" data-patch-company=(cid) data-field="requireBoardApprovalForNewAgents"
+                        checked[ctx.company.require_board_approval_for_new_agents];
+                    " New hires need board approval"
+                }
+            }
         }
         table.data {
             thead { tr { th { "Agent" } th { "Status" } th { "Adapter" } th { "Reports to" } th { "Working on" } th.num { "Spend / budget" } } }

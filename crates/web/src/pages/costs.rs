@@ -38,14 +38,18 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let by_model = costs::breakdown(store, cid, By::Model, &window).await.map_err(store_failure)?;
     let agents = agents::list(store, cid).await.map_err(store_failure)?;
     let incidents = budgets::incidents(store, cid, Some("open")).await.map_err(store_failure)?;
-    let table = |title: &str, rows: &[costs::Breakdown]| html! {
+    // A model row's key is the model and its label the provider; other rows
+    // are named by their label (agent or project name).
+    let table = |title: &str, column: &str, rows: &[costs::Breakdown]| html! {
         section {
             h2 { (title) }
             table.data {
-                thead { tr { th { "" } th.num { "Spend" } th.num { "Tokens in / out" } th.num { "Events" } } }
+                thead { tr { th { (column) } th.num { "Spend" } th.num { "Tokens in / out" } th.num { "Events" } } }
                 tbody {
                     @for r in rows { tr {
-                        td { (r.label.as_deref().or(r.key.as_deref()).unwrap_or("(none)")) }
+                        td { @if column == "Model" {
+                            (r.key.as_deref().unwrap_or("(unknown model)")) @if let Some(p) = &r.label { span.muted { " · " (p) } }
+                        } @else { (r.label.as_deref().or(r.key.as_deref()).unwrap_or("(none)")) } }
                         td.num { (money(r.cost_cents)) @if r.unpriced_event_count > 0 { span.muted title="events without a price" { " +" (r.unpriced_event_count) " unpriced" } } }
                         td.num { (r.input_tokens) " / " (r.output_tokens) }
                         td.num { (r.event_count) }
@@ -82,9 +86,9 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                 } } }
             }
         }
-        (table("By agent", &by_agent))
-        (table("By project", &by_project))
-        (table("By model", &by_model))
+        (table("By agent", "Agent", &by_agent))
+        (table("By project", "Project", &by_project))
+        (table("By model", "Model", &by_model))
     };
     html(layout::page(&ctx, "costs", "Costs", body))
 }
