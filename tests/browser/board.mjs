@@ -19,7 +19,7 @@ mkdirSync(shots, { recursive: true });
 const AGENT_SCRIPT = [
   `set -e`,
   `api() { curl -sS -f -X "$1" -H "Authorization: Bearer $PAPERCLIP_API_KEY" -H "X-Paperclip-Run-Id: $PAPERCLIP_RUN_ID" -H 'content-type: application/json' "$PAPERCLIP_API_URL$2" -d "$3"; }`,
-  `[ -n "$PAPERCLIP_TASK_ID" ] || exit 0`,
+  `[ "$PAPERCLIP_WAKE_REASON" = issue_assigned ] || { echo "nothing to do for $PAPERCLIP_WAKE_REASON"; exit 0; }`,
   `api POST "/api/issues/$PAPERCLIP_TASK_ID/checkout" "{\\"agentId\\":\\"$PAPERCLIP_AGENT_ID\\",\\"expectedStatuses\\":[\\"todo\\"]}" >/dev/null`,
   `echo "drafting the plan"; sleep 2`,
   `api POST "/api/companies/$PAPERCLIP_COMPANY_ID/cost-events" "{\\"agentId\\":\\"$PAPERCLIP_AGENT_ID\\",\\"issueId\\":\\"$PAPERCLIP_TASK_ID\\",\\"provider\\":\\"anthropic\\",\\"model\\":\\"claude-sonnet-4\\",\\"inputTokens\\":1200,\\"outputTokens\\":300,\\"costCents\\":123}" >/dev/null`,

@@ -55,7 +55,9 @@ mod tests {
 
     #[test]
     fn times_read_as_how_long_ago() {
-        let now = DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z").unwrap().with_timezone(&Utc);
+        let now = DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
         assert_eq!(ago("2026-12-02T11:59:50Z", now), "just now");
         assert_eq!(ago("2026-12-02T11:55:00Z", now), "5 min ago");
         assert_eq!(ago("2026-12-02T09:00:00Z", now), "3 h ago");

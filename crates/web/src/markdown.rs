@@ -5,11 +5,14 @@ use maud::{Markup, PreEscaped};
 use pulldown_cmark::{html, Event, Options, Parser};
 
 pub fn render(source: &str) -> Markup {
-    let parser = Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS)
-        .map(|event| match event {
-            Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
-            other => other,
-        });
+    let parser = Parser::new_ext(
+        source,
+        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS,
+    )
+    .map(|event| match event {
+        Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
+        other => other,
+    });
     let mut out = String::with_capacity(source.len() * 3 / 2);
     html::push_html(&mut out, parser);
     PreEscaped(out)

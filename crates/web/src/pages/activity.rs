@@ -24,11 +24,19 @@ pub struct Params {
 /// named by identifier (or name), never by id.
 pub fn describe(e: &ActivityEntry, names: &HashMap<&str, &Agent>, prefix: &str) -> Markup {
     let actor = match e.actor_type.as_str() {
-        "agent" => names.get(e.actor_id.as_str()).map(|a| a.name.clone()).unwrap_or_else(|| "An agent".into()),
+        "agent" => names
+            .get(e.actor_id.as_str())
+            .map(|a| a.name.clone())
+            .unwrap_or_else(|| "An agent".into()),
         "system" => "Paperclip".into(),
         _ => "Board".into(),
     };
-    let verb = e.action.rsplit('.').next().unwrap_or(&e.action).replace('_', " ");
+    let verb = e
+        .action
+        .rsplit('.')
+        .next()
+        .unwrap_or(&e.action)
+        .replace('_', " ");
     let identifier = e.details.get("identifier").and_then(|v| v.as_str());
     html! {
         span.actor { (actor) } " " span.action title=(e.action) { (verb) } " "
@@ -57,7 +65,9 @@ pub async fn page(
         limit: 200,
         ..activity::Filter::default()
     };
-    let mut entries = activity::list(&web.store, cid, &filter).await.map_err(store_failure)?;
+    let mut entries = activity::list(&web.store, cid, &filter)
+        .await
+        .map_err(store_failure)?;
     if let Some(action) = blank(&q.action) {
         entries.retain(|e| e.action.contains(&action));
     }

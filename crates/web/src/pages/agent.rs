@@ -13,43 +13,75 @@ use super::by_id;
 use crate::fmt::{money, percent, pill, time};
 use crate::{html, layout, store_failure, PageResult, Web};
 
-pub async fn page(State(web): State<Web>, Path((prefix, url_key)): Path<(String, String)>) -> PageResult {
+pub async fn page(
+    State(web): State<Web>,
+    Path((prefix, url_key)): Path<(String, String)>,
+) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let store = &web.store;
     let cid = &ctx.company.id;
     let all = agents::list(store, cid).await.map_err(store_failure)?;
-    let Some(agent) = all.iter().find(|a| a.url_key == url_key || a.id == url_key).cloned() else {
-        return Err(crate::failure(axum::http::StatusCode::NOT_FOUND, "No such agent", &format!("{} has no agent {url_key}.", ctx.company.name)));
+    let Some(agent) = all
+        .iter()
+        .find(|a| a.url_key == url_key || a.id == url_key)
+        .cloned()
+    else {
+        return Err(crate::failure(
+            axum::http::StatusCode::NOT_FOUND,
+            "No such agent",
+            &format!("{} has no agent {url_key}.", ctx.company.name),
+        ));
     };
     let names = by_id(&all);
     let tasks = issues::list(
         store,
         cid,
-        &issues::Filter { assignee_agent_id: Some(agent.id.clone()), limit: 15, ..issues::Filter::default() },
+        &issues::Filter {
+            assignee_agent_id: Some(agent.id.clone()),
+            limit: 15,
+            ..issues::Filter::default()
+        },
     )
     .await
     .map_err(store_failure)?;
     let agent_runs = runs::list(
         store,
         cid,
-        &runs::Filter { agent_id: Some(agent.id.clone()), limit: 15, ..runs::Filter::default() },
+        &runs::Filter {
+            agent_id: Some(agent.id.clone()),
+            limit: 15,
+            ..runs::Filter::default()
+        },
     )
     .await
     .map_err(store_failure)?;
     let api_keys = keys::list(store, &agent.id).await.map_err(store_failure)?;
-    let revs = revisions::list(store, &agent.id).await.map_err(store_failure)?;
-    let state = sessions::runtime_state(store, &agent).await.map_err(store_failure)?;
-    let task_names: std::collections::HashMap<&str, &str> =
-        tasks.issues.iter().map(|i| (i.id.as_str(), i.identifier.as_str())).collect();
+    let revs = revisions::list(store, &agent.id)
+        .await
+        .map_err(store_failure)?;
+    let state = sessions::runtime_state(store, &agent)
+        .await
+        .map_err(store_failure)?;
+    let task_names: std::collections::HashMap<&str, &str> = tasks
+        .issues
+        .iter()
+        .map(|i| (i.id.as_str(), i.identifier.as_str()))
+        .collect();
     let now = Utc::now();
     let p = &ctx.company.issue_prefix;
     let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
-    let template = agent.adapter_config.get("promptTemplate").and_then(|v| v.as_str()).unwrap_or("");
+    let template = agent
+        .adapter_config
+        .get("promptTemplate")
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
     let mut config = agent.adapter_config.clone();
     if let Some(obj) = config.as_object_mut() {
         obj.remove("promptTemplate");
     }
-    let current = agent_runs.iter().find(|r| r.status == "running" || r.status == "queued");
+    let current = agent_runs
+        .iter()
+        .find(|r| r.status == "running" || r.status == "queued");
     let id = &agent.id;
     let body = html! {
         header.page-head {
@@ -103,7 +135,7 @@ pub async fn page(State(web): State<Web>, Path((prefix, url_key)): Path<(String,
                 thead { tr { th { "Run" } th { "Task" } th { "Outcome" } th { "When" } th { "Log" } } }
                 tbody { @for r in &agent_runs {
                     tr data-run-status=(r.status) {
-                        td { (pill(&r.status)) } 
+                        td { (pill(&r.status)) }
                         td { @match r.issue_id.as_deref().and_then(|i| task_names.get(i)) { Some(ident) => a href={"/" (p) "/tasks/" (ident)} { span.ident { (ident) } }, None => span.muted { "—" } } }
                         td { @match (&r.error_code, &r.error) { (Some(code), Some(e)) => span.run-error { strong { (code) } ": " (e) }, _ => span.muted { (r.wake_reason.as_deref().unwrap_or("")) } } }
                         td { (time(&r.created_at, now)) }

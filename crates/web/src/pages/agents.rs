@@ -9,13 +9,21 @@ use super::by_id;
 use crate::fmt::{money, pill};
 use crate::{html, layout, store_failure, PageResult, Web};
 
-pub const ADAPTERS: &[&str] = &["claude_local", "codex_local", "opencode_local", "process", "http"];
+pub const ADAPTERS: &[&str] = &[
+    "claude_local",
+    "codex_local",
+    "opencode_local",
+    "process",
+    "http",
+];
 
 pub async fn list(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let cid = &ctx.company.id;
     let agents = agents::list(&web.store, cid).await.map_err(store_failure)?;
-    let working = ui::working_on(&web.store, cid).await.map_err(store_failure)?;
+    let working = ui::working_on(&web.store, cid)
+        .await
+        .map_err(store_failure)?;
     let names = by_id(&agents);
     let p = &ctx.company.issue_prefix;
     let body = html! {

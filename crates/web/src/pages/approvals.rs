@@ -26,13 +26,21 @@ fn payload(v: &Value) -> Markup {
 pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let cid = &ctx.company.id;
-    let all = approvals::list(&web.store, cid, None).await.map_err(store_failure)?;
+    let all = approvals::list(&web.store, cid, None)
+        .await
+        .map_err(store_failure)?;
     let agents = agents::list(&web.store, cid).await.map_err(store_failure)?;
     let names = by_id(&agents);
     let now = Utc::now();
-    let (pending, done): (Vec<_>, Vec<_>) = all.iter().partition(|a| a.status == "pending" || a.status == "revision_requested");
+    let (pending, done): (Vec<_>, Vec<_>) = all
+        .iter()
+        .partition(|a| a.status == "pending" || a.status == "revision_requested");
     let who = |a: &paperclip_core::model::Approval| -> String {
-        match a.requested_by_agent_id.as_deref().and_then(|id| names.get(id)) {
+        match a
+            .requested_by_agent_id
+            .as_deref()
+            .and_then(|id| names.get(id))
+        {
             Some(agent) => agent.name.clone(),
             None => "Board".into(),
         }

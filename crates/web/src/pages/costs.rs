@@ -32,29 +32,41 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let store = &web.store;
     let cid = &ctx.company.id;
     let window = Window::month_of(Utc::now());
-    let summary = costs::summary(store, cid, &window).await.map_err(store_failure)?;
-    let by_agent = costs::breakdown(store, cid, By::Agent, &window).await.map_err(store_failure)?;
-    let by_project = costs::breakdown(store, cid, By::Project, &window).await.map_err(store_failure)?;
-    let by_model = costs::breakdown(store, cid, By::Model, &window).await.map_err(store_failure)?;
+    let summary = costs::summary(store, cid, &window)
+        .await
+        .map_err(store_failure)?;
+    let by_agent = costs::breakdown(store, cid, By::Agent, &window)
+        .await
+        .map_err(store_failure)?;
+    let by_project = costs::breakdown(store, cid, By::Project, &window)
+        .await
+        .map_err(store_failure)?;
+    let by_model = costs::breakdown(store, cid, By::Model, &window)
+        .await
+        .map_err(store_failure)?;
     let agents = agents::list(store, cid).await.map_err(store_failure)?;
-    let incidents = budgets::incidents(store, cid, Some("open")).await.map_err(store_failure)?;
+    let incidents = budgets::incidents(store, cid, Some("open"))
+        .await
+        .map_err(store_failure)?;
     // A model row's key is the model and its label the provider; other rows
     // are named by their label (agent or project name).
-    let table = |title: &str, column: &str, rows: &[costs::Breakdown]| html! {
-        section {
-            h2 { (title) }
-            table.data {
-                thead { tr { th { (column) } th.num { "Spend" } th.num { "Tokens in / out" } th.num { "Events" } } }
-                tbody {
-                    @for r in rows { tr {
-                        td { @if column == "Model" {
-                            (r.key.as_deref().unwrap_or("(unknown model)")) @if let Some(p) = &r.label { span.muted { " · " (p) } }
-                        } @else { (r.label.as_deref().or(r.key.as_deref()).unwrap_or("(none)")) } }
-                        td.num { (money(r.cost_cents)) @if r.unpriced_event_count > 0 { span.muted title="events without a price" { " +" (r.unpriced_event_count) " unpriced" } } }
-                        td.num { (r.input_tokens) " / " (r.output_tokens) }
-                        td.num { (r.event_count) }
-                    } }
-                    @if rows.is_empty() { tr { td colspan="4" .empty { "No spend this month." } } }
+    let table = |title: &str, column: &str, rows: &[costs::Breakdown]| {
+        html! {
+            section {
+                h2 { (title) }
+                table.data {
+                    thead { tr { th { (column) } th.num { "Spend" } th.num { "Tokens in / out" } th.num { "Events" } } }
+                    tbody {
+                        @for r in rows { tr {
+                            td { @if column == "Model" {
+                                (r.key.as_deref().unwrap_or("(unknown model)")) @if let Some(p) = &r.label { span.muted { " · " (p) } }
+                            } @else { (r.label.as_deref().or(r.key.as_deref()).unwrap_or("(none)")) } }
+                            td.num { (money(r.cost_cents)) @if r.unpriced_event_count > 0 { span.muted title="events without a price" { " +" (r.unpriced_event_count) " unpriced" } } }
+                            td.num { (r.input_tokens) " / " (r.output_tokens) }
+                            td.num { (r.event_count) }
+                        } }
+                        @if rows.is_empty() { tr { td colspan="4" .empty { "No spend this month." } } }
+                    }
                 }
             }
         }

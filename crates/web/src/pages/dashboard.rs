@@ -18,11 +18,17 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let cid = &ctx.company.id;
     let now = Utc::now();
     let since = (now - Duration::days(13)).format("%Y-%m-%d").to_string();
-    let d = dashboard::get(store, cid, now).await.map_err(store_failure)?;
+    let d = dashboard::get(store, cid, now)
+        .await
+        .map_err(store_failure)?;
     let agents = agents::list(store, cid).await.map_err(store_failure)?;
     let working = ui::working_on(store, cid).await.map_err(store_failure)?;
-    let runs = ui::runs_by_day(store, cid, &since).await.map_err(store_failure)?;
-    let tasks = ui::tasks_by_day(store, cid, &since).await.map_err(store_failure)?;
+    let runs = ui::runs_by_day(store, cid, &since)
+        .await
+        .map_err(store_failure)?;
+    let tasks = ui::tasks_by_day(store, cid, &since)
+        .await
+        .map_err(store_failure)?;
     let recent = issues::list(
         store,
         cid,
@@ -37,7 +43,11 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let p = &ctx.company.issue_prefix;
 
     let days: Vec<String> = (0..14)
-        .map(|i| (now - Duration::days(13 - i)).format("%Y-%m-%d").to_string())
+        .map(|i| {
+            (now - Duration::days(13 - i))
+                .format("%Y-%m-%d")
+                .to_string()
+        })
         .collect();
     let per_day = |rows: &[(String, String, i64)]| -> Vec<BTreeMap<String, i64>> {
         days.iter()
@@ -55,7 +65,11 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         .iter()
         .map(|d| {
             let ok = d.get("succeeded").copied().unwrap_or(0);
-            let done = ok + ["failed", "timed_out", "cancelled"].iter().map(|s| d.get(*s).copied().unwrap_or(0)).sum::<i64>();
+            let done = ok
+                + ["failed", "timed_out", "cancelled"]
+                    .iter()
+                    .map(|s| d.get(*s).copied().unwrap_or(0))
+                    .sum::<i64>();
             (done > 0).then(|| ok as f64 / done as f64 * 100.0)
         })
         .collect();
@@ -64,7 +78,11 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let a = &d.agents.by_status;
     let t = &d.tasks.by_status;
     let enabled = d.agents.total - count(a, "terminated") - count(a, "pending_approval");
-    let open = count(t, "backlog") + count(t, "todo") + count(t, "in_progress") + count(t, "in_review") + count(t, "blocked");
+    let open = count(t, "backlog")
+        + count(t, "todo")
+        + count(t, "in_progress")
+        + count(t, "in_review")
+        + count(t, "blocked");
     let spend = d.costs.month_spend_cents;
     let budget = d.costs.budget_cents;
 

@@ -14,17 +14,31 @@ pub async fn inbox(State(web): State<Web>, Path(prefix): Path<String>) -> PageRe
     let ctx = web.ctx(&prefix).await?;
     let store = &web.store;
     let cid = &ctx.company.id;
-    let pending = approvals::list(store, cid, Some("pending")).await.map_err(store_failure)?;
+    let pending = approvals::list(store, cid, Some("pending"))
+        .await
+        .map_err(store_failure)?;
     let waiting = issues::list(
         store,
         cid,
-        &issues::Filter { statuses: vec![IssueStatus::InReview, IssueStatus::Blocked], limit: 50, ..issues::Filter::default() },
+        &issues::Filter {
+            statuses: vec![IssueStatus::InReview, IssueStatus::Blocked],
+            limit: 50,
+            ..issues::Filter::default()
+        },
     )
     .await
     .map_err(store_failure)?;
-    let failed = runs::list(store, cid, &runs::Filter { status: Some("failed".into()), limit: 10, ..runs::Filter::default() })
-        .await
-        .map_err(store_failure)?;
+    let failed = runs::list(
+        store,
+        cid,
+        &runs::Filter {
+            status: Some("failed".into()),
+            limit: 10,
+            ..runs::Filter::default()
+        },
+    )
+    .await
+    .map_err(store_failure)?;
     let agents = agents::list(store, cid).await.map_err(store_failure)?;
     let names = super::by_id(&agents);
     let p = &ctx.company.issue_prefix;
@@ -48,7 +62,9 @@ pub async fn inbox(State(web): State<Web>, Path(prefix): Path<String>) -> PageRe
 
 pub async fn projects(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
-    let list = projects::list(&web.store, &ctx.company.id).await.map_err(store_failure)?;
+    let list = projects::list(&web.store, &ctx.company.id)
+        .await
+        .map_err(store_failure)?;
     let p = &ctx.company.issue_prefix;
     let body = html! {
         header.page-head { h1 { "Projects" } }
@@ -66,7 +82,9 @@ pub async fn projects(State(web): State<Web>, Path(prefix): Path<String>) -> Pag
 
 pub async fn goals(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
-    let list = goals::list(&web.store, &ctx.company.id).await.map_err(store_failure)?;
+    let list = goals::list(&web.store, &ctx.company.id)
+        .await
+        .map_err(store_failure)?;
     let body = html! {
         header.page-head { h1 { "Goals" } }
         form.inline-form data-api-form="goal" data-url={"/api/companies/" (ctx.company.id) "/goals"} {

@@ -30,7 +30,9 @@ fn node(n: &OrgNode, keys: &HashMap<String, String>, p: &str) -> Markup {
 pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let cid = &ctx.company.id;
-    let tree = agents::org_tree(&web.store, cid).await.map_err(store_failure)?;
+    let tree = agents::org_tree(&web.store, cid)
+        .await
+        .map_err(store_failure)?;
     let keys: HashMap<String, String> = agents::list(&web.store, cid)
         .await
         .map_err(store_failure)?

@@ -14,7 +14,10 @@ use super::tasks::allowed_moves;
 use crate::fmt::{money, pill, time};
 use crate::{html, layout, markdown, store_failure, PageResult, Web};
 
-pub async fn page(State(web): State<Web>, Path((prefix, identifier)): Path<(String, String)>) -> PageResult {
+pub async fn page(
+    State(web): State<Web>,
+    Path((prefix, identifier)): Path<(String, String)>,
+) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let store = &web.store;
     let cid = &ctx.company.id;
@@ -31,12 +34,20 @@ pub async fn page(State(web): State<Web>, Path((prefix, identifier)): Path<(Stri
     let agents = agents::list(store, cid).await.map_err(store_failure)?;
     let projects = projects::list(store, cid).await.map_err(store_failure)?;
     let goals = goals::list(store, cid).await.map_err(store_failure)?;
-    let thread = comments::list(store, &issue.id, None, Order::Asc, 500).await.map_err(store_failure)?;
-    let docs = documents::list(store, &issue.id).await.map_err(store_failure)?;
+    let thread = comments::list(store, &issue.id, None, Order::Asc, 500)
+        .await
+        .map_err(store_failure)?;
+    let docs = documents::list(store, &issue.id)
+        .await
+        .map_err(store_failure)?;
     let children = issues::list(
         store,
         cid,
-        &issues::Filter { parent_id: Some(issue.id.clone()), limit: 100, ..issues::Filter::default() },
+        &issues::Filter {
+            parent_id: Some(issue.id.clone()),
+            limit: 100,
+            ..issues::Filter::default()
+        },
     )
     .await
     .map_err(store_failure)?;
@@ -47,17 +58,31 @@ pub async fn page(State(web): State<Web>, Path((prefix, identifier)): Path<(Stri
     let task_runs = runs::list(
         store,
         cid,
-        &runs::Filter { issue_id: Some(issue.id.clone()), limit: 20, ..runs::Filter::default() },
+        &runs::Filter {
+            issue_id: Some(issue.id.clone()),
+            limit: 20,
+            ..runs::Filter::default()
+        },
     )
     .await
     .map_err(store_failure)?;
-    let events = ui::run_events_of_issue(store, &issue.id).await.map_err(store_failure)?;
-    let (cost, cost_events) = ui::issue_cost(store, &issue.id).await.map_err(store_failure)?;
+    let events = ui::run_events_of_issue(store, &issue.id)
+        .await
+        .map_err(store_failure)?;
+    let (cost, cost_events) = ui::issue_cost(store, &issue.id)
+        .await
+        .map_err(store_failure)?;
     let names = by_id(&agents);
     let now = Utc::now();
     let p = &ctx.company.issue_prefix;
-    let project = issue.project_id.as_deref().and_then(|id| projects.iter().find(|x| x.id == id));
-    let goal = issue.goal_id.as_deref().and_then(|id| goals.iter().find(|x| x.id == id));
+    let project = issue
+        .project_id
+        .as_deref()
+        .and_then(|id| projects.iter().find(|x| x.id == id));
+    let goal = issue
+        .goal_id
+        .as_deref()
+        .and_then(|id| goals.iter().find(|x| x.id == id));
     let moves = allowed_moves(&issue.status);
 
     let body = html! {
@@ -137,7 +162,7 @@ pub async fn page(State(web): State<Web>, Path((prefix, identifier)): Path<(Stri
                     dt { "Labels" } dd { @for l in &issue.labels { span.label style={"--c:" (l.color)} { (l.name) } " " } @if issue.labels.is_empty() { span.muted { "None" } } }
                     dt { "Blocked by" } dd { @for b in &issue.blocked_by { a href={"/" (p) "/tasks/" (b.identifier)} { span.ident { (b.identifier) } } " " (pill(&b.status)) " " } @if issue.blocked_by.is_empty() { span.muted { "Nothing" } } }
                     dt { "Sub-tasks" } dd { @for c in &children.issues { div { a href={"/" (p) "/tasks/" (c.identifier)} { span.ident { (c.identifier) } " " (c.title) } " " (pill(&c.status)) } } @if children.issues.is_empty() { span.muted { "None" } } }
-                    dt { "Cost so far" } dd { (money(cost)) span.muted { " · " (cost_events) " cost events" } }
+                    dt { "Cost so far" } dd { (money(cost)) span.muted { " · " (cost_events) @if cost_events == 1 { " cost event" } @else { " cost events" } } }
                 }
             }
         }
@@ -160,7 +185,10 @@ pub fn run_view<'a>(
     events: impl Iterator<Item = &'a RunEvent>,
     names: &std::collections::HashMap<&str, &paperclip_core::model::Agent>,
 ) -> Markup {
-    let agent = names.get(run.agent_id.as_str()).map(|a| a.name.as_str()).unwrap_or("Agent");
+    let agent = names
+        .get(run.agent_id.as_str())
+        .map(|a| a.name.as_str())
+        .unwrap_or("Agent");
     let steps: Vec<&RunEvent> = events.filter(|e| is_step(&e.event_type)).collect();
     let live = run.status == "running" || run.status == "queued";
     html! {
@@ -188,15 +216,22 @@ pub fn run_view<'a>(
 }
 
 fn is_step(kind: &str) -> bool {
-    kind.starts_with("transcript.") || matches!(kind, "adapter.invoke" | "adapter.signal" | "session.reset" | "lifecycle")
+    kind.starts_with("transcript.")
+        || matches!(
+            kind,
+            "adapter.invoke" | "adapter.signal" | "session.reset" | "lifecycle"
+        )
 }
 
 fn outcome_line(run: &HeartbeatRun) -> String {
     let usage = run.usage_json.as_ref();
     let tokens = usage.map(|u| {
-        u.get("inputTokens").and_then(|v| v.as_i64()).unwrap_or(0) + u.get("outputTokens").and_then(|v| v.as_i64()).unwrap_or(0)
+        u.get("inputTokens").and_then(|v| v.as_i64()).unwrap_or(0)
+            + u.get("outputTokens").and_then(|v| v.as_i64()).unwrap_or(0)
     });
-    let cost = usage.and_then(|u| u.get("costUsd")).and_then(|v| v.as_f64());
+    let cost = usage
+        .and_then(|u| u.get("costUsd"))
+        .and_then(|v| v.as_f64());
     let mut line = match run.status.as_str() {
         "succeeded" => "finished".to_string(),
         "running" => "is working".into(),
@@ -219,19 +254,45 @@ fn outcome_line(run: &HeartbeatRun) -> String {
 
 fn step(e: &RunEvent) -> Markup {
     let payload = e.payload.clone().unwrap_or_default();
-    let text = |k: &str| payload.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+    let text = |k: &str| {
+        payload
+            .get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
     match e.event_type.as_str() {
-        "transcript.assistant" => html! { span.who { "said" } div.said { (markdown::render(&text("text"))) } },
-        "transcript.tool_call" => html! { span.who { "ran " (text("name")) } code.cmd { (e.message.as_deref().unwrap_or("")) } },
+        "transcript.assistant" => {
+            html! { span.who { "said" } div.said { (markdown::render(&text("text"))) } }
+        }
+        "transcript.tool_call" => {
+            html! { span.who { "ran " (text("name")) } code.cmd { (e.message.as_deref().unwrap_or("")) } }
+        }
         "transcript.tool_result" => {
-            let failed = payload.get("isError").and_then(|v| v.as_bool()).unwrap_or(false);
+            let failed = payload
+                .get("isError")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false);
             html! {
                 span.who { @if failed { "tool failed" } @else { "result" } }
                 details.output { summary { (e.message.as_deref().unwrap_or("(no output)")) } pre { (text("output")) } }
             }
         }
-        "transcript.error" => html! { span.who.error-text { "error" } " " (e.message.as_deref().unwrap_or("")) },
-        "transcript.init" => html! { span.who { "started" } " " span.muted { (e.message.as_deref().unwrap_or("")) } },
-        _ => html! { span.who.muted { (e.event_type) } " " span.muted { (e.message.as_deref().unwrap_or("")) } },
+        "transcript.error" => {
+            html! { span.who.error-text { "error" } " " (e.message.as_deref().unwrap_or("")) }
+        }
+        "lifecycle" => html! { span.muted { (e.message.as_deref().unwrap_or("")) } },
+        "adapter.invoke" => {
+            html! { span.who { "started" } " " code.cmd { (e.message.as_deref().unwrap_or("").trim_start_matches("started ")) } }
+        }
+        "session.reset" => {
+            html! { span.who.warn-text { "fresh session" } " " (e.message.as_deref().unwrap_or("")) }
+        }
+        "transcript.init" => {
+            html! { span.who { "started" } " " span.muted { (e.message.as_deref().unwrap_or("")) } }
+        }
+        _ => {
+            html! { span.who.muted { (e.event_type) } " " span.muted { (e.message.as_deref().unwrap_or("")) } }
+        }
     }
 }

@@ -45,14 +45,21 @@ pub fn allowed_moves(status: &str) -> Vec<&'static str> {
         .collect()
 }
 
-pub async fn list(State(web): State<Web>, Path(prefix): Path<String>, Query(q): Query<Params>) -> PageResult {
+pub async fn list(
+    State(web): State<Web>,
+    Path(prefix): Path<String>,
+    Query(q): Query<Params>,
+) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let store = &web.store;
     let cid = &ctx.company.id;
     let blank = |s: &Option<String>| s.clone().filter(|v| !v.is_empty());
     let board = q.view.as_deref() == Some("board");
     let filter = issues::Filter {
-        statuses: blank(&q.status).and_then(|s| IssueStatus::parse(&s)).into_iter().collect(),
+        statuses: blank(&q.status)
+            .and_then(|s| IssueStatus::parse(&s))
+            .into_iter()
+            .collect(),
         assignee_agent_id: blank(&q.assignee),
         project_id: blank(&q.project),
         label_id: blank(&q.label),
@@ -60,7 +67,9 @@ pub async fn list(State(web): State<Web>, Path(prefix): Path<String>, Query(q): 
         limit: if board { 500 } else { 200 },
         ..issues::Filter::default()
     };
-    let page = issues::list(store, cid, &filter).await.map_err(store_failure)?;
+    let page = issues::list(store, cid, &filter)
+        .await
+        .map_err(store_failure)?;
     let agents = agents::list(store, cid).await.map_err(store_failure)?;
     let projects = projects::list(store, cid).await.map_err(store_failure)?;
     let labels = labels::list(store, cid).await.map_err(store_failure)?;
@@ -68,7 +77,13 @@ pub async fn list(State(web): State<Web>, Path(prefix): Path<String>, Query(q): 
     let sel = |v: &Option<String>, x: &str| v.as_deref() == Some(x);
     let query_without_view = {
         let mut parts = Vec::new();
-        for (k, v) in [("status", &q.status), ("assignee", &q.assignee), ("project", &q.project), ("label", &q.label), ("q", &q.q)] {
+        for (k, v) in [
+            ("status", &q.status),
+            ("assignee", &q.assignee),
+            ("project", &q.project),
+            ("label", &q.label),
+            ("q", &q.q),
+        ] {
             if let Some(v) = blank(v) {
                 parts.push(format!("{k}={}", urlencode(&v)));
             }
@@ -155,7 +170,9 @@ pub fn urlencode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
             _ => out.push_str(&format!("%{b:02X}")),
         }
     }
