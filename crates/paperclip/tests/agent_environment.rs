@@ -30,8 +30,14 @@ async fn environment_test_names_a_missing_cli_and_a_bad_cwd() {
             .await;
         assert_eq!(report["adapterType"], kind);
         assert_eq!(report["status"], "fail", "{report}");
-        assert!(check(&report, "adapter_not_installed").is_some(), "{report}");
-        assert!(check(&report, "invalid_working_directory").is_some(), "{report}");
+        assert!(
+            check(&report, "adapter_not_installed").is_some(),
+            "{report}"
+        );
+        assert!(
+            check(&report, "invalid_working_directory").is_some(),
+            "{report}"
+        );
         assert!(report["testedAt"].is_string());
     }
     // A CLI that exists and answers --version passes those checks.
@@ -42,7 +48,9 @@ async fn environment_test_names_a_missing_cli_and_a_bad_cwd() {
         )
         .await;
     assert!(check(&report, "command_found").is_some(), "{report}");
-    let version = check(&report, "command_version").unwrap()["detail"].as_str().unwrap();
+    let version = check(&report, "command_version").unwrap()["detail"]
+        .as_str()
+        .unwrap();
     assert!(version.starts_with("echo"), "{version}");
     assert!(check(&report, "adapter_not_installed").is_none());
 
@@ -60,8 +68,14 @@ async fn environment_test_names_a_missing_cli_and_a_bad_cwd() {
         .iter()
         .map(|c| c["message"].as_str().unwrap())
         .collect();
-    assert!(messages.iter().any(|m| m.starts_with("effort:")), "{messages:?}");
-    assert!(messages.iter().any(|m| m.starts_with("maxTurnsPerRun:")), "{messages:?}");
+    assert!(
+        messages.iter().any(|m| m.starts_with("effort:")),
+        "{messages:?}"
+    );
+    assert!(
+        messages.iter().any(|m| m.starts_with("maxTurnsPerRun:")),
+        "{messages:?}"
+    );
     let (status, _) = s
         .post(
             &format!("/api/companies/{cid}/adapters/nope_local/test-environment"),
@@ -123,7 +137,13 @@ async fn the_paperclip_skill_is_served_to_agents_and_written_for_clis() {
         .starts_with("text/markdown"));
     let text = resp.text().await.unwrap();
     assert!(text.starts_with("---\nname: paperclip\n"));
-    for must in ["X-Paperclip-Run-Id", "checkout", "Do not retry", "heartbeat-context", "parentId"] {
+    for must in [
+        "X-Paperclip-Run-Id",
+        "checkout",
+        "Do not retry",
+        "heartbeat-context",
+        "parentId",
+    ] {
         assert!(text.contains(must), "skill lacks {must}");
     }
     let on_disk = std::fs::read_to_string(s.data_dir.join("skills/paperclip/SKILL.md")).unwrap();
@@ -150,7 +170,10 @@ async fn a_run_whose_cli_is_missing_fails_before_start_with_the_cause() {
         .wait_for(
             &format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}"),
             30,
-            |r| r.as_array().is_some_and(|r| r.len() == 1 && r[0]["status"] == "failed"),
+            |r| {
+                r.as_array()
+                    .is_some_and(|r| r.len() == 1 && r[0]["status"] == "failed")
+            },
         )
         .await;
     let run = &runs[0];
@@ -165,11 +188,17 @@ async fn a_run_whose_cli_is_missing_fails_before_start_with_the_cause() {
     assert_eq!(sessions, json!([]));
     let state = s.ok_get(&format!("/api/agents/{aid}/runtime-state")).await;
     assert_eq!(state["lastRunStatus"], "failed");
-    assert!(state["lastError"].as_str().unwrap().contains("not installed"));
+    assert!(state["lastError"]
+        .as_str()
+        .unwrap()
+        .contains("not installed"));
     assert_eq!(state["totalCostCents"], 0);
     // Resetting works with or without a task key, and is audited.
     let reset = s
-        .ok_post(&format!("/api/agents/{aid}/runtime-state/reset-session"), json!({}))
+        .ok_post(
+            &format!("/api/agents/{aid}/runtime-state/reset-session"),
+            json!({}),
+        )
         .await;
     assert_eq!(reset["cleared"], 0);
     let (status, _) = s
@@ -204,10 +233,17 @@ async fn a_run_with_a_missing_working_directory_fails_before_start() {
         .wait_for(
             &format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}"),
             30,
-            |r| r.as_array().is_some_and(|r| r.len() == 1 && r[0]["status"] == "failed"),
+            |r| {
+                r.as_array()
+                    .is_some_and(|r| r.len() == 1 && r[0]["status"] == "failed")
+            },
         )
         .await;
-    assert_eq!(runs[0]["errorCode"], "invalid_working_directory", "{}", runs[0]);
+    assert_eq!(
+        runs[0]["errorCode"], "invalid_working_directory",
+        "{}",
+        runs[0]
+    );
     assert!(runs[0]["error"].as_str().unwrap().contains("/no/such/repo"));
     assert!(runs[0]["processPid"].is_null());
 }

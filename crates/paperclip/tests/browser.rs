@@ -56,7 +56,18 @@ async fn a_person_runs_the_company_from_the_board() {
         "browser scenario failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}\nscreenshots in {}",
         shots.display()
     );
-    for name in ["dashboard", "task-detail", "tasks-board", "org", "approvals", "costs", "agent"] {
-        assert!(shots.join(format!("{name}.png")).exists(), "no screenshot of {name}");
+    for name in [
+        "dashboard",
+        "task-detail",
+        "tasks-board",
+        "org",
+        "approvals",
+        "costs",
+        "agent",
+    ] {
+        assert!(
+            shots.join(format!("{name}.png")).exists(),
+            "no screenshot of {name}"
+        );
     }
 }

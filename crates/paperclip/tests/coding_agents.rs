@@ -5,9 +5,9 @@
 //! Without a CLI on PATH its tests are skipped with a message, unless
 //! `PAPERCLIP_REQUIRE_AGENT_CLIS=1` (CI), where a missing CLI is a failure.
 
-mod common;
 #[path = "coding_agents/clis.rs"]
 mod clis;
+mod common;
 
 use std::time::Duration;
 
@@ -115,9 +115,8 @@ async fn works_an_issue_and_resumes_its_session(kind: &'static str) {
     let Some(t) = setup(kind, work_turns(kind), json!({})).await else {
         return;
     };
-    let issue = t
-        .s
-        .issue(
+    let issue =
+        t.s.issue(
             &t.cid,
             json!({ "title": "Add the health endpoint", "description": "Make `/health` answer 200.",
                     "status": "todo", "assigneeAgentId": t.aid }),
@@ -129,18 +128,26 @@ async fn works_an_issue_and_resumes_its_session(kind: &'static str) {
     let run = &runs[0];
     assert_eq!(run["status"], "succeeded", "{run}");
     let events = t.events(run["id"].as_str().unwrap()).await;
-    let types: Vec<&str> = events.iter().map(|e| e["eventType"].as_str().unwrap()).collect();
+    let types: Vec<&str> = events
+        .iter()
+        .map(|e| e["eventType"].as_str().unwrap())
+        .collect();
     assert!(types.contains(&"transcript.tool_call"), "{types:?}");
     assert!(types.contains(&"transcript.tool_result"), "{types:?}");
     assert!(types.contains(&"transcript.assistant"), "{types:?}");
     assert!(
-        events.iter().any(|e| e["eventType"] == "transcript.tool_call"
-            && e["message"].as_str().unwrap().contains("/checkout")),
+        events
+            .iter()
+            .any(|e| e["eventType"] == "transcript.tool_call"
+                && e["message"].as_str().unwrap().contains("/checkout")),
         "no checkout step in {events:?}"
     );
     // The prompt named the task by identifier.
     let first = &t.provider.turn_requests()[0];
-    assert!(first.body.to_string().contains(&identifier), "prompt lacks {identifier}");
+    assert!(
+        first.body.to_string().contains(&identifier),
+        "prompt lacks {identifier}"
+    );
     // The Paperclip skill reached the model the way this CLI loads skills.
     assert!(
         first
@@ -152,10 +159,9 @@ async fn works_an_issue_and_resumes_its_session(kind: &'static str) {
 
     let issue = t.s.ok_get(&format!("/api/issues/{identifier}")).await;
     assert_eq!(issue["status"], "done", "{issue}");
-    let comments = t
-        .s
-        .ok_get(&format!("/api/issues/{identifier}/comments"))
-        .await;
+    let comments =
+        t.s.ok_get(&format!("/api/issues/{identifier}/comments"))
+            .await;
     let mine: Vec<&Value> = comments
         .as_array()
         .unwrap()
@@ -163,28 +169,36 @@ async fn works_an_issue_and_resumes_its_session(kind: &'static str) {
         .filter(|c| c["authorAgentId"] == t.aid.as_str())
         .collect();
     assert_eq!(mine.len(), 1, "{comments}");
-    assert_eq!(mine[0]["body"], format!("Implemented by {kind}: tests pass."));
+    assert_eq!(
+        mine[0]["body"],
+        format!("Implemented by {kind}: tests pass.")
+    );
     assert_eq!(mine[0]["createdByRunId"], run["id"]);
 
     let usage = &run["usageJson"];
     assert!(usage["inputTokens"].as_u64().unwrap() > 0, "{usage}");
     assert!(usage["outputTokens"].as_u64().unwrap() > 0, "{usage}");
-    let costs = t
-        .s
-        .ok_get(&format!("/api/companies/{}/cost-events", t.cid))
-        .await;
+    let costs =
+        t.s.ok_get(&format!("/api/companies/{}/cost-events", t.cid))
+            .await;
     let costs = costs.as_array().unwrap();
     assert_eq!(costs.len(), 1, "{costs:?}");
     assert_eq!(costs[0]["agentId"], t.aid.as_str());
     assert_eq!(costs[0]["issueId"], issue["id"]);
     assert_eq!(costs[0]["heartbeatRunId"], run["id"]);
-    assert!(costs[0]["costCents"].as_i64().is_some(), "priced: {:?}", costs[0]);
+    assert!(
+        costs[0]["costCents"].as_i64().is_some(),
+        "priced: {:?}",
+        costs[0]
+    );
 
-    let session = run["sessionIdAfter"].as_str().expect("a session was saved").to_string();
-    let sessions = t
-        .s
-        .ok_get(&format!("/api/agents/{}/task-sessions", t.aid))
-        .await;
+    let session = run["sessionIdAfter"]
+        .as_str()
+        .expect("a session was saved")
+        .to_string();
+    let sessions =
+        t.s.ok_get(&format!("/api/agents/{}/task-sessions", t.aid))
+            .await;
     assert_eq!(sessions.as_array().unwrap().len(), 1, "{sessions}");
     assert_eq!(sessions[0]["taskKey"], issue["id"]);
     assert_eq!(sessions[0]["sessionDisplayId"], session.as_str());
@@ -211,10 +225,9 @@ async fn works_an_issue_and_resumes_its_session(kind: &'static str) {
         resumed[0].body.to_string().contains("Implemented by"),
         "the resumed request lacks the earlier conversation"
     );
-    let state = t
-        .s
-        .ok_get(&format!("/api/agents/{}/runtime-state", t.aid))
-        .await;
+    let state =
+        t.s.ok_get(&format!("/api/agents/{}/runtime-state", t.aid))
+            .await;
     assert_eq!(state["lastRunStatus"], "succeeded");
     assert!(state["totalInputTokens"].as_i64().unwrap() > 0);
 
@@ -238,10 +251,9 @@ async fn works_an_issue_and_resumes_its_session(kind: &'static str) {
             "{events:?}"
         );
         assert_ne!(third["sessionIdAfter"], third["sessionIdBefore"]);
-        let sessions = t
-            .s
-            .ok_get(&format!("/api/agents/{}/task-sessions", t.aid))
-            .await;
+        let sessions =
+            t.s.ok_get(&format!("/api/agents/{}/task-sessions", t.aid))
+                .await;
         assert_eq!(sessions[0]["sessionDisplayId"], third["sessionIdAfter"]);
     }
 }
@@ -256,8 +268,11 @@ async fn a_rejected_model_is_a_typed_visible_failure(kind: &'static str) {
     let Some(t) = setup(kind, turns.collect(), json!({})).await else {
         return;
     };
-    t.s.issue(&t.cid, json!({ "title": "Anything", "assigneeAgentId": t.aid }))
-        .await;
+    t.s.issue(
+        &t.cid,
+        json!({ "title": "Anything", "assigneeAgentId": t.aid }),
+    )
+    .await;
     let runs = t.runs_until(1, 240).await;
     let run = &runs[0];
     assert_eq!(run["status"], "failed", "{run}");
@@ -265,15 +280,18 @@ async fn a_rejected_model_is_a_typed_visible_failure(kind: &'static str) {
     // The CLI's own words about the model reach the run (Claude Code
     // rephrases the provider's 404; Codex and OpenCode pass it through).
     assert!(
-        run["error"].as_str().unwrap().to_lowercase().contains("model"),
+        run["error"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("model"),
         "{run}"
     );
     let agent = t.s.ok_get(&format!("/api/agents/{}", t.aid)).await;
     assert_eq!(agent["status"], "error");
-    let state = t
-        .s
-        .ok_get(&format!("/api/agents/{}/runtime-state", t.aid))
-        .await;
+    let state =
+        t.s.ok_get(&format!("/api/agents/{}/runtime-state", t.aid))
+            .await;
     assert_eq!(state["lastError"], run["error"]);
 }
 
@@ -283,23 +301,24 @@ async fn cancel_mid_turn_stops_the_cli(kind: &'static str) {
     let Some(t) = setup(kind, vec![Turn::Hang], json!({ "graceSec": 5 })).await else {
         return;
     };
-    t.s.issue(&t.cid, json!({ "title": "Long one", "assigneeAgentId": t.aid }))
-        .await;
+    t.s.issue(
+        &t.cid,
+        json!({ "title": "Long one", "assigneeAgentId": t.aid }),
+    )
+    .await;
     assert!(
         t.provider.wait_for_turns(1, Duration::from_secs(120)).await,
         "the CLI never reached the provider"
     );
-    let runs = t
-        .s
-        .ok_get(&format!(
+    let runs =
+        t.s.ok_get(&format!(
             "/api/companies/{}/heartbeat-runs?agentId={}",
             t.cid, t.aid
         ))
         .await;
     let run_id = runs[0]["id"].as_str().unwrap().to_string();
-    let run = t
-        .s
-        .ok_post(
+    let run =
+        t.s.ok_post(
             &format!("/api/heartbeat-runs/{run_id}/cancel"),
             json!({ "reason": "board changed its mind" }),
         )

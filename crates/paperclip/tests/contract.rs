@@ -16,7 +16,10 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/agents/{id}/task-sessions"),
     ("get", "/api/agents/{id}/runtime-state"),
     ("post", "/api/agents/{id}/runtime-state/reset-session"),
-    ("post", "/api/companies/{companyId}/adapters/{type}/test-environment"),
+    (
+        "post",
+        "/api/companies/{companyId}/adapters/{type}/test-environment",
+    ),
     ("get", "/api/skills/paperclip"),
     ("get", "/api/companies"),
     ("post", "/api/companies"),

@@ -1,8 +1,9 @@
 //! Markdown for descriptions and comments. Raw HTML in the source is shown
-//! as text, never rendered: comments come from agents.
+//! as text, never rendered, and links or images may only point at http(s),
+//! mailto or relative URLs: comments come from agents.
 
 use maud::{Markup, PreEscaped};
-use pulldown_cmark::{html, Event, Options, Parser};
+use pulldown_cmark::{html, CowStr, Event, Options, Parser, Tag};
 
 pub fn render(source: &str) -> Markup {
     let parser = Parser::new_ext(
@@ -11,11 +12,33 @@ pub fn render(source: &str) -> Markup {
     )
     .map(|event| match event {
         Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
+        Event::Start(Tag::Link { link_type, dest_url, title, id }) => Event::Start(Tag::Link {
+            link_type,
+            dest_url: safe_url(dest_url),
+            title,
+            id,
+        }),
+        Event::Start(Tag::Image { link_type, dest_url, title, id }) => Event::Start(Tag::Image {
+            link_type,
+            dest_url: safe_url(dest_url),
+            title,
+            id,
+        }),
         other => other,
     });
     let mut out = String::with_capacity(source.len() * 3 / 2);
     html::push_html(&mut out, parser);
     PreEscaped(out)
+}
+
+/// `javascript:`, `data:` and other schemes become a dead link.
+fn safe_url(url: CowStr<'_>) -> CowStr<'_> {
+    let lower = url.trim().to_ascii_lowercase();
+    let scheme = lower.split_once(':').map(|(s, _)| s).filter(|s| !s.contains(['/', '?', '#']));
+    match scheme {
+        None | Some("http" | "https" | "mailto") => url,
+        Some(_) => CowStr::Borrowed("#"),
+    }
 }
 
 #[cfg(test)]
@@ -29,5 +52,14 @@ mod tests {
         assert!(out.contains("&lt;script&gt;"));
         assert!(!out.contains("<script>"));
         assert!(out.contains("<li>a</li>"));
+    }
+
+    #[test]
+    fn only_safe_link_schemes_survive() {
+        let out = render("[a](javascript:alert(1)) [b](https://x.test/p) [c](/ACM/tasks/ACM-1) ![d](data:text/html,x)").0;
+        assert!(!out.contains("javascript:"), "{out}");
+        assert!(!out.contains("data:"), "{out}");
+        assert!(out.contains(r#"href="https://x.test/p""#));
+        assert!(out.contains(r#"href="/ACM/tasks/ACM-1""#));
     }
 }
