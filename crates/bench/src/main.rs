@@ -6,11 +6,15 @@
 //! assignment-to-spawn latency, the idle CPU of many timer agents, and live
 //! event fan-out over WebSockets (see `heartbeat.rs`).
 //!
+//! `paperclip-bench pages` measures the board UI's pages with a company of
+//! 1,000 tasks (see `pages.rs`).
+//!
 //! It reports figures only; it asserts nothing about speed, so it never fails
 //! on a slow machine. Progress goes to stderr, the summary to stdout.
 
 mod heartbeat;
 mod load;
+mod pages;
 mod report;
 mod server;
 
@@ -64,6 +68,8 @@ enum Suite {
     /// Heartbeats: assignment-to-spawn latency, idle CPU of timer agents,
     /// live-event fan-out.
     Heartbeat(heartbeat::HeartbeatArgs),
+    /// Board UI pages with a company of 1,000 tasks: server and round-trip time.
+    Pages(pages::PagesArgs),
 }
 
 #[tokio::main]
@@ -79,6 +85,7 @@ async fn main() -> anyhow::Result<()> {
         Some(Suite::Heartbeat(hb)) => {
             heartbeat::run(&args.server, args.database_url.as_deref(), hb).await
         }
+        Some(Suite::Pages(p)) => pages::run(&args.server, args.database_url.as_deref(), p).await,
         None => crud(args).await,
     }
 }

@@ -44,7 +44,21 @@ pub fn router<S: Clone + Send + Sync + 'static>(store: Store) -> Router<S> {
         .route("/{prefix}/approvals", get(pages::approvals::page))
         .route("/{prefix}/costs", get(pages::costs::page))
         .route("/{prefix}/activity", get(pages::activity::page))
+        .layer(axum::middleware::from_fn(server_timing))
         .with_state(Web { store })
+}
+
+/// `Server-Timing: render;dur=<ms>` on every page: the time from the request
+/// reaching the UI to its response being ready (queries and rendering), so
+/// the browser's dev tools and the benchmark see the server's share.
+async fn server_timing(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let started = std::time::Instant::now();
+    let mut response = next.run(request).await;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    if let Ok(value) = axum::http::HeaderValue::from_str(&format!("render;dur={ms:.2}")) {
+        response.headers_mut().insert("server-timing", value);
+    }
+    response
 }
 
 /// Everything the layout needs about where the board is.

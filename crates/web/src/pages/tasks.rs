@@ -120,6 +120,9 @@ pub async fn list(
             button type="submit" { "Filter" }
         }
         @if board { (board_view(&page.issues, &agents, p)) } @else { (list_view(&page.issues, &agents, p)) }
+        @if page.next_cursor.is_some() {
+            p.hint.muted { "Showing the newest " (page.issues.len()) " matching tasks; narrow them down with the filters." }
+        }
     };
     html(layout::page(&ctx, "tasks", "Tasks", body))
 }
