@@ -2,10 +2,16 @@
 // agent, gives it a task and watches the run finish live on the task page,
 // then approves a hire and sees the dashboard and costs change. Every main
 // page is screenshotted. Usage: node board.mjs <base-url> <screenshot-dir>
-// Exits non-zero with the failed step on stderr.
+// Exits non-zero with the failed step on stderr. It prints
+// `restart-server <issue id>` once and waits for `restarted` on stdin.
 import { chromium } from "playwright-core";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
+
+// Lines from the test harness on stdin (answers to requests printed on stdout).
+const input = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+const nextInput = async () => (await input.next()).value;
 
 const [base, shots] = process.argv.slice(2);
 if (!base || !shots) {
@@ -14,14 +20,17 @@ if (!base || !shots) {
 }
 mkdirSync(shots, { recursive: true });
 
-// The agent: checks the task out, works a little (so the page sees it
-// running), reports a cost, comments and finishes.
+// The agent: checks the task out, works until the page has seen it
+// running, reports a cost, comments and finishes.
+const GATE = join(shots, "agent-may-finish");
 const AGENT_SCRIPT = [
   `set -e`,
   `api() { curl -sS -f -X "$1" -H "Authorization: Bearer $PAPERCLIP_API_KEY" -H "X-Paperclip-Run-Id: $PAPERCLIP_RUN_ID" -H 'content-type: application/json' "$PAPERCLIP_API_URL$2" -d "$3"; }`,
   `[ "$PAPERCLIP_WAKE_REASON" = issue_assigned ] || { echo "nothing to do for $PAPERCLIP_WAKE_REASON"; exit 0; }`,
   `api POST "/api/issues/$PAPERCLIP_TASK_ID/checkout" "{\\"agentId\\":\\"$PAPERCLIP_AGENT_ID\\",\\"expectedStatuses\\":[\\"todo\\"]}" >/dev/null`,
-  `echo "drafting the plan"; sleep 2`,
+  // Holds until the test has seen the run running (or 30 s), so watching
+  // it live does not depend on timing.
+  `echo "drafting the plan"; i=0; while [ ! -e "${GATE}" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done`,
   `api POST "/api/companies/$PAPERCLIP_COMPANY_ID/cost-events" "{\\"agentId\\":\\"$PAPERCLIP_AGENT_ID\\",\\"issueId\\":\\"$PAPERCLIP_TASK_ID\\",\\"provider\\":\\"anthropic\\",\\"model\\":\\"claude-sonnet-4\\",\\"inputTokens\\":1200,\\"outputTokens\\":300,\\"costCents\\":123}" >/dev/null`,
   `api POST "/api/issues/$PAPERCLIP_TASK_ID/comments" '{"body":"Plan drafted: **three** launch steps."}' >/dev/null`,
   `api PATCH "/api/issues/$PAPERCLIP_TASK_ID" '{"status":"done"}' >/dev/null`,
@@ -87,6 +96,7 @@ try {
   await page.evaluate(() => { window.__sameDocument = true; });
   await page.locator("details.run[data-run-status=running]").waitFor({ timeout: 20000 });
   await shot("task-running");
+  writeFileSync(GATE, "");
   await page.locator("details.run[data-run-status=succeeded]").waitFor({ timeout: 30000 });
   await page.locator("article.comment", { hasText: "Plan drafted: three launch steps." }).waitFor({ timeout: 10000 });
   await page.locator(".properties .pill[data-status=done]").waitFor({ timeout: 10000 });
@@ -102,6 +112,18 @@ try {
   const costLine = await page.locator(".properties").innerText();
   if (!costLine.includes("$1.23")) throw new Error(`task cost not shown: ${costLine}`);
   await shot("task-detail");
+
+  step("a dropped live connection reconnects and catches up");
+  // The test harness restarts the server on the same port (a real drop) and
+  // adds a comment through the API before the page has reconnected.
+  const issueId = await page.locator(".task-page").getAttribute("data-issue-id");
+  await page.evaluate(() => window.paperclipEvents.addEventListener("error", () => { window.__dropped = true; }));
+  console.log(`restart-server ${issueId}`);
+  if ((await nextInput()) !== "restarted") throw new Error("the harness did not restart the server");
+  await page.locator("article.comment", { hasText: "Written while you were away" }).waitFor({ timeout: 20000 });
+  await page.locator("#live-state.on").waitFor();
+  if (!(await page.evaluate(() => window.__dropped === true))) throw new Error("the stream never dropped");
+  if (!(await page.evaluate(() => window.__sameDocument === true))) throw new Error("the task page reloaded");
 
   step("comment from the composer with a mention pill");
   await page.click("form.composer [data-mention=Builder]");
@@ -226,3 +248,5 @@ try {
   process.exit(1);
 }
 await browser.close();
+// stdin (the harness channel) would keep the process alive.
+process.exit(0);

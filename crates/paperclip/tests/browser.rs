@@ -8,9 +8,12 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::Stdio;
 
 use common::TestServer;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
 
 fn chromium() -> Option<PathBuf> {
     let path = std::env::var_os("CHROMIUM")
@@ -31,25 +34,48 @@ async fn a_person_runs_the_company_from_the_board() {
         eprintln!("skipping the browser test: {why}");
         return;
     }
-    let server = TestServer::start().await;
+    let mut server = TestServer::start().await;
+    let port: u16 = server.base.rsplit(':').next().unwrap().parse().unwrap();
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
     let _ = std::fs::remove_dir_all(&shots);
-    let out = tokio::task::spawn_blocking({
-        let base = server.base.clone();
-        let shots = shots.clone();
-        move || {
-            Command::new("node")
-                .arg("board.mjs")
-                .arg(&base)
-                .arg(&shots)
-                .current_dir(&dir)
-                .output()
-                .expect("run node")
+    let mut node = Command::new("node")
+        .arg("board.mjs")
+        .arg(&server.base)
+        .arg(&shots)
+        .current_dir(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run node");
+    let mut stdin = node.stdin.take().unwrap();
+    let mut lines = BufReader::new(node.stdout.take().unwrap()).lines();
+    let mut stdout = String::new();
+    // A hung browser must fail the test, not stall CI.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(180);
+    while let Some(line) = tokio::time::timeout_at(deadline, lines.next_line())
+        .await
+        .unwrap_or_else(|_| panic!("browser scenario hung; so far:\n{stdout}"))
+        .unwrap()
+    {
+        stdout.push_str(&line);
+        stdout.push('\n');
+        if let Some(issue_id) = line.strip_prefix("restart-server ") {
+            // A real drop of the live stream: the server goes away and comes
+            // back on the same port and data; a comment lands meanwhile.
+            let (data_dir, database_url) = server.stop_keeping_data();
+            server = TestServer::start_on_port(data_dir, database_url, port, &[]).await;
+            server
+                .ok_post(
+                    &format!("/api/issues/{issue_id}/comments"),
+                    json!({ "body": "Written while you were away" }),
+                )
+                .await;
+            stdin.write_all(b"restarted\n").await.unwrap();
         }
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    }
+    let out = node.wait_with_output().await.unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success() && stdout.trim_end().ends_with("ok"),

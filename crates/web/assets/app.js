@@ -454,10 +454,14 @@
     const siblings = $$(`details.${cls.split(" ")[0] || "x"}`, run || $("#live-body"));
     return `${run ? run.dataset.runId : "page"}:${cls}:${siblings.indexOf(d)}`;
   };
-  document.addEventListener("toggle", (ev) => {
-    if (ev.target.tagName === "DETAILS" && ev.isTrusted && !applying) toggled.set(detailsKey(ev.target), ev.target.open);
-  }, true);
-  let applying = false;
+  // Only a person's click counts: the browser also fires (trusted) toggle
+  // events when markup arrives with `open`, which must not stick.
+  document.addEventListener("click", (ev) => {
+    const summary = ev.target.closest && ev.target.closest("summary");
+    const d = summary && summary.parentElement;
+    if (!d || d.tagName !== "DETAILS") return;
+    setTimeout(() => toggled.set(detailsKey(d), d.open), 0);
+  });
 
   async function refresh() {
     if (refreshing || busy()) {
@@ -481,12 +485,10 @@
       live.replaceChildren(...fresh.childNodes);
       const nav = $("ul.nav", doc);
       if (nav && $("ul.nav")) $("ul.nav").replaceWith(nav);
-      applying = true;
       $$("details", live).forEach((d) => {
         const k = detailsKey(d);
         if (toggled.has(k)) d.open = toggled.get(k);
       });
-      applying = false;
       if (focusId) {
         const card = $(`.task-card[data-issue-id="${focusId}"]`);
         if (card) card.focus();

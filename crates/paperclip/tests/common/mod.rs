@@ -41,10 +41,21 @@ impl TestServer {
         database_url: Option<String>,
         extra: &[&str],
     ) -> TestServer {
+        TestServer::start_on_port(data_dir, database_url, 0, extra).await
+    }
+
+    /// Like [`TestServer::start_with`] on a given port (0: any free one), so a
+    /// restarted server is found where clients left it.
+    pub async fn start_on_port(
+        data_dir: PathBuf,
+        database_url: Option<String>,
+        port: u16,
+        extra: &[&str],
+    ) -> TestServer {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_paperclip"));
         cmd.arg("run")
             .arg("--port")
-            .arg("0")
+            .arg(port.to_string())
             .arg("--data-dir")
             .arg(&data_dir)
             .args(extra);
