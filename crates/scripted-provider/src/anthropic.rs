@@ -31,9 +31,17 @@ pub(crate) fn routes() -> Router<Arc<State>> {
         .route("/v1/messages/count_tokens", post(count_tokens))
 }
 
-async fn count_tokens(AxumState(state): AxumState<Arc<State>>, Json(body): Json<Value>) -> Json<Value> {
+async fn count_tokens(
+    AxumState(state): AxumState<Arc<State>>,
+    Json(body): Json<Value>,
+) -> Json<Value> {
     let tokens = estimate_tokens(&body);
-    state.record(Api::AnthropicMessages, "/v1/messages/count_tokens", body, None);
+    state.record(
+        Api::AnthropicMessages,
+        "/v1/messages/count_tokens",
+        body,
+        None,
+    );
     Json(json!({ "input_tokens": tokens }))
 }
 
@@ -148,6 +156,9 @@ async fn messages(AxumState(state): AxumState<Arc<State>>, Json(body): Json<Valu
                  "delta": { "stop_reason": stop_reason, "stop_sequence": null },
                  "usage": { "output_tokens": output_tokens } }),
     ));
-    frames.push(frame(Some("message_stop"), &json!({ "type": "message_stop" })));
+    frames.push(frame(
+        Some("message_stop"),
+        &json!({ "type": "message_stop" }),
+    ));
     response(frames, false)
 }

@@ -95,7 +95,10 @@ async fn completions(AxumState(state): AxumState<Arc<State>>, Json(body): Json<V
             );
         }
         Turn::Hang => {
-            let first = frame(None, &chunk(json!({ "role": "assistant", "content": "" }), Value::Null));
+            let first = frame(
+                None,
+                &chunk(json!({ "role": "assistant", "content": "" }), Value::Null),
+            );
             return response(vec![first], true);
         }
         Turn::Answer { text } => (

@@ -179,5 +179,8 @@ async fn unknown(
 ) -> (StatusCode, String) {
     let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
     state.record(Api::Other, uri.path(), json, None);
-    (StatusCode::NOT_FOUND, format!("no route for {}", uri.path()))
+    (
+        StatusCode::NOT_FOUND,
+        format!("no route for {}", uri.path()),
+    )
 }

@@ -34,12 +34,19 @@ fn shell_call(body: &Value, command: &str) -> (String, String) {
     let names: Vec<&str> = body
         .get("tools")
         .and_then(Value::as_array)
-        .map(|t| t.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect())
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t.get("name").and_then(Value::as_str))
+                .collect()
+        })
         .unwrap_or_default();
     if names.contains(&"exec_command") {
         ("exec_command".into(), json!({ "cmd": command }).to_string())
     } else if names.contains(&"shell_command") {
-        ("shell_command".into(), json!({ "command": command }).to_string())
+        (
+            "shell_command".into(),
+            json!({ "command": command }).to_string(),
+        )
     } else {
         (
             "shell".into(),

@@ -5,7 +5,11 @@ use crate::row::RowExt;
 use crate::{Result, Store};
 
 /// `(day "YYYY-MM-DD", status, count)` of runs created since `since_day`.
-pub async fn runs_by_day(store: &Store, company_id: &str, since_day: &str) -> Result<Vec<(String, String, i64)>> {
+pub async fn runs_by_day(
+    store: &Store,
+    company_id: &str,
+    since_day: &str,
+) -> Result<Vec<(String, String, i64)>> {
     grouped(
         store,
         "SELECT SUBSTR(created_at, 1, 10) AS day, status, COUNT(*) AS n FROM heartbeat_runs \
@@ -17,7 +21,11 @@ pub async fn runs_by_day(store: &Store, company_id: &str, since_day: &str) -> Re
 }
 
 /// `(day, current status, count)` of tasks created since `since_day`.
-pub async fn tasks_by_day(store: &Store, company_id: &str, since_day: &str) -> Result<Vec<(String, String, i64)>> {
+pub async fn tasks_by_day(
+    store: &Store,
+    company_id: &str,
+    since_day: &str,
+) -> Result<Vec<(String, String, i64)>> {
     grouped(
         store,
         "SELECT SUBSTR(created_at, 1, 10) AS day, status, COUNT(*) AS n FROM issues \
@@ -28,7 +36,12 @@ pub async fn tasks_by_day(store: &Store, company_id: &str, since_day: &str) -> R
     .await
 }
 
-async fn grouped(store: &Store, sql: &str, company_id: &str, since: &str) -> Result<Vec<(String, String, i64)>> {
+async fn grouped(
+    store: &Store,
+    sql: &str,
+    company_id: &str,
+    since: &str,
+) -> Result<Vec<(String, String, i64)>> {
     let rows = sqlx::query(sql)
         .bind(company_id)
         .bind(since)
@@ -49,7 +62,13 @@ pub async fn working_on(store: &Store, company_id: &str) -> Result<Vec<(String, 
     .fetch_all(store.pool())
     .await?;
     rows.iter()
-        .map(|r| Ok((r.text("assignee_agent_id")?, r.text("identifier")?, r.text("title")?)))
+        .map(|r| {
+            Ok((
+                r.text("assignee_agent_id")?,
+                r.text("identifier")?,
+                r.text("title")?,
+            ))
+        })
         .collect()
 }
 

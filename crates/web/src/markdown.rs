@@ -12,13 +12,23 @@ pub fn render(source: &str) -> Markup {
     )
     .map(|event| match event {
         Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
-        Event::Start(Tag::Link { link_type, dest_url, title, id }) => Event::Start(Tag::Link {
+        Event::Start(Tag::Link {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) => Event::Start(Tag::Link {
             link_type,
             dest_url: safe_url(dest_url),
             title,
             id,
         }),
-        Event::Start(Tag::Image { link_type, dest_url, title, id }) => Event::Start(Tag::Image {
+        Event::Start(Tag::Image {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) => Event::Start(Tag::Image {
             link_type,
             dest_url: safe_url(dest_url),
             title,
@@ -34,7 +44,10 @@ pub fn render(source: &str) -> Markup {
 /// `javascript:`, `data:` and other schemes become a dead link.
 fn safe_url(url: CowStr<'_>) -> CowStr<'_> {
     let lower = url.trim().to_ascii_lowercase();
-    let scheme = lower.split_once(':').map(|(s, _)| s).filter(|s| !s.contains(['/', '?', '#']));
+    let scheme = lower
+        .split_once(':')
+        .map(|(s, _)| s)
+        .filter(|s| !s.contains(['/', '?', '#']));
     match scheme {
         None | Some("http" | "https" | "mailto") => url,
         Some(_) => CowStr::Borrowed("#"),
