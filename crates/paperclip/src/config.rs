@@ -23,6 +23,21 @@ pub struct RunArgs {
     /// Postgres URL (`postgres://...`); without it the embedded SQLite is used.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     database_url: Option<String>,
+    /// The URL people reach this server at when it is not a loopback address
+    /// (e.g. behind a reverse proxy); its host is accepted in `Host` and its
+    /// origin in `Origin`.
+    #[arg(long, env = "PAPERCLIP_PUBLIC_URL")]
+    public_url: Option<String>,
+    /// Seconds a client has to send a request's headers, and the longest an
+    /// idle keep-alive connection is kept.
+    #[arg(long, env = "PAPERCLIP_HEADER_TIMEOUT", default_value_t = 20.0)]
+    header_timeout: f64,
+    /// Seconds a client has to send a whole request body.
+    #[arg(long, env = "PAPERCLIP_BODY_TIMEOUT", default_value_t = 30.0)]
+    body_timeout: f64,
+    /// Live event subscribers (SSE and WebSocket) allowed per company.
+    #[arg(long, env = "PAPERCLIP_MAX_SUBSCRIBERS", default_value_t = 1000)]
+    max_subscribers: usize,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -40,6 +55,8 @@ pub struct Config {
     pub bind: IpAddr,
     pub data_dir: PathBuf,
     postgres_url: Option<String>,
+    pub public_url: Option<String>,
+    pub limits: paperclip_server::Limits,
 }
 
 impl Config {
@@ -76,11 +93,30 @@ impl Config {
                 bail!("DATABASE_URL must be a postgres:// URL (SQLite is the default without it)");
             }
         }
+        if let Some(url) = &args.public_url {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                bail!("--public-url must be an http:// or https:// URL");
+            }
+        }
+        let seconds = |name: &str, v: f64| {
+            if v.is_finite() && v > 0.0 && v <= 3600.0 {
+                Ok(std::time::Duration::from_secs_f64(v))
+            } else {
+                Err(anyhow::anyhow!("--{name} must be between 0 and 3600 seconds"))
+            }
+        };
+        let limits = paperclip_server::Limits {
+            header_timeout: seconds("header-timeout", args.header_timeout)?,
+            body_timeout: seconds("body-timeout", args.body_timeout)?,
+            max_subscribers_per_company: args.max_subscribers.max(1),
+        };
         Ok(Config {
             port: args.port.or(file.port).unwrap_or(3100),
             bind,
             data_dir,
             postgres_url,
+            public_url: args.public_url,
+            limits,
         })
     }
 

@@ -57,10 +57,12 @@ async fn run(config: Config) -> anyhow::Result<()> {
 
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
+    private_dir(&config.data_dir)?;
     let database_url = config.database_url();
     let store = paperclip_store::Store::connect(&database_url)
         .await
         .with_context(|| format!("opening the {} database", config.database_label()))?;
+    private_db_files(&config.data_dir);
     let listener = tokio::net::TcpListener::bind((config.bind, config.port))
         .await
         .with_context(|| format!("binding {}:{}", config.bind, config.port))?;
@@ -85,6 +87,10 @@ async fn run(config: Config) -> anyhow::Result<()> {
             started_at: paperclip_store::now(),
             data_dir: config.data_dir.display().to_string(),
         }),
+        security: std::sync::Arc::new(paperclip_server::Security::new(
+            config.limits.clone(),
+            config.public_url.as_deref(),
+        )),
     };
     // Tests and scripts wait for this line; keep its shape.
     println!("Paperclip listening on http://{addr}");
@@ -97,6 +103,31 @@ async fn run(config: Config) -> anyhow::Result<()> {
     paperclip_server::serve(listener, state, shutdown_signal()).await?;
     store.close().await;
     Ok(())
+}
+
+/// The data dir holds the database (with the run-token signing secret),
+/// run logs and workspaces: only its owner may enter it. Existing dirs made
+/// by older versions with 0755 are tightened in place.
+fn private_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("making data dir {} private (0700)", dir.display()))
+}
+
+/// The SQLite files are created with the umask's mode; make them 0600 so
+/// they stay private even if the dir's mode is loosened later.
+fn private_db_files(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for name in ["paperclip.db", "paperclip.db-wal", "paperclip.db-shm"] {
+        let path = dir.join(name);
+        if path.exists() {
+            if let Err(err) =
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+            {
+                tracing::warn!(path = %path.display(), error = %err, "could not make file private");
+            }
+        }
+    }
 }
 
 /// 32 random bytes, hex: the signing key of run tokens, made once per instance.

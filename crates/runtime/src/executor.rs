@@ -100,6 +100,13 @@ impl Runtime {
         &self.inner.tokens
     }
 
+    /// Ids of the runs whose processes may be alive right now. The server
+    /// uses it to recognise a request coming from inside a run.
+    pub fn live_run_ids(&self) -> Vec<String> {
+        let active = self.inner.active.lock().expect("active lock");
+        active.keys().cloned().collect()
+    }
+
     pub fn logs(&self) -> &Arc<dyn RunLogStore> {
         &self.inner.logs
     }

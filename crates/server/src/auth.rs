@@ -1,7 +1,8 @@
 //! Who is calling, and what they may do.
 //!
-//! - No `Authorization` header, from loopback: the implicit board user
-//!   `local-board` (local trusted mode; the server binds loopback only).
+//! - No `Authorization` header, let in by [`crate::guard`] (loopback, not
+//!   from inside an agent run): the implicit board user `local-board`
+//!   (local trusted mode; the server binds loopback only).
 //! - `Authorization: Bearer pcp_...`: an agent API key (stored as a SHA-256).
 //! - `Authorization: Bearer <JWT>`: a run token minted for one heartbeat run;
 //!   valid only while that run is running.
@@ -10,9 +11,7 @@
 //! a run of its own (`X-Paperclip-Run-Id`, implied by a run token), so every
 //! agent write is attributable to a heartbeat.
 
-use std::net::SocketAddr;
-
-use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use paperclip_core::actor::Actor;
@@ -55,19 +54,12 @@ impl FromRequestParts<AppState> for Caller {
         if let Some(token) = bearer {
             return authenticate_agent(app, token, run_header).await.map(Caller);
         }
-        let peer = parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0);
-        match peer {
-            Some(addr) if addr.ip().is_loopback() => {}
-            // Without connection info the app is being driven in-process; that is local.
-            None => {}
-            Some(_) => {
-                return Err(unauthorized(
-                    "Local trusted mode accepts requests from loopback only",
-                ))
-            }
+        // The guard decided whether a credential-less request is the local
+        // board (loopback, not from a run); without its mark, nobody is.
+        if parts.extensions.get::<crate::guard::LocalBoard>().is_none() {
+            return Err(unauthorized(
+                "Authentication required: send an agent API key or run token",
+            ));
         }
         let mut actor = Actor::local_board();
         actor.run_id = run_header;

@@ -37,6 +37,15 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     } else {
         bytes
     };
+    if let Some(at) = nul_escape(bytes) {
+        // Neither engine stores U+0000 in text (Postgres refuses it), so it
+        // is refused here rather than as a database error.
+        return Err(ApiError::validation(json!([{
+            "code": "invalid_string",
+            "path": [],
+            "message": format!("Text must not contain NUL (\\u0000 at byte {at})"),
+        }])));
+    }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     match serde_path_to_error::deserialize::<_, T>(&mut de) {
         Ok(value) => Ok(value),
@@ -76,6 +85,24 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             ))
         }
     }
+}
+
+/// Byte offset of a `\u0000` escape in a JSON text. Outside strings JSON has
+/// no backslashes, and inside them each backslash starts one escape, so
+/// walking escapes in order finds exactly the NULs (`\\u0000` is not one).
+fn nul_escape(bytes: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' {
+            if bytes.get(i + 1) == Some(&b'u') && bytes.get(i + 2..i + 6) == Some(b"0000") {
+                return Some(i);
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    None
 }
 
 /// The allowed values named by serde's "unknown variant `x`, expected one of `a`, `b`".
@@ -154,6 +181,16 @@ mod tests {
     fn a_wrong_type_deep_in_a_list_names_the_index() {
         let err = parse_json::<IssuePatch>(br#"{"labelIds": ["a", 3]}"#).unwrap_err();
         assert_eq!(err.details.unwrap()[0]["path"], json!(["labelIds", 1]));
+    }
+
+    #[test]
+    fn nul_escapes_are_refused_but_escaped_backslashes_are_not() {
+        assert_eq!(nul_escape(br#"{"title": "a\u0000b"}"#), Some(12));
+        assert_eq!(nul_escape(br#"{"title": "a\\u0000b"}"#), None);
+        assert_eq!(nul_escape(br#"{"title": "a\\\u0000"}"#), Some(14));
+        assert_eq!(nul_escape(br#"{"title": "\u00001"}"#), Some(11));
+        let err = parse_json::<IssuePatch>(br#"{"title": "x\u0000"}"#).unwrap_err();
+        assert_eq!(err.status, StatusCode::BAD_REQUEST);
     }
 
     #[test]

@@ -8,9 +8,14 @@ pub mod access;
 pub mod auth;
 pub mod error;
 pub mod extract;
+pub mod guard;
+pub mod local_peer;
 pub mod routes;
+mod serve;
 
-use std::net::SocketAddr;
+pub use guard::{Limits, Security};
+pub use serve::serve;
+
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
@@ -27,6 +32,7 @@ pub struct AppState {
     pub store: Store,
     pub runtime: paperclip_runtime::Runtime,
     pub info: Arc<ServerInfo>,
+    pub security: Arc<Security>,
 }
 
 pub struct ServerInfo {
@@ -67,6 +73,10 @@ pub fn app(state: AppState) -> Router {
         )
         .fallback(routes::not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::guard,
+        ))
         .with_state(state)
 }
 
@@ -94,19 +104,4 @@ async fn board_only(
     }
     next.run(axum::extract::Request::from_parts(parts, body))
         .await
-}
-
-/// Serves `app` on `listener` until `shutdown` resolves. Connection info is
-/// kept because local trusted mode decides the actor from the peer address.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    state: AppState,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    axum::serve(
-        listener,
-        app(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
 }

@@ -35,6 +35,28 @@ impl TestServer {
         TestServer::start_with(data_dir, database_url, &[]).await
     }
 
+    /// A fresh server (like [`TestServer::start`]) with extra `paperclip run` flags.
+    pub async fn start_args(extra: &[&str]) -> TestServer {
+        let data_dir =
+            std::env::temp_dir().join(format!("paperclip-test-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&data_dir).unwrap();
+        let database_url = match std::env::var("PAPERCLIP_TEST_PG_URL") {
+            Ok(admin) if !admin.is_empty() => Some(create_pg_database(&admin).await),
+            _ => None,
+        };
+        TestServer::start_with(data_dir, database_url, extra).await
+    }
+
+    /// The server process, for looking at it from outside (memory, files).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `127.0.0.1:port` of the server, for raw TCP clients.
+    pub fn addr(&self) -> String {
+        self.base.trim_start_matches("http://").to_string()
+    }
+
     /// Starts a server on an existing data dir / database (a restart).
     pub async fn start_with(
         data_dir: PathBuf,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::stream::{self, Stream, StreamExt};
@@ -21,7 +21,7 @@ use utoipa_axum::routes;
 
 use crate::access;
 use crate::auth::Caller;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
 use crate::AppState;
 
@@ -51,16 +51,32 @@ async fn events_ws(
     upgrade: WebSocketUpgrade,
 ) -> ApiResult<Response> {
     access::company(&app, &caller, &company_id).await?;
-    let events = event_stream(&app, &company_id, q.last_event_id);
+    let events = event_stream(&app, &company_id, q.last_event_id)?;
+    // The stream only sends; small buffers keep a subscriber's memory near
+    // an SSE one's (tungstenite's defaults are 128 KiB each way).
     Ok(upgrade
+        .read_buffer_size(4 * 1024)
+        .write_buffer_size(0)
+        .max_write_buffer_size(1024 * 1024)
+        .max_message_size(64 * 1024)
+        .max_frame_size(64 * 1024)
         .on_upgrade(move |socket| pump(socket, events))
         .into_response())
 }
 
 async fn pump(mut socket: WebSocket, events: impl Stream<Item = Arc<LiveEvent>> + Send + 'static) {
     let mut events = Box::pin(events);
+    // Pings keep a quiet stream from looking idle to proxies and let a dead
+    // peer be noticed when the write fails.
+    let mut ping = tokio::time::interval(std::time::Duration::from_secs(30));
+    ping.tick().await;
     loop {
         tokio::select! {
+            _ = ping.tick() => {
+                if socket.send(Message::Ping(Default::default())).await.is_err() {
+                    return;
+                }
+            }
             event = events.next() => match event {
                 Some(event) => {
                     let text = event.json.clone();
@@ -97,7 +113,7 @@ async fn events_sse(
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse().ok())
     });
-    let events = event_stream(&app, &company_id, last).map(|event| {
+    let events = event_stream(&app, &company_id, last)?.map(|event| {
         let data = event.json.clone();
         Ok(Event::default()
             .id(event.event_id.to_string())
@@ -108,15 +124,30 @@ async fn events_sse(
 }
 
 /// Missed events first, then live ones. A subscriber too slow to keep up
-/// skips what it lagged behind on rather than stalling everyone else.
+/// skips what it lagged behind on rather than stalling everyone else. Each
+/// company has a bounded number of subscribers (429 beyond it); the place
+/// is held until the stream is dropped.
 fn event_stream(
     app: &AppState,
     company_id: &str,
     last: Option<u64>,
-) -> impl Stream<Item = Arc<LiveEvent>> + Send + 'static {
+) -> ApiResult<impl Stream<Item = Arc<LiveEvent>> + Send + 'static> {
+    let slot = app.security.subscribe(company_id).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "Too many live subscribers for this company (at most {}); close other board tabs or streams",
+                app.security.limits.max_subscribers_per_company
+            ),
+        )
+    })?;
     let sub = app.runtime.hub().subscribe(company_id, last);
     let live = BroadcastStream::new(sub.live).filter_map(|e| async move { e.ok() });
     let newest_missed = sub.missed.last().map(|e| e.event_id).unwrap_or(0);
-    stream::iter(sub.missed)
+    Ok(stream::iter(sub.missed)
         .chain(live.filter(move |e| std::future::ready(e.event_id > newest_missed)))
+        .map(move |event| {
+            let _held = &slot;
+            event
+        }))
 }
