@@ -102,7 +102,9 @@ impl Config {
             if v.is_finite() && v > 0.0 && v <= 3600.0 {
                 Ok(std::time::Duration::from_secs_f64(v))
             } else {
-                Err(anyhow::anyhow!("--{name} must be between 0 and 3600 seconds"))
+                Err(anyhow::anyhow!(
+                    "--{name} must be between 0 and 3600 seconds"
+                ))
             }
         };
         let limits = paperclip_server::Limits {

@@ -215,10 +215,8 @@ async fn live_streams_refuse_other_sites_and_serve_this_one() {
         other => panic!("cross-site WebSocket was not refused: {:?}", other.is_ok()),
     }
     let mut own = ws_url.into_client_request().unwrap();
-    own.headers_mut().insert(
-        "origin",
-        format!("http://{}", s.addr()).parse().unwrap(),
-    );
+    own.headers_mut()
+        .insert("origin", format!("http://{}", s.addr()).parse().unwrap());
     assert!(tokio_tungstenite::connect_async(own).await.is_ok());
 
     let sse = s.url(&format!("/api/companies/{cid}/events"));
@@ -239,6 +237,7 @@ async fn a_run_that_calls_without_its_key_is_refused_while_the_person_is_not() {
     let s = TestServer::start().await;
     let (cid, _) = company(&s).await;
     let go = s.data_dir.join("go");
+    let probed = s.data_dir.join("probed");
     // The agent probes the API without its key (directly, from a child that
     // cleared its environment, and for a page), then with it; it holds the
     // run open until the test has made its own call as the person.
@@ -250,10 +249,12 @@ mint=$(curl -s -o /dev/null -w '%{{http_code}}' -X POST -H 'content-type: applic
 cleared=$(env -i "$(command -v curl)" -s -o /dev/null -w '%{{http_code}}' "$api/api/companies")
 page=$(curl -s -o /dev/null -w '%{{http_code}}' "$api/")
 withkey=$(curl -s -o /dev/null -w '%{{http_code}}' -H "Authorization: Bearer $PAPERCLIP_API_KEY" "$api/api/agents/me")
-echo "noauth=$noauth mint=$mint cleared=$cleared page=$page withkey=$withkey"
+echo "noauth=$noauth mint=$mint cleared=$cleared page=$page withkey=$withkey" > "{probed}"
+cat "{probed}"
 i=0; while [ ! -f "{go}" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 "#,
-        go = go.display()
+        go = go.display(),
+        probed = probed.display()
     );
     let agent = s.script_agent(&cid, "Prober", &script, json!({})).await;
     let aid = agent["id"].as_str().unwrap().to_string();
@@ -261,21 +262,27 @@ i=0; while [ ! -f "{go}" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
         .post(&format!("/api/agents/{aid}/wakeup"), json!({}))
         .await;
     let run_path = format!("/api/heartbeat-runs/{}", run["id"].as_str().unwrap());
-    s.wait_for(&run_path, 20, |r| {
-        r["stdoutExcerpt"]
-            .as_str()
-            .is_some_and(|o| o.contains("withkey="))
-    })
-    .await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&probed).is_ok_and(|t| t.contains("withkey=")) {
+        assert!(Instant::now() < deadline, "the agent never probed the API");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (_, live) = s.get(&run_path).await;
+    assert_eq!(live["status"], "running");
     // The run is still live: the person's own request (this test process) is the board.
     let (status, _) = s.get("/api/companies").await;
     assert_eq!(status, 200);
     let (status, key) = s
-        .post(&format!("/api/agents/{aid}/keys"), json!({ "name": "board's" }))
+        .post(
+            &format!("/api/agents/{aid}/keys"),
+            json!({ "name": "board's" }),
+        )
         .await;
     assert_eq!(status, 201, "{key}");
     std::fs::write(&go, "").unwrap();
-    let run = s.wait_for(&run_path, 20, |r| r["status"] == "succeeded").await;
+    let run = s
+        .wait_for(&run_path, 20, |r| r["status"] == "succeeded")
+        .await;
     assert_eq!(
         run["stdoutExcerpt"].as_str().unwrap().trim(),
         "noauth=401 mint=401 cleared=401 page=401 withkey=200"
@@ -306,7 +313,10 @@ async fn nul_in_a_url_or_a_body_is_a_400_on_every_engine() {
         )
         .await;
     assert_eq!(status, 400, "{body}");
-    assert!(body["details"][0]["message"].as_str().unwrap().contains("NUL"));
+    assert!(body["details"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("NUL"));
     let (status, _) = s
         .post(
             &format!("/api/issues/{prefix}-1/comments"),
@@ -400,8 +410,12 @@ async fn slow_headers_slow_bodies_and_idle_connections_are_closed() {
         )
         .await
         .unwrap();
-    let answer = tokio::spawn(async move { closed_within(&mut trickle, Duration::from_secs(10)).await });
-    let answer = answer.await.unwrap().expect("slow body still open after 10 s");
+    let answer =
+        tokio::spawn(async move { closed_within(&mut trickle, Duration::from_secs(10)).await });
+    let answer = answer
+        .await
+        .unwrap()
+        .expect("slow body still open after 10 s");
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
 
@@ -508,12 +522,15 @@ fn rss_kib(pid: u32) -> u64 {
 /// figures are printed for BENCHMARKS.md.
 #[tokio::test]
 async fn two_thousand_live_subscribers_fit_in_a_bounded_memory() {
-    use futures::{SinkExt, StreamExt};
+    use futures::StreamExt;
     const N: usize = 1000;
     const MAX_KIB_PER_SUBSCRIBER: u64 = 64;
     let s = TestServer::start().await;
     let (sse_co, _) = company(&s).await;
-    let ws_co = s.company("Sockets").await["id"].as_str().unwrap().to_string();
+    let ws_co = s.company("Sockets").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let sse_url = s.url(&format!("/api/companies/{sse_co}/events"));
     let ws_url = format!("ws://{}/api/companies/{ws_co}/events/ws", s.addr());
     // Warm up both paths once so lazily built state is not counted.
@@ -545,8 +562,14 @@ async fn two_thousand_live_subscribers_fit_in_a_bounded_memory() {
     eprintln!(
         "live subscribers: base {base} KiB RSS; +{N} SSE {with_sse} KiB ({per_sse} B each); +{N} WS {with_ws} KiB ({per_ws} B each)"
     );
-    assert!(per_sse <= MAX_KIB_PER_SUBSCRIBER * 1024, "{per_sse} B per SSE subscriber");
-    assert!(per_ws <= MAX_KIB_PER_SUBSCRIBER * 1024, "{per_ws} B per WS subscriber");
+    assert!(
+        per_sse <= MAX_KIB_PER_SUBSCRIBER * 1024,
+        "{per_sse} B per SSE subscriber"
+    );
+    assert!(
+        per_ws <= MAX_KIB_PER_SUBSCRIBER * 1024,
+        "{per_ws} B per WS subscriber"
+    );
 
     // They are live: an event reaches the last subscriber of each kind.
     s.issue(&sse_co, json!({ "title": "Ping SSE" })).await;

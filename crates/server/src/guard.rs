@@ -176,8 +176,7 @@ pub async fn guard(State(app): State<AppState>, request: Request, next: Next) ->
 
 async fn check(app: &AppState, request: Request) -> Result<Request, ApiError> {
     let (mut parts, body) = request.into_parts();
-    let Some(ConnectInfo(peer)) = parts.extensions.get::<ConnectInfo<SocketAddr>>().copied()
-    else {
+    let Some(ConnectInfo(peer)) = parts.extensions.get::<ConnectInfo<SocketAddr>>().copied() else {
         // Only the accept loop attaches the peer; a request without one did
         // not come through it, and nothing about it can be trusted.
         return Err(ApiError::forbidden(
@@ -330,10 +329,7 @@ async fn read_body(
         }
         Err(_) => Err(ApiError::new(
             StatusCode::REQUEST_TIMEOUT,
-            format!(
-                "Request body not received within {} s",
-                limit.as_secs_f32()
-            ),
+            format!("Request body not received within {} s", limit.as_secs_f32()),
         )),
     }
 }

@@ -33,8 +33,8 @@ mod imp {
         if live_runs.is_empty() {
             return Ok(None);
         }
-        let inode = socket_inode(peer)?
-            .ok_or_else(|| format!("no open socket for {peer} in /proc/net"))?;
+        let inode =
+            socket_inode(peer)?.ok_or_else(|| format!("no open socket for {peer} in /proc/net"))?;
         let target = format!("socket:[{inode}]");
         let procs = processes();
         // Roots: processes started for a live run (they carry its marker).
@@ -88,7 +88,11 @@ mod imp {
         };
         let mut out = Vec::new();
         for entry in dir.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
                 continue;
             };
             // A process that exited meanwhile, or another user's, is skipped.
@@ -180,7 +184,11 @@ mod imp {
         let (ip, port) = text.split_once(':')?;
         let port = u16::from_str_radix(port, 16).ok()?;
         let word = |i: usize| -> Option<[u8; 4]> {
-            Some(u32::from_str_radix(ip.get(i * 8..i * 8 + 8)?, 16).ok()?.to_ne_bytes())
+            Some(
+                u32::from_str_radix(ip.get(i * 8..i * 8 + 8)?, 16)
+                    .ok()?
+                    .to_ne_bytes(),
+            )
         };
         let ip = match ip.len() {
             8 => IpAddr::V4(Ipv4Addr::from(word(0)?)),

@@ -59,19 +59,31 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let connection = Arc::new(Connection::new(peer));
-        let service = app
-            .clone()
-            .map_request(move |mut req: axum::extract::Request<hyper::body::Incoming>| {
+        let service = app.clone().map_request(
+            move |mut req: axum::extract::Request<hyper::body::Incoming>| {
                 req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
                 req.extensions_mut().insert(connection.clone());
                 req.map(axum::body::Body::new)
-            });
-        let conn = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service))
-            .into_owned();
-        let conn = graceful.watch(conn);
+            },
+        );
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        let first_byte = limits.header_timeout;
         tokio::spawn(async move {
-            if let Err(err) = conn.await {
+            // hyper's header timer starts only once bytes arrive; a client
+            // that connects and sends nothing is dropped here instead.
+            let mut probe = [0u8; 1];
+            if !matches!(
+                tokio::time::timeout(first_byte, stream.peek(&mut probe)).await,
+                Ok(Ok(1..))
+            ) {
+                return;
+            }
+            let conn = builder.serve_connection_with_upgrades(
+                TokioIo::new(stream),
+                TowerToHyperService::new(service),
+            );
+            if let Err(err) = watcher.watch(conn.into_owned()).await {
                 tracing::debug!(error = %err, "connection closed with an error");
             }
         });
