@@ -96,7 +96,18 @@ impl<'a> Fields<'a> {
                 Value::String(s) => {
                     out.insert(k.clone(), s.clone());
                 }
-                _ => self.error(&[key, k], "must be a string"),
+                // Upstream's explicit form of the same thing.
+                Value::Object(binding)
+                    if binding.get("type").and_then(Value::as_str) == Some("plain")
+                        && binding.get("value").is_some_and(Value::is_string) =>
+                {
+                    let value = binding["value"].as_str().unwrap_or_default();
+                    out.insert(k.clone(), value.to_string());
+                }
+                _ => self.error(
+                    &[key, k],
+                    "must be a string or { \"type\": \"plain\", \"value\": string } (secret references are not supported)",
+                ),
             }
         }
         out
