@@ -96,7 +96,10 @@ fn stored_secret(current: &Value, path: &[String]) -> Option<String> {
     };
     match entry {
         Value::String(s) => Some(s.clone()),
-        other => other.get("value").and_then(Value::as_str).map(str::to_string),
+        other => other
+            .get("value")
+            .and_then(Value::as_str)
+            .map(str::to_string),
     }
 }
 
@@ -175,7 +178,14 @@ mod tests {
         assert_eq!(out["env"]["OPENAI_API_KEY"]["type"], "plain");
         assert_eq!(out["env"]["HOME"]["value"], "/h");
         assert_eq!(out["env"]["GH_TOKEN"], config["env"]["GH_TOKEN"]);
-        assert_eq!(paths, vec![vec!["env".to_string(), "OPENAI_API_KEY".into(), "value".into()]]);
+        assert_eq!(
+            paths,
+            vec![vec![
+                "env".to_string(),
+                "OPENAI_API_KEY".into(),
+                "value".into()
+            ]]
+        );
     }
 
     #[test]

@@ -443,7 +443,9 @@ impl Runtime {
         let mut secrets = vec![token.clone()];
         if let Some(extra) = agent.adapter_config.get("env").and_then(Value::as_object) {
             for (k, v) in extra {
-                let value = v.as_str().or_else(|| v.get("value").and_then(Value::as_str));
+                let value = v
+                    .as_str()
+                    .or_else(|| v.get("value").and_then(Value::as_str));
                 if let (true, Some(v)) = (is_secret_name(k), value) {
                     secrets.push(v.to_string());
                 }
