@@ -172,3 +172,26 @@ pub(crate) fn truncate(s: &str, max: usize) -> &str {
     }
     &s[..end]
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn env_takes_strings_and_plain_bindings_but_not_references() {
+        let config = json!({ "env": {
+            "A": "1",
+            "B_KEY": { "type": "plain", "value": "2" },
+            "C_TOKEN": { "type": "secret_ref", "secretId": "s" },
+        } });
+        let mut f = Fields::new(&config).unwrap();
+        let env = f.string_map("env");
+        assert_eq!(env.get("A").map(String::as_str), Some("1"));
+        assert_eq!(env.get("B_KEY").map(String::as_str), Some("2"));
+        let errors = f.finish(()).unwrap_err();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].path, ["env", "C_TOKEN"]);
+    }
+}
