@@ -444,3 +444,57 @@ async fn a_round_tripped_placeholder_keeps_the_value_the_run_gets() {
         .await;
     assert_eq!(status, 422, "{body}");
 }
+
+#[tokio::test]
+async fn a_hire_resubmitted_as_read_keeps_the_secret_its_agent_runs_with() {
+    let s = TestServer::start().await;
+    let cid = s.company("Hire Co").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = s.data_dir.join("hire-key");
+    let script = s.data_dir.join("hire.sh");
+    std::fs::write(
+        &script,
+        format!("printf '%s' \"$MY_API_KEY\" > '{}'\n", out.display()),
+    )
+    .unwrap();
+    let value = secret("hire");
+    let approval = s
+        .ok_post(
+            &format!("/api/companies/{cid}/approvals"),
+            json!({ "type": "hire_agent", "payload": { "name": "Draft", "adapterType": "process",
+                "adapterConfig": { "command": "sh", "args": [script.to_str().unwrap()],
+                    "env": { "MY_API_KEY": value } } } }),
+        )
+        .await;
+    let id = approval["id"].as_str().unwrap().to_string();
+    s.ok_post(
+        &format!("/api/approvals/{id}/request-revision"),
+        json!({ "decisionNote": "rename it" }),
+    )
+    .await;
+    let mut payload = s.ok_get(&format!("/api/approvals/{id}")).await["payload"].clone();
+    assert_eq!(payload["adapterConfig"]["env"]["MY_API_KEY"], REDACTED);
+    payload["name"] = json!("Final");
+    let resubmitted = s
+        .ok_post(
+            &format!("/api/approvals/{id}/resubmit"),
+            json!({ "payload": payload }),
+        )
+        .await;
+    assert_clean(
+        "resubmit response",
+        &resubmitted.to_string(),
+        &[value.clone()],
+    );
+    let approved = s
+        .ok_post(&format!("/api/approvals/{id}/approve"), json!({}))
+        .await;
+    let aid = approved["payload"]["agentId"].as_str().unwrap().to_string();
+    let agent = s.ok_get(&format!("/api/agents/{aid}")).await;
+    assert_eq!(agent["name"], "Final");
+    assert_eq!(agent["adapterConfig"]["env"]["MY_API_KEY"], REDACTED);
+    run_once(&s, &cid, &aid, 1).await;
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), value);
+}

@@ -451,6 +451,16 @@ impl Runtime {
                 }
             }
         }
+        // What the API hides elsewhere in the config (headers, keys) stays
+        // out of the run's output too.
+        let (_, secret_paths) = paperclip_core::secrets::redact_config(&agent.adapter_config);
+        for path in secret_paths.iter().filter(|p| p[0] != "env") {
+            if let Some(v) = paperclip_core::secrets::get_path(&agent.adapter_config, path)
+                .and_then(Value::as_str)
+            {
+                secrets.push(v.to_string());
+            }
+        }
         let redactor = Redactor::new(secrets);
         let caps = adapter.capabilities();
         let mut values =
