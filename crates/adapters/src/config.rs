@@ -96,7 +96,18 @@ impl<'a> Fields<'a> {
                 Value::String(s) => {
                     out.insert(k.clone(), s.clone());
                 }
-                _ => self.error(&[key, k], "must be a string"),
+                // Upstream's explicit form of the same thing.
+                Value::Object(binding)
+                    if binding.get("type").and_then(Value::as_str) == Some("plain")
+                        && binding.get("value").is_some_and(Value::is_string) =>
+                {
+                    let value = binding["value"].as_str().unwrap_or_default();
+                    out.insert(k.clone(), value.to_string());
+                }
+                _ => self.error(
+                    &[key, k],
+                    "must be a string or { \"type\": \"plain\", \"value\": string } (secret references are not supported)",
+                ),
             }
         }
         out
@@ -160,4 +171,27 @@ pub(crate) fn truncate(s: &str, max: usize) -> &str {
         end -= 1;
     }
     &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn env_takes_strings_and_plain_bindings_but_not_references() {
+        let config = json!({ "env": {
+            "A": "1",
+            "B_KEY": { "type": "plain", "value": "2" },
+            "C_TOKEN": { "type": "secret_ref", "secretId": "s" },
+        } });
+        let mut f = Fields::new(&config).unwrap();
+        let env = f.string_map("env");
+        assert_eq!(env.get("A").map(String::as_str), Some("1"));
+        assert_eq!(env.get("B_KEY").map(String::as_str), Some("2"));
+        let errors = f.finish(()).unwrap_err();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].path, ["env", "C_TOKEN"]);
+    }
 }

@@ -38,9 +38,14 @@ pub struct Agent {
     pub reports_to: Option<String>,
     pub capabilities: Option<String>,
     pub adapter_type: String,
+    /// Secret values are write-only: shown as `[REDACTED]`; sending the
+    /// placeholder back keeps the stored value.
     #[schema(value_type = Object)]
+    #[serde(serialize_with = "crate::secrets::serialize_redacted")]
     pub adapter_config: Value,
+    /// Redacted like `adapterConfig`, as revisions are.
     #[schema(value_type = Object)]
+    #[serde(serialize_with = "crate::secrets::serialize_redacted")]
     pub runtime_config: Value,
     pub budget_monthly_cents: i64,
     pub spent_monthly_cents: i64,
@@ -55,6 +60,17 @@ pub struct Agent {
     pub created_at: String,
     pub updated_at: String,
     pub url_key: String,
+}
+
+impl Agent {
+    /// The config as anyone outside the run may see it (pages, reports).
+    pub fn redacted_config(&self) -> Value {
+        crate::secrets::redact_config(&self.adapter_config).0
+    }
+
+    pub fn redacted_runtime_config(&self) -> Value {
+        crate::secrets::redact_config(&self.runtime_config).0
+    }
 }
 
 /// One node of `GET /api/companies/:id/org`.
@@ -332,13 +348,21 @@ pub struct Approval {
     pub requested_by_agent_id: Option<String>,
     pub requested_by_user_id: Option<String>,
     pub status: String,
+    /// A hire's `adapterConfig` shows secret values as `[REDACTED]`.
     #[schema(value_type = Object)]
+    #[serde(serialize_with = "crate::secrets::serialize_redacted_payload")]
     pub payload: Value,
     pub decision_note: Option<String>,
     pub decided_by_user_id: Option<String>,
     pub decided_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+}
+
+impl Approval {
+    pub fn redacted_payload(&self) -> Value {
+        crate::secrets::redact_payload(&self.payload)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -450,9 +450,22 @@ impl Runtime {
         let mut secrets = vec![token.clone()];
         if let Some(extra) = agent.adapter_config.get("env").and_then(Value::as_object) {
             for (k, v) in extra {
-                if let (true, Some(v)) = (is_secret_name(k), v.as_str()) {
+                let value = v
+                    .as_str()
+                    .or_else(|| v.get("value").and_then(Value::as_str));
+                if let (true, Some(v)) = (is_secret_name(k), value) {
                     secrets.push(v.to_string());
                 }
+            }
+        }
+        // What the API hides elsewhere in the config (headers, keys) stays
+        // out of the run's output too.
+        let (_, secret_paths) = paperclip_core::secrets::redact_config(&agent.adapter_config);
+        for path in secret_paths.iter().filter(|p| p[0] != "env") {
+            if let Some(v) = paperclip_core::secrets::get_path(&agent.adapter_config, path)
+                .and_then(Value::as_str)
+            {
+                secrets.push(v.to_string());
             }
         }
         let redactor = Redactor::new(secrets);

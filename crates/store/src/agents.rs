@@ -53,8 +53,10 @@ pub(crate) async fn create_in(
     let id = new_id();
     let ts = now();
     let role = input.role.unwrap_or(AgentRole::General).as_str();
-    let runtime_config = Value::Object(input.runtime_config.unwrap_or_default());
-    let adapter_config = Value::Object(input.adapter_config.unwrap_or_default());
+    let mut runtime_config = Value::Object(input.runtime_config.unwrap_or_default());
+    keep_secrets_in("runtimeConfig", &mut runtime_config, &Value::Null)?;
+    let mut adapter_config = Value::Object(input.adapter_config.unwrap_or_default());
+    keep_secrets(&mut adapter_config, &Value::Null)?;
     let permissions = Value::Object(input.permissions.unwrap_or_default());
     sqlx::query(
         "INSERT INTO agents (id, company_id, name, url_key, role, title, icon, status, reports_to, \
@@ -213,13 +215,16 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: AgentPatch) -
         } else {
             merge_config(&before.adapter_config, config)
         };
+        let mut merged = merged;
+        keep_secrets(&mut merged, &before.adapter_config)?;
         if merged != before.adapter_config {
             changes.insert("adapterConfig".into(), json!({ "changed": true }));
         }
         after.adapter_config = merged;
     }
     if let Some(config) = patch.runtime_config {
-        let merged = merge_config(&before.runtime_config, config);
+        let mut merged = merge_config(&before.runtime_config, config);
+        keep_secrets_in("runtimeConfig", &mut merged, &before.runtime_config)?;
         if merged != before.runtime_config {
             changes.insert("runtimeConfig".into(), json!({ "changed": true }));
         }
@@ -472,6 +477,23 @@ async fn free_url_key(
         .map(|n| url_key_candidate(base, n))
         .find(|k| !taken.iter().any(|(t,)| t == k))
         .expect("an unbounded candidate sequence has a free entry"))
+}
+
+/// Secrets are write-only through the API: a config sent back as it was read
+/// carries placeholders, which keep the values `current` stores.
+pub(crate) fn keep_secrets(config: &mut Value, current: &Value) -> Result<()> {
+    keep_secrets_in("adapterConfig", config, current)
+}
+
+fn keep_secrets_in(field: &str, config: &mut Value, current: &Value) -> Result<()> {
+    paperclip_core::secrets::keep_secrets(config, current).map_err(|paths| {
+        let paths: Vec<String> = paths.iter().map(|p| format!("{field}.{p}")).collect();
+        Error::rule(format!(
+            "{} is the redaction placeholder {} and no value is stored there; send the value itself",
+            paths.join(", "),
+            paperclip_core::secrets::REDACTED
+        ))
+    })
 }
 
 /// Shallow merge of a config patch into the stored config (`adapterConfig`,

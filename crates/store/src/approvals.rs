@@ -22,13 +22,17 @@ pub async fn create(
     company_id: &str,
     input: NewApproval,
 ) -> Result<Approval> {
+    let mut payload = Value::Object(input.payload.unwrap_or_default());
+    if let Some(config) = payload.get_mut("adapterConfig") {
+        crate::agents::keep_secrets(config, &Value::Null)?;
+    }
     let mut tx = store.begin().await?;
     let approval = create_in(
         &mut tx,
         actor,
         company_id,
         input.kind,
-        Value::Object(input.payload.unwrap_or_default()),
+        payload,
         input.issue_ids.unwrap_or_default(),
     )
     .await?;
@@ -134,7 +138,11 @@ pub async fn decide(
     let ts = now();
     let mut payload = approval.payload.clone();
     if action == ApprovalAction::Resubmit {
-        if let (Some(revised), Value::Object(current)) = (input.payload, &mut payload) {
+        if let (Some(mut revised), Value::Object(current)) = (input.payload, &mut payload) {
+            if let Some(config) = revised.get_mut("adapterConfig") {
+                let stored = current.get("adapterConfig").cloned().unwrap_or(Value::Null);
+                crate::agents::keep_secrets(config, &stored)?;
+            }
             current.extend(revised);
         }
     }

@@ -88,10 +88,10 @@ async fn configuration(
     let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
     let latest = revisions::list(&app.store, &id).await?.into_iter().next();
     Ok(Json(Configuration {
+        adapter_config: agent.redacted_config(),
+        runtime_config: agent.redacted_runtime_config(),
         agent_id: agent.id,
         adapter_type: agent.adapter_type,
-        adapter_config: paperclip_core::secrets::redact_config(&agent.adapter_config).0,
-        runtime_config: paperclip_core::secrets::redact_config(&agent.runtime_config).0,
         heartbeat: serde_json::json!({
             "enabled": policy.enabled,
             "intervalSec": policy.interval_sec,

@@ -140,7 +140,19 @@ async fn test_environment(
     let (config, workspace) = match (&input.adapter_config, &input.agent_id) {
         (Some(config), agent) => {
             let ws = agent.as_deref().map(|a| app.runtime.workspace_dir(a));
-            (Value::Object(config.clone()), ws)
+            let mut config = Value::Object(config.clone());
+            // The agent page sends back the config it shows, secrets redacted.
+            if let Some(agent_id) = agent {
+                if let Ok(stored) = paperclip_store::agents::get(&app.store, agent_id).await {
+                    if stored.company_id == company_id {
+                        let _ = paperclip_core::secrets::keep_secrets(
+                            &mut config,
+                            &stored.adapter_config,
+                        );
+                    }
+                }
+            }
+            (config, ws)
         }
         (None, Some(agent_id)) => {
             let agent = access::agent(&app, &caller, agent_id).await?;

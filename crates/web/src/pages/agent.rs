@@ -75,7 +75,8 @@ pub async fn page(
         .get("promptTemplate")
         .and_then(|v| v.as_str())
         .unwrap_or("");
-    let mut config = agent.adapter_config.clone();
+    // The form posts this back; placeholders keep the stored secrets.
+    let mut config = agent.redacted_config();
     if let Some(obj) = config.as_object_mut() {
         obj.remove("promptTemplate");
     }
@@ -160,7 +161,7 @@ pub async fn page(
         }
         section {
             h2 { "Configuration" }
-            form.config data-api-form="config" data-url={"/api/agents/" (id)} data-runtime-config=(agent.runtime_config.to_string()) {
+            form.config data-api-form="config" data-url={"/api/agents/" (id)} data-runtime-config=(agent.redacted_runtime_config().to_string()) {
                 label { "Adapter" select name="adapterType" { @for k in crate::pages::agents::ADAPTERS { option value=(k) selected[*k == agent.adapter_type] { (k) } } } }
                 label { "Adapter config (JSON)" textarea name="adapterConfig" rows="8" data-json { (serde_json::to_string_pretty(&config).unwrap_or_default()) } }
                 (template_editor(template))

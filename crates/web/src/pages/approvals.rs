@@ -53,7 +53,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
             @for a in &pending {
                 article.card.approval data-approval-id=(a.id) {
                     header { strong { (a.kind.replace('_', " ")) } " " (pill(&a.status)) span.muted { " requested by " (who(a)) " " (time(&a.created_at, now)) } }
-                    (payload(&a.payload))
+                    (payload(&a.redacted_payload()))
                     form.decide data-approval=(a.id) {
                         label { "Note" input name="decisionNote" placeholder="Optional note"; }
                         div.actions {
