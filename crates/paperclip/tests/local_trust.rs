@@ -592,3 +592,37 @@ async fn two_thousand_live_subscribers_fit_in_a_bounded_memory() {
         let _ = socket.close(None).await;
     }
 }
+
+/// Ctrl-C with a board tab open (an SSE stream) and a WebSocket subscriber:
+/// the streams end and the process exits within 5 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_live_streams_and_exits_promptly() {
+    let mut s = TestServer::start().await;
+    let (cid, _) = company(&s).await;
+    let mut sse = s
+        .client()
+        .get(s.url(&format!("/api/companies/{cid}/events")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sse.status(), 200);
+    let (_ws, _) = tokio_tungstenite::connect_async(format!(
+        "ws://{}/api/companies/{cid}/events/ws",
+        s.addr()
+    ))
+    .await
+    .unwrap();
+    let exited = tokio::task::block_in_place(|| s.terminate(5));
+    assert!(exited, "the server was still running 5 s after SIGTERM");
+    // The stream ended rather than being cut mid-event.
+    let end = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match sse.chunk().await {
+                Ok(Some(_)) => continue,
+                other => return other.is_ok(),
+            }
+        }
+    })
+    .await;
+    assert!(end.is_ok(), "the SSE stream stayed open after exit");
+}

@@ -60,6 +60,9 @@ pub struct Security {
     public_origin: Option<String>,
     public_host: Option<String>,
     subscribers: Mutex<std::collections::HashMap<String, usize>>,
+    /// Flips to `true` when the server starts shutting down; live streams
+    /// end on it, so an open board tab cannot hold the process.
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 impl Security {
@@ -74,6 +77,19 @@ impl Security {
             public_origin,
             public_host,
             subscribers: Mutex::new(Default::default()),
+            stopping: tokio::sync::watch::Sender::new(false),
+        }
+    }
+
+    pub fn begin_shutdown(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// Resolves once shutdown has begun.
+    pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.stopping.subscribe();
+        async move {
+            let _ = rx.wait_for(|stopping| *stopping).await;
         }
     }
 

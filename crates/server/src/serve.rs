@@ -21,7 +21,7 @@ use crate::AppState;
 
 /// How long in-flight requests may take to finish once shutdown is asked for
 /// (live streams never finish on their own).
-const DRAIN: Duration = Duration::from_secs(5);
+const DRAIN: Duration = Duration::from_secs(3);
 
 /// Serves the app on `listener` until `shutdown` resolves. Each request
 /// carries its peer address and its connection's state (see
@@ -32,6 +32,7 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let limits = state.security.limits.clone();
+    let security = state.security.clone();
     let app = crate::app(state);
     let mut builder = auto::Builder::new(TokioExecutor::new()).http1_only();
     builder
@@ -89,6 +90,7 @@ pub async fn serve(
         });
     }
     drop(listener);
+    security.begin_shutdown();
     tokio::select! {
         _ = graceful.shutdown() => {}
         _ = tokio::time::sleep(DRAIN) => {}

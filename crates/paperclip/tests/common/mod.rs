@@ -327,6 +327,22 @@ impl TestServer {
         (std::mem::take(&mut self.data_dir), self.database_url.take())
     }
 
+    /// Asks the server to stop (SIGTERM, as Ctrl-C or a service manager
+    /// would) and waits up to `secs` for it to exit; `true` if it did.
+    pub fn terminate(&mut self, secs: u64) -> bool {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
     /// Stops the server the hard way (SIGKILL), as a crash would.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
