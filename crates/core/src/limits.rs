@@ -46,6 +46,8 @@ pub const COST_CENTS_MAX: u64 = 10_000_000_000;
 
 /// Steps a parent or blocker chain is followed before the write is refused.
 pub const ISSUE_GRAPH_DEPTH_MAX: i64 = 1_000;
+/// Issues a blocker-cycle check visits before the write is refused.
+pub const ISSUE_GRAPH_WALK_MAX: i64 = 10_000;
 
 /// Issues on a page when the client asks for no `limit`.
 pub const ISSUE_PAGE_DEFAULT: i64 = 500;
@@ -306,7 +308,11 @@ impl Validate for DocumentPut {
     fn validate(&self) -> Result<(), Violation> {
         opt("title", self.title.as_ref(), DOCUMENT_TITLE_MAX_CHARS)?;
         text("body", &self.body, DOCUMENT_BODY_MAX_CHARS)?;
-        opt("changeSummary", self.change_summary.as_ref(), TITLE_MAX_CHARS)?;
+        opt(
+            "changeSummary",
+            self.change_summary.as_ref(),
+            TITLE_MAX_CHARS,
+        )?;
         opt("baseRevisionId", self.base_revision_id.as_ref(), SHORT)
     }
 }
@@ -404,9 +410,10 @@ mod tests {
             event.validate().unwrap_err().path,
             vec![json!("inputTokens")]
         );
-        let event: NewCostEvent =
-            serde_json::from_value(json!({ "costCents": COST_CENTS_MAX, "outputTokens": TOKENS_MAX }))
-                .unwrap();
+        let event: NewCostEvent = serde_json::from_value(
+            json!({ "costCents": COST_CENTS_MAX, "outputTokens": TOKENS_MAX }),
+        )
+        .unwrap();
         assert!(event.validate().is_ok());
     }
 

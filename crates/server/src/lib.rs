@@ -8,6 +8,7 @@ pub mod access;
 pub mod auth;
 pub mod error;
 pub mod extract;
+pub mod limits;
 pub mod routes;
 
 use std::net::SocketAddr;
