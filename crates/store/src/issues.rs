@@ -17,7 +17,7 @@ use sqlx::{AnyConnection, Row};
 
 use crate::activity::{self, Entry};
 use crate::companies::diff;
-use crate::issue_page::{bind_all, page_rows};
+use crate::issue_page::{bind_all, page_rows, read_sizes};
 use crate::row::RowExt;
 use crate::{new_id, now, placeholders, Error, Result, Store, Tx};
 
@@ -322,10 +322,12 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
         ),
         binds.len() + 1
     );
-    let sizes: Vec<(i64, i64)> = bind_all(sqlx::query_as(&sizes_sql), &binds)
-        .bind(filter.limit + 1)
-        .fetch_all(&mut *conn)
-        .await?;
+    let sizes = read_sizes(
+        bind_all(sqlx::query_as(&sizes_sql), &binds)
+            .bind(filter.limit + 1)
+            .fetch(&mut *conn),
+    )
+    .await?;
     let (count, more) = page_rows(&sizes, filter.limit, ISSUE_PAGE_TEXT_BUDGET);
     if count == 0 {
         return Ok(Page {
