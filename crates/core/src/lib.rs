@@ -14,6 +14,7 @@ pub mod goal;
 pub mod heartbeat;
 pub mod input;
 pub mod issue;
+pub mod limits;
 pub mod model;
 pub mod naming;
 pub mod org;

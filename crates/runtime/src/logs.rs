@@ -75,6 +75,11 @@ impl RunLogStore for LocalFileLogStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
             Err(e) => return Err(e),
         };
+        // Reading at an offset past the end is empty, not an error (the OS
+        // refuses reads whose end would pass i64::MAX).
+        if offset >= file.metadata()?.len() {
+            return Ok(String::new());
+        }
         file.seek(SeekFrom::Start(offset))?;
         let mut buf = Vec::new();
         file.take(limit).read_to_end(&mut buf)?;

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod error;
 pub mod extract;
 pub mod guard;
+pub mod limits;
 pub mod local_peer;
 pub mod routes;
 mod serve;

@@ -102,7 +102,7 @@ pub(crate) async fn create_in(
 
 pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Agent>> {
     let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let rows = sqlx::query("SELECT a.*, CAST(COALESCE((SELECT SUM(e.cost_cents) FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.company_id = $1 ORDER BY a.created_at, a.id")
+    let rows = sqlx::query(concat!("SELECT a.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.company_id = $1 ORDER BY a.created_at, a.id"))
         .bind(company_id)
         .bind(&start)
         .bind(&end)
@@ -113,7 +113,7 @@ pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Agent>> {
 
 pub async fn get(store: &Store, id: &str) -> Result<Agent> {
     let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let row = sqlx::query("SELECT a.*, CAST(COALESCE((SELECT SUM(e.cost_cents) FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.id = $1")
+    let row = sqlx::query(concat!("SELECT a.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.id = $1"))
         .bind(id)
         .bind(&start)
         .bind(&end)
@@ -127,7 +127,7 @@ pub async fn get(store: &Store, id: &str) -> Result<Agent> {
 
 pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Agent> {
     let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let row = sqlx::query("SELECT a.*, CAST(COALESCE((SELECT SUM(e.cost_cents) FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.id = $1")
+    let row = sqlx::query(concat!("SELECT a.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.id = $1"))
         .bind(id)
         .bind(&start)
         .bind(&end)

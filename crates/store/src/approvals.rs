@@ -229,6 +229,10 @@ async fn apply_effects(
                             "The hire's payload does not describe an agent: {e}"
                         ))
                     })?;
+                    // The payload came in as free JSON, unchecked by the route.
+                    paperclip_core::limits::Validate::validate(&spec).map_err(|v| {
+                        Error::rule(format!("The hire's payload is invalid: {}", v.message))
+                    })?;
                     let agent = crate::agents::create_in(
                         tx,
                         actor,

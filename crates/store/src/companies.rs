@@ -80,7 +80,7 @@ pub async fn create(store: &Store, actor: &Actor, input: NewCompany) -> Result<C
 
 pub async fn list(store: &Store) -> Result<Vec<Company>> {
     let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let rows = sqlx::query("SELECT c.*, CAST(COALESCE((SELECT SUM(e.cost_cents) FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $1 AND e.occurred_at < $2), 0) AS BIGINT) AS month_spend FROM companies c ORDER BY c.created_at, c.id")
+    let rows = sqlx::query(concat!("SELECT c.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $1 AND e.occurred_at < $2), 0) AS BIGINT) AS month_spend FROM companies c ORDER BY c.created_at, c.id"))
         .bind(&start)
         .bind(&end)
         .fetch_all(store.pool())
@@ -90,7 +90,7 @@ pub async fn list(store: &Store) -> Result<Vec<Company>> {
 
 pub async fn get(store: &Store, id: &str) -> Result<Company> {
     let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let row = sqlx::query("SELECT c.*, CAST(COALESCE((SELECT SUM(e.cost_cents) FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM companies c WHERE c.id = $1")
+    let row = sqlx::query(concat!("SELECT c.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM companies c WHERE c.id = $1"))
         .bind(id)
         .bind(&start)
         .bind(&end)
@@ -104,7 +104,7 @@ pub async fn get(store: &Store, id: &str) -> Result<Company> {
 
 pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Company> {
     let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let row = sqlx::query("SELECT c.*, CAST(COALESCE((SELECT SUM(e.cost_cents) FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM companies c WHERE c.id = $1")
+    let row = sqlx::query(concat!("SELECT c.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM companies c WHERE c.id = $1"))
         .bind(id)
         .bind(&start)
         .bind(&end)

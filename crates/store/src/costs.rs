@@ -32,6 +32,7 @@ pub async fn record(
     input: NewCostEvent,
     now: DateTime<Utc>,
 ) -> Result<Recorded> {
+    paperclip_core::limits::Validate::validate(&input)?;
     let occurred_at = match &input.occurred_at {
         Some(t) => stamp(
             DateTime::parse_from_rfc3339(t)
@@ -59,13 +60,32 @@ pub async fn record(
         crate::agents::get_in_company(&mut tx, company_id, agent).await?;
     }
     let (mut project_id, mut goal_id) = (input.project_id.clone(), input.goal_id.clone());
+    let mut issue_id = None;
     if let Some(issue) = &input.issue_id {
+        // By id or identifier (`ACM-12`), as every issue route accepts; the
+        // event keeps the id.
         let issue = crate::issues::load_in(&mut tx, issue).await?;
         if issue.company_id != company_id {
             return Err(Error::not_found("Issue"));
         }
         project_id = project_id.or(issue.project_id);
         goal_id = goal_id.or(issue.goal_id);
+        issue_id = Some(issue.id);
+    }
+    let heartbeat_run_id = input
+        .heartbeat_run_id
+        .clone()
+        .or_else(|| actor.run_id.clone());
+    if let Some(run) = &input.heartbeat_run_id {
+        // Another company's run is answered like a missing one.
+        let owner: Option<(String,)> =
+            sqlx::query_as("SELECT company_id FROM heartbeat_runs WHERE id = $1")
+                .bind(run)
+                .fetch_optional(tx.conn())
+                .await?;
+        if owner.is_none_or(|(owner,)| owner != company_id) {
+            return Err(Error::not_found("Heartbeat run"));
+        }
     }
     if let Some(project) = &project_id {
         crate::projects::get_in_company(&mut tx, company_id, project).await?;
@@ -77,13 +97,10 @@ pub async fn record(
         id: new_id(),
         company_id: company_id.to_string(),
         agent_id,
-        issue_id: input.issue_id.clone(),
+        issue_id,
         project_id,
         goal_id,
-        heartbeat_run_id: input
-            .heartbeat_run_id
-            .clone()
-            .or_else(|| actor.run_id.clone()),
+        heartbeat_run_id,
         billing_code: input.billing_code.clone(),
         provider: input.provider.clone(),
         cost_status: if input.cost_cents.is_some() {
@@ -165,8 +182,9 @@ pub(crate) async fn spend_in(
         Scope::Project(id) => ("project_id", id),
     };
     let sql = format!(
-        "SELECT CAST(COALESCE(SUM(cost_cents), 0) AS BIGINT) AS spend FROM cost_events WHERE company_id = $1 AND {column} = $2 \
-         AND occurred_at >= $3 AND occurred_at < $4"
+        "SELECT CAST(COALESCE(SUM({}), 0) AS BIGINT) AS spend FROM cost_events WHERE company_id = $1 \
+         AND {column} = $2 AND occurred_at >= $3 AND occurred_at < $4",
+        capped!("cost_cents")
     );
     let row = sqlx::query(&sql)
         .bind(company_id)
@@ -214,11 +232,13 @@ pub struct Summary {
 
 pub async fn summary(store: &Store, company_id: &str, window: &Window) -> Result<Summary> {
     let company = crate::companies::get(store, company_id).await?;
-    let row = sqlx::query(
-        "SELECT CAST(COALESCE(SUM(cost_cents), 0) AS BIGINT) AS spend, COUNT(*) AS n, \
+    let row = sqlx::query(concat!(
+        "SELECT CAST(COALESCE(SUM(",
+        capped!("cost_cents"),
+        "), 0) AS BIGINT) AS spend, COUNT(*) AS n, \
          CAST(SUM(CASE WHEN cost_cents IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS unpriced FROM cost_events \
          WHERE company_id = $1 AND occurred_at >= $2 AND occurred_at < $3",
-    )
+    ))
     .bind(company_id)
     .bind(&window.start)
     .bind(&window.end)
@@ -301,12 +321,16 @@ pub async fn breakdown(
         _ => "",
     };
     let sql = format!(
-        "SELECT {key} AS k, {label} AS label, CAST(COALESCE(SUM(e.cost_cents), 0) AS BIGINT) AS cost, \
-         CAST(COALESCE(SUM(e.input_tokens), 0) AS BIGINT) AS input, CAST(COALESCE(SUM(e.cached_input_tokens), 0) AS BIGINT) AS cached, \
-         CAST(COALESCE(SUM(e.output_tokens), 0) AS BIGINT) AS output, COUNT(*) AS n, \
+        "SELECT {key} AS k, {label} AS label, CAST(COALESCE(SUM({cost}), 0) AS BIGINT) AS cost, \
+         CAST(COALESCE(SUM({input}), 0) AS BIGINT) AS input, CAST(COALESCE(SUM({cached}), 0) AS BIGINT) AS cached, \
+         CAST(COALESCE(SUM({output}), 0) AS BIGINT) AS output, COUNT(*) AS n, \
          CAST(SUM(CASE WHEN e.cost_cents IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS unpriced \
          FROM cost_events e {join} WHERE e.company_id = $1 AND e.occurred_at >= $2 AND e.occurred_at < $3{filter} \
-         GROUP BY {key}{group_label} ORDER BY cost DESC, n DESC"
+         GROUP BY {key}{group_label} ORDER BY cost DESC, n DESC",
+        cost = capped!("e.cost_cents"),
+        input = capped!("e.input_tokens"),
+        cached = capped!("e.cached_input_tokens"),
+        output = capped!("e.output_tokens"),
     );
     let rows = sqlx::query(&sql)
         .bind(company_id)

@@ -24,18 +24,10 @@ pub async fn put(
     input: DocumentPut,
 ) -> Result<Written> {
     check_key(key)?;
-    if input
-        .title
-        .as_ref()
-        .is_some_and(|t| t.chars().count() > 200)
-    {
-        return Err(Error::invalid(
-            "title",
-            "Title must be at most 200 characters",
-        ));
-    }
+    paperclip_core::limits::Validate::validate(&input)?;
     let mut tx = store.begin().await?;
     let issue = crate::issues::load_in(&mut tx, issue_id).await?;
+    crate::ownership::check_run_ownership(&mut tx, actor, &issue).await?;
     let existing = get_in(&mut tx, &issue.id, key).await?;
     if let (Some(base), Some(doc)) = (&input.base_revision_id, &existing) {
         if base != &doc.latest_revision_id {
@@ -192,6 +184,8 @@ pub async fn revisions(store: &Store, issue_id: &str, key: &str) -> Result<Vec<D
 pub async fn delete(store: &Store, actor: &Actor, issue_id: &str, key: &str) -> Result<Document> {
     let document = get(store, issue_id, key).await?;
     let mut tx = store.begin().await?;
+    let issue = crate::issues::load_in(&mut tx, issue_id).await?;
+    crate::ownership::check_run_ownership(&mut tx, actor, &issue).await?;
     sqlx::query("DELETE FROM issue_documents WHERE id = $1")
         .bind(&document.id)
         .execute(tx.conn())

@@ -41,6 +41,17 @@ impl Error {
         Error::Rule(message.into())
     }
 
+    pub fn too_big(violation: paperclip_core::limits::Violation) -> Error {
+        let path = violation.path.iter().map(|p| match p {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+        Error::Invalid {
+            message: violation.message,
+            path: path.collect(),
+        }
+    }
+
     pub fn invalid(field: &str, message: impl Into<String>) -> Error {
         Error::Invalid {
             message: message.into(),
@@ -59,5 +70,11 @@ impl Error {
             }
             _ => false,
         }
+    }
+}
+
+impl From<paperclip_core::limits::Violation> for Error {
+    fn from(violation: paperclip_core::limits::Violation) -> Error {
+        Error::too_big(violation)
     }
 }

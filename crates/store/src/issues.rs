@@ -2,13 +2,14 @@
 //! transition table, parent/child and blocker graphs, labels, and the atomic
 //! checkout that gives one agent exclusive ownership of a task.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::input::{Checkout, IssuePatch, NewIssue};
 use paperclip_core::issue::{parse_identifier, transition_effects, IssuePriority, IssueStatus};
+use paperclip_core::limits::ISSUE_PAGE_TEXT_BUDGET;
 use paperclip_core::model::{Comment, Issue, IssueRef, Label};
 use serde_json::{json, Map, Value};
 use sqlx::any::AnyRow;
@@ -16,6 +17,7 @@ use sqlx::{AnyConnection, Row};
 
 use crate::activity::{self, Entry};
 use crate::companies::diff;
+use crate::issue_page::{bind_all, page_rows, read_sizes};
 use crate::row::RowExt;
 use crate::{new_id, now, placeholders, Error, Result, Store, Tx};
 
@@ -307,25 +309,43 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
         let p = param(&mut binds, Bind::Int(cursor));
         sql.push_str(&format!(" AND issue_number < {p}"));
     }
-    let p = param(&mut binds, Bind::Int(filter.limit + 1));
-    sql.push_str(&format!(" ORDER BY issue_number DESC LIMIT {p}"));
-
-    let mut query = sqlx::query(&sql);
-    for bind in binds {
-        query = match bind {
-            Bind::Text(s) => query.bind(s),
-            Bind::Int(n) => query.bind(n),
-        };
-    }
     let mut conn = store.pool().acquire().await?;
-    let rows = query.fetch_all(&mut *conn).await?;
+    // First the sizes only, to choose the page's rows without loading their
+    // text: the page stops at `limit` or once its titles and descriptions
+    // pass the budget, whichever comes first.
+    let sizes_sql = format!(
+        "{} ORDER BY issue_number DESC LIMIT ${}",
+        sql.replacen(
+            &format!("SELECT {COLUMNS} FROM"),
+            "SELECT issue_number, CAST(LENGTH(title) + COALESCE(LENGTH(description), 0) AS BIGINT) AS size FROM",
+            1
+        ),
+        binds.len() + 1
+    );
+    let sizes = read_sizes(
+        bind_all(sqlx::query_as(&sizes_sql), &binds)
+            .bind(filter.limit + 1)
+            .fetch(&mut *conn),
+    )
+    .await?;
+    let (count, more) = page_rows(&sizes, filter.limit, ISSUE_PAGE_TEXT_BUDGET);
+    if count == 0 {
+        return Ok(Page {
+            issues: Vec::new(),
+            next_cursor: None,
+        });
+    }
+    let (high, low) = (sizes[0].0, sizes[count - 1].0);
+    let p = param(&mut binds, Bind::Int(low));
+    let q = param(&mut binds, Bind::Int(high));
+    sql.push_str(&format!(
+        " AND issue_number >= {p} AND issue_number <= {q} ORDER BY issue_number DESC"
+    ));
+    let rows = bind_all(sqlx::query(&sql), &binds)
+        .fetch_all(&mut *conn)
+        .await?;
     let mut issues = rows.iter().map(map).collect::<Result<Vec<_>>>()?;
-    let next_cursor = if issues.len() as i64 > filter.limit {
-        issues.truncate(filter.limit as usize);
-        issues.last().map(|i| i.issue_number)
-    } else {
-        None
-    };
+    let next_cursor = more.then_some(low);
     // A long page reads the relations of its company's number range (index
     // scans) instead of binding every id of the page.
     let scope = (issues.len() > ID_LIST_MAX).then_some(company_id);
@@ -336,7 +356,7 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
     })
 }
 
-enum Bind {
+pub(crate) enum Bind {
     Text(String),
     Int(i64),
 }
@@ -426,7 +446,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
     if let Some(parent) = patch.parent_id {
         after.request_depth = match &parent {
             Some(parent_id) => {
-                check_parent(&mut tx, &company_id, &id, parent_id).await?;
+                crate::issue_graph::check_parent(&mut tx, &company_id, &id, parent_id).await?;
                 get_row_in_company(&mut tx, &company_id, parent_id)
                     .await?
                     .request_depth
@@ -601,7 +621,9 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
         ));
     }
     let ts = now();
-    let statuses: Vec<&str> = input.expected_statuses.iter().map(|s| s.as_str()).collect();
+    let mut statuses: Vec<&str> = input.expected_statuses.iter().map(|s| s.as_str()).collect();
+    statuses.sort_unstable();
+    statuses.dedup();
     let sql = format!(
         "UPDATE issues SET assignee_agent_id = $2, assignee_user_id = NULL, status = 'in_progress', \
          started_at = COALESCE(started_at, $3), checkout_run_id = $4, execution_run_id = $4, \
@@ -814,25 +836,6 @@ fn check_assignable(status: IssueStatus, agent: Option<&str>, user: Option<&str>
     Ok(())
 }
 
-async fn check_parent(tx: &mut Tx, company_id: &str, id: &str, parent_id: &str) -> Result<()> {
-    let mut cursor = Some(parent_id.to_string());
-    let mut steps = 0;
-    while let Some(current) = cursor {
-        if current == id {
-            return Err(Error::rule("Issue parent would create cycle"));
-        }
-        steps += 1;
-        if steps > 10_000 {
-            return Err(Error::rule("Issue parent chain is too deep"));
-        }
-        cursor = get_row_in_company(tx, company_id, &current)
-            .await
-            .map_err(|_| Error::not_found("Parent issue"))?
-            .parent_id;
-    }
-    Ok(())
-}
-
 async fn set_labels(
     tx: &mut Tx,
     company_id: &str,
@@ -877,43 +880,8 @@ async fn set_blockers(
     blockers: &[String],
 ) -> Result<()> {
     let unique: HashSet<&String> = blockers.iter().collect();
-    if unique.iter().any(|b| b.as_str() == issue_id) {
-        return Err(Error::rule("An issue cannot block itself"));
-    }
-    for blocker in &unique {
-        get_row_in_company(tx, company_id, blocker)
-            .await
-            .map_err(|_| Error::not_found("Blocking issue"))?;
-    }
-    let edges: Vec<(String, String)> = sqlx::query_as(
-        "SELECT b.issue_id, b.blocked_by_issue_id FROM issue_blockers b \
-         JOIN issues i ON i.id = b.issue_id WHERE i.company_id = $1",
-    )
-    .bind(company_id)
-    .fetch_all(tx.conn())
-    .await?;
-    let mut blocked_by: HashMap<&str, Vec<&str>> = HashMap::new();
-    for (issue, blocker) in &edges {
-        if issue != issue_id {
-            blocked_by
-                .entry(issue.as_str())
-                .or_default()
-                .push(blocker.as_str());
-        }
-    }
-    // A cycle exists if some new blocker already waits, directly or not, on this issue.
-    for blocker in &unique {
-        let mut seen = HashSet::new();
-        let mut queue = VecDeque::from([blocker.as_str()]);
-        while let Some(current) = queue.pop_front() {
-            if current == issue_id {
-                return Err(Error::rule("Blocking relationship would create cycle"));
-            }
-            if seen.insert(current) {
-                queue.extend(blocked_by.get(current).into_iter().flatten().copied());
-            }
-        }
-    }
+    let ids: Vec<&str> = unique.iter().map(|b| b.as_str()).collect();
+    crate::issue_graph::check_blockers(tx, company_id, issue_id, &ids).await?;
     sqlx::query("DELETE FROM issue_blockers WHERE issue_id = $1")
         .bind(issue_id)
         .execute(tx.conn())
@@ -1058,7 +1026,6 @@ enum Relation {
 struct IssueRow {
     id: String,
     status: String,
-    parent_id: Option<String>,
     request_depth: i64,
     assignee_agent_id: Option<String>,
     checkout_run_id: Option<String>,
@@ -1067,7 +1034,7 @@ struct IssueRow {
 
 async fn get_row(tx: &mut Tx, id: &str) -> Result<IssueRow> {
     let row = sqlx::query(
-        "SELECT id, company_id, status, parent_id, request_depth, assignee_agent_id, \
+        "SELECT id, company_id, status, request_depth, assignee_agent_id, \
          checkout_run_id, execution_run_id FROM issues WHERE id = $1",
     )
     .bind(id)
@@ -1077,7 +1044,6 @@ async fn get_row(tx: &mut Tx, id: &str) -> Result<IssueRow> {
     Ok(IssueRow {
         id: row.text("id")?,
         status: row.text("status")?,
-        parent_id: row.opt_text("parent_id")?,
         request_depth: row.int("request_depth")?,
         assignee_agent_id: row.opt_text("assignee_agent_id")?,
         checkout_run_id: row.opt_text("checkout_run_id")?,

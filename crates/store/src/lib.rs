@@ -10,6 +10,22 @@
 //! collide and retry on `SQLITE_BUSY`, write transactions on SQLite queue on an
 //! in-process mutex; reads run concurrently on the pool (WAL mode).
 
+/// A cost event column inside `SUM(...)`, capped at the input bound
+/// (`paperclip_core::limits::TOKENS_MAX` = `COST_CENTS_MAX`). Rows written
+/// before the bound existed may hold up to i64::MAX, and a sum of two of them
+/// overflows on both engines; capped, a sum needs ~900 million events to.
+macro_rules! capped {
+    ($column:literal) => {
+        concat!(
+            "CASE WHEN ",
+            $column,
+            " > 10000000000 THEN 10000000000 ELSE ",
+            $column,
+            " END"
+        )
+    };
+}
+
 pub mod activity;
 pub mod agents;
 pub mod approvals;
@@ -21,10 +37,13 @@ pub mod dashboard;
 pub mod documents;
 mod error;
 pub mod goals;
+mod issue_graph;
+mod issue_page;
 pub mod issues;
 pub mod keys;
 pub mod labels;
 mod migrate;
+mod ownership;
 pub mod projects;
 pub mod revisions;
 mod row;
@@ -251,6 +270,14 @@ pub fn new_id() -> String {
 }
 
 /// `$start, $start+1, ...` for an `IN (...)` list of `n` values.
+#[cfg(test)]
+#[test]
+fn the_sum_cap_is_the_input_bound() {
+    use paperclip_core::limits::{COST_CENTS_MAX, TOKENS_MAX};
+    let cap = format!("> {TOKENS_MAX} THEN {COST_CENTS_MAX} ELSE");
+    assert!(capped!("x").contains(&cap), "{}", capped!("x"));
+}
+
 pub(crate) fn placeholders(start: usize, n: usize) -> String {
     (start..start + n)
         .map(|i| format!("${i}"))

@@ -122,13 +122,17 @@ pub async fn runtime_state(
     store: &Store,
     agent: &paperclip_core::model::Agent,
 ) -> Result<RuntimeState> {
-    let totals = sqlx::query(
-        "SELECT CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) AS input, \
-         CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT) AS output, \
-         CAST(COALESCE(SUM(cached_input_tokens), 0) AS BIGINT) AS cached, \
-         CAST(COALESCE(SUM(cost_cents), 0) AS BIGINT) AS cost \
-         FROM cost_events WHERE agent_id = $1",
-    )
+    let totals = sqlx::query(concat!(
+        "SELECT CAST(COALESCE(SUM(",
+        capped!("input_tokens"),
+        "), 0) AS BIGINT) AS input, CAST(COALESCE(SUM(",
+        capped!("output_tokens"),
+        "), 0) AS BIGINT) AS output, CAST(COALESCE(SUM(",
+        capped!("cached_input_tokens"),
+        "), 0) AS BIGINT) AS cached, CAST(COALESCE(SUM(",
+        capped!("cost_cents"),
+        "), 0) AS BIGINT) AS cost FROM cost_events WHERE agent_id = $1"
+    ))
     .bind(&agent.id)
     .fetch_one(store.pool())
     .await?;

@@ -90,10 +90,11 @@ pub async fn run_events_of_issue(
 
 /// Priced spend and event count of one issue.
 pub async fn issue_cost(store: &Store, issue_id: &str) -> Result<(i64, i64)> {
-    let row = sqlx::query(
-        "SELECT CAST(COALESCE(SUM(cost_cents), 0) AS BIGINT) AS spend, COUNT(*) AS n \
-         FROM cost_events WHERE issue_id = $1",
-    )
+    let row = sqlx::query(concat!(
+        "SELECT CAST(COALESCE(SUM(",
+        capped!("cost_cents"),
+        "), 0) AS BIGINT) AS spend, COUNT(*) AS n FROM cost_events WHERE issue_id = $1"
+    ))
     .bind(issue_id)
     .fetch_one(store.pool())
     .await?;

@@ -11,7 +11,7 @@ use utoipa_axum::routes;
 use crate::access;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
+use crate::limits::ValidJson;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -43,7 +43,7 @@ async fn create_agent(
     State(app): State<AppState>,
     caller: Caller,
     Path(company_id): Path<String>,
-    JsonBody(input): JsonBody<NewAgent>,
+    ValidJson(input): ValidJson<NewAgent>,
 ) -> ApiResult<(StatusCode, Json<Agent>)> {
     let actor = caller.require_board()?;
     // An agent created with only a name is a draft: its config is checked
@@ -78,7 +78,7 @@ async fn update_agent(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(patch): JsonBody<AgentPatch>,
+    ValidJson(patch): ValidJson<AgentPatch>,
 ) -> ApiResult<Json<Agent>> {
     let actor = caller.require_board()?;
     if patch.adapter_config.is_some() || patch.adapter_type.is_some() {

@@ -15,6 +15,7 @@ use crate::access;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
+use crate::limits::ValidJson;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -67,7 +68,7 @@ async fn create_approval(
     State(app): State<AppState>,
     caller: Caller,
     Path(company_id): Path<String>,
-    JsonBody(input): JsonBody<NewApproval>,
+    ValidJson(input): ValidJson<NewApproval>,
 ) -> ApiResult<(StatusCode, Json<Approval>)> {
     caller.ensure_company(&company_id)?;
     Ok((
@@ -120,7 +121,7 @@ async fn approve(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(input): JsonBody<ApprovalDecision>,
+    ValidJson(input): ValidJson<ApprovalDecision>,
 ) -> ApiResult<Json<Approval>> {
     decide(&app, &caller, &id, ApprovalAction::Approve, input).await
 }
@@ -131,7 +132,7 @@ async fn reject(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(input): JsonBody<ApprovalDecision>,
+    ValidJson(input): ValidJson<ApprovalDecision>,
 ) -> ApiResult<Json<Approval>> {
     decide(&app, &caller, &id, ApprovalAction::Reject, input).await
 }
@@ -142,7 +143,7 @@ async fn request_revision(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(input): JsonBody<ApprovalDecision>,
+    ValidJson(input): ValidJson<ApprovalDecision>,
 ) -> ApiResult<Json<Approval>> {
     decide(&app, &caller, &id, ApprovalAction::RequestRevision, input).await
 }
@@ -153,7 +154,7 @@ async fn resubmit(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(input): JsonBody<ApprovalDecision>,
+    ValidJson(input): ValidJson<ApprovalDecision>,
 ) -> ApiResult<Json<Approval>> {
     decide(&app, &caller, &id, ApprovalAction::Resubmit, input).await
 }
@@ -164,7 +165,7 @@ async fn cancel(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(input): JsonBody<ApprovalDecision>,
+    ValidJson(input): ValidJson<ApprovalDecision>,
 ) -> ApiResult<Json<Approval>> {
     decide(&app, &caller, &id, ApprovalAction::Cancel, input).await
 }
@@ -186,7 +187,7 @@ async fn add_comment(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(input): JsonBody<NewComment>,
+    ValidJson(input): ValidJson<NewComment>,
 ) -> ApiResult<(StatusCode, Json<ApprovalComment>)> {
     approval_for(&app, &caller, &id).await?;
     Ok((
@@ -268,7 +269,7 @@ async fn hire(
     State(app): State<AppState>,
     caller: Caller,
     Path(company_id): Path<String>,
-    JsonBody(spec): JsonBody<NewAgent>,
+    ValidJson(spec): ValidJson<NewAgent>,
 ) -> ApiResult<(StatusCode, Json<Hire>)> {
     let company = access::company(&app, &caller, &company_id).await?;
     if let Some(me) = caller.agent_id() {

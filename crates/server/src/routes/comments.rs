@@ -13,7 +13,8 @@ use utoipa_axum::routes;
 use crate::access;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{parse_limit, JsonBody, QueryParams};
+use crate::extract::{parse_limit, QueryParams};
+use crate::limits::ValidJson;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -66,7 +67,7 @@ async fn create_comment(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(input): JsonBody<NewComment>,
+    ValidJson(input): ValidJson<NewComment>,
 ) -> ApiResult<(StatusCode, Json<Comment>)> {
     let issue = access::issue(&app, &caller, &id).await?;
     let actor = caller.require_run()?;

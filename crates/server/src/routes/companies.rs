@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 use crate::access;
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::JsonBody;
+use crate::limits::ValidJson;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -38,7 +38,7 @@ async fn list_companies(
 async fn create_company(
     State(app): State<AppState>,
     caller: Caller,
-    JsonBody(input): JsonBody<NewCompany>,
+    ValidJson(input): ValidJson<NewCompany>,
 ) -> ApiResult<(StatusCode, Json<Company>)> {
     let actor = caller.require_board()?;
     Ok((
@@ -65,7 +65,7 @@ async fn update_company(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(patch): JsonBody<CompanyPatch>,
+    ValidJson(patch): ValidJson<CompanyPatch>,
 ) -> ApiResult<Json<Company>> {
     let actor = caller.require_board()?;
     Ok(Json(

@@ -16,6 +16,7 @@ use crate::access;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{parse_limit, JsonBody, QueryParams};
+use crate::limits::ValidJson;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -43,7 +44,7 @@ async fn report_cost(
     State(app): State<AppState>,
     caller: Caller,
     Path(company_id): Path<String>,
-    JsonBody(input): JsonBody<NewCostEvent>,
+    ValidJson(input): ValidJson<NewCostEvent>,
 ) -> ApiResult<(StatusCode, Json<CostEvent>)> {
     caller.ensure_company(&company_id)?;
     if let (Some(me), Some(for_agent)) = (caller.agent_id(), input.agent_id.as_deref()) {

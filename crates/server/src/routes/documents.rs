@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 use crate::access;
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::JsonBody;
+use crate::limits::ValidJson;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -47,12 +47,12 @@ async fn get_document(
 #[utoipa::path(put, path = "/api/issues/{id}/documents/{key}", tag = "documents",
     params(("id" = String, Path), ("key" = String, Path)), request_body = DocumentPut,
     responses((status = 201, body = Document), (status = 200, body = Document),
-        (status = 409, description = "baseRevisionId is not the latest revision")))]
+        (status = 409, description = "baseRevisionId is not the latest revision, or another run holds the issue")))]
 async fn put_document(
     State(app): State<AppState>,
     caller: Caller,
     Path((id, key)): Path<(String, String)>,
-    JsonBody(input): JsonBody<DocumentPut>,
+    ValidJson(input): ValidJson<DocumentPut>,
 ) -> ApiResult<(StatusCode, Json<Document>)> {
     let issue = access::issue(&app, &caller, &id).await?;
     let actor = caller.require_run()?;

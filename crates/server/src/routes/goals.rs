@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 use crate::access;
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::JsonBody;
+use crate::limits::ValidJson;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -36,7 +36,7 @@ async fn create_goal(
     State(app): State<AppState>,
     caller: Caller,
     Path(company_id): Path<String>,
-    JsonBody(input): JsonBody<NewGoal>,
+    ValidJson(input): ValidJson<NewGoal>,
 ) -> ApiResult<(StatusCode, Json<Goal>)> {
     caller.ensure_company(&company_id)?;
     Ok((
@@ -61,7 +61,7 @@ async fn update_goal(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(patch): JsonBody<GoalPatch>,
+    ValidJson(patch): ValidJson<GoalPatch>,
 ) -> ApiResult<Json<Goal>> {
     access::goal(&app, &caller, &id).await?;
     Ok(Json(

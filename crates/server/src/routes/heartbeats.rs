@@ -377,6 +377,14 @@ async fn run_log(
 ) -> ApiResult<Json<RunLog>> {
     let run = access::run(&app, &caller, &id).await?;
     let offset = q.offset.unwrap_or(0);
+    if offset > paperclip_core::limits::LOG_OFFSET_MAX {
+        return Err(ApiError::validation(json!([{
+            "code": "too_big",
+            "path": ["offset"],
+            "maximum": paperclip_core::limits::LOG_OFFSET_MAX,
+            "message": format!("offset must be at most {}", paperclip_core::limits::LOG_OFFSET_MAX),
+        }])));
+    }
     let limit = q
         .limit_bytes
         .unwrap_or(256 * 1024)

@@ -3,6 +3,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::Json;
 use paperclip_core::input::{Checkout, IssuePatch, NewIssue};
 use paperclip_core::issue::IssueStatus;
+use paperclip_core::limits::{ISSUE_PAGE_DEFAULT, ISSUE_PAGE_MAX};
 use paperclip_core::model::{HeartbeatRun, Issue};
 use paperclip_store::issues;
 use serde::Deserialize;
@@ -14,11 +15,9 @@ use utoipa_axum::routes;
 use crate::access;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{parse_limit, JsonBody, QueryParams};
+use crate::extract::{parse_limit, QueryParams};
+use crate::limits::ValidJson;
 use crate::AppState;
-
-/// Upper bound of one page of issues; without `limit` a list returns up to this many.
-const MAX_PAGE: i64 = 5000;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -49,7 +48,9 @@ struct ListQuery {
     cursor: Option<String>,
 }
 
-/// Newest first. When more issues match than `limit`, the response carries
+/// Newest first, 500 per page unless `limit` says otherwise (at most 5,000).
+/// A page also ends early once its titles and descriptions pass 4 Mi
+/// characters. When more issues match, the response carries
 /// `X-Next-Cursor`; pass it back as `cursor` for the next page.
 #[utoipa::path(get, path = "/api/companies/{companyId}/issues", tag = "issues",
     params(("companyId" = String, Path), ListQuery),
@@ -86,7 +87,7 @@ async fn list_issues(
         label_id: query.label_id,
         q: query.q,
         cursor,
-        limit: parse_limit(query.limit.as_deref(), MAX_PAGE, MAX_PAGE)?,
+        limit: parse_limit(query.limit.as_deref(), ISSUE_PAGE_DEFAULT, ISSUE_PAGE_MAX)?,
     };
     let page = issues::list(&app.store, &company_id, &filter).await?;
     let mut headers = HeaderMap::new();
@@ -115,7 +116,7 @@ async fn create_issue(
     State(app): State<AppState>,
     caller: Caller,
     Path(company_id): Path<String>,
-    JsonBody(input): JsonBody<NewIssue>,
+    ValidJson(input): ValidJson<NewIssue>,
 ) -> ApiResult<(StatusCode, Json<Issue>)> {
     caller.ensure_company(&company_id)?;
     Ok((
@@ -147,7 +148,7 @@ async fn update_issue(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(patch): JsonBody<IssuePatch>,
+    ValidJson(patch): ValidJson<IssuePatch>,
 ) -> ApiResult<Json<Value>> {
     let issue = access::issue(&app, &caller, &id).await?;
     let actor = caller.require_run()?;
@@ -182,7 +183,7 @@ async fn checkout_issue(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(input): JsonBody<Checkout>,
+    ValidJson(input): ValidJson<Checkout>,
 ) -> ApiResult<Json<Issue>> {
     let issue = access::issue(&app, &caller, &id).await?;
     let actor = caller.require_run()?;

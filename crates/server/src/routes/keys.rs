@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 
 use crate::auth::{hash_key, new_key, Caller};
 use crate::error::ApiResult;
-use crate::extract::JsonBody;
+use crate::limits::ValidJson;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -24,6 +24,12 @@ pub struct NewKey {
     pub name: String,
 }
 
+impl paperclip_core::limits::Validate for NewKey {
+    fn validate(&self) -> Result<(), paperclip_core::limits::Violation> {
+        paperclip_core::limits::text("name", &self.name, paperclip_core::limits::NAME_MAX_CHARS)
+    }
+}
+
 /// Creates an API key for the agent. The response is the only place the
 /// plaintext `token` ever appears; only its hash is stored.
 #[utoipa::path(post, path = "/api/agents/{id}/keys", tag = "agents",
@@ -33,7 +39,7 @@ async fn create_key(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(input): JsonBody<NewKey>,
+    ValidJson(input): ValidJson<NewKey>,
 ) -> ApiResult<(StatusCode, Json<AgentApiKey>)> {
     let actor = caller.require_board()?;
     let token = new_key();

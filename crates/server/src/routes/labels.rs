@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 use crate::access;
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::JsonBody;
+use crate::limits::ValidJson;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -37,7 +37,7 @@ async fn create_label(
     State(app): State<AppState>,
     caller: Caller,
     Path(company_id): Path<String>,
-    JsonBody(input): JsonBody<NewLabel>,
+    ValidJson(input): ValidJson<NewLabel>,
 ) -> ApiResult<(StatusCode, Json<Label>)> {
     caller.ensure_company(&company_id)?;
     Ok((
