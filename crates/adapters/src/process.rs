@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use crate::config::{describe, truncate, Fields};
 use crate::output::spawn_reader;
-use crate::tree::{Tree, TreeGuard, RUN_MARKER};
+use crate::tree::{Tree, TreeGuard, TREE_VAR};
 use crate::{
     Adapter, BoxFuture, CancellationToken, Capabilities, ConfigError, ErrorCode, Invocation,
     Outcome, OutcomeStatus, RunSink, Stream,
@@ -24,8 +24,6 @@ use crate::{
 /// How long output pipes may stay open after the process exits, e.g. held by a
 /// grandchild that left the process group.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
-/// Marks the process tree when no run id is given (see `tree`).
-const OWN_MARKER: &str = "PAPERCLIP_PROCESS_TREE";
 
 pub struct ProcessAdapter;
 
@@ -197,13 +195,11 @@ pub(crate) async fn execute(
         json!({"command": spec.program, "args": spec.args, "cwd": spec.cwd.display().to_string()}),
     );
 
-    let marker = match spec.env.get(RUN_MARKER) {
-        Some(id) => (RUN_MARKER, id.clone()),
-        // Not started by the runtime (tests, tools): mark the tree anyway.
-        None => (OWN_MARKER, own_marker()),
-    };
+    let run_id = spec.env.get("PAPERCLIP_RUN_ID").map_or("", String::as_str);
+    let marker = crate::tree::new_marker(run_id);
     let mut command = build_command(spec);
-    command.env(marker.0, &marker.1);
+    // Set last: neither the config nor the run's env can choose it.
+    command.env(TREE_VAR, &marker);
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => return Err(spawn_error(&spec.program, e)),
@@ -216,7 +212,7 @@ pub(crate) async fn execute(
         ));
     };
     let mut guard = TreeGuard {
-        tree: Tree::new(pid as i32, marker.0, &marker.1),
+        tree: Tree::new(pid as i32, &marker),
         armed: true,
     };
     sink.process_started(pid, pid);
@@ -285,16 +281,6 @@ pub(crate) async fn execute(
         stopped,
         stderr_tail,
     })
-}
-
-/// Unique among the trees this server starts, and across servers (pid, time).
-fn own_marker() -> String {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("{}-{nanos}-{n}", std::process::id())
 }
 
 fn build_command(spec: &Spawn) -> Command {

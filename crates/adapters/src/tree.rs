@@ -1,10 +1,14 @@
 //! A run's processes: its process group, plus descendants that left the
 //! group (`setsid`, a double-forked daemon). Signals to the group cannot reach
 //! those, and no portable API lists a process's descendants once their parent
-//! died, so each run's process carries a marker variable that is unique to the
-//! run (`PAPERCLIP_RUN_ID`, a UUIDv7); every descendant inherits it unless it
-//! deliberately scrubs its environment, and `/proc/<pid>/environ` shows it.
-//! Stopping a run signals the group and every process carrying the marker.
+//! died, so each process we spawn carries a marker variable,
+//! `PAPERCLIP_PROCESS_TREE=<run id>/<unique per spawn>`; every descendant
+//! inherits it unless it deliberately scrubs its environment, and
+//! `/proc/<pid>/environ` shows it. Stopping a run signals the group and every
+//! process carrying the marker. The marker is unique per spawn rather than
+//! just the run id, so that nothing which happens to share a run id (a retry,
+//! a test fixture) can take another tree down with it; the run id prefix lets
+//! restart recovery find a dead server's leftovers.
 //!
 //! Not chosen: making the server a child subreaper (PR_SET_CHILD_SUBREAPER).
 //! Escaped descendants would then be reparented to us, but we would also have
@@ -19,25 +23,36 @@ use tokio::time::Instant;
 use crate::{RunSink, Stream};
 
 /// The variable identifying a run's processes.
-pub const RUN_MARKER: &str = "PAPERCLIP_RUN_ID";
+pub const TREE_VAR: &str = "PAPERCLIP_PROCESS_TREE";
 
-/// A process group and the `NAME=value` environment entry of its run.
+/// A fresh marker value for a process of `run_id`: unique among the trees
+/// this server starts, and across servers (pid, time).
+pub(crate) fn new_marker(run_id: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{run_id}/{}-{nanos}-{n}", std::process::id())
+}
+
+/// A process group and the marker environment entry of its spawn.
 pub(crate) struct Tree {
     pub pgid: i32,
     pub marker: Vec<u8>,
 }
 
 impl Tree {
-    pub fn new(pgid: i32, name: &str, value: &str) -> Tree {
+    pub fn new(pgid: i32, marker: &str) -> Tree {
         Tree {
             pgid,
-            marker: format!("{name}={value}").into_bytes(),
+            marker: format!("{TREE_VAR}={marker}").into_bytes(),
         }
     }
 
     /// Whether any process of the run is still alive (zombies do not count).
     pub fn alive(&self) -> bool {
-        group_alive(self.pgid) || !marked_pids(&self.marker).is_empty()
+        group_alive(self.pgid) || !marked_pids(&self.marker, false).is_empty()
     }
 
     /// Sends `signal` to the group and to every marked process, and reports
@@ -46,7 +61,7 @@ impl Tree {
         // SAFETY: killpg has no memory-safety preconditions. Group 0 would
         // mean our own, hence the check. ESRCH means the group is gone.
         let group = self.pgid > 0 && unsafe { libc::killpg(self.pgid, signal) } == 0;
-        let escaped: Vec<i32> = marked_pids(&self.marker)
+        let escaped: Vec<i32> = marked_pids(&self.marker, false)
             .into_iter()
             .filter(|&pid| process_group(pid) != Some(self.pgid))
             // SAFETY: kill only sends a signal.
@@ -93,21 +108,26 @@ impl Tree {
     }
 }
 
-/// SIGKILLs every process carrying `NAME=value`, wherever it is; for a run
-/// whose driver is gone (restart recovery). Returns how many were signalled.
-pub fn kill_marked(name: &str, value: &str) -> usize {
-    let marker = format!("{name}={value}").into_bytes();
-    marked_pids(&marker)
+/// SIGKILLs every process any spawn of run `run_id` left, wherever it is; for
+/// a run whose driver is gone (restart recovery). Returns how many were
+/// signalled.
+pub fn kill_run(run_id: &str) -> usize {
+    if run_id.is_empty() {
+        return 0;
+    }
+    let marker = format!("{TREE_VAR}={run_id}/").into_bytes();
+    marked_pids(&marker, true)
         .into_iter()
         // SAFETY: kill only sends a signal.
         .filter(|&pid| unsafe { libc::kill(pid, libc::SIGKILL) } == 0)
         .count()
 }
 
-/// Live processes whose environment contains exactly the entry `marker`.
-/// Zombies have an empty environ, so they never match; nor do processes of
-/// other users, whose environ we cannot read.
-fn marked_pids(marker: &[u8]) -> Vec<i32> {
+/// Live processes whose environment contains exactly the entry `marker` (or,
+/// with `prefix`, an entry starting with it). Zombies have an empty environ,
+/// so they never match; nor do processes of other users, whose environ we
+/// cannot read.
+fn marked_pids(marker: &[u8], prefix: bool) -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -117,8 +137,10 @@ fn marked_pids(marker: &[u8]) -> Vec<i32> {
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&pid| pid != own && pid > 1)
         .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|&b| b == 0).any(|entry| entry == marker))
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                env.split(|&b| b == 0)
+                    .any(|entry| entry == marker || (prefix && entry.starts_with(marker)))
+            })
         })
         .collect()
 }
@@ -172,7 +194,7 @@ impl Drop for TreeGuard {
         if self.armed && self.tree.pgid > 0 {
             // SAFETY: see Tree::signal.
             unsafe { libc::killpg(self.tree.pgid, libc::SIGKILL) };
-            for pid in marked_pids(&self.tree.marker) {
+            for pid in marked_pids(&self.tree.marker, false) {
                 // SAFETY: kill only sends a signal.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }
@@ -193,24 +215,29 @@ mod tests {
     }
 
     #[test]
-    fn marked_processes_are_found_by_their_exact_entry() {
-        let id = format!("test-{}", std::process::id());
+    fn marked_processes_are_found_by_their_exact_entry_or_run() {
+        let run = format!("test-run-{}", std::process::id());
+        let marker = new_marker(&run);
+        assert_ne!(marker, new_marker(&run), "unique per spawn");
         let mut child = std::process::Command::new("sleep")
             .arg("30")
-            .env("PAPERCLIP_TEST_MARK", &id)
+            .env(TREE_VAR, &marker)
             .spawn()
             .unwrap();
         let pid = child.id() as i32;
-        let exact = format!("PAPERCLIP_TEST_MARK={id}").into_bytes();
-        let prefix = format!("PAPERCLIP_TEST_MARK={}", &id[..id.len() - 1]).into_bytes();
+        let tree = Tree::new(0, &marker);
+        let shorter = &tree.marker[..tree.marker.len() - 1];
         // The child may not have exec'd yet; its environ is set by then.
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while !marked_pids(&exact).contains(&pid) && std::time::Instant::now() < deadline {
+        while !marked_pids(&tree.marker, false).contains(&pid)
+            && std::time::Instant::now() < deadline
+        {
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert_eq!(marked_pids(&exact), vec![pid]);
-        assert!(!marked_pids(&prefix).contains(&pid));
-        assert_eq!(kill_marked("PAPERCLIP_TEST_MARK", &id), 1);
+        assert_eq!(marked_pids(&tree.marker, false), vec![pid]);
+        assert!(!marked_pids(shorter, false).contains(&pid));
+        assert_eq!(kill_run(&format!("{run}x")), 0);
+        assert_eq!(kill_run(&run), 1);
         child.wait().unwrap();
     }
 }

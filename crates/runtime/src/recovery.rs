@@ -18,7 +18,7 @@ pub async fn recover(store: &Store) -> anyhow::Result<usize> {
             }
         }
         // Descendants that left the group still carry the run's id.
-        paperclip_adapters::tree::kill_marked(paperclip_adapters::tree::RUN_MARKER, &run.id);
+        paperclip_adapters::tree::kill_run(&run.id);
         let finish = Finish {
             status: "failed".into(),
             error: Some("The control plane restarted while this run was in progress".into()),
