@@ -281,12 +281,15 @@ async fn run_printing_secret(
             break;
         }
     }
-    let run = s.ok_get(&format!("/api/heartbeat-runs/{run_id}")).await;
-    assert_eq!(run["status"], "succeeded", "{run}");
     (run_id, live)
 }
 
 fn assert_secret_absent(seen: &[(String, String)], live: &str, secret: &str) {
+    assert!(
+        seen[0].1.contains("\"status\":\"succeeded\""),
+        "{}",
+        seen[0].1
+    );
     for (what, text) in seen {
         assert!(!text.contains(secret), "the secret leaked through {what}");
     }
@@ -510,4 +513,27 @@ async fn a_run_that_exits_takes_its_leftover_children_with_it() {
             .unwrap(),
     );
     wait_dead(&pids, 15).await;
+}
+
+#[tokio::test]
+async fn a_secret_split_on_stderr_stays_out_of_the_error() {
+    let s = TestServer::start().await;
+    let cid = s.company("Leaks").await["id"].as_str().unwrap().to_string();
+    let secret = format!("sk-live-{}", uuid::Uuid::new_v4().simple());
+    let (head, tail) = secret.split_at(20);
+    // The failure message quotes the last stderr line, which arrives in two
+    // writes; it must be the whole line, redacted, not half a secret.
+    let script = format!(
+        "printf 'auth failed for %s' '{head}' >&2\nsleep 0.4\nprintf '%s\\n' '{tail}' >&2\nexit 3\n"
+    );
+    let (run_id, _) = run_printing_secret(&s, &cid, &script, &secret).await;
+    let run = s.ok_get(&format!("/api/heartbeat-runs/{run_id}")).await;
+    assert_eq!(run["status"], "failed", "{run}");
+    let error = run["error"].as_str().unwrap();
+    assert!(error.ends_with("auth failed for [REDACTED]"), "{error}");
+    for (what, text) in everything_recorded(&s, &run_id).await {
+        for part in [secret.as_str(), head, tail] {
+            assert!(!text.contains(part), "{part} leaked through {what}");
+        }
+    }
 }
