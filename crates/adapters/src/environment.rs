@@ -133,6 +133,7 @@ fn is_executable(path: &Path) -> bool {
 /// says which version it is. `Err` carries what went wrong.
 pub async fn version(program: &Path, env: &[(String, String)]) -> Result<String, String> {
     let mut cmd = tokio::process::Command::new(program);
+    crate::child_env::clear(&mut cmd, &[]);
     cmd.arg("--version")
         .envs(env.iter().cloned())
         .stdin(std::process::Stdio::null())

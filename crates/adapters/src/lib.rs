@@ -12,12 +12,14 @@ use std::sync::Arc;
 use serde_json::Value;
 pub use tokio_util::sync::CancellationToken;
 
+mod child_env;
 pub mod cli;
 pub mod config;
 pub mod environment;
 pub mod http;
 mod output;
 pub mod process;
+pub mod tree;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -49,7 +51,8 @@ pub struct Invocation {
     /// The agent's `adapterConfig`, already validated by [`Adapter::validate_config`].
     pub config: Value,
     /// `PAPERCLIP_*` variables (and the agent's own env overlay), applied on top of
-    /// the server's environment for process adapters; available to templates for HTTP.
+    /// an allow-listed part of the server's environment for process adapters
+    /// (never all of it); available to templates for HTTP.
     pub env: BTreeMap<String, String>,
     /// The rendered prompt, when the agent has a prompt template.
     pub prompt: Option<String>,

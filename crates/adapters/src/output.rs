@@ -13,6 +13,8 @@ use crate::{RunSink, Stream};
 const PARTIAL_FLUSH_AFTER: Duration = Duration::from_millis(100);
 /// A line longer than this is sent in pieces rather than buffered without bound.
 const MAX_PENDING: usize = 64 * 1024;
+/// A last line longer than this is not worth reporting whole.
+const MAX_LAST_LINE: usize = 1024 * 1024;
 
 /// Splits a byte stream into text chunks that end on line boundaries when the
 /// stream cooperates. Invalid UTF-8 is replaced, but a multi-byte character cut
@@ -91,9 +93,21 @@ where
     tokio::spawn(async move {
         let mut lines = LineBuffer::default();
         let mut buf = vec![0u8; 8192];
+        // The unfinished line so far, across partial flushes: the last line
+        // must be the whole line, or a secret split over two writes would be
+        // half in it, where redaction cannot recognise it.
+        let mut current = String::new();
         let mut emit = |text: String| {
-            if let (Some(slot), Some(line)) = (&last_line, last_non_empty_line(&text)) {
-                *slot.lock().unwrap() = Some(line.to_string());
+            if let Some(slot) = &last_line {
+                current.push_str(&text);
+                if let Some(line) = last_non_empty_line(&current) {
+                    *slot.lock().unwrap() = Some(line.to_string());
+                }
+                let keep = current.rfind('\n').map_or(0, |i| i + 1);
+                current.drain(..keep);
+                if current.len() > MAX_LAST_LINE {
+                    current.clear();
+                }
             }
             sink.log(stream, &text);
             if let Some(tap) = tap.as_mut() {

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 
 use crate::config::{describe, truncate, Fields};
 use crate::output::spawn_reader;
+use crate::tree::{Tree, TreeGuard, TREE_VAR};
 use crate::{
     Adapter, BoxFuture, CancellationToken, Capabilities, ConfigError, ErrorCode, Invocation,
     Outcome, OutcomeStatus, RunSink, Stream,
@@ -105,8 +106,11 @@ pub(crate) struct Spawn {
     pub program: String,
     pub args: Vec<String>,
     pub cwd: PathBuf,
-    /// The complete overlay on the server's environment.
+    /// The child's variables on top of the allow-listed part of the
+    /// server's environment (see `child_env`).
     pub env: BTreeMap<String, String>,
+    /// Server variables this kind of child gets besides the allow-list.
+    pub inherit: Vec<&'static str>,
     pub stdin: Option<String>,
     pub timeout: Option<Duration>,
     pub grace: Duration,
@@ -156,6 +160,7 @@ async fn run(inv: Invocation, sink: Arc<dyn RunSink>) -> Outcome {
         args: cfg.args.clone(),
         cwd,
         env: merged_env(&inv.env, &cfg.env),
+        inherit: Vec::new(),
         stdin: inv.prompt.clone(),
         timeout: cfg.timeout,
         grace: cfg.grace,
@@ -190,7 +195,11 @@ pub(crate) async fn execute(
         json!({"command": spec.program, "args": spec.args, "cwd": spec.cwd.display().to_string()}),
     );
 
+    let run_id = spec.env.get("PAPERCLIP_RUN_ID").map_or("", String::as_str);
+    let marker = crate::tree::new_marker(run_id);
     let mut command = build_command(spec);
+    // Set last: neither the config nor the run's env can choose it.
+    command.env(TREE_VAR, &marker);
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => return Err(spawn_error(&spec.program, e)),
@@ -202,8 +211,8 @@ pub(crate) async fn execute(
             "spawned process has no pid",
         ));
     };
-    let group = GroupGuard {
-        pgid: pid as i32,
+    let mut guard = TreeGuard {
+        tree: Tree::new(pid as i32, &marker),
         armed: true,
     };
     sink.process_started(pid, pid);
@@ -244,13 +253,19 @@ pub(crate) async fn execute(
         _ = cancel.cancelled() => Err(Stop::Cancel),
     };
     let (status, stopped) = match stop {
-        Ok(status) => (status, None),
+        Ok(status) => {
+            // The run ends when its command does; whatever it left running
+            // (in its group or a session of its own) ends with it.
+            guard.tree.end(spec.grace, "run ended", &*sink).await;
+            (status, None)
+        }
         Err(why) => {
-            let (status, signal) = terminate(&mut child, group.pgid, spec.grace, why, &*sink).await;
+            let (status, signal) =
+                terminate(&mut child, &guard.tree, spec.grace, why, &*sink).await;
             (status, Some((why, signal)))
         }
     };
-    group.disarm();
+    guard.armed = false;
 
     drain(readers, &*sink).await;
     if let Some(task) = stdin_task {
@@ -270,6 +285,7 @@ pub(crate) async fn execute(
 
 fn build_command(spec: &Spawn) -> Command {
     let mut command = Command::new(&spec.program);
+    crate::child_env::clear(&mut command, &spec.inherit);
     command
         .args(&spec.args)
         .current_dir(&spec.cwd)
@@ -331,107 +347,32 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-/// SIGTERM the group, give it `grace` to exit, then SIGKILL whatever is left.
-/// Returns the leader's exit status and the signal that ended it.
+/// SIGTERM the run's processes, give them `grace` to exit, then SIGKILL
+/// whatever is left. Returns the leader's exit status and the signal that
+/// ended it.
 async fn terminate(
     child: &mut Child,
-    pgid: i32,
+    tree: &Tree,
     grace: Duration,
     why: Stop,
     sink: &dyn RunSink,
 ) -> (std::io::Result<ExitStatus>, &'static str) {
-    signal_group(pgid, libc::SIGTERM, why, sink);
-    let deadline = Instant::now() + grace;
-    if let Ok(status) = tokio::time::timeout_at(deadline, child.wait()).await {
-        // The leader is gone; its children get the rest of the grace period.
-        while group_alive(pgid) && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        if group_alive(pgid) {
-            signal_group(pgid, libc::SIGKILL, why, sink);
-        }
-        return (status, "SIGTERM");
-    }
-    signal_group(pgid, libc::SIGKILL, why, sink);
-    (child.wait().await, "SIGKILL")
-}
-
-fn signal_group(pgid: i32, signal: i32, why: Stop, sink: &dyn RunSink) {
-    // SAFETY: killpg has no memory-safety preconditions. Group 0 would mean
-    // our own, hence the check.
-    if pgid <= 0 || unsafe { libc::killpg(pgid, signal) } != 0 {
-        return; // ESRCH: everything already exited.
-    }
-    let name = signal_name(signal);
     let reason = match why {
         Stop::Timeout => "timeout",
         Stop::Cancel => "cancel",
     };
-    let message = format!("sent {name} to process group {pgid}");
-    sink.log(Stream::System, &format!("{message} ({reason})\n"));
-    sink.event(
-        "adapter.signal",
-        "warn",
-        &message,
-        json!({"signal": name, "processGroupId": pgid, "reason": reason}),
-    );
-}
-
-fn group_alive(pgid: i32) -> bool {
-    // SAFETY: signal 0 only checks for existence.
-    if unsafe { libc::killpg(pgid, 0) } != 0 {
-        return false;
-    }
-    // Orphaned members become zombies until init reaps them, and containers
-    // often run an init that never does; signal 0 still "finds" those.
-    live_members_in_proc(pgid).unwrap_or(true)
-}
-
-/// Whether /proc lists a non-zombie process in group `pgid`; `None` when
-/// /proc cannot be read.
-fn live_members_in_proc(pgid: i32) -> Option<bool> {
-    let entries = std::fs::read_dir("/proc").ok()?;
-    let live = entries.flatten().any(|entry| {
-        let name = entry.file_name();
-        if !name
-            .to_str()
-            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        {
-            return false;
+    tree.signal(libc::SIGTERM, reason, sink);
+    let deadline = Instant::now() + grace;
+    if let Ok(status) = tokio::time::timeout_at(deadline, child.wait()).await {
+        // The leader is gone; the rest gets what is left of the grace period.
+        tree.wait_gone(deadline).await;
+        if tree.alive() {
+            tree.signal(libc::SIGKILL, reason, sink);
         }
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            return false;
-        };
-        // "pid (comm) state ppid pgrp ..."; comm may contain spaces and parens.
-        let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-        let mut fields = rest.split_whitespace();
-        let state = fields.next();
-        let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
-        group == Some(pgid) && !matches!(state, Some("Z" | "X"))
-    });
-    Some(live)
-}
-
-/// Kills the process group if the run is dropped mid-flight (runtime
-/// shutdown, aborted task); `kill_on_drop` alone would only reach the leader.
-struct GroupGuard {
-    pgid: i32,
-    armed: bool,
-}
-
-impl GroupGuard {
-    fn disarm(mut self) {
-        self.armed = false;
+        return (status, "SIGTERM");
     }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if self.armed && self.pgid > 0 {
-            // SAFETY: see signal_group.
-            unsafe { libc::killpg(self.pgid, libc::SIGKILL) };
-        }
-    }
+    tree.signal(libc::SIGKILL, reason, sink);
+    (child.wait().await, "SIGKILL")
 }
 
 async fn drain(readers: [Option<tokio::task::JoinHandle<()>>; 2], sink: &dyn RunSink) {
@@ -495,7 +436,7 @@ fn outcome(spec: &Spawn, exit: Exit) -> Outcome {
     out
 }
 
-fn signal_name(signal: i32) -> String {
+pub(crate) fn signal_name(signal: i32) -> String {
     let name = match signal {
         libc::SIGHUP => "SIGHUP",
         libc::SIGINT => "SIGINT",
@@ -516,17 +457,4 @@ fn signal_name(signal: i32) -> String {
         _ => return format!("signal {signal}"),
     };
     name.to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn proc_scan_finds_our_own_group_and_not_a_free_one() {
-        // SAFETY: getpgrp has no preconditions.
-        let own = unsafe { libc::getpgrp() };
-        assert_eq!(live_members_in_proc(own), Some(true));
-        assert_eq!(live_members_in_proc(i32::MAX), Some(false));
-    }
 }

@@ -335,7 +335,18 @@ impl Runtime {
                 ..Finish::default()
             },
         };
-        match runs::finish(&self.inner.store, &run.id, outcome).await {
+        let mut recorded = runs::finish(&self.inner.store, &run.id, outcome).await;
+        if let Err(err) = &recorded {
+            // A run left `running` would hold back every later wake of its
+            // agent; record at least that it failed, without its output.
+            tracing::error!(run = %run.id, error = %err, "recording the end of a run failed");
+            let bare = failure(
+                "outcome_not_recorded",
+                format!("the run ended but its outcome could not be recorded: {err}"),
+            );
+            recorded = runs::finish(&self.inner.store, &run.id, bare).await;
+        }
+        match recorded {
             Ok(Some(done)) => {
                 self.publish_run(&done, "heartbeat.run.finished");
                 self.publish_agent(&done.agent_id).await;
@@ -343,7 +354,7 @@ impl Runtime {
             }
             Ok(None) => {}
             Err(err) => {
-                tracing::error!(run = %run.id, error = %err, "recording the end of a run failed")
+                tracing::error!(run = %run.id, error = %err, "recording the end of a run failed twice")
             }
         }
         self.kick();

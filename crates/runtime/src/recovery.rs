@@ -1,7 +1,7 @@
 //! Restart recovery. A run left `running` by a previous server process has
 //! lost its driver: its output can no longer be read and its outcome never
 //! recorded. Such runs become `failed` with `errorCode=control_plane_restart`
-//! (any orphaned process group is killed first), agents left `running` return
+//! (any orphaned process group, and descendants that left it, are killed first), agents left `running` return
 //! to idle, and queued wakes are kept: the executor runs them as usual.
 
 use paperclip_core::actor::Actor;
@@ -17,6 +17,8 @@ pub async fn recover(store: &Store) -> anyhow::Result<usize> {
                 libc::killpg(pgid as libc::pid_t, libc::SIGKILL);
             }
         }
+        // Descendants that left the group still carry the run's id.
+        paperclip_adapters::tree::kill_run(&run.id);
         let finish = Finish {
             status: "failed".into(),
             error: Some("The control plane restarted while this run was in progress".into()),

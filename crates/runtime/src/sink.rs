@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use crate::executor::Inner;
 use crate::logs::RunLogWriter;
-use crate::redact::Redactor;
+use crate::redact::{Redactor, StreamRedactor};
 
 /// Bytes of each stream kept on the run row for the UI's first look.
 const EXCERPT_BYTES: usize = 8 * 1024;
@@ -22,6 +22,9 @@ pub(crate) struct RunSinkImpl {
     inner: Arc<Inner>,
     run: HeartbeatRun,
     redactor: Redactor,
+    /// Per output stream, so a secret split across writes is still caught.
+    stdout_redactor: Mutex<StreamRedactor>,
+    stderr_redactor: Mutex<StreamRedactor>,
     writer: Mutex<Option<Box<dyn RunLogWriter>>>,
     log_ref: Option<String>,
     seq: AtomicU64,
@@ -81,6 +84,8 @@ impl RunSinkImpl {
         Ok(RunSinkImpl {
             inner,
             run,
+            stdout_redactor: Mutex::new(redactor.stream()),
+            stderr_redactor: Mutex::new(redactor.stream()),
             redactor,
             writer: Mutex::new(Some(writer)),
             log_ref,
@@ -103,6 +108,15 @@ impl RunSinkImpl {
 
     /// Flushes the timeline and closes the log; returns what the run row keeps.
     pub(crate) async fn close(&self) -> Stats {
+        // Text held back as a possible secret prefix is released, redacted.
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            let rest = self
+                .stream_redactor(stream)
+                .map(|r| r.lock().expect("redactor lock").finish());
+            if let Some(rest) = rest.filter(|r| !r.is_empty()) {
+                self.write(stream, rest);
+            }
+        }
         self.events.lock().expect("events lock").take();
         let task = self.event_task.lock().expect("task lock").take();
         if let Some(task) = task {
@@ -118,9 +132,17 @@ impl RunSinkImpl {
     }
 }
 
-impl RunSink for RunSinkImpl {
-    fn log(&self, stream: Stream, chunk: &str) {
-        let chunk = self.redactor.apply(chunk);
+impl RunSinkImpl {
+    fn stream_redactor(&self, stream: Stream) -> Option<&Mutex<StreamRedactor>> {
+        match stream {
+            Stream::Stdout => Some(&self.stdout_redactor),
+            Stream::Stderr => Some(&self.stderr_redactor),
+            Stream::System => None,
+        }
+    }
+
+    /// Appends already redacted text to the log, the excerpt and live events.
+    fn write(&self, stream: Stream, chunk: String) {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
         if let Some(writer) = self.writer.lock().expect("writer lock").as_mut() {
             match writer.append(stream.as_str(), &chunk, seq) {
@@ -153,6 +175,19 @@ impl RunSink for RunSinkImpl {
             &self.run.id,
             json!({ "runId": self.run.id, "agentId": self.run.agent_id, "stream": stream.as_str(), "chunk": live, "seq": seq }),
         );
+    }
+}
+
+impl RunSink for RunSinkImpl {
+    fn log(&self, stream: Stream, chunk: &str) {
+        // System lines are written whole by us, so they redact on their own.
+        let chunk = match self.stream_redactor(stream) {
+            Some(r) => r.lock().expect("redactor lock").push(chunk),
+            None => self.redactor.apply(chunk),
+        };
+        if !chunk.is_empty() {
+            self.write(stream, chunk);
+        }
     }
 
     fn event(&self, event_type: &str, level: &str, message: &str, payload: Value) {

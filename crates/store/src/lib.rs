@@ -49,6 +49,7 @@ pub mod revisions;
 mod row;
 pub mod runs;
 pub mod sessions;
+mod text;
 pub mod ui;
 pub mod wakeups;
 

@@ -191,6 +191,7 @@ pub struct SessionUpdate {
 /// Ends a running run and settles its agent (idle, or error after a failure;
 /// a paused or terminated agent stays so). `None` if the run was not running.
 pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Option<HeartbeatRun>> {
+    let finish = crate::text::finish(finish);
     let mut tx = store.begin().await?;
     let ts = now();
     let done = sqlx::query(
@@ -446,8 +447,8 @@ pub(crate) async fn append_event_in(
         event_type: event_type.to_string(),
         stream: stream.map(str::to_string),
         level: level.to_string(),
-        message: Some(message.to_string()),
-        payload,
+        message: Some(crate::text::storable(message).into_owned()),
+        payload: payload.map(crate::text::storable_json),
         created_at: now(),
     };
     sqlx::query(

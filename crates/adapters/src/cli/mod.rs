@@ -247,6 +247,8 @@ impl<K: CliKind> CliAdapter<K> {
             args: built.args,
             cwd,
             env: full_env,
+            // The CLI's own credential may come from the server's environment.
+            inherit: auth_env_var(self.kind.kind()).into_iter().collect(),
             stdin: built.prompt_on_stdin.then(|| prompt.clone()),
             timeout: cfg.timeout,
             grace: cfg.grace,

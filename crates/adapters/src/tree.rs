@@ -1,0 +1,243 @@
+//! A run's processes: its process group, plus descendants that left the
+//! group (`setsid`, a double-forked daemon). Signals to the group cannot reach
+//! those, and no portable API lists a process's descendants once their parent
+//! died, so each process we spawn carries a marker variable,
+//! `PAPERCLIP_PROCESS_TREE=<run id>/<unique per spawn>`; every descendant
+//! inherits it unless it deliberately scrubs its environment, and
+//! `/proc/<pid>/environ` shows it. Stopping a run signals the group and every
+//! process carrying the marker. The marker is unique per spawn rather than
+//! just the run id, so that nothing which happens to share a run id (a retry,
+//! a test fixture) can take another tree down with it; the run id prefix lets
+//! restart recovery find a dead server's leftovers.
+//!
+//! Not chosen: making the server a child subreaper (PR_SET_CHILD_SUBREAPER).
+//! Escaped descendants would then be reparented to us, but we would also have
+//! to reap every orphan ourselves, next to tokio's own child handling, and it
+//! still would not tell which run an orphan belonged to.
+
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::time::Instant;
+
+use crate::{RunSink, Stream};
+
+/// The variable identifying a run's processes.
+pub const TREE_VAR: &str = "PAPERCLIP_PROCESS_TREE";
+
+/// A fresh marker value for a process of `run_id`: unique among the trees
+/// this server starts, and across servers (pid, time).
+pub(crate) fn new_marker(run_id: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{run_id}/{}-{nanos}-{n}", std::process::id())
+}
+
+/// A process group and the marker environment entry of its spawn.
+pub(crate) struct Tree {
+    pub pgid: i32,
+    pub marker: Vec<u8>,
+}
+
+impl Tree {
+    pub fn new(pgid: i32, marker: &str) -> Tree {
+        Tree {
+            pgid,
+            marker: format!("{TREE_VAR}={marker}").into_bytes(),
+        }
+    }
+
+    /// Whether any process of the run is still alive (zombies do not count).
+    pub fn alive(&self) -> bool {
+        group_alive(self.pgid) || !marked_pids(&self.marker, false).is_empty()
+    }
+
+    /// Sends `signal` to the group and to every marked process, and reports
+    /// it in the run log and timeline. Returns whether anything was signalled.
+    pub fn signal(&self, signal: i32, reason: &str, sink: &dyn RunSink) -> bool {
+        // SAFETY: killpg has no memory-safety preconditions. Group 0 would
+        // mean our own, hence the check. ESRCH means the group is gone.
+        let group = self.pgid > 0 && unsafe { libc::killpg(self.pgid, signal) } == 0;
+        let escaped: Vec<i32> = marked_pids(&self.marker, false)
+            .into_iter()
+            .filter(|&pid| process_group(pid) != Some(self.pgid))
+            // SAFETY: kill only sends a signal.
+            .filter(|&pid| unsafe { libc::kill(pid, signal) } == 0)
+            .collect();
+        if !group && escaped.is_empty() {
+            return false;
+        }
+        let name = crate::process::signal_name(signal);
+        let mut message = format!("sent {name} to process group {}", self.pgid);
+        if !escaped.is_empty() {
+            message.push_str(&format!(
+                " and {} process(es) that left it {escaped:?}",
+                escaped.len()
+            ));
+        }
+        sink.log(Stream::System, &format!("{message} ({reason})\n"));
+        sink.event(
+            "adapter.signal",
+            "warn",
+            &message,
+            json!({"signal": name, "processGroupId": self.pgid, "escapedPids": escaped, "reason": reason}),
+        );
+        true
+    }
+
+    /// TERM everything left, wait up to `grace` for it to go, then KILL.
+    pub async fn end(&self, grace: Duration, reason: &str, sink: &dyn RunSink) {
+        if !self.alive() {
+            return;
+        }
+        self.signal(libc::SIGTERM, reason, sink);
+        self.wait_gone(Instant::now() + grace).await;
+        if self.alive() {
+            self.signal(libc::SIGKILL, reason, sink);
+        }
+    }
+
+    /// Polls until nothing of the run is alive or `deadline` passes.
+    pub async fn wait_gone(&self, deadline: Instant) {
+        while self.alive() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// SIGKILLs every process any spawn of run `run_id` left, wherever it is; for
+/// a run whose driver is gone (restart recovery). Returns how many were
+/// signalled.
+pub fn kill_run(run_id: &str) -> usize {
+    if run_id.is_empty() {
+        return 0;
+    }
+    let marker = format!("{TREE_VAR}={run_id}/").into_bytes();
+    marked_pids(&marker, true)
+        .into_iter()
+        // SAFETY: kill only sends a signal.
+        .filter(|&pid| unsafe { libc::kill(pid, libc::SIGKILL) } == 0)
+        .count()
+}
+
+/// Live processes whose environment contains exactly the entry `marker` (or,
+/// with `prefix`, an entry starting with it). Zombies have an empty environ,
+/// so they never match; nor do processes of other users, whose environ we
+/// cannot read.
+fn marked_pids(marker: &[u8], prefix: bool) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let own = std::process::id() as i32;
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != own && pid > 1)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                env.split(|&b| b == 0)
+                    .any(|entry| entry == marker || (prefix && entry.starts_with(marker)))
+            })
+        })
+        .collect()
+}
+
+/// `(state, pgrp)` of a process from `/proc/<pid>/stat`.
+fn stat(pid: i32) -> Option<(String, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid pgrp ..."; comm may contain spaces and parens.
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.to_string();
+    let group = fields.nth(1)?.parse().ok()?;
+    Some((state, group))
+}
+
+fn process_group(pid: i32) -> Option<i32> {
+    stat(pid).map(|(_, g)| g)
+}
+
+pub(crate) fn group_alive(pgid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    if pgid <= 0 || unsafe { libc::killpg(pgid, 0) } != 0 {
+        return false;
+    }
+    // Orphaned members become zombies until init reaps them, and containers
+    // often run an init that never does; signal 0 still "finds" those.
+    live_members_in_proc(pgid).unwrap_or(true)
+}
+
+/// Whether /proc lists a non-zombie process in group `pgid`; `None` when
+/// /proc cannot be read.
+fn live_members_in_proc(pgid: i32) -> Option<bool> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let live = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(stat)
+        .any(|(state, group)| group == pgid && !matches!(state.as_str(), "Z" | "X"));
+    Some(live)
+}
+
+/// Kills the run's processes if the run is dropped mid-flight (runtime
+/// shutdown, aborted task); `kill_on_drop` alone would only reach the leader.
+pub(crate) struct TreeGuard {
+    pub tree: Tree,
+    pub armed: bool,
+}
+
+impl Drop for TreeGuard {
+    fn drop(&mut self) {
+        if self.armed && self.tree.pgid > 0 {
+            // SAFETY: see Tree::signal.
+            unsafe { libc::killpg(self.tree.pgid, libc::SIGKILL) };
+            for pid in marked_pids(&self.tree.marker, false) {
+                // SAFETY: kill only sends a signal.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_scan_finds_our_own_group_and_not_a_free_one() {
+        // SAFETY: getpgrp has no preconditions.
+        let own = unsafe { libc::getpgrp() };
+        assert_eq!(live_members_in_proc(own), Some(true));
+        assert_eq!(live_members_in_proc(i32::MAX), Some(false));
+    }
+
+    #[test]
+    fn marked_processes_are_found_by_their_exact_entry_or_run() {
+        let run = format!("test-run-{}", std::process::id());
+        let marker = new_marker(&run);
+        assert_ne!(marker, new_marker(&run), "unique per spawn");
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .env(TREE_VAR, &marker)
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let tree = Tree::new(0, &marker);
+        let shorter = &tree.marker[..tree.marker.len() - 1];
+        // The child may not have exec'd yet; its environ is set by then.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !marked_pids(&tree.marker, false).contains(&pid)
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(marked_pids(&tree.marker, false), vec![pid]);
+        assert!(!marked_pids(shorter, false).contains(&pid));
+        assert_eq!(kill_run(&format!("{run}x")), 0);
+        assert_eq!(kill_run(&run), 1);
+        child.wait().unwrap();
+    }
+}

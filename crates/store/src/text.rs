@@ -1,0 +1,91 @@
+//! Agent output on its way into the database. Postgres `text` cannot hold
+//! U+0000 (SQLite can), so a NUL printed by an agent would make the write
+//! that records its run fail on Postgres only, leaving the run `running` and
+//! its agent's later wakes queued behind it forever. Every run write that
+//! carries agent-produced text goes through here; NUL becomes U+FFFD, the
+//! usual stand-in for a character that cannot be represented.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::runs::{Finish, SessionUpdate};
+
+const STAND_IN: &str = "\u{FFFD}";
+
+pub(crate) fn storable(text: &str) -> Cow<'_, str> {
+    if text.contains('\0') {
+        Cow::Owned(text.replace('\0', STAND_IN))
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+fn owned(text: Option<String>) -> Option<String> {
+    text.map(|t| match storable(&t) {
+        Cow::Borrowed(_) => t,
+        Cow::Owned(clean) => clean,
+    })
+}
+
+/// JSON text escapes NUL, but the strings are read back out of it (a usage's
+/// model name becomes a cost event column), so they are cleaned too.
+pub(crate) fn storable_json(value: Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(owned(Some(s)).unwrap_or_default()),
+        Value::Array(items) => Value::Array(items.into_iter().map(storable_json).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (owned(Some(k)).unwrap_or_default(), storable_json(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+pub(crate) fn finish(f: Finish) -> Finish {
+    Finish {
+        status: f.status,
+        error: owned(f.error),
+        error_code: owned(f.error_code),
+        exit_code: f.exit_code,
+        signal: owned(f.signal),
+        usage: f.usage.map(storable_json),
+        result: f.result.map(storable_json),
+        stdout_excerpt: owned(f.stdout_excerpt),
+        stderr_excerpt: owned(f.stderr_excerpt),
+        log_store: f.log_store,
+        log_ref: owned(f.log_ref),
+        log_bytes: f.log_bytes,
+        session_id_before: owned(f.session_id_before),
+        session_id_after: owned(f.session_id_after),
+        session: f.session.map(|s| SessionUpdate {
+            adapter_type: s.adapter_type,
+            task_key: s.task_key,
+            session_id: owned(s.session_id),
+            error: owned(s.error),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nul_is_replaced_everywhere_it_can_hide() {
+        assert_eq!(storable("a\0b"), "a\u{FFFD}b");
+        assert!(matches!(storable("ab"), Cow::Borrowed(_)));
+        let v = storable_json(serde_json::json!({"k\0": ["x\0", 1, {"m": "\0"}]}));
+        assert!(!v.to_string().contains("\\u0000"), "{v}");
+        let f = finish(Finish {
+            error: Some("e\0".into()),
+            stdout_excerpt: Some("a\0b".into()),
+            session_id_after: Some("s\0".into()),
+            ..Finish::default()
+        });
+        assert_eq!(f.error.as_deref(), Some("e\u{FFFD}"));
+        assert_eq!(f.stdout_excerpt.as_deref(), Some("a\u{FFFD}b"));
+        assert_eq!(f.session_id_after.as_deref(), Some("s\u{FFFD}"));
+    }
+}
