@@ -537,3 +537,51 @@ async fn a_secret_split_on_stderr_stays_out_of_the_error() {
         }
     }
 }
+
+/// A coding CLI may get its provider key from the server's environment; if
+/// anything in a run prints that key, it is redacted like a config secret.
+#[tokio::test]
+async fn a_provider_key_from_the_servers_environment_is_redacted_in_run_output() {
+    let key = "sk-ant-server-environment-key-0123456789";
+    let s = EnvServer::start(&[("ANTHROPIC_API_KEY", key)]).await;
+    let post = reqwest::Method::POST;
+    let company = s
+        .call(
+            post.clone(),
+            "/api/companies",
+            Some(json!({"name": "Keys"})),
+        )
+        .await;
+    let cid = company["id"].as_str().unwrap();
+    let config = json!({ "command": "sh", "args": ["-c", format!("echo 'key={key}'")] });
+    let agent = s
+        .call(
+            post.clone(),
+            &format!("/api/companies/{cid}/agents"),
+            Some(json!({"name": "Echo", "adapterType": "process", "adapterConfig": config})),
+        )
+        .await;
+    let aid = agent["id"].as_str().unwrap();
+    let run = s
+        .call(post, &format!("/api/agents/{aid}/wakeup"), Some(json!({})))
+        .await;
+    let run_id = run["id"].as_str().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let run = loop {
+        let run = s
+            .call(
+                reqwest::Method::GET,
+                &format!("/api/heartbeat-runs/{run_id}"),
+                None,
+            )
+            .await;
+        if run["status"] != "queued" && run["status"] != "running" {
+            break run;
+        }
+        assert!(std::time::Instant::now() < deadline, "run never ended");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let excerpt = run["stdoutExcerpt"].as_str().unwrap();
+    assert!(excerpt.contains("key=[REDACTED]"), "{excerpt}");
+    assert!(!run.to_string().contains(key));
+}

@@ -479,6 +479,13 @@ impl Runtime {
                 secrets.push(v.to_string());
             }
         }
+        // A coding CLI may be handed its provider key from the server's own
+        // environment (adapters::child_env); its value is a secret as well.
+        for name in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"] {
+            if let Ok(value) = std::env::var(name) {
+                secrets.push(value);
+            }
+        }
         let redactor = Redactor::new(secrets);
         let caps = adapter.capabilities();
         let mut values =

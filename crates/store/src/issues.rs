@@ -322,12 +322,14 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
         ),
         binds.len() + 1
     );
-    let sizes = read_sizes(
-        bind_all(sqlx::query_as(&sizes_sql), &binds)
-            .bind(filter.limit + 1)
-            .fetch(&mut *conn),
-    )
-    .await?;
+    // Read to the end (at most `limit + 1` small rows): a SQLite fetch
+    // stream dropped part way has been seen to leave the connection's worker
+    // reading rows of the wrong statement (sqlx-sqlite row.rs panic).
+    let rows: Vec<(i64, i64)> = bind_all(sqlx::query_as(&sizes_sql), &binds)
+        .bind(filter.limit + 1)
+        .fetch_all(&mut *conn)
+        .await?;
+    let sizes = read_sizes(futures::stream::iter(rows.into_iter().map(Ok))).await?;
     let (count, more) = page_rows(&sizes, filter.limit, ISSUE_PAGE_TEXT_BUDGET);
     if count == 0 {
         return Ok(Page {
