@@ -178,9 +178,12 @@ async fn works_an_issue_and_resumes_its_session(kind: &'static str) {
     let usage = &run["usageJson"];
     assert!(usage["inputTokens"].as_u64().unwrap() > 0, "{usage}");
     assert!(usage["outputTokens"].as_u64().unwrap() > 0, "{usage}");
+    // The cost event is written just after the run's end is committed.
     let costs =
-        t.s.ok_get(&format!("/api/companies/{}/cost-events", t.cid))
-            .await;
+        t.s.wait_for(&format!("/api/companies/{}/cost-events", t.cid), 20, |c| {
+            !c.as_array().unwrap().is_empty()
+        })
+        .await;
     let costs = costs.as_array().unwrap();
     assert_eq!(costs.len(), 1, "{costs:?}");
     assert_eq!(costs[0]["agentId"], t.aid.as_str());
