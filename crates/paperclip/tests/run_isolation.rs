@@ -5,7 +5,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::TestServer;
@@ -13,73 +12,45 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
-/// A server started like the harness does, but with extra variables in its
-/// environment, on the data dir and database of a harness server.
-struct EnvServer {
-    base: String,
-    child: Child,
-    data_dir: PathBuf,
-    client: reqwest::Client,
+/// A harness server with extra variables in its environment, and a call
+/// that insists on success.
+struct EnvServer(TestServer);
+
+impl std::ops::Deref for EnvServer {
+    type Target = TestServer;
+    fn deref(&self) -> &TestServer {
+        &self.0
+    }
 }
 
 impl EnvServer {
     async fn start(env: &[(&str, &str)]) -> EnvServer {
-        let (data_dir, database_url) = TestServer::start().await.stop_keeping_data();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_paperclip"));
-        cmd.args(["run", "--port", "0", "--data-dir"])
-            .arg(&data_dir)
-            .env_remove("DATABASE_URL")
-            .env_remove("PAPERCLIP_PORT")
-            .env_remove("PAPERCLIP_CONFIG")
-            .envs(env.iter().copied());
-        if let Some(url) = &database_url {
-            cmd.env("DATABASE_URL", url);
-        }
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if let Some(url) = line.strip_prefix("Paperclip listening on ") {
-                    let _ = tx.send(url.to_string());
-                }
-            }
-        });
-        let base = rx.recv_timeout(Duration::from_secs(30)).unwrap();
-        EnvServer {
-            base,
-            child,
-            data_dir,
-            client: reqwest::Client::new(),
-        }
+        EnvServer(TestServer::start_env(env).await)
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        let mut req = self.client.request(method, format!("{}{path}", self.base));
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status();
-        let body: Value = resp.json().await.unwrap();
+        let (status, body) = self.0.request(method.as_str(), path, body).await;
         assert!(status.is_success(), "{path} -> {status}: {body}");
         body
     }
-}
 
-impl Drop for EnvServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.data_dir);
+    /// Waits (up to 30 s) for a run to leave `queued`/`running`.
+    async fn ended(&self, run_id: &str) -> Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let run = self
+                .call(
+                    reqwest::Method::GET,
+                    &format!("/api/heartbeat-runs/{run_id}"),
+                    None,
+                )
+                .await;
+            if run["status"] != "queued" && run["status"] != "running" {
+                return run;
+            }
+            assert!(std::time::Instant::now() < deadline, "run never ended");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 }
 
@@ -115,21 +86,7 @@ async fn agents_get_an_allow_listed_environment_not_the_servers() {
         .call(post, &format!("/api/agents/{aid}/wakeup"), Some(json!({})))
         .await;
     let run_id = run["id"].as_str().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let run = loop {
-        let run = s
-            .call(
-                reqwest::Method::GET,
-                &format!("/api/heartbeat-runs/{run_id}"),
-                None,
-            )
-            .await;
-        if run["status"] != "queued" && run["status"] != "running" {
-            break run;
-        }
-        assert!(std::time::Instant::now() < deadline, "run never ended");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let run = s.ended(run_id).await;
     assert_eq!(run["status"], "succeeded", "{run}");
 
     let env = std::fs::read_to_string(&dump).unwrap();
@@ -566,21 +523,7 @@ async fn a_provider_key_from_the_servers_environment_is_redacted_in_run_output()
         .call(post, &format!("/api/agents/{aid}/wakeup"), Some(json!({})))
         .await;
     let run_id = run["id"].as_str().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let run = loop {
-        let run = s
-            .call(
-                reqwest::Method::GET,
-                &format!("/api/heartbeat-runs/{run_id}"),
-                None,
-            )
-            .await;
-        if run["status"] != "queued" && run["status"] != "running" {
-            break run;
-        }
-        assert!(std::time::Instant::now() < deadline, "run never ended");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let run = s.ended(run_id).await;
     let excerpt = run["stdoutExcerpt"].as_str().unwrap();
     assert!(excerpt.contains("key=[REDACTED]"), "{excerpt}");
     assert!(!run.to_string().contains(key));

@@ -25,17 +25,11 @@ pub struct TestServer {
 
 impl TestServer {
     pub async fn start() -> TestServer {
-        let data_dir =
-            std::env::temp_dir().join(format!("paperclip-test-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&data_dir).unwrap();
-        let database_url = match std::env::var("PAPERCLIP_TEST_PG_URL") {
-            Ok(admin) if !admin.is_empty() => Some(create_pg_database(&admin).await),
-            _ => None,
-        };
-        TestServer::start_with(data_dir, database_url, &[]).await
+        TestServer::start_args(&[]).await
     }
 
-    /// A fresh server (like [`TestServer::start`]) with extra `paperclip run` flags.
+    /// A fresh server with extra `paperclip run` flags: a temp data dir, and
+    /// a database of its own on Postgres when `PAPERCLIP_TEST_PG_URL` is set.
     pub async fn start_args(extra: &[&str]) -> TestServer {
         let data_dir =
             std::env::temp_dir().join(format!("paperclip-test-{}", uuid::Uuid::new_v4()));
@@ -74,6 +68,23 @@ impl TestServer {
         port: u16,
         extra: &[&str],
     ) -> TestServer {
+        TestServer::spawn(data_dir, database_url, port, extra, &[]).await
+    }
+
+    /// A fresh server with extra variables in its environment (which its
+    /// agents must not inherit).
+    pub async fn start_env(env: &[(&str, &str)]) -> TestServer {
+        let (data_dir, database_url) = TestServer::start().await.stop_keeping_data();
+        TestServer::spawn(data_dir, database_url, 0, &[], env).await
+    }
+
+    async fn spawn(
+        data_dir: PathBuf,
+        database_url: Option<String>,
+        port: u16,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> TestServer {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_paperclip"));
         cmd.arg("run")
             .arg("--port")
@@ -83,7 +94,8 @@ impl TestServer {
             .args(extra);
         cmd.env_remove("DATABASE_URL")
             .env_remove("PAPERCLIP_PORT")
-            .env_remove("PAPERCLIP_CONFIG");
+            .env_remove("PAPERCLIP_CONFIG")
+            .envs(env.iter().copied());
         if let Some(url) = &database_url {
             cmd.env("DATABASE_URL", url);
         }
