@@ -34,6 +34,28 @@ impl EnvServer {
         body
     }
 
+    /// Creates a company with one `process` agent of `config`, wakes it and
+    /// returns the run once it has ended.
+    async fn run_once(&self, config: Value) -> Value {
+        let post = reqwest::Method::POST;
+        let company = self
+            .call(post.clone(), "/api/companies", Some(json!({"name": "Env"})))
+            .await;
+        let cid = company["id"].as_str().unwrap();
+        let agent = self
+            .call(
+                post.clone(),
+                &format!("/api/companies/{cid}/agents"),
+                Some(json!({"name": "Probe", "adapterType": "process", "adapterConfig": config})),
+            )
+            .await;
+        let aid = agent["id"].as_str().unwrap();
+        let run = self
+            .call(post, &format!("/api/agents/{aid}/wakeup"), Some(json!({})))
+            .await;
+        self.ended(run["id"].as_str().unwrap()).await
+    }
+
     /// Waits (up to 30 s) for a run to leave `queued`/`running`.
     async fn ended(&self, run_id: &str) -> Value {
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -63,30 +85,14 @@ async fn agents_get_an_allow_listed_environment_not_the_servers() {
         ("LC_TIME", "C"),
     ])
     .await;
-    let post = reqwest::Method::POST;
-    let company = s
-        .call(post.clone(), "/api/companies", Some(json!({"name": "Env"})))
-        .await;
-    let cid = company["id"].as_str().unwrap();
     let dump = s.data_dir.join("env.txt");
-    let config = json!({
-        "command": "sh",
-        "args": ["-c", format!("env > {}", dump.display())],
-        "env": {"AGENT_SETTING": "from-config", "PAPERCLIP_RUN_ID": "forged"},
-    });
-    let agent = s
-        .call(
-            post.clone(),
-            &format!("/api/companies/{cid}/agents"),
-            Some(json!({"name": "Dumper", "adapterType": "process", "adapterConfig": config})),
-        )
-        .await;
-    let aid = agent["id"].as_str().unwrap();
     let run = s
-        .call(post, &format!("/api/agents/{aid}/wakeup"), Some(json!({})))
+        .run_once(json!({
+            "command": "sh",
+            "args": ["-c", format!("env > {}", dump.display())],
+            "env": {"AGENT_SETTING": "from-config", "PAPERCLIP_RUN_ID": "forged"},
+        }))
         .await;
-    let run_id = run["id"].as_str().unwrap();
-    let run = s.ended(run_id).await;
     assert_eq!(run["status"], "succeeded", "{run}");
 
     let env = std::fs::read_to_string(&dump).unwrap();
@@ -120,7 +126,10 @@ async fn agents_get_an_allow_listed_environment_not_the_servers() {
         assert!(names.contains(&expected), "{expected} missing:\n{env}");
     }
     assert!(
-        env.contains(&format!("PAPERCLIP_RUN_ID={run_id}\n")),
+        env.contains(&format!(
+            "PAPERCLIP_RUN_ID={}\n",
+            run["id"].as_str().unwrap()
+        )),
         "{env}"
     );
     assert!(env.contains("AGENT_SETTING=from-config\n"), "{env}");
@@ -501,29 +510,9 @@ async fn a_secret_split_on_stderr_stays_out_of_the_error() {
 async fn a_provider_key_from_the_servers_environment_is_redacted_in_run_output() {
     let key = "sk-ant-server-environment-key-0123456789";
     let s = EnvServer::start(&[("ANTHROPIC_API_KEY", key)]).await;
-    let post = reqwest::Method::POST;
-    let company = s
-        .call(
-            post.clone(),
-            "/api/companies",
-            Some(json!({"name": "Keys"})),
-        )
-        .await;
-    let cid = company["id"].as_str().unwrap();
-    let config = json!({ "command": "sh", "args": ["-c", format!("echo 'key={key}'")] });
-    let agent = s
-        .call(
-            post.clone(),
-            &format!("/api/companies/{cid}/agents"),
-            Some(json!({"name": "Echo", "adapterType": "process", "adapterConfig": config})),
-        )
-        .await;
-    let aid = agent["id"].as_str().unwrap();
     let run = s
-        .call(post, &format!("/api/agents/{aid}/wakeup"), Some(json!({})))
+        .run_once(json!({ "command": "sh", "args": ["-c", format!("echo 'key={key}'")] }))
         .await;
-    let run_id = run["id"].as_str().unwrap();
-    let run = s.ended(run_id).await;
     let excerpt = run["stdoutExcerpt"].as_str().unwrap();
     assert!(excerpt.contains("key=[REDACTED]"), "{excerpt}");
     assert!(!run.to_string().contains(key));
