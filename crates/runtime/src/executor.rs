@@ -20,7 +20,7 @@ use crate::hub::Hub;
 use crate::logs::{LocalFileLogStore, RunLogStore};
 use crate::redact::{is_secret_name, Redactor};
 use crate::sink::RunSinkImpl;
-use crate::tokens::RunTokens;
+use crate::tokens::{ttl_secs, RunTokens};
 
 /// How often queued runs are looked for even without a commit signal: the
 /// backstop for a missed signal, not the normal path.
@@ -438,25 +438,11 @@ impl Runtime {
                 format!("Invalid adapter config: {}", list.join("; ")),
             )));
         }
-        let timeout = agent
-            .adapter_config
-            .get("timeoutSec")
-            .and_then(Value::as_i64)
-            .unwrap_or(600);
-        let grace = agent
-            .adapter_config
-            .get("graceSec")
-            .and_then(Value::as_i64)
-            .unwrap_or(10);
-        let ttl = if timeout > 0 {
-            timeout + grace + 300
-        } else {
-            24 * 3600
-        };
-        let token = self
-            .inner
-            .tokens
-            .mint(&agent.id, &agent.company_id, &run.id, ttl);
+        let limits = adapter.limits(&agent.adapter_config);
+        let token =
+            self.inner
+                .tokens
+                .mint(&agent.id, &agent.company_id, &run.id, ttl_secs(&limits));
         let env = run_env(&self.inner.api_url, &agent, run, &token);
         let mut secrets = vec![token.clone()];
         if let Some(extra) = agent.adapter_config.get("env").and_then(Value::as_object) {

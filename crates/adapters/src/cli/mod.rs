@@ -22,7 +22,7 @@ use crate::environment::{self, Check, Level, Report};
 use crate::process::{self, Exit, Spawn, Stop};
 use crate::{
     Adapter, BoxFuture, Capabilities, ConfigError, ErrorCode, Invocation, Outcome, OutcomeStatus,
-    RunSink, Stream,
+    RunLimits, RunSink, Stream,
 };
 use stream::{Lines, StreamParser, Summary};
 
@@ -161,6 +161,15 @@ impl<K: CliKind> Adapter for CliAdapter<K> {
 
     fn validate_config(&self, config: &Value) -> Result<(), Vec<ConfigError>> {
         self.parse(config).map(|_| ())
+    }
+
+    fn limits(&self, config: &Value) -> RunLimits {
+        self.parse(config)
+            .map(|(c, _)| RunLimits {
+                timeout: c.timeout,
+                grace: c.grace,
+            })
+            .unwrap_or_default()
     }
 
     fn invoke<'a>(
