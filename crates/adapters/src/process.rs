@@ -54,6 +54,7 @@ impl ProcessConfig {
                 );
             }
         }
+        f.refuse_confinement();
         let timeout = f.non_negative("timeoutSec", 600.0);
         let grace = f.non_negative("graceSec", 10.0);
         f.finish(ProcessConfig {

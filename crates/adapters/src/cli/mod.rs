@@ -108,6 +108,7 @@ impl<K: CliKind> CliAdapter<K> {
             .string("instructionsFilePath")
             .filter(|s| !s.is_empty())
             .map(PathBuf::from);
+        f.refuse_confinement();
         let timeout = f.non_negative("timeoutSec", 0.0);
         let grace = f.non_negative("graceSec", 20.0);
         if let Some(t) = f.get("promptTemplate") {
