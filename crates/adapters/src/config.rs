@@ -9,6 +9,15 @@ use serde_json::{Map, Value};
 
 use crate::ConfigError;
 
+/// The agent-runs spec's host confinement settings. None is implemented, and
+/// silently accepting one would let the board believe an agent is confined.
+pub const UNSUPPORTED_CONFINEMENT: &[&str] = &[
+    "filesystemScope",
+    "filesystemExtraPaths",
+    "networkScope",
+    "networkAllowlist",
+];
+
 pub struct Fields<'a> {
     obj: &'a Map<String, Value>,
     errors: Vec<ConfigError>,
@@ -133,6 +142,21 @@ impl<'a> Fields<'a> {
             Some(_) => {
                 self.error(&[key], "must be a boolean");
                 default
+            }
+        }
+    }
+
+    /// Refuses every confinement key that is set (`null` counts as unset).
+    pub fn refuse_confinement(&mut self) {
+        for key in UNSUPPORTED_CONFINEMENT {
+            if self.get(key).is_some() {
+                self.error(
+                    &[key],
+                    format!(
+                        "{key} is not supported yet: Paperclip does not confine agent processes, \
+                         so it would have no effect; remove it"
+                    ),
+                );
             }
         }
     }

@@ -92,6 +92,7 @@ impl HttpConfig {
                 (_, Err(_)) => f.error(&["headers", &name], "invalid header value"),
             }
         }
+        f.refuse_confinement();
         let timeout_ms = f.non_negative("timeoutMs", 30_000.0);
         let payload_template = f.get("payloadTemplate").cloned();
         let async_callback = f.bool("async", false);

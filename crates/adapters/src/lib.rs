@@ -8,6 +8,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 pub use tokio_util::sync::CancellationToken;
@@ -197,10 +198,24 @@ pub struct Capabilities {
     pub needs_prompt: bool,
 }
 
+/// How long one invocation may take, as the adapter itself parses its config
+/// (the runtime derives the run token's lifetime from it, never from the JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunLimits {
+    /// `None`: the adapter sets no bound of its own (the run may take hours).
+    pub timeout: Option<Duration>,
+    /// Between TERM and KILL once the timeout passes.
+    pub grace: Duration,
+}
+
 pub trait Adapter: Send + Sync {
     fn kind(&self) -> &'static str;
     fn capabilities(&self) -> Capabilities;
     fn validate_config(&self, config: &Value) -> Result<(), Vec<ConfigError>>;
+    /// The limits of a valid config; an invalid one has none (it never runs).
+    fn limits(&self, _config: &Value) -> RunLimits {
+        RunLimits::default()
+    }
     fn invoke<'a>(
         &'a self,
         invocation: Invocation,

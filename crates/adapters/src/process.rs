@@ -18,7 +18,7 @@ use crate::output::spawn_reader;
 use crate::tree::{Tree, TreeGuard, TREE_VAR};
 use crate::{
     Adapter, BoxFuture, CancellationToken, Capabilities, ConfigError, ErrorCode, Invocation,
-    Outcome, OutcomeStatus, RunSink, Stream,
+    Outcome, OutcomeStatus, RunLimits, RunSink, Stream,
 };
 
 /// How long output pipes may stay open after the process exits, e.g. held by a
@@ -54,6 +54,7 @@ impl ProcessConfig {
                 );
             }
         }
+        f.refuse_confinement();
         let timeout = f.non_negative("timeoutSec", 600.0);
         let grace = f.non_negative("graceSec", 10.0);
         f.finish(ProcessConfig {
@@ -83,6 +84,15 @@ impl Adapter for ProcessAdapter {
 
     fn validate_config(&self, config: &Value) -> Result<(), Vec<ConfigError>> {
         ProcessConfig::parse(config).map(|_| ())
+    }
+
+    fn limits(&self, config: &Value) -> RunLimits {
+        ProcessConfig::parse(config)
+            .map(|c| RunLimits {
+                timeout: c.timeout,
+                grace: c.grace,
+            })
+            .unwrap_or_default()
     }
 
     fn invoke<'a>(

@@ -247,3 +247,73 @@ async fn a_run_with_a_missing_working_directory_fails_before_start() {
     assert!(runs[0]["error"].as_str().unwrap().contains("/no/such/repo"));
     assert!(runs[0]["processPid"].is_null());
 }
+
+/// The spec's host confinement settings are not implemented; an agent
+/// configured with one is refused (create, PATCH, hire) rather than run
+/// unconfined while its board believes otherwise.
+#[tokio::test]
+async fn confinement_settings_are_refused_as_not_supported_yet() {
+    let s = TestServer::start().await;
+    let cid = s.company("Acme").await["id"].as_str().unwrap().to_string();
+    let existing = s.agent(&cid, "Existing", None).await;
+    let eid = existing["id"].as_str().unwrap();
+    let cases = [
+        ("filesystemScope", json!("workspace")),
+        ("filesystemExtraPaths", json!(["/opt/toolchains"])),
+        ("networkScope", json!("deny")),
+        ("networkAllowlist", json!(["api.anthropic.com"])),
+    ];
+    let refused = |status: StatusCode, body: &Value, key: &str, how: &str| {
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{how} {key}: {body}"
+        );
+        let details = body["details"].as_array().expect("details");
+        let detail = details
+            .iter()
+            .find(|d| d["path"] == json!(["adapterConfig", key]))
+            .unwrap_or_else(|| panic!("{how} {key}: no detail names it: {body}"));
+        let message = detail["message"].as_str().unwrap();
+        assert!(
+            message.contains(key) && message.contains("not supported yet"),
+            "{how}: {message}"
+        );
+    };
+    for (key, value) in cases {
+        for kind in ["claude_local", "codex_local", "process"] {
+            let mut config = json!({ "command": "true" });
+            config[key] = value.clone();
+            let (status, body) = s
+                .post(
+                    &format!("/api/companies/{cid}/agents"),
+                    json!({ "name": "Confined", "adapterType": kind, "adapterConfig": config }),
+                )
+                .await;
+            refused(status, &body, key, &format!("create {kind}"));
+        }
+        let (status, body) = s
+            .patch(
+                &format!("/api/agents/{eid}"),
+                json!({ "adapterConfig": { key: value.clone() } }),
+            )
+            .await;
+        refused(status, &body, key, "patch");
+        let (status, body) = s
+            .post(
+                &format!("/api/companies/{cid}/agent-hires"),
+                json!({ "name": "Hire", "adapterType": "claude_local",
+                        "adapterConfig": { key: value.clone() } }),
+            )
+            .await;
+        refused(status, &body, key, "hire");
+    }
+    // Unset (`null`) is the same as absent.
+    s.ok_patch(
+        &format!("/api/agents/{eid}"),
+        json!({ "adapterConfig": { "networkScope": null } }),
+    )
+    .await;
+    let agents = s.ok_get(&format!("/api/companies/{cid}/agents")).await;
+    assert_eq!(agents.as_array().unwrap().len(), 1, "{agents}");
+}

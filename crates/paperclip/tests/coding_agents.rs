@@ -341,6 +341,94 @@ async fn cancel_mid_turn_stops_the_cli(kind: &'static str) {
     assert!(!alive, "the CLI's process group is still running");
 }
 
+/// A session that outgrew the model's context window is forgotten: the run
+/// fails `context_window_exceeded`, and the next wake on the task starts a
+/// fresh session (no resume, none of the old conversation) told why.
+async fn an_overflowed_session_is_forgotten(kind: &'static str) {
+    let first = vec![Turn::Answer {
+        text: "Remember the marker WALRUS-17.".into(),
+    }];
+    let Some(t) = setup(kind, first, json!({})).await else {
+        return;
+    };
+    let issue =
+        t.s.issue(
+            &t.cid,
+            json!({ "title": "Grow the context", "status": "todo", "assigneeAgentId": t.aid }),
+        )
+        .await;
+    let runs = t.runs_until(1, 180).await;
+    assert_eq!(runs[0]["status"], "succeeded", "{}", runs[0]);
+    let session = runs[0]["sessionIdAfter"]
+        .as_str()
+        .expect("a session")
+        .to_string();
+
+    // Claude Code answers an overflow by compacting and retrying (three
+    // requests in all) before it gives up; the others fail at once.
+    let refusals = if kind == "claude_local" { 3 } else { 1 };
+    t.provider.push((0..refusals).map(|_| Turn::Error {
+        status: 400,
+        message: "prompt is too long: 210000 tokens > 200000 maximum".into(),
+    }));
+    t.s.ok_post(
+        &format!("/api/agents/{}/wakeup", t.aid),
+        json!({ "issueId": issue["id"], "reason": "overflow" }),
+    )
+    .await;
+    let runs = t.runs_until(2, 180).await;
+    let second = &runs[1];
+    assert_eq!(second["sessionIdBefore"], session.as_str(), "{second}");
+    assert_eq!(
+        t.provider.remaining(),
+        0,
+        "the CLI tried fewer times than scripted"
+    );
+    assert_eq!(second["status"], "failed", "{second}");
+    assert_eq!(second["errorCode"], "context_window_exceeded", "{second}");
+    let sessions =
+        t.s.ok_get(&format!("/api/agents/{}/task-sessions", t.aid))
+            .await;
+    assert!(
+        sessions
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["sessionDisplayId"].is_null()),
+        "the overflowed session is still saved: {sessions}"
+    );
+
+    let before = t.provider.turn_requests().len();
+    t.provider.push([Turn::Answer {
+        text: "Started over.".into(),
+    }]);
+    t.s.ok_post(
+        &format!("/api/agents/{}/wakeup", t.aid),
+        json!({ "issueId": issue["id"], "reason": "after_overflow" }),
+    )
+    .await;
+    let runs = t.runs_until(3, 180).await;
+    let third = &runs[2];
+    assert_eq!(third["status"], "succeeded", "{third}");
+    assert!(third["sessionIdBefore"].is_null(), "resumed: {third}");
+    assert_ne!(third["sessionIdAfter"], session.as_str());
+    let requests = t.provider.turn_requests();
+    let body = requests[before].body.to_string();
+    assert!(
+        !body.contains("WALRUS-17"),
+        "the old conversation came back"
+    );
+    assert!(
+        body.contains("exceeded the model's context window and was reset"),
+        "the prompt does not say why the session is new"
+    );
+    let sessions =
+        t.s.ok_get(&format!("/api/agents/{}/task-sessions", t.aid))
+            .await;
+    assert_eq!(sessions[0]["sessionDisplayId"], third["sessionIdAfter"]);
+    assert!(sessions[0]["lastError"].is_null(), "{sessions}");
+}
+
 macro_rules! cli_tests {
     ($module:ident, $kind:literal) => {
         mod $module {
@@ -357,6 +445,11 @@ macro_rules! cli_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn cancel_mid_turn_stops_the_cli() {
                 super::cancel_mid_turn_stops_the_cli($kind).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_overflowed_session_is_forgotten() {
+                super::an_overflowed_session_is_forgotten($kind).await;
             }
         }
     };

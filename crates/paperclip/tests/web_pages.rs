@@ -266,3 +266,41 @@ async fn the_ui_is_the_boards_and_unknown_places_are_404() {
         .unwrap();
     assert!(js.text().await.unwrap().contains("EventSource"));
 }
+
+/// A coding agent's page offers to forget its saved sessions through the
+/// API; an agent without sessions does not show the button.
+#[tokio::test]
+async fn a_coding_agents_page_can_reset_its_sessions() {
+    let server = TestServer::start().await;
+    let company = server.company("Initech").await;
+    let cid = company["id"].as_str().unwrap();
+    let prefix = company["issuePrefix"].as_str().unwrap();
+    let coder = server
+        .ok_post(
+            &format!("/api/companies/{cid}/agents"),
+            json!({ "name": "Coder", "adapterType": "claude_local", "adapterConfig": {} }),
+        )
+        .await;
+    server.agent(cid, "Scripted", None).await;
+    let url = format!(
+        "/api/agents/{}/runtime-state/reset-session",
+        coder["id"].as_str().unwrap()
+    );
+    let (_, _, html) = page(&server, &format!("/{prefix}/agents/coder")).await;
+    let button = html
+        .find(&format!(r#"data-url="{url}""#))
+        .map(|at| &html[at..])
+        .expect("no reset button on the coding agent's page");
+    assert!(
+        visible_text(&button[..button.find("</button>").unwrap() + 9]).contains("Reset session"),
+        "{button}"
+    );
+    // What the button sends is accepted.
+    let reset = server.ok_post(&url, json!({})).await;
+    assert_eq!(reset["cleared"], 0, "{reset}");
+    let (_, _, other) = page(&server, &format!("/{prefix}/agents/scripted")).await;
+    assert!(
+        !other.contains("reset-session"),
+        "a process agent has no sessions"
+    );
+}

@@ -10,7 +10,7 @@ use paperclip_adapters::{
 };
 use paperclip_core::actor::Actor;
 use paperclip_core::heartbeat::HeartbeatPolicy;
-use paperclip_core::model::{Agent, HeartbeatRun};
+use paperclip_core::model::{Agent, HeartbeatRun, TaskSession};
 use paperclip_store::runs::{self, Finish, SessionUpdate};
 use paperclip_store::{Store, StoreEvent};
 use serde_json::{json, Value};
@@ -20,7 +20,7 @@ use crate::hub::Hub;
 use crate::logs::{LocalFileLogStore, RunLogStore};
 use crate::redact::{is_secret_name, Redactor};
 use crate::sink::RunSinkImpl;
-use crate::tokens::RunTokens;
+use crate::tokens::{ttl_secs, RunTokens};
 
 /// How often queued runs are looked for even without a commit signal: the
 /// backstop for a missed signal, not the normal path.
@@ -438,25 +438,11 @@ impl Runtime {
                 format!("Invalid adapter config: {}", list.join("; ")),
             )));
         }
-        let timeout = agent
-            .adapter_config
-            .get("timeoutSec")
-            .and_then(Value::as_i64)
-            .unwrap_or(600);
-        let grace = agent
-            .adapter_config
-            .get("graceSec")
-            .and_then(Value::as_i64)
-            .unwrap_or(10);
-        let ttl = if timeout > 0 {
-            timeout + grace + 300
-        } else {
-            24 * 3600
-        };
-        let token = self
-            .inner
-            .tokens
-            .mint(&agent.id, &agent.company_id, &run.id, ttl);
+        let limits = adapter.limits(&agent.adapter_config);
+        let token =
+            self.inner
+                .tokens
+                .mint(&agent.id, &agent.company_id, &run.id, ttl_secs(&limits));
         let env = run_env(&self.inner.api_url, &agent, run, &token);
         let mut secrets = vec![token.clone()];
         if let Some(extra) = agent.adapter_config.get("env").and_then(Value::as_object) {
@@ -504,14 +490,14 @@ impl Runtime {
         };
         // Sessions are per task; a run without a task starts fresh.
         let task_key = run.issue_id.clone().filter(|_| caps.sessions);
-        let saved_session = match &task_key {
+        let saved = match &task_key {
             Some(key) => {
-                paperclip_store::sessions::find(store, &agent.id, &agent.adapter_type, key)
-                    .await?
-                    .and_then(|s| s.session_display_id)
+                paperclip_store::sessions::find(store, &agent.id, &agent.adapter_type, key).await?
             }
             None => None,
         };
+        let prompt = with_reset_note(prompt, saved.as_ref());
+        let saved_session = saved.and_then(|s| s.session_display_id);
         let cancel = CancellationToken::new();
         let reason = Arc::new(Mutex::new(None));
         self.inner.active.lock().expect("active lock").insert(
@@ -574,13 +560,17 @@ impl Runtime {
             session_id_before: saved_session,
             session_id_after: outcome.session_id.clone(),
             session: task_key.and_then(|task_key| {
-                let forget =
-                    rejected || outcome.error_code == Some(ErrorCode::ResumeSessionInvalid);
+                // An overflowed session fails every resume the same way, so the
+                // next run starts fresh; the row remembers why, for its prompt.
+                let overflowed = outcome.error_code == Some(ErrorCode::ContextWindowExceeded);
+                let forget = rejected
+                    || overflowed
+                    || outcome.error_code == Some(ErrorCode::ResumeSessionInvalid);
                 (outcome.session_id.is_some() || forget).then(|| SessionUpdate {
                     adapter_type: agent.adapter_type.clone(),
                     task_key,
-                    session_id: outcome.session_id.clone(),
-                    error: None,
+                    session_id: outcome.session_id.clone().filter(|_| !overflowed),
+                    error: overflowed.then(|| OVERFLOWED.to_string()),
                 })
             }),
         }))
@@ -680,6 +670,24 @@ async fn invoke_with_fresh_retry(
         ..invocation
     };
     (adapter.invoke(fresh, sink).await, true)
+}
+
+/// The `lastError` of a task session forgotten because it overflowed.
+const OVERFLOWED: &str = "context_window_exceeded";
+
+const RESET_NOTE: &str = "Note: the previous session on this task exceeded the model's context \
+     window and was reset. This run starts a fresh session without that conversation; read the \
+     task and its comments again for what was already done.";
+
+/// Tells the agent why it remembers nothing of its earlier runs on the task.
+fn with_reset_note(prompt: Option<String>, saved: Option<&TaskSession>) -> Option<String> {
+    let reset = saved.is_some_and(|s| {
+        s.session_display_id.is_none() && s.last_error.as_deref() == Some(OVERFLOWED)
+    });
+    match prompt {
+        Some(p) if reset => Some(format!("{p}\n\n{RESET_NOTE}\n")),
+        other => other,
+    }
 }
 
 pub(crate) fn publish_run(hub: &Hub, run: &HeartbeatRun, kind: &str) {

@@ -1,12 +1,28 @@
 //! Per-run credentials: an HS256 JWT bound to agent, company and run, given to
-//! the agent as `PAPERCLIP_API_KEY`. It expires shortly after the run's own
-//! timeout, and the server also refuses it once the run is no longer running.
+//! the agent as `PAPERCLIP_API_KEY`. The server refuses it as soon as its run
+//! is no longer running; the expiry is only a backstop for that check, so it
+//! must never fall inside a run that is still going.
 
 use jsonwebtoken::{decode, encode, Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use paperclip_adapters::RunLimits;
 use serde::{Deserialize, Serialize};
 
 /// Marks tokens of this kind, so other JWTs signed with the key are not mistaken for them.
 const KIND: &str = "paperclip.run";
+
+/// The expiry of a run whose adapter sets no timeout (a CLI may work for hours).
+pub const CEILING_SECS: i64 = 7 * 24 * 3600;
+
+/// Seconds a run token lives for a run with these limits.
+pub fn ttl_secs(limits: &RunLimits) -> i64 {
+    let Some(timeout) = limits.timeout else {
+        return CEILING_SECS;
+    };
+    // A refused resume is retried once fresh within the same run, so a run
+    // can take two invocations; the margin covers draining and recording.
+    let one = (timeout + limits.grace).as_secs_f64().ceil() as i64;
+    (2 * one + 300).min(CEILING_SECS)
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RunClaims {
@@ -77,5 +93,22 @@ mod tests {
         let mut forged = t.clone();
         forged.pop();
         assert!(tokens.verify(&forged).is_none());
+    }
+
+    #[test]
+    fn ttl_outlives_the_adapter_timeout_or_takes_the_ceiling() {
+        use std::time::Duration;
+        let none = RunLimits::default();
+        assert_eq!(ttl_secs(&none), CEILING_SECS);
+        let long = RunLimits {
+            timeout: Some(Duration::from_secs_f64(1800.5)),
+            grace: Duration::from_secs(20),
+        };
+        assert!(ttl_secs(&long) as f64 >= 1800.5 + 20.0);
+        let huge = RunLimits {
+            timeout: Some(Duration::from_secs(30 * 24 * 3600)),
+            grace: Duration::ZERO,
+        };
+        assert_eq!(ttl_secs(&huge), CEILING_SECS);
     }
 }

@@ -47,8 +47,24 @@ pub(crate) async fn apply_in(
     update: &SessionUpdate,
 ) -> Result<()> {
     let ts = now();
-    match &update.session_id {
-        Some(session) => {
+    // Forgotten with a reason: the row stays, without a session, so the next
+    // run can be told why it starts fresh.
+    let params = update
+        .session_id
+        .as_ref()
+        .map(|session| json!({ "sessionId": session }).to_string());
+    match (&update.session_id, &update.error) {
+        (None, None) => {
+            sqlx::query(
+                "DELETE FROM agent_task_sessions WHERE agent_id = $1 AND adapter_type = $2 AND task_key = $3",
+            )
+            .bind(&run.agent_id)
+            .bind(&update.adapter_type)
+            .bind(&update.task_key)
+            .execute(tx.conn())
+            .await?;
+        }
+        (session, _) => {
             sqlx::query(
                 "INSERT INTO agent_task_sessions (id, company_id, agent_id, adapter_type, task_key, \
                  session_params_json, session_display_id, last_run_id, last_error, created_at, updated_at) \
@@ -62,21 +78,11 @@ pub(crate) async fn apply_in(
             .bind(&run.agent_id)
             .bind(&update.adapter_type)
             .bind(&update.task_key)
-            .bind(json!({ "sessionId": session }).to_string())
-            .bind(session)
+            .bind(params)
+            .bind(session.as_deref())
             .bind(&run.id)
             .bind(update.error.as_deref())
             .bind(&ts)
-            .execute(tx.conn())
-            .await?;
-        }
-        None => {
-            sqlx::query(
-                "DELETE FROM agent_task_sessions WHERE agent_id = $1 AND adapter_type = $2 AND task_key = $3",
-            )
-            .bind(&run.agent_id)
-            .bind(&update.adapter_type)
-            .bind(&update.task_key)
             .execute(tx.conn())
             .await?;
         }

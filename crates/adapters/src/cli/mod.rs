@@ -22,7 +22,7 @@ use crate::environment::{self, Check, Level, Report};
 use crate::process::{self, Exit, Spawn, Stop};
 use crate::{
     Adapter, BoxFuture, Capabilities, ConfigError, ErrorCode, Invocation, Outcome, OutcomeStatus,
-    RunSink, Stream,
+    RunLimits, RunSink, Stream,
 };
 use stream::{Lines, StreamParser, Summary};
 
@@ -108,6 +108,7 @@ impl<K: CliKind> CliAdapter<K> {
             .string("instructionsFilePath")
             .filter(|s| !s.is_empty())
             .map(PathBuf::from);
+        f.refuse_confinement();
         let timeout = f.non_negative("timeoutSec", 0.0);
         let grace = f.non_negative("graceSec", 20.0);
         if let Some(t) = f.get("promptTemplate") {
@@ -161,6 +162,15 @@ impl<K: CliKind> Adapter for CliAdapter<K> {
 
     fn validate_config(&self, config: &Value) -> Result<(), Vec<ConfigError>> {
         self.parse(config).map(|_| ())
+    }
+
+    fn limits(&self, config: &Value) -> RunLimits {
+        self.parse(config)
+            .map(|(c, _)| RunLimits {
+                timeout: c.timeout,
+                grace: c.grace,
+            })
+            .unwrap_or_default()
     }
 
     fn invoke<'a>(

@@ -360,9 +360,11 @@ pub struct RunLog {
     run_id: String,
     store: Option<String>,
     log_ref: Option<String>,
-    /// NDJSON lines `{ts, stream, chunk, seq}`.
+    /// Whole NDJSON lines `{ts, stream, chunk, seq}` (a line longer than
+    /// `limitBytes` is split between characters across pages).
     content: String,
     offset: u64,
+    /// Where the next page starts; equal to `offset` while nothing new is complete.
     next_offset: u64,
 }
 
@@ -393,7 +395,7 @@ async fn run_log(
         .log_ref
         .clone()
         .unwrap_or_else(|| format!("{}/{}.ndjson", run.company_id, run.id));
-    let content = app
+    let page = app
         .runtime
         .logs()
         .read(&log_ref, offset, limit)
@@ -405,13 +407,13 @@ async fn run_log(
             )
         })?;
     Ok(Json(RunLog {
-        next_offset: offset + content.len() as u64,
+        next_offset: page.next_offset,
         run_id: run.id,
         store: run
             .log_store
             .or(Some(app.runtime.logs().kind().to_string())),
         log_ref: Some(log_ref),
-        content,
+        content: page.content,
         offset,
     }))
 }

@@ -99,6 +99,11 @@ pub async fn page(
                 } @else if agent.status != "terminated" {
                     button type="button" data-action="POST" data-url={"/api/agents/" (id) "/pause"} data-confirm={"Pause " (agent.name) "? Its running work stops."} data-done="Paused" { "Pause" }
                 }
+                // Only the coding CLIs keep sessions; an overflowing or confused
+                // one is otherwise resumed on every run of its task.
+                @if matches!(agent.adapter_type.as_str(), "claude_local" | "codex_local" | "opencode_local") {
+                    button type="button" data-action="POST" data-url={"/api/agents/" (id) "/runtime-state/reset-session"} data-body="{}" data-confirm={"Forget " (agent.name) "'s saved sessions? Its next run on each task starts a fresh conversation."} data-done="Sessions reset" { "Reset session" }
+                }
                 @if agent.status != "terminated" {
                     button.danger type="button" data-action="POST" data-url={"/api/agents/" (id) "/terminate"} data-confirm={"Terminate " (agent.name) "? This cannot be undone."} data-done="Terminated" { "Terminate" }
                 }

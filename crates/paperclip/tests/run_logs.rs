@@ -1,0 +1,97 @@
+//! Reading a run's log a page at a time: pages end on whole lines (or, for a
+//! line longer than the page, between characters) and `nextOffset` counts the
+//! bytes actually returned, so the pages put together are the log.
+
+mod common;
+
+use common::TestServer;
+use serde_json::json;
+
+#[tokio::test]
+async fn log_pages_are_whole_lines_that_add_up_to_the_log() {
+    let s = TestServer::start().await;
+    let cid = s.company("Acme").await["id"].as_str().unwrap().to_string();
+    let script = r#"for i in 1 2 3 4 5 6 7 8; do
+  echo "line $i café 漢字 😀 naïve"
+done
+printf 'é%.0s' $(seq 1 200); echo
+echo "漢😀漢😀 the end"
+"#;
+    let agent = s.script_agent(&cid, "Printer", script, json!({})).await;
+    let aid = agent["id"].as_str().unwrap();
+    let run = s
+        .ok_post(&format!("/api/agents/{aid}/wakeup"), json!({}))
+        .await;
+    let run_id = run["id"].as_str().unwrap();
+    s.wait_for(&format!("/api/heartbeat-runs/{run_id}"), 30, |r| {
+        r["status"] == "succeeded"
+    })
+    .await;
+    let whole = s
+        .ok_get(&format!(
+            "/api/heartbeat-runs/{run_id}/log?limitBytes=4194304"
+        ))
+        .await;
+    let whole = whole["content"].as_str().unwrap().to_string();
+    assert!(whole.contains("漢😀漢😀 the end"), "{whole}");
+
+    for limit in [7, 64, 150] {
+        let mut offset = 0u64;
+        let mut joined = String::new();
+        let mut pages = 0;
+        loop {
+            let page = s
+                .ok_get(&format!(
+                    "/api/heartbeat-runs/{run_id}/log?offset={offset}&limitBytes={limit}"
+                ))
+                .await;
+            assert_eq!(page["offset"], offset);
+            let content = page["content"].as_str().unwrap();
+            let next = page["nextOffset"].as_u64().unwrap();
+            assert_eq!(next, offset + content.len() as u64, "limit {limit}: {page}");
+            if content.is_empty() {
+                break;
+            }
+            assert!(
+                !content.contains('\u{fffd}'),
+                "a character was cut: {content:?}"
+            );
+            // A page ends a line, unless it is the part of a line longer
+            // than the page that fits (up to a character boundary).
+            assert!(
+                content.ends_with('\n') || (!content.contains('\n') && content.len() + 4 > limit),
+                "limit {limit}: {content:?}"
+            );
+            assert!(content.len() <= limit.max(4), "limit {limit}: {content:?}");
+            joined.push_str(content);
+            offset = next;
+            pages += 1;
+            assert!(pages < 10_000, "paging does not advance");
+        }
+        assert_eq!(joined, whole, "limit {limit}");
+    }
+
+    // Pages that can hold the longest line: each is whole NDJSON lines.
+    let longest = whole.lines().map(|l| l.len() + 1).max().unwrap();
+    let mut offset = 0u64;
+    let mut lines = 0;
+    loop {
+        let page = s
+            .ok_get(&format!(
+                "/api/heartbeat-runs/{run_id}/log?offset={offset}&limitBytes={longest}"
+            ))
+            .await;
+        let content = page["content"].as_str().unwrap();
+        if content.is_empty() {
+            break;
+        }
+        assert!(content.ends_with('\n'), "{content:?}");
+        for line in content.lines() {
+            serde_json::from_str::<serde_json::Value>(line)
+                .unwrap_or_else(|e| panic!("not a whole NDJSON line ({e}): {line:?}"));
+            lines += 1;
+        }
+        offset = page["nextOffset"].as_u64().unwrap();
+    }
+    assert_eq!(lines, whole.lines().count());
+}
