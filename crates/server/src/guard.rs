@@ -262,17 +262,14 @@ fn check_origin(
         }
     }
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    match header("sec-fetch-site") {
-        Some(site @ ("cross-site" | "same-site")) => {
-            // Following a link to a page from elsewhere is fine: it reads
-            // nothing the other site can see and changes nothing.
-            let navigation = matches!(*method, Method::GET | Method::HEAD)
-                && header("sec-fetch-mode") == Some("navigate");
-            if !navigation {
-                return cross(format!("Sec-Fetch-Site: {site}"));
-            }
+    if let Some(site @ ("cross-site" | "same-site")) = header("sec-fetch-site") {
+        // Following a link to a page from elsewhere is fine: it reads
+        // nothing the other site can see and changes nothing.
+        let navigation = matches!(*method, Method::GET | Method::HEAD)
+            && header("sec-fetch-mode") == Some("navigate");
+        if !navigation {
+            return cross(format!("Sec-Fetch-Site: {site}"));
         }
-        _ => {}
     }
     Ok(())
 }
