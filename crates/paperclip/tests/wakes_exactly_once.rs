@@ -365,3 +365,108 @@ async fn futures_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -
     .await;
     slots.into_iter().map(Option::unwrap).collect()
 }
+
+/// A database from before the one-queued-run rule may hold several queued
+/// runs of one agent and task; the upgrade folds them into the oldest and
+/// keeps the rest as cancelled runs that say why.
+#[tokio::test]
+async fn the_upgrade_folds_duplicate_queued_runs_into_the_oldest() {
+    let server = TestServer::start().await;
+    let cid = id(&server.company("Legacy Co").await);
+    let aid = id(&server
+        .script_agent(&cid, "Old", "echo ok\n", json!({}))
+        .await);
+    let task = id(&server
+        .issue(&cid, json!({ "title": "Old task", "status": "todo" }))
+        .await);
+    let (data_dir, database_url) = server.stop_keeping_data();
+    let url = database_url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    // Back to schema 4, then what concurrent wakes on an older build left.
+    sqlx::query("DROP INDEX heartbeat_runs_one_queued")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("DELETE FROM schema_migrations WHERE version = 5")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let mut runs = Vec::new();
+    for issue in [Some(&task), Some(&task), Some(&task), None, None] {
+        let (run, wake) = (
+            uuid::Uuid::now_v7().to_string(),
+            uuid::Uuid::now_v7().to_string(),
+        );
+        sqlx::query(
+            "INSERT INTO heartbeat_runs (id, company_id, agent_id, invocation_source, status, \
+             wakeup_request_id, issue_id, created_at, updated_at) \
+             VALUES ($1, $2, $3, 'on_demand', 'queued', $4, $5, '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')",
+        )
+        .bind(&run)
+        .bind(&cid)
+        .bind(&aid)
+        .bind(&wake)
+        .bind(issue.map(String::as_str))
+        .execute(&pool)
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO agent_wakeup_requests (id, company_id, agent_id, source, status, run_id, \
+             created_at, updated_at) VALUES ($1, $2, $3, 'on_demand', 'queued', $4, \
+             '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')",
+        )
+        .bind(&wake)
+        .bind(&cid)
+        .bind(&aid)
+        .bind(&run)
+        .execute(&pool)
+        .await
+        .unwrap();
+        runs.push(run);
+    }
+    pool.close().await;
+
+    let server = TestServer::start_with(data_dir, database_url, &[]).await;
+    let all = wait_all_finished(&server, &cid, &aid, 5).await;
+    let by_id = |rid: &str| all.iter().find(|r| r["id"] == rid).unwrap().clone();
+    let (kept_task, kept_none) = (by_id(&runs[0]), by_id(&runs[3]));
+    assert_eq!(kept_task["status"], "succeeded", "{kept_task}");
+    assert_eq!(kept_task["coalescedCount"], 2);
+    assert_eq!(kept_none["status"], "succeeded", "{kept_none}");
+    assert_eq!(kept_none["coalescedCount"], 1);
+    for extra in [&runs[1], &runs[2], &runs[4]] {
+        let run = by_id(extra);
+        assert_eq!(run["status"], "cancelled", "{run}");
+        assert_eq!(run["errorCode"], "coalesced", "{run}");
+        assert!(run["error"].as_str().unwrap().contains("Folded"), "{run}");
+    }
+
+    let url = match &server.database_url {
+        Some(u) => u.clone(),
+        None => format!(
+            "sqlite://{}",
+            server.data_dir.join("paperclip.db").display()
+        ),
+    };
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SELECT run_id, status FROM agent_wakeup_requests WHERE agent_id = $1 ORDER BY id",
+    )
+    .bind(&aid)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let expected = [&runs[0], &runs[0], &runs[0], &runs[3], &runs[3]];
+    assert_eq!(rows.len(), 5, "{rows:?}");
+    for ((run, status), want) in rows.iter().zip(expected) {
+        assert_eq!(run, want, "{rows:?}");
+        assert!(
+            ["completed", "coalesced"].contains(&status.as_str()),
+            "{rows:?}"
+        );
+    }
+    pool.close().await;
+}
