@@ -309,6 +309,8 @@ impl Runtime {
                 }
             };
             let count = running.entry(run.agent_id.clone()).or_insert(running_count);
+            // Saves a claim that would be refused; runs::claim is what
+            // enforces the limit, also against other executors.
             if *count >= limit {
                 continue;
             }
@@ -576,29 +578,22 @@ impl Runtime {
         }))
     }
 
-    /// For a comment wake: the waking comment and any after it, oldest first.
+    /// The comments this run was woken for, oldest first: exactly the ids
+    /// its wakes collected, so a comment folded into a queued run is not
+    /// lost and one delivered to an earlier run is not repeated.
     async fn wake_comments(&self, run: &HeartbeatRun) -> Option<String> {
         let store = &self.inner.store;
         let issue_id = run.issue_id.as_deref()?;
-        let comment_id = run
-            .context_snapshot
-            .pointer("/payload/commentId")
-            .and_then(Value::as_str)?;
-        let first = paperclip_store::comments::get(store, issue_id, comment_id)
-            .await
-            .ok()?;
-        let mut list = vec![first];
-        list.extend(
-            paperclip_store::comments::list(
-                store,
-                issue_id,
-                Some(comment_id),
-                paperclip_store::comments::Order::Asc,
-                20,
-            )
-            .await
-            .ok()?,
-        );
+        let mut list = Vec::new();
+        for id in wake_comment_ids(run) {
+            // A comment deleted since the wake is no longer news.
+            if let Ok(c) = paperclip_store::comments::get(store, issue_id, &id).await {
+                list.push(c);
+            }
+        }
+        if list.is_empty() {
+            return None;
+        }
         let mut names: HashMap<String, String> = HashMap::new();
         let mut out = String::new();
         for c in list {
@@ -749,6 +744,10 @@ fn run_env(
     if let Some(comment) = text(payload.get("commentId")) {
         env.insert("PAPERCLIP_WAKE_COMMENT_ID".into(), comment);
     }
+    let comments = wake_comment_ids(run);
+    if !comments.is_empty() {
+        env.insert("PAPERCLIP_WAKE_COMMENT_IDS".into(), comments.join(","));
+    }
     if let Some(approval) = text(payload.get("approvalId")) {
         env.insert("PAPERCLIP_APPROVAL_ID".into(), approval);
     }
@@ -820,6 +819,24 @@ fn template_values<'a>(
         v.insert("approval.status", s.to_string());
     }
     v
+}
+
+/// Every comment the run's wakes carried (`commentIds`, oldest first); a run
+/// queued before that list existed has its one `payload.commentId`.
+fn wake_comment_ids(run: &HeartbeatRun) -> Vec<String> {
+    let ctx = &run.context_snapshot;
+    match ctx.get("commentIds").and_then(Value::as_array) {
+        Some(ids) => ids
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        None => ctx
+            .pointer("/payload/commentId")
+            .and_then(Value::as_str)
+            .map(|c| vec![c.to_string()])
+            .unwrap_or_default(),
+    }
 }
 
 /// Awaits futures one after another; stops are few, so no join crate is needed.

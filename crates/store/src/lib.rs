@@ -52,6 +52,8 @@ pub mod sessions;
 mod text;
 pub mod ui;
 pub mod wakeups;
+mod wake_queue;
+mod run_limit;
 
 use std::str::FromStr;
 use std::sync::Arc;

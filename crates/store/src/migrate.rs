@@ -19,6 +19,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "sessions",
         include_str!("../migrations/0004_sessions.sql"),
     ),
+    (
+        5,
+        "one_queued_run",
+        include_str!("../migrations/0005_one_queued_run.sql"),
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -90,7 +90,8 @@ pub async fn queued(store: &Store, limit: i64) -> Result<Vec<(HeartbeatRun, i64)
 }
 
 /// Starts a queued run: the run becomes `running`, its wakeup `claimed`, its
-/// agent `running`. `None` if someone else claimed it first or it was cancelled.
+/// agent `running`. `None` if someone else claimed it first, it was cancelled,
+/// or the agent already runs `maxConcurrentRuns` runs.
 pub async fn claim(store: &Store, run_id: &str) -> Result<Option<HeartbeatRun>> {
     let mut tx = store.begin().await?;
     let ts = now();
@@ -110,7 +111,7 @@ pub async fn claim(store: &Store, run_id: &str) -> Result<Option<HeartbeatRun>> 
     .execute(tx.conn())
     .await?
     .rows_affected();
-    if runnable == 0 {
+    if runnable == 0 || !crate::run_limit::has_free_slot(&mut tx, &queued.agent_id).await? {
         return Ok(None);
     }
     let claimed = sqlx::query(

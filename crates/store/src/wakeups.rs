@@ -1,7 +1,9 @@
 //! The wakeup coordinator's queue: the one entry point for every wake.
 //!
 //! A wake is recorded as an `agent_wakeup_requests` row and, unless it is
-//! skipped or folded into a run that is already waiting, a `queued` run. All
+//! skipped or folded into the run already waiting for the same agent and
+//! task (`wake_queue`), a `queued` run. The row says which: `skipped` with
+//! its `skip_reason`, or `queued`/`coalesced` with the `run_id` serving it. All
 //! of it happens inside the caller's transaction, so the change that caused
 //! a wake (an assignment, a comment) and the wake itself commit together.
 
@@ -14,7 +16,8 @@ use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::row::RowExt;
-use crate::{new_id, now, Result, Store, StoreEvent, Tx};
+use crate::wake_queue::Placed;
+use crate::{new_id, now, Result, Store, Tx};
 
 #[derive(Debug, Clone)]
 pub struct Wake {
@@ -65,73 +68,16 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
     let ts = now();
     let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
     let status = AgentStatus::parse(&agent.status).unwrap_or(AgentStatus::Idle);
-    let context = json!({
-        "issueId": wake.issue_id,
-        "wakeReason": wake.reason,
-        "wakeSource": wake.source.as_str(),
-        "triggerDetail": wake.trigger_detail,
-        "payload": wake.payload,
-    });
     let request_id = new_id();
     let (request_status, skip, run) = if let Some(reason) =
         skip_reason(status, agent.pause_reason.as_deref(), &policy, wake.source)
     {
         ("skipped", Some(reason), None)
-    } else if let Some(waiting) = queued_run(tx, &agent.id).await? {
-        // Fold into the run that is already waiting: one follow-up run serves
-        // every wake that arrived meanwhile, with the latest reason and context.
-        sqlx::query(
-            "UPDATE heartbeat_runs SET coalesced_count = coalesced_count + 1, wake_reason = $2, \
-             issue_id = COALESCE($3, issue_id), context_snapshot = $4, updated_at = $5 WHERE id = $1",
-        )
-        .bind(&waiting)
-        .bind(wake.reason.as_deref())
-        .bind(wake.issue_id.as_deref())
-        .bind(context.to_string())
-        .bind(&ts)
-        .execute(tx.conn())
-        .await?;
-        (
-            "coalesced",
-            None,
-            Some(crate::runs::get_in(tx, &waiting).await?),
-        )
     } else {
-        let run_id = new_id();
-        sqlx::query(
-            "INSERT INTO heartbeat_runs (id, company_id, agent_id, invocation_source, trigger_detail, \
-             status, wakeup_request_id, issue_id, wake_reason, context_snapshot, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $10)",
-        )
-        .bind(&run_id)
-        .bind(&agent.company_id)
-        .bind(&agent.id)
-        .bind(wake.source.as_str())
-        .bind(wake.trigger_detail.as_deref())
-        .bind(&request_id)
-        .bind(wake.issue_id.as_deref())
-        .bind(wake.reason.as_deref())
-        .bind(context.to_string())
-        .bind(&ts)
-        .execute(tx.conn())
-        .await?;
-        let run = crate::runs::get_in(tx, &run_id).await?;
-        crate::runs::append_event_in(
-            tx,
-            &run,
-            "lifecycle",
-            None,
-            "info",
-            "run queued",
-            Some(context.clone()),
-        )
-        .await?;
-        tx.announce(StoreEvent::RunQueued {
-            company_id: agent.company_id.clone(),
-            agent_id: agent.id.clone(),
-            run_id: run_id.clone(),
-        });
-        ("queued", None, Some(run))
+        match crate::wake_queue::place(tx, &agent.company_id, &wake, &request_id, &ts).await? {
+            Placed::Queued(run) => ("queued", None, Some(run)),
+            Placed::Coalesced(run) => ("coalesced", None, Some(run)),
+        }
     };
     sqlx::query(
         "INSERT INTO agent_wakeup_requests (id, company_id, agent_id, source, trigger_detail, reason, \
@@ -188,15 +134,6 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
         request: map(&row)?,
         run,
     })
-}
-
-async fn queued_run(tx: &mut Tx, agent_id: &str) -> Result<Option<String>> {
-    let row: Option<(String,)> =
-        sqlx::query_as("SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'queued' ORDER BY id LIMIT 1")
-            .bind(agent_id)
-            .fetch_optional(tx.conn())
-            .await?;
-    Ok(row.map(|r| r.0))
 }
 
 fn map(row: &AnyRow) -> Result<WakeupRequest> {
