@@ -87,8 +87,11 @@ pub async fn create(
          RETURNING issue_counter, issue_prefix",
     )
     .bind(company_id)
-    .fetch_optional(tx.conn())
+    // Stepped to the end (not `fetch_optional`): a SQLite statement left
+    // part-read is how a sqlx-sqlite worker was seen to panic on a later row.
+    .fetch_all(tx.conn())
     .await?
+    .pop()
     .ok_or_else(|| Error::not_found("Company"))?;
     let number = counter.int(0)?;
     let identifier = format!("{}-{number}", counter.text(1)?);
@@ -125,8 +128,10 @@ pub async fn create(
         .bind(effects.set_completed_at.then(|| ts.clone()))
         .bind(effects.set_cancelled_at.then(|| ts.clone()))
         .bind(&ts)
-        .fetch_one(tx.conn())
-        .await?;
+        .fetch_all(tx.conn())
+        .await?
+        .pop()
+        .ok_or_else(|| Error::not_found("Issue"))?;
     let mut issue = map(&row)?;
     let mut related = false;
     if let Some(labels) = &input.label_ids {

@@ -47,13 +47,13 @@ mod ownership;
 pub mod projects;
 pub mod revisions;
 mod row;
+mod run_limit;
 pub mod runs;
 pub mod sessions;
 mod text;
 pub mod ui;
-pub mod wakeups;
 mod wake_queue;
-mod run_limit;
+pub mod wakeups;
 
 use std::str::FromStr;
 use std::sync::Arc;

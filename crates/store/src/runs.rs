@@ -436,8 +436,10 @@ pub(crate) async fn append_event_in(
         "UPDATE heartbeat_runs SET next_event_seq = next_event_seq + 1 WHERE id = $1 RETURNING next_event_seq",
     )
     .bind(&run.id)
-    .fetch_one(tx.conn())
-    .await?;
+    .fetch_all(tx.conn())
+    .await?
+    .pop()
+    .ok_or_else(|| crate::Error::not_found("Heartbeat run"))?;
     let seq = seq_row.int("next_event_seq")? - 1;
     let event = RunEvent {
         id: new_id(),
