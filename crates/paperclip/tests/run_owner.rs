@@ -80,7 +80,7 @@ async fn a_cancel_never_misses_a_starting_run() {
             .script_agent(&cid, &format!("Racer {i}"), MARKING, env.clone())
             .await));
     }
-    let wake_and_cancel = agents.iter().map(|aid| {
+    let wake_and_cancel = agents.iter().enumerate().map(|(i, aid)| {
         let server = &server;
         async move {
             let (status, run) = server
@@ -91,6 +91,17 @@ async fn a_cancel_never_misses_a_starting_run() {
                 .await;
             assert_eq!(status, 202, "{run}");
             let run_id = id(&run);
+            // Half cancel at once (mostly still queued); half the moment the
+            // run is seen claimed, which is when it is being prepared.
+            if i % 2 == 1 {
+                let deadline = Instant::now() + Duration::from_secs(30);
+                // No pause between looks: the prepare window is milliseconds.
+                while server.get(&format!("/api/heartbeat-runs/{run_id}")).await.1["status"]
+                    == "queued"
+                {
+                    assert!(Instant::now() < deadline, "run {run_id} never started");
+                }
+            }
             let (status, body) = server
                 .post(&format!("/api/heartbeat-runs/{run_id}/cancel"), json!({}))
                 .await;
@@ -128,8 +139,10 @@ async fn a_cancel_never_misses_a_starting_run() {
         )
         .await;
     let mut started = 0;
+    let mut claimed = 0;
     for run in runs.as_array().unwrap() {
         let run_id = run["id"].as_str().unwrap();
+        claimed += usize::from(!run["startedAt"].is_null());
         assert_eq!(run["status"], "cancelled", "{run}");
         assert_eq!(run["errorCode"], "cancelled", "{run}");
         if let Some(pid) = pid_of(&marks, run_id) {
@@ -142,7 +155,7 @@ async fn a_cancel_never_misses_a_starting_run() {
         );
     }
     eprintln!(
-        "50 runs: {settled_at_answer} settled when the cancel answered, {started} had started a process"
+        "50 runs: {settled_at_answer} settled when the cancel answered, {claimed} were claimed, {started} had started a process"
     );
     assert_eq!(settled_at_answer, 50);
     // Every process that ever started is gone, and none started after its
