@@ -124,7 +124,7 @@ impl Stopping {
         // A dropped sender means the entry is gone too: settled either way.
         tokio::time::timeout(bound, self.0.wait_for(|done| *done))
             .await
-            .map_or(false, |_| true)
+            .is_ok()
     }
 }
 
