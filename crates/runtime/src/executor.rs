@@ -2,13 +2,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use paperclip_adapters::{
-    Adapter, CancellationToken, ErrorCode, Invocation, Outcome, OutcomeStatus, RunSink, Stream,
-};
-use paperclip_core::actor::Actor;
+use paperclip_adapters::{Adapter, ErrorCode, Invocation, Outcome, OutcomeStatus, RunSink, Stream};
 use paperclip_core::heartbeat::HeartbeatPolicy;
 use paperclip_core::model::{Agent, HeartbeatRun, TaskSession};
 use paperclip_store::runs::{self, Finish, SessionUpdate};
@@ -17,7 +14,9 @@ use serde_json::{json, Value};
 use tokio::sync::{broadcast, Notify};
 
 use crate::hub::Hub;
+use crate::live::{LiveRun, LiveRuns};
 use crate::logs::{LocalFileLogStore, RunLogStore};
+use crate::next::{Capacity, Queued};
 use crate::redact::{is_secret_name, Redactor};
 use crate::sink::RunSinkImpl;
 use crate::tokens::{ttl_secs, RunTokens};
@@ -36,7 +35,7 @@ pub struct RuntimeConfig {
 
 #[derive(Clone)]
 pub struct Runtime {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 pub(crate) struct Inner {
@@ -47,13 +46,8 @@ pub(crate) struct Inner {
     tokens: RunTokens,
     api_url: String,
     data_dir: PathBuf,
-    active: Mutex<HashMap<String, Active>>,
+    pub(crate) live: Arc<LiveRuns>,
     kick: Notify,
-}
-
-struct Active {
-    cancel: CancellationToken,
-    reason: Arc<Mutex<Option<String>>>,
 }
 
 impl Runtime {
@@ -70,7 +64,7 @@ impl Runtime {
                 tokens: RunTokens::new(&config.token_secret),
                 api_url: config.api_url,
                 data_dir: config.data_dir,
-                active: Mutex::new(HashMap::new()),
+                live: Arc::new(LiveRuns::default()),
                 kick: Notify::new(),
             }),
         }
@@ -103,8 +97,7 @@ impl Runtime {
     /// Ids of the runs whose processes may be alive right now. The server
     /// uses it to recognise a request coming from inside a run.
     pub fn live_run_ids(&self) -> Vec<String> {
-        let active = self.inner.active.lock().expect("active lock");
-        active.keys().cloned().collect()
+        self.inner.live.ids()
     }
 
     pub fn logs(&self) -> &Arc<dyn RunLogStore> {
@@ -130,116 +123,6 @@ impl Runtime {
         self.inner.kick.notify_one();
     }
 
-    /// Cancels a run: a queued run never starts; a running one has its process
-    /// stopped (TERM, then KILL after the grace) and is recorded `cancelled`.
-    /// Returns the run once it has settled (or after the grace, still stopping).
-    pub async fn cancel_run(
-        &self,
-        actor: &Actor,
-        run_id: &str,
-        reason: &str,
-    ) -> paperclip_store::Result<HeartbeatRun> {
-        let run = runs::get(&self.inner.store, run_id).await?;
-        match run.status.as_str() {
-            "queued" => {
-                if let Some(run) =
-                    runs::cancel_queued(&self.inner.store, actor, run_id, reason).await?
-                {
-                    self.publish_run(&run, "heartbeat.run.finished");
-                    return Ok(run);
-                }
-                // It started meanwhile: cancel it as a running run.
-                Box::pin(self.cancel_run(actor, run_id, reason)).await
-            }
-            "running" => {
-                let signalled = {
-                    let active = self.inner.active.lock().expect("active lock");
-                    match active.get(run_id) {
-                        Some(a) => {
-                            *a.reason.lock().expect("reason lock") = Some(reason.to_string());
-                            a.cancel.cancel();
-                            true
-                        }
-                        None => false,
-                    }
-                };
-                if !signalled {
-                    // Nothing in this process is driving it (an async HTTP run
-                    // waiting for its callback): settle it directly.
-                    let finish = Finish {
-                        status: "cancelled".into(),
-                        error: Some(reason.to_string()),
-                        error_code: Some("cancelled".into()),
-                        ..Finish::default()
-                    };
-                    if let Some(run) = runs::finish(&self.inner.store, run_id, finish).await? {
-                        self.publish_run(&run, "heartbeat.run.finished");
-                    }
-                }
-                let grace = Duration::from_secs(30);
-                let deadline = tokio::time::Instant::now() + grace;
-                loop {
-                    let run = runs::get(&self.inner.store, run_id).await?;
-                    if run.status != "running" || tokio::time::Instant::now() > deadline {
-                        return Ok(run);
-                    }
-                    tokio::time::sleep(Duration::from_millis(25)).await;
-                }
-            }
-            _ => Err(paperclip_store::Error::conflict(
-                "Run is not active",
-                Some(json!({ "runId": run.id, "status": run.status })),
-            )),
-        }
-    }
-
-    /// Stops all work of an agent (pause, terminate): queued runs are
-    /// cancelled and running ones stopped.
-    pub async fn stop_agent(
-        &self,
-        actor: &Actor,
-        agent_id: &str,
-        reason: &str,
-    ) -> paperclip_store::Result<()> {
-        for run_id in runs::queued_for_agent(&self.inner.store, agent_id).await? {
-            if let Some(run) =
-                runs::cancel_queued(&self.inner.store, actor, &run_id, reason).await?
-            {
-                self.publish_run(&run, "heartbeat.run.finished");
-            }
-        }
-        let running = runs::running_for_agent(&self.inner.store, agent_id).await?;
-        let stops = running.iter().map(|id| self.cancel_run(actor, id, reason));
-        for result in futures_join(stops).await {
-            result?;
-        }
-        Ok(())
-    }
-
-    /// Completes a run that an HTTP agent finished asynchronously.
-    pub async fn complete_async(
-        &self,
-        run_id: &str,
-        finish: Finish,
-    ) -> paperclip_store::Result<HeartbeatRun> {
-        match runs::finish(&self.inner.store, run_id, finish).await? {
-            Some(run) => {
-                self.publish_run(&run, "heartbeat.run.finished");
-                self.publish_agent(&run.agent_id).await;
-                self.report_usage(&run).await;
-                self.kick();
-                Ok(run)
-            }
-            None => {
-                let run = runs::get(&self.inner.store, run_id).await?;
-                Err(paperclip_store::Error::conflict(
-                    "Run is not active",
-                    Some(json!({ "runId": run.id, "status": run.status })),
-                ))
-            }
-        }
-    }
-
     async fn bridge(&self, mut events: broadcast::Receiver<StoreEvent>) {
         loop {
             match events.recv().await {
@@ -260,15 +143,7 @@ impl Runtime {
                 }
                 Ok(StoreEvent::AgentsStopped { agent_ids, reason }) => {
                     let this = self.clone();
-                    tokio::spawn(async move {
-                        for agent in agent_ids {
-                            if let Err(err) =
-                                this.stop_agent(&Actor::system(), &agent, &reason).await
-                            {
-                                tracing::warn!(agent = %agent, error = %err, "stopping an agent's runs failed");
-                            }
-                        }
-                    });
+                    tokio::spawn(async move { this.stop_agents(&agent_ids, &reason).await });
                 }
                 // Missed signals are recovered by the executor's poll.
                 Err(broadcast::error::RecvError::Lagged(_)) => self.kick(),
@@ -292,41 +167,54 @@ impl Runtime {
     /// Starts every queued run whose agent has a free slot.
     async fn dispatch(&self) -> anyhow::Result<()> {
         let queued = runs::queued(&self.inner.store, 500).await?;
-        let mut running: HashMap<String, i64> = HashMap::new();
-        let mut limits: HashMap<String, i64> = HashMap::new();
-        for (run, running_count) in queued {
-            let limit = match limits.get(&run.agent_id) {
-                Some(l) => *l,
-                None => {
-                    let agent =
-                        paperclip_store::agents::get(&self.inner.store, &run.agent_id).await?;
-                    let l = i64::from(
-                        HeartbeatPolicy::from_runtime_config(&agent.runtime_config)
-                            .max_concurrent_runs,
-                    );
-                    limits.insert(run.agent_id.clone(), l);
-                    l
-                }
-            };
-            let count = running.entry(run.agent_id.clone()).or_insert(running_count);
-            // Saves a claim that would be refused; runs::claim is what
-            // enforces the limit, also against other executors.
-            if *count >= limit {
+        let mut running: HashMap<String, u32> = HashMap::new();
+        let mut limits: HashMap<String, u32> = HashMap::new();
+        for (run, running_count) in &queued {
+            running
+                .entry(run.agent_id.clone())
+                .or_insert(u32::try_from(*running_count).unwrap_or(u32::MAX));
+            if limits.contains_key(&run.agent_id) {
                 continue;
             }
-            if let Some(run) = runs::claim(&self.inner.store, &run.id).await? {
-                *count += 1;
+            // An agent that cannot be loaded (deleted meanwhile) starts nothing.
+            if let Ok(agent) = paperclip_store::agents::get(&self.inner.store, &run.agent_id).await
+            {
+                let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
+                limits.insert(run.agent_id.clone(), policy.max_concurrent_runs);
+            }
+        }
+        let queue: Vec<Queued> = queued
+            .iter()
+            .map(|(run, _)| Queued {
+                run_id: &run.id,
+                agent_id: &run.agent_id,
+            })
+            .collect();
+        let capacity = Capacity {
+            running: &running,
+            max_concurrent: &limits,
+            global_free: None,
+        };
+        for run_id in crate::next::runs_to_start(&queue, &capacity) {
+            // Owned before it can be `running`: a stop from here on finds it.
+            let Some(live) = self.inner.live.enter(run_id) else {
+                continue;
+            };
+            if let Some(run) = runs::claim(&self.inner.store, run_id).await? {
                 self.publish_run(&run, "heartbeat.run.started");
                 self.publish_agent(&run.agent_id).await;
                 let this = self.clone();
-                tokio::spawn(async move { this.execute(run).await });
+                tokio::spawn(async move { this.execute(run, live).await });
             }
         }
         Ok(())
     }
 
-    async fn execute(&self, run: HeartbeatRun) {
-        let outcome = match self.prepare_and_invoke(&run).await {
+    /// Drives a claimed run to its recorded outcome. `live` is released only
+    /// after the outcome is recorded, so a stop that waits on it returns a
+    /// settled run.
+    async fn execute(&self, run: HeartbeatRun, live: LiveRun) {
+        let outcome = match self.prepare_and_invoke(&run, &live).await {
             Ok(Some(finish)) => finish,
             // Handed off to an async callback: the run stays running.
             Ok(None) => return,
@@ -359,64 +247,16 @@ impl Runtime {
                 tracing::error!(run = %run.id, error = %err, "recording the end of a run failed twice")
             }
         }
+        drop(live);
         self.kick();
     }
 
-    /// A run's reported usage becomes a cost event of its agent and issue
-    /// (which also enforces budgets). Usage without tokens or price is ignored.
-    async fn report_usage(&self, run: &HeartbeatRun) {
-        let Some(usage) = &run.usage_json else { return };
-        let int = |keys: &[&str]| {
-            keys.iter()
-                .find_map(|k| usage.get(*k).and_then(Value::as_u64))
-        };
-        let text = |k: &str| usage.get(k).and_then(Value::as_str).map(str::to_string);
-        let cost_cents = int(&["costCents"]).or_else(|| {
-            usage
-                .get("costUsd")
-                .and_then(Value::as_f64)
-                .map(|usd| (usd * 100.0).round().max(0.0) as u64)
-        });
-        let input = int(&["inputTokens", "input_tokens"]);
-        let output = int(&["outputTokens", "output_tokens"]);
-        if cost_cents.is_none() && input.is_none() && output.is_none() {
-            return;
-        }
-        let store = &self.inner.store;
-        let issue = match &run.issue_id {
-            Some(id) => paperclip_store::issues::get(store, id).await.ok(),
-            None => None,
-        };
-        let event = paperclip_core::input::NewCostEvent {
-            agent_id: Some(run.agent_id.clone()),
-            issue_id: run.issue_id.clone(),
-            project_id: issue.as_ref().and_then(|i| i.project_id.clone()),
-            goal_id: issue.as_ref().and_then(|i| i.goal_id.clone()),
-            heartbeat_run_id: Some(run.id.clone()),
-            billing_code: None,
-            provider: text("provider"),
-            model: text("model"),
-            input_tokens: input,
-            cached_input_tokens: int(&["cachedInputTokens", "cached_input_tokens"]),
-            output_tokens: output,
-            cost_cents,
-            occurred_at: None,
-        };
-        if let Err(err) = paperclip_store::costs::record(
-            store,
-            &Actor::system(),
-            &run.company_id,
-            event,
-            chrono::Utc::now(),
-        )
-        .await
-        {
-            tracing::warn!(run = %run.id, error = %err, "recording a run's usage as a cost failed");
-        }
-    }
-
     /// Runs the adapter; `Ok(None)` when the run continues asynchronously.
-    async fn prepare_and_invoke(&self, run: &HeartbeatRun) -> anyhow::Result<Option<Finish>> {
+    async fn prepare_and_invoke(
+        &self,
+        run: &HeartbeatRun,
+        live: &LiveRun,
+    ) -> anyhow::Result<Option<Finish>> {
         let store = &self.inner.store;
         let agent = paperclip_store::agents::get(store, &run.agent_id).await?;
         let company = paperclip_store::companies::get(store, &run.company_id).await?;
@@ -445,7 +285,7 @@ impl Runtime {
             self.inner
                 .tokens
                 .mint(&agent.id, &agent.company_id, &run.id, ttl_secs(&limits));
-        let env = run_env(&self.inner.api_url, &agent, run, &token);
+        let env = crate::outcome::run_env(&self.inner.api_url, &agent, run, &token);
         let mut secrets = vec![token.clone()];
         if let Some(extra) = agent.adapter_config.get("env").and_then(Value::as_object) {
             for (k, v) in extra {
@@ -500,15 +340,11 @@ impl Runtime {
         };
         let prompt = with_reset_note(prompt, saved.as_ref());
         let saved_session = saved.and_then(|s| s.session_display_id);
-        let cancel = CancellationToken::new();
-        let reason = Arc::new(Mutex::new(None));
-        self.inner.active.lock().expect("active lock").insert(
-            run.id.clone(),
-            Active {
-                cancel: cancel.clone(),
-                reason: reason.clone(),
-            },
-        );
+        // The last moment a stop can prevent the process: after this the
+        // adapter checks the token itself and, once spawned, kills the tree.
+        if live.cancel.is_cancelled() {
+            return Ok(Some(stopped_before_start(live.stop_reason())));
+        }
         let sink = Arc::new(RunSinkImpl::new(self.inner.clone(), run.clone(), redactor)?);
         let invocation = Invocation {
             run_id: run.id.clone(),
@@ -519,22 +355,17 @@ impl Runtime {
             prompt,
             context: run.context_snapshot.clone(),
             default_cwd: self.workspace_dir(&agent.id),
-            cancel,
+            cancel: live.cancel.clone(),
             session_id: saved_session.clone(),
             skills_dir: Some(self.skills_dir()),
         };
         let (outcome, rejected) =
             invoke_with_fresh_retry(&*adapter, invocation, sink.clone()).await;
-        self.inner
-            .active
-            .lock()
-            .expect("active lock")
-            .remove(&run.id);
         let stats = sink.close().await;
         if outcome.status == OutcomeStatus::Pending {
             return Ok(None);
         }
-        let cancel_reason = reason.lock().expect("reason lock").clone();
+        let cancel_reason = live.stop_reason();
         let status = match outcome.status {
             OutcomeStatus::Succeeded => "succeeded",
             OutcomeStatus::Failed => "failed",
@@ -620,7 +451,7 @@ impl Runtime {
         publish_run(&self.inner.hub, run, kind);
     }
 
-    async fn publish_agent(&self, agent_id: &str) {
+    pub(crate) async fn publish_agent(&self, agent_id: &str) {
         if let Ok(agent) = paperclip_store::agents::get(&self.inner.store, agent_id).await {
             self.inner.hub.publish(
                 &agent.company_id,
@@ -710,6 +541,15 @@ pub(crate) fn publish_run(hub: &Hub, run: &HeartbeatRun, kind: &str) {
     );
 }
 
+fn stopped_before_start(reason: Option<String>) -> Finish {
+    Finish {
+        status: "cancelled".into(),
+        error: Some(reason.unwrap_or_else(|| "cancelled before start".into())),
+        error_code: Some("cancelled".into()),
+        ..Finish::default()
+    }
+}
+
 fn failure(code: &str, error: String) -> Finish {
     Finish {
         status: "failed".into(),
@@ -717,51 +557,6 @@ fn failure(code: &str, error: String) -> Finish {
         error_code: Some(code.into()),
         ..Finish::default()
     }
-}
-
-/// The environment every run gets, whatever its adapter.
-fn run_env(
-    api_url: &str,
-    agent: &Agent,
-    run: &HeartbeatRun,
-    token: &str,
-) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
-    env.insert("PAPERCLIP_AGENT_ID".into(), agent.id.clone());
-    env.insert("PAPERCLIP_COMPANY_ID".into(), agent.company_id.clone());
-    env.insert("PAPERCLIP_API_URL".into(), api_url.to_string());
-    env.insert("PAPERCLIP_API_KEY".into(), token.to_string());
-    env.insert("PAPERCLIP_RUN_ID".into(), run.id.clone());
-    let ctx = &run.context_snapshot;
-    let payload = ctx.get("payload").cloned().unwrap_or(Value::Null);
-    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
-    if let Some(issue) = &run.issue_id {
-        env.insert("PAPERCLIP_TASK_ID".into(), issue.clone());
-    }
-    if let Some(reason) = &run.wake_reason {
-        env.insert("PAPERCLIP_WAKE_REASON".into(), reason.clone());
-    }
-    if let Some(comment) = text(payload.get("commentId")) {
-        env.insert("PAPERCLIP_WAKE_COMMENT_ID".into(), comment);
-    }
-    let comments = wake_comment_ids(run);
-    if !comments.is_empty() {
-        env.insert("PAPERCLIP_WAKE_COMMENT_IDS".into(), comments.join(","));
-    }
-    if let Some(approval) = text(payload.get("approvalId")) {
-        env.insert("PAPERCLIP_APPROVAL_ID".into(), approval);
-    }
-    if let Some(status) = text(payload.get("approvalStatus")) {
-        env.insert("PAPERCLIP_APPROVAL_STATUS".into(), status);
-    }
-    if let Some(ids) = payload.get("linkedIssueIds").and_then(Value::as_array) {
-        let ids: Vec<&str> = ids.iter().filter_map(Value::as_str).collect();
-        env.insert("PAPERCLIP_LINKED_ISSUE_IDS".into(), ids.join(","));
-    }
-    if !payload.is_null() {
-        env.insert("PAPERCLIP_WAKE_PAYLOAD_JSON".into(), payload.to_string());
-    }
-    env
 }
 
 fn template_values<'a>(
@@ -823,7 +618,7 @@ fn template_values<'a>(
 
 /// Every comment the run's wakes carried (`commentIds`, oldest first); a run
 /// queued before that list existed has its one `payload.commentId`.
-fn wake_comment_ids(run: &HeartbeatRun) -> Vec<String> {
+pub(crate) fn wake_comment_ids(run: &HeartbeatRun) -> Vec<String> {
     let ctx = &run.context_snapshot;
     match ctx.get("commentIds").and_then(Value::as_array) {
         Some(ids) => ids
@@ -837,14 +632,4 @@ fn wake_comment_ids(run: &HeartbeatRun) -> Vec<String> {
             .map(|c| vec![c.to_string()])
             .unwrap_or_default(),
     }
-}
-
-/// Awaits futures one after another; stops are few, so no join crate is needed.
-async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
-    let handles: Vec<F> = futures.collect();
-    let mut out = Vec::with_capacity(handles.len());
-    for f in handles {
-        out.push(f.await);
-    }
-    out
 }

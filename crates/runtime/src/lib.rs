@@ -4,6 +4,9 @@
 //! - [`executor`] claims queued runs (respecting each agent's concurrency),
 //!   invokes the agent's adapter with its context and credentials, streams
 //!   output to the [`logs`] store and the live [`hub`], and records the outcome.
+//! - `live` owns every run this process drives, from before its claim until
+//!   its outcome is recorded; cancel, pause and budget stops go through it.
+//! - [`next`] decides which queued runs to try to start (a pure rule).
 //! - [`scheduler`] turns timer policies into wakes.
 //! - [`recovery`] settles what a previous process left behind.
 //! - [`skills`] ships the Paperclip skill to the data dir for coding CLIs.
@@ -15,7 +18,10 @@
 
 pub mod executor;
 pub mod hub;
+mod live;
 pub mod logs;
+pub mod next;
+mod outcome;
 pub mod recovery;
 mod redact;
 pub mod scheduler;

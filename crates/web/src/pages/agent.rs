@@ -143,7 +143,7 @@ pub async fn page(
                     tr data-run-status=(r.status) {
                         td { (pill(&r.status)) }
                         td { @match r.issue_id.as_deref().and_then(|i| task_names.get(i)) { Some(ident) => a href={"/" (p) "/tasks/" (ident)} { span.ident { (ident) } }, None => span.muted { "—" } } }
-                        td { @match (&r.error_code, &r.error) { (Some(code), Some(e)) => span.run-error { strong { (code) } ": " (e) }, _ => span.muted { (r.wake_reason.as_deref().unwrap_or("")) } } }
+                        td { @match (&r.error_code, &r.error) { (_, Some(e)) if r.status == "cancelled" => span.muted { "stopped: " (e) }, (Some(code), Some(e)) => span.run-error { strong { (code) } ": " (e) }, _ => span.muted { (r.wake_reason.as_deref().unwrap_or("")) } } }
                         td { (time(&r.created_at, now)) }
                         td { a href={"/api/heartbeat-runs/" (r.id) "/log"} { "log" } }
                     }

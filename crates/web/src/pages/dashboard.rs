@@ -64,9 +64,10 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let success: Vec<Option<f64>> = run_days
         .iter()
         .map(|d| {
+            // A stopped run neither succeeded nor failed: it is left out.
             let ok = d.get("succeeded").copied().unwrap_or(0);
             let done = ok
-                + ["failed", "timed_out", "cancelled"]
+                + ["failed", "timed_out"]
                     .iter()
                     .map(|s| d.get(*s).copied().unwrap_or(0))
                     .sum::<i64>();

@@ -191,18 +191,24 @@ pub fn run_view<'a>(
         .unwrap_or("Agent");
     let steps: Vec<&RunEvent> = events.filter(|e| is_step(&e.event_type)).collect();
     let live = run.status == "running" || run.status == "queued";
+    // A stop is something someone chose, not a fault: shown plainly.
+    let stopped = run.status == "cancelled";
     html! {
         details.run data-run-id=(run.id) data-run-status=(run.status) open[live || run.status == "failed"] {
             summary {
                 (pill(&run.status)) " "
                 strong { (agent) } " "
                 (outcome_line(run))
+                @if live {
+                    " " button.small type="button" data-action="POST" data-url={"/api/heartbeat-runs/" (run.id) "/cancel"} data-confirm="Stop this run?" data-done="Stopped" { "Stop" }
+                }
             }
             @if let Some(err) = &run.error {
-                p.run-error { strong { (run.error_code.as_deref().unwrap_or("error")) ": " } (err) }
+                @if stopped { p.run-note { "Stopped: " (err) } }
+                @else { p.run-error { strong { (run.error_code.as_deref().unwrap_or("error")) ": " } (err) } }
             }
             ol.steps {
-                @for e in &steps { li class={"step " (e.event_type.replace('.', "-")) " lvl-" (e.level)} { (step(e)) } }
+                @for e in &steps { li class={"step " (e.event_type.replace('.', "-")) " lvl-" (step_level(run, e))} { (step(e)) } }
                 @if steps.is_empty() { li.muted { @if live { "Waiting for the agent's first step…" } @else { "No steps recorded." } } }
             }
             details.raw {
@@ -212,6 +218,16 @@ pub fn run_view<'a>(
                 p { a href={"/api/heartbeat-runs/" (run.id) "/log"} { "Full log (NDJSON)" } }
             }
         }
+    }
+}
+
+/// The lifecycle record of a stopped run says `error` (every unsuccessful end
+/// does, in the store); on the page a stop is not an error.
+fn step_level<'a>(run: &HeartbeatRun, e: &'a RunEvent) -> &'a str {
+    if run.status == "cancelled" && e.event_type == "lifecycle" && e.level == "error" {
+        "info"
+    } else {
+        &e.level
     }
 }
 
@@ -236,7 +252,7 @@ fn outcome_line(run: &HeartbeatRun) -> String {
         "succeeded" => "finished".to_string(),
         "running" => "is working".into(),
         "queued" => "is queued".into(),
-        "cancelled" => "was cancelled".into(),
+        "cancelled" => "was stopped".into(),
         "timed_out" => "timed out".into(),
         _ => "failed".into(),
     };

@@ -1,0 +1,256 @@
+//! The one owner of live runs in this process.
+//!
+//! A run is entered here *before* the database claim is attempted, so from
+//! the moment a run can be `running` in the database until its outcome is
+//! recorded, a cancel finds it here and its token. The executor checks the
+//! token before it spawns anything, so a run stopped while it is being
+//! prepared never starts its process. A stop waits on the entry's settle
+//! signal (sent when the entry is dropped, after the outcome is recorded),
+//! not on the database.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::join_all;
+use paperclip_adapters::CancellationToken;
+use paperclip_core::actor::Actor;
+use paperclip_core::model::HeartbeatRun;
+use paperclip_store::runs::{self, Finish};
+use serde_json::json;
+use tokio::sync::watch;
+
+use crate::Runtime;
+
+/// How long a stop waits for a run to settle before answering with the run
+/// as it is (still stopping). Past the usual grace: a process that ignores
+/// TERM is killed at the end of its grace.
+const SETTLE_BOUND: Duration = Duration::from_secs(30);
+
+#[derive(Default)]
+pub(crate) struct LiveRuns {
+    runs: Mutex<HashMap<String, Entry>>,
+}
+
+struct Entry {
+    cancel: CancellationToken,
+    reason: Arc<Mutex<Option<String>>>,
+    settled: watch::Receiver<bool>,
+}
+
+/// The executor's hold on a live run. Dropping it removes the run from the
+/// owner and wakes everyone waiting for it to settle, on every path out
+/// (recorded, claim lost, handed to an async callback, an error).
+pub(crate) struct LiveRun {
+    owner: Arc<LiveRuns>,
+    run_id: String,
+    pub(crate) cancel: CancellationToken,
+    reason: Arc<Mutex<Option<String>>>,
+    settled: watch::Sender<bool>,
+}
+
+/// What a stop got back: a way to wait until the run's driver let go of it.
+pub(crate) struct Stopping(watch::Receiver<bool>);
+
+impl LiveRuns {
+    /// Enters a run about to be claimed. `None` if it is already owned (two
+    /// dispatch passes racing over the same queued row).
+    pub(crate) fn enter(self: &Arc<Self>, run_id: &str) -> Option<LiveRun> {
+        let mut runs = self.runs.lock().expect("live runs lock");
+        if runs.contains_key(run_id) {
+            return None;
+        }
+        let cancel = CancellationToken::new();
+        let reason = Arc::new(Mutex::new(None));
+        let (settled, watcher) = watch::channel(false);
+        runs.insert(
+            run_id.to_string(),
+            Entry {
+                cancel: cancel.clone(),
+                reason: reason.clone(),
+                settled: watcher,
+            },
+        );
+        Some(LiveRun {
+            owner: self.clone(),
+            run_id: run_id.to_string(),
+            cancel,
+            reason,
+            settled,
+        })
+    }
+
+    /// Cancels a run owned here; `None` if this process does not drive it.
+    /// The first reason given wins: it is what the run records.
+    pub(crate) fn stop(&self, run_id: &str, reason: &str) -> Option<Stopping> {
+        let runs = self.runs.lock().expect("live runs lock");
+        let entry = runs.get(run_id)?;
+        entry
+            .reason
+            .lock()
+            .expect("reason lock")
+            .get_or_insert_with(|| reason.to_string());
+        entry.cancel.cancel();
+        Some(Stopping(entry.settled.clone()))
+    }
+
+    pub(crate) fn ids(&self) -> Vec<String> {
+        let runs = self.runs.lock().expect("live runs lock");
+        runs.keys().cloned().collect()
+    }
+}
+
+impl LiveRun {
+    /// Why the run was stopped, if it was.
+    pub(crate) fn stop_reason(&self) -> Option<String> {
+        self.reason.lock().expect("reason lock").clone()
+    }
+}
+
+impl Drop for LiveRun {
+    fn drop(&mut self) {
+        self.owner
+            .runs
+            .lock()
+            .expect("live runs lock")
+            .remove(&self.run_id);
+        let _ = self.settled.send(true);
+    }
+}
+
+impl Stopping {
+    /// Waits until the run has settled or `bound` passed; `true` if settled.
+    pub(crate) async fn settled(mut self, bound: Duration) -> bool {
+        // A dropped sender means the entry is gone too: settled either way.
+        tokio::time::timeout(bound, self.0.wait_for(|done| *done))
+            .await
+            .is_ok()
+    }
+}
+
+impl Runtime {
+    /// Cancels a run: a queued run never starts; a running one has its process
+    /// stopped (TERM, then KILL after the grace) and is recorded `cancelled`.
+    /// Returns the run once it has settled (or after a bound, still stopping).
+    pub async fn cancel_run(
+        &self,
+        actor: &Actor,
+        run_id: &str,
+        reason: &str,
+    ) -> paperclip_store::Result<HeartbeatRun> {
+        let store = &self.inner.store;
+        let mut run = runs::get(store, run_id).await?;
+        if run.status == "queued" {
+            if let Some(run) = runs::cancel_queued(store, actor, run_id, reason).await? {
+                self.publish_run(&run, "heartbeat.run.finished");
+                return Ok(run);
+            }
+            // Claimed meanwhile; the claim entered it here first.
+            run = runs::get(store, run_id).await?;
+        }
+        if run.status != "running" {
+            return Err(paperclip_store::Error::conflict(
+                "Run is not active",
+                Some(json!({ "runId": run.id, "status": run.status })),
+            ));
+        }
+        if let Some(stopping) = self.inner.live.stop(run_id, reason) {
+            stopping.settled(SETTLE_BOUND).await;
+            return runs::get(store, run_id).await;
+        }
+        // Running in the database but not owned here: nothing in this process
+        // drives it (an async HTTP run waiting for its callback, or a run left
+        // by a server that is gone). Its persisted state is all there is:
+        // record the stop, and stop any process on this host carrying its id.
+        let id = run_id.to_string();
+        let _ = tokio::task::spawn_blocking(move || paperclip_adapters::tree::kill_run(&id)).await;
+        let finish = Finish {
+            status: "cancelled".into(),
+            error: Some(reason.to_string()),
+            error_code: Some("cancelled".into()),
+            ..Finish::default()
+        };
+        if let Some(run) = runs::finish(store, run_id, finish).await? {
+            self.publish_run(&run, "heartbeat.run.finished");
+            self.kick();
+        }
+        runs::get(store, run_id).await
+    }
+
+    /// Stops all work of an agent (pause, terminate, delete): queued runs are
+    /// cancelled and running ones stopped, all at once.
+    pub async fn stop_agent(
+        &self,
+        actor: &Actor,
+        agent_id: &str,
+        reason: &str,
+    ) -> paperclip_store::Result<()> {
+        let store = &self.inner.store;
+        let queued = runs::queued_for_agent(store, agent_id).await?;
+        for run_id in &queued {
+            if let Some(run) = runs::cancel_queued(store, actor, run_id, reason).await? {
+                self.publish_run(&run, "heartbeat.run.finished");
+            }
+        }
+        let running = runs::running_for_agent(store, agent_id).await?;
+        let stops = running.iter().map(|id| self.cancel_run(actor, id, reason));
+        for result in join_all(stops).await {
+            match result {
+                // It ended on its own between the list and the stop.
+                Ok(_) | Err(paperclip_store::Error::Conflict { .. }) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
+    }
+
+    /// A budget hard stop: every agent's runs stop at once.
+    pub(crate) async fn stop_agents(&self, agent_ids: &[String], reason: &str) {
+        let actor = Actor::system();
+        let stops = agent_ids
+            .iter()
+            .map(|agent| self.stop_agent(&actor, agent, reason));
+        for (agent, result) in agent_ids.iter().zip(join_all(stops).await) {
+            if let Err(err) = result {
+                tracing::warn!(agent = %agent, error = %err, "stopping an agent's runs failed");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_is_owned_once_and_released_on_drop() {
+        let live = Arc::new(LiveRuns::default());
+        let run = live.enter("r1").expect("entered");
+        assert!(live.enter("r1").is_none());
+        assert_eq!(live.ids(), vec!["r1".to_string()]);
+        drop(run);
+        assert!(live.ids().is_empty());
+        assert!(live.stop("r1", "x").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_stop_cancels_the_token_and_waits_for_the_drop() {
+        let live = Arc::new(LiveRuns::default());
+        let run = live.enter("r1").unwrap();
+        let stopping = live.stop("r1", "paused").unwrap();
+        assert!(run.cancel.is_cancelled());
+        live.stop("r1", "later reason");
+        assert_eq!(run.stop_reason().as_deref(), Some("paused"));
+        let waiter = tokio::spawn(stopping.settled(Duration::from_secs(5)));
+        drop(run);
+        assert!(waiter.await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn waiting_is_bounded() {
+        let live = Arc::new(LiveRuns::default());
+        let _run = live.enter("r1").unwrap();
+        let stopping = live.stop("r1", "x").unwrap();
+        assert!(!stopping.settled(Duration::from_millis(20)).await);
+    }
+}

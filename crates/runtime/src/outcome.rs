@@ -1,0 +1,135 @@
+//! Where a run's end goes besides its row: an asynchronous completion, usage
+//! as a cost event. And the environment every run starts with.
+
+use std::collections::BTreeMap;
+
+use paperclip_core::actor::Actor;
+use paperclip_core::model::{Agent, HeartbeatRun};
+use paperclip_store::runs::{self, Finish};
+use serde_json::{json, Value};
+
+use crate::Runtime;
+
+impl Runtime {
+    /// Completes a run that an HTTP agent finished asynchronously.
+    pub async fn complete_async(
+        &self,
+        run_id: &str,
+        finish: Finish,
+    ) -> paperclip_store::Result<HeartbeatRun> {
+        match runs::finish(&self.inner.store, run_id, finish).await? {
+            Some(run) => {
+                self.publish_run(&run, "heartbeat.run.finished");
+                self.publish_agent(&run.agent_id).await;
+                self.report_usage(&run).await;
+                self.kick();
+                Ok(run)
+            }
+            None => {
+                let run = runs::get(&self.inner.store, run_id).await?;
+                Err(paperclip_store::Error::conflict(
+                    "Run is not active",
+                    Some(json!({ "runId": run.id, "status": run.status })),
+                ))
+            }
+        }
+    }
+
+    /// A run's reported usage becomes a cost event of its agent and issue
+    /// (which also enforces budgets). Usage without tokens or price is ignored.
+    pub(crate) async fn report_usage(&self, run: &HeartbeatRun) {
+        let Some(usage) = &run.usage_json else { return };
+        let int = |keys: &[&str]| {
+            keys.iter()
+                .find_map(|k| usage.get(*k).and_then(Value::as_u64))
+        };
+        let text = |k: &str| usage.get(k).and_then(Value::as_str).map(str::to_string);
+        let cost_cents = int(&["costCents"]).or_else(|| {
+            usage
+                .get("costUsd")
+                .and_then(Value::as_f64)
+                .map(|usd| (usd * 100.0).round().max(0.0) as u64)
+        });
+        let input = int(&["inputTokens", "input_tokens"]);
+        let output = int(&["outputTokens", "output_tokens"]);
+        if cost_cents.is_none() && input.is_none() && output.is_none() {
+            return;
+        }
+        let store = &self.inner.store;
+        let issue = match &run.issue_id {
+            Some(id) => paperclip_store::issues::get(store, id).await.ok(),
+            None => None,
+        };
+        let event = paperclip_core::input::NewCostEvent {
+            agent_id: Some(run.agent_id.clone()),
+            issue_id: run.issue_id.clone(),
+            project_id: issue.as_ref().and_then(|i| i.project_id.clone()),
+            goal_id: issue.as_ref().and_then(|i| i.goal_id.clone()),
+            heartbeat_run_id: Some(run.id.clone()),
+            billing_code: None,
+            provider: text("provider"),
+            model: text("model"),
+            input_tokens: input,
+            cached_input_tokens: int(&["cachedInputTokens", "cached_input_tokens"]),
+            output_tokens: output,
+            cost_cents,
+            occurred_at: None,
+        };
+        if let Err(err) = paperclip_store::costs::record(
+            store,
+            &Actor::system(),
+            &run.company_id,
+            event,
+            chrono::Utc::now(),
+        )
+        .await
+        {
+            tracing::warn!(run = %run.id, error = %err, "recording a run's usage as a cost failed");
+        }
+    }
+}
+
+/// The environment every run gets, whatever its adapter.
+pub(crate) fn run_env(
+    api_url: &str,
+    agent: &Agent,
+    run: &HeartbeatRun,
+    token: &str,
+) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    env.insert("PAPERCLIP_AGENT_ID".into(), agent.id.clone());
+    env.insert("PAPERCLIP_COMPANY_ID".into(), agent.company_id.clone());
+    env.insert("PAPERCLIP_API_URL".into(), api_url.to_string());
+    env.insert("PAPERCLIP_API_KEY".into(), token.to_string());
+    env.insert("PAPERCLIP_RUN_ID".into(), run.id.clone());
+    let ctx = &run.context_snapshot;
+    let payload = ctx.get("payload").cloned().unwrap_or(Value::Null);
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    if let Some(issue) = &run.issue_id {
+        env.insert("PAPERCLIP_TASK_ID".into(), issue.clone());
+    }
+    if let Some(reason) = &run.wake_reason {
+        env.insert("PAPERCLIP_WAKE_REASON".into(), reason.clone());
+    }
+    if let Some(comment) = text(payload.get("commentId")) {
+        env.insert("PAPERCLIP_WAKE_COMMENT_ID".into(), comment);
+    }
+    let comments = crate::executor::wake_comment_ids(run);
+    if !comments.is_empty() {
+        env.insert("PAPERCLIP_WAKE_COMMENT_IDS".into(), comments.join(","));
+    }
+    if let Some(approval) = text(payload.get("approvalId")) {
+        env.insert("PAPERCLIP_APPROVAL_ID".into(), approval);
+    }
+    if let Some(status) = text(payload.get("approvalStatus")) {
+        env.insert("PAPERCLIP_APPROVAL_STATUS".into(), status);
+    }
+    if let Some(ids) = payload.get("linkedIssueIds").and_then(Value::as_array) {
+        let ids: Vec<&str> = ids.iter().filter_map(Value::as_str).collect();
+        env.insert("PAPERCLIP_LINKED_ISSUE_IDS".into(), ids.join(","));
+    }
+    if !payload.is_null() {
+        env.insert("PAPERCLIP_WAKE_PAYLOAD_JSON".into(), payload.to_string());
+    }
+    env
+}
