@@ -322,7 +322,7 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
         "{} ORDER BY issue_number DESC LIMIT ${}",
         sql.replacen(
             &format!("SELECT {COLUMNS} FROM"),
-            "SELECT issue_number, CAST(LENGTH(title) + COALESCE(LENGTH(description), 0) AS BIGINT) AS size FROM",
+            "SELECT issue_number, CAST(OCTET_LENGTH(title) + COALESCE(OCTET_LENGTH(description), 0) AS BIGINT) AS size FROM",
             1
         ),
         binds.len() + 1

@@ -49,8 +49,8 @@ struct ListQuery {
 }
 
 /// Newest first, 500 per page unless `limit` says otherwise (at most 5,000).
-/// A page also ends early once its titles and descriptions pass 4 Mi
-/// characters. When more issues match, the response carries
+/// A page also ends early once its titles and descriptions pass 4 MiB.
+/// When more issues match, the response carries
 /// `X-Next-Cursor`; pass it back as `cursor` for the next page.
 #[utoipa::path(get, path = "/api/companies/{companyId}/issues", tag = "issues",
     params(("companyId" = String, Path), ListQuery),
