@@ -2,37 +2,14 @@
 //! in December holds until the first instant of January and no longer.
 //! Runs on SQLite, and on Postgres when `PAPERCLIP_TEST_PG_URL` is set.
 
+mod common;
+
+use common::store;
+
 use chrono::{TimeZone, Utc};
 use paperclip_core::actor::Actor;
 use paperclip_core::input::{NewAgent, NewCompany, NewCostEvent};
-use paperclip_store::{agents, budgets, companies, costs, Store};
-use sqlx::Connection;
-
-async fn store() -> Store {
-    match std::env::var("PAPERCLIP_TEST_PG_URL") {
-        Ok(admin) if !admin.is_empty() => {
-            let name = format!("pc_store_{}", uuid::Uuid::new_v4().simple());
-            let mut conn = sqlx::postgres::PgConnection::connect(&admin).await.unwrap();
-            sqlx::query(&format!("CREATE DATABASE {name}"))
-                .execute(&mut conn)
-                .await
-                .unwrap();
-            let url = format!("{}/{name}", &admin[..admin.rfind('/').unwrap()]);
-            Store::connect(&url).await.unwrap()
-        }
-        _ => {
-            let dir =
-                std::env::temp_dir().join(format!("paperclip-store-{}", uuid::Uuid::new_v4()));
-            std::fs::create_dir_all(&dir).unwrap();
-            Store::connect(&format!(
-                "sqlite://{}?mode=rwc",
-                dir.join("db.sqlite").display()
-            ))
-            .await
-            .unwrap()
-        }
-    }
-}
+use paperclip_store::{agents, budgets, companies, costs};
 
 fn cost(agent: &str, cents: u64, at: &str) -> NewCostEvent {
     NewCostEvent {
