@@ -357,6 +357,17 @@ async fn a_stopped_run_is_shown_neutral_and_is_not_a_failure() {
 
     let stopped = server.ok_post(&cancel_url, json!({})).await;
     assert_eq!(stopped["status"], "cancelled");
+    // Nor is it an error in the run's own timeline.
+    let events = server
+        .ok_get(&format!("/api/heartbeat-runs/{run_id}/events"))
+        .await;
+    let errors: Vec<&Value> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["level"] == "error")
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
     let task = page(&server, &format!("/{prefix}/tasks/{ident}")).await;
     let start = task
         .find(&format!("data-run-id=\"{run_id}\""))

@@ -228,10 +228,12 @@ pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Optio
     if let Some(update) = &finish.session {
         crate::sessions::apply_in(&mut tx, &run, update).await?;
     }
-    let request_status = if finish.status == "succeeded" {
-        "completed"
-    } else {
-        "failed"
+    // A stop is what someone asked for, not a failure: its wake request is
+    // `cancelled` and its lifecycle event is not an error.
+    let request_status = match finish.status.as_str() {
+        "succeeded" => "completed",
+        "cancelled" => "cancelled",
+        _ => "failed",
     };
     sqlx::query("UPDATE agent_wakeup_requests SET status = $2, updated_at = $3 WHERE run_id = $1 AND status = 'claimed'")
         .bind(run_id)
@@ -247,10 +249,9 @@ pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Optio
         &ts,
     )
     .await?;
-    let level = if finish.status == "succeeded" {
-        "info"
-    } else {
-        "error"
+    let level = match finish.status.as_str() {
+        "succeeded" | "cancelled" => "info",
+        _ => "error",
     };
     let message = match &finish.error {
         Some(e) => format!("run {}: {e}", finish.status),
