@@ -1,29 +1,7 @@
 //! Issue pages bounded in rows and in text, so a page of issues with huge
 //! descriptions stays a few MiB however many of them match.
 
-use futures::{Stream, TryStreamExt};
-use paperclip_core::limits::ISSUE_PAGE_TEXT_BUDGET;
-
 use crate::issues::Bind;
-
-/// `(number, text size)` rows, newest first, read only until the text
-/// budget is passed and one row beyond (which tells whether more follow), so
-/// the sizes of huge descriptions further down are never computed.
-pub(crate) async fn read_sizes<S>(mut rows: S) -> crate::Result<Vec<(i64, i64)>>
-where
-    S: Stream<Item = Result<(i64, i64), sqlx::Error>> + Unpin,
-{
-    let mut sizes = Vec::new();
-    let mut total = 0i64;
-    while let Some(row) = rows.try_next().await? {
-        sizes.push(row);
-        if total > ISSUE_PAGE_TEXT_BUDGET {
-            break;
-        }
-        total = total.saturating_add(row.1);
-    }
-    Ok(sizes)
-}
 
 pub(crate) fn bind_all<'q, Q: BindExt<'q>>(mut query: Q, binds: &'q [Bind]) -> Q {
     for bind in binds {
@@ -77,20 +55,7 @@ impl<'q, O> BindExt<'q> for sqlx::query::QueryAs<'q, sqlx::Any, O, sqlx::any::An
 
 #[cfg(test)]
 mod tests {
-    use super::{page_rows, read_sizes};
-    use paperclip_core::limits::ISSUE_PAGE_TEXT_BUDGET;
-
-    #[tokio::test]
-    async fn sizes_are_read_only_past_the_budget_and_one_row_more() {
-        let huge = ISSUE_PAGE_TEXT_BUDGET / 2 + 1;
-        let rows = (0..100i64).map(|n| Ok((100 - n, huge)));
-        let sizes = read_sizes(futures::stream::iter(rows)).await.unwrap();
-        assert_eq!(sizes.len(), 3);
-        assert_eq!(page_rows(&sizes, 500, ISSUE_PAGE_TEXT_BUDGET), (1, true));
-        let small = (0..10i64).map(|n| Ok((10 - n, 5)));
-        let sizes = read_sizes(futures::stream::iter(small)).await.unwrap();
-        assert_eq!(page_rows(&sizes, 500, ISSUE_PAGE_TEXT_BUDGET), (10, false));
-    }
+    use super::page_rows;
 
     #[test]
     fn a_page_stops_at_its_limit_or_its_text_budget() {

@@ -17,7 +17,7 @@ use sqlx::{AnyConnection, Row};
 
 use crate::activity::{self, Entry};
 use crate::companies::diff;
-use crate::issue_page::{bind_all, page_rows, read_sizes};
+use crate::issue_page::{bind_all, page_rows};
 use crate::row::RowExt;
 use crate::{new_id, now, placeholders, Error, Result, Store, Tx};
 
@@ -330,11 +330,10 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
     // Read to the end (at most `limit + 1` small rows): a SQLite fetch
     // stream dropped part way has been seen to leave the connection's worker
     // reading rows of the wrong statement (sqlx-sqlite row.rs panic).
-    let rows: Vec<(i64, i64)> = bind_all(sqlx::query_as(&sizes_sql), &binds)
+    let sizes: Vec<(i64, i64)> = bind_all(sqlx::query_as(&sizes_sql), &binds)
         .bind(filter.limit + 1)
         .fetch_all(&mut *conn)
         .await?;
-    let sizes = read_sizes(futures::stream::iter(rows.into_iter().map(Ok))).await?;
     let (count, more) = page_rows(&sizes, filter.limit, ISSUE_PAGE_TEXT_BUDGET);
     if count == 0 {
         return Ok(Page {
