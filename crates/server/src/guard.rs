@@ -140,18 +140,9 @@ impl Drop for SubscriberSlot {
 /// Per-connection state. Whether a connection's client is outside every run
 /// is decided once: a process started for a later run cannot take over a
 /// socket another process opened earlier.
+#[derive(Default)]
 pub struct Connection {
-    pub peer: SocketAddr,
     outside_runs: OnceLock<()>,
-}
-
-impl Connection {
-    pub fn new(peer: SocketAddr) -> Connection {
-        Connection {
-            peer,
-            outside_runs: OnceLock::new(),
-        }
-    }
 }
 
 /// Marks a request the guard let in as the local board (no credential).

@@ -59,7 +59,7 @@ pub async fn serve(
             _ = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let connection = Arc::new(Connection::new(peer));
+        let connection = Arc::new(Connection::default());
         let service = app.clone().map_request(
             move |mut req: axum::extract::Request<hyper::body::Incoming>| {
                 req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
