@@ -6,26 +6,13 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::path::{Path, PathBuf};
 
-use common::TestServer;
+use common::{until, TestServer};
 use serde_json::{json, Value};
 
 fn id(v: &Value) -> String {
     v["id"].as_str().unwrap().to_string()
-}
-
-/// Polls `probe` until it returns `Some`, or panics after `secs`.
-async fn until<T>(secs: u64, what: &str, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = probe().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// A script that waits until the test creates `release`, then runs `then`.
@@ -59,13 +46,18 @@ async fn wait_all_finished(server: &TestServer, cid: &str, aid: &str, n: usize) 
     server.runs_of(cid, aid).await
 }
 
-#[tokio::test]
-async fn two_tasks_assigned_to_a_busy_agent_each_get_their_own_run() {
+/// A server with an agent kept running (its script waits for `release`),
+/// so the wakes a test sends meanwhile queue up behind it.
+async fn busy_agent(
+    company: &str,
+    release: &str,
+    name: &str,
+) -> (TestServer, String, String, PathBuf) {
     let server = TestServer::start().await;
-    let cid = id(&server.company("Busy Co").await);
-    let release = server.data_dir.join("release-a");
+    let cid = id(&server.company(company).await);
+    let release = server.data_dir.join(release);
     let agent = server
-        .script_agent(&cid, "Busy", &gated(&release, "echo done"), json!({}))
+        .script_agent(&cid, name, &gated(&release, "echo done"), json!({}))
         .await;
     let aid = id(&agent);
     server
@@ -75,6 +67,12 @@ async fn two_tasks_assigned_to_a_busy_agent_each_get_their_own_run() {
         )
         .await;
     wait_running(&server, &cid, &aid, 1).await;
+    (server, cid, aid, release)
+}
+
+#[tokio::test]
+async fn two_tasks_assigned_to_a_busy_agent_each_get_their_own_run() {
+    let (server, cid, aid, release) = busy_agent("Busy Co", "release-a", "Busy").await;
 
     let first = id(&server
         .issue(
@@ -171,20 +169,7 @@ async fn comments_posted_during_a_run_all_reach_the_next_prompt_once() {
 
 #[tokio::test]
 async fn concurrent_wakes_leave_one_queued_run_per_agent_and_task() {
-    let server = TestServer::start().await;
-    let cid = id(&server.company("Crowd Co").await);
-    let release = server.data_dir.join("release-c");
-    let agent = server
-        .script_agent(&cid, "Crowded", &gated(&release, "echo done"), json!({}))
-        .await;
-    let aid = id(&agent);
-    server
-        .ok_post(
-            &format!("/api/agents/{aid}/wakeup"),
-            json!({ "reason": "busy" }),
-        )
-        .await;
-    wait_running(&server, &cid, &aid, 1).await;
+    let (server, cid, aid, release) = busy_agent("Crowd Co", "release-c", "Crowded").await;
 
     let mut tasks = Vec::new();
     for i in 0..6 {
