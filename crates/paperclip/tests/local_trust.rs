@@ -262,11 +262,12 @@ i=0; while [ ! -f "{go}" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
         .post(&format!("/api/agents/{aid}/wakeup"), json!({}))
         .await;
     let run_path = format!("/api/heartbeat-runs/{}", run["id"].as_str().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(&probed).is_ok_and(|t| t.contains("withkey=")) {
-        assert!(Instant::now() < deadline, "the agent never probed the API");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    common::until(20, "the agent to probe the API", async || {
+        std::fs::read_to_string(&probed)
+            .ok()
+            .filter(|t| t.contains("withkey="))
+    })
+    .await;
     let (_, live) = s.get(&run_path).await;
     assert_eq!(live["status"], "running");
     // The run is still live: the person's own request (this test process) is the board.
@@ -495,16 +496,12 @@ async fn live_subscribers_are_capped_per_company() {
     // Closing one gives its place back.
     let mut first = held.remove(0);
     first.close(None).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match tokio_tungstenite::connect_async(&ws_url).await {
-            Ok(_) => break,
-            Err(_) if Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(50)).await
-            }
-            Err(e) => panic!("the place was not given back: {e}"),
-        }
-    }
+    common::until(
+        10,
+        "the closed subscriber's place to be given back",
+        async || tokio_tungstenite::connect_async(&ws_url).await.ok(),
+    )
+    .await;
 }
 
 fn rss_kib(pid: u32) -> u64 {
@@ -612,7 +609,7 @@ async fn shutdown_ends_live_streams_and_exits_promptly() {
     ))
     .await
     .unwrap();
-    let exited = tokio::task::block_in_place(|| s.terminate(5));
+    let exited = s.terminate(5).await;
     assert!(exited, "the server was still running 5 s after SIGTERM");
     // The stream ended rather than being cut mid-event.
     let end = tokio::time::timeout(Duration::from_secs(5), async {

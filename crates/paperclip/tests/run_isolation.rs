@@ -58,21 +58,12 @@ impl EnvServer {
 
     /// Waits (up to 30 s) for a run to leave `queued`/`running`.
     async fn ended(&self, run_id: &str) -> Value {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let run = self
-                .call(
-                    reqwest::Method::GET,
-                    &format!("/api/heartbeat-runs/{run_id}"),
-                    None,
-                )
-                .await;
-            if run["status"] != "queued" && run["status"] != "running" {
-                return run;
-            }
-            assert!(std::time::Instant::now() < deadline, "run never ended");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let path = format!("/api/heartbeat-runs/{run_id}");
+        common::until(30, "the run to end", async || {
+            let run = self.call(reqwest::Method::GET, &path, None).await;
+            (run["status"] != "queued" && run["status"] != "running").then_some(run)
+        })
+        .await
     }
 }
 
@@ -361,14 +352,11 @@ fn alive(pid: i64) -> bool {
 }
 
 async fn wait_dead(pids: &[i64], secs: u64) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
-    while pids.iter().any(|&p| alive(p)) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "still alive: {pids:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let what = format!("{pids:?} to end");
+    common::until(secs, &what, async || {
+        (!pids.iter().any(|&p| alive(p))).then_some(())
+    })
+    .await;
 }
 
 /// An agent that starts `sleep 300` in a session of its own, and a
@@ -396,18 +384,11 @@ async fn escaping_run(
         .ok_post(&format!("/api/agents/{aid}/wakeup"), json!({}))
         .await;
     let run_id = run["id"].as_str().unwrap().to_string();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
     let read = |p: &Path| std::fs::read_to_string(p).ok()?.trim().parse::<i64>().ok();
-    let pids = loop {
-        if let (Some(a), Some(b)) = (read(&p1), read(&p2)) {
-            break vec![a, b];
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "script never started its children"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let pids = common::until(20, "the script to start its children", async || {
+        Some(vec![read(&p1)?, read(&p2)?])
+    })
+    .await;
     (run_id, pids)
 }
 

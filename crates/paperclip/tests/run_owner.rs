@@ -50,14 +50,7 @@ fn alive(pid: i32) -> bool {
 }
 
 async fn poll<T>(secs: u64, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    common::until(secs, what, async || check()).await
 }
 
 fn id(v: &Value) -> String {

@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::TestServer;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -46,19 +44,18 @@ impl LiveCapture {
 
     /// Everything seen once `marker` has arrived.
     async fn until(self, marker: &str) -> String {
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let seen = self.text.lock().unwrap().clone();
-            if seen.contains(marker) {
-                self.task.abort();
-                return seen;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "live stream never carried {marker}: {seen}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let text = self.text.clone();
+        let seen = common::until(
+            20,
+            &format!("the live stream to carry {marker}"),
+            async || {
+                let seen = text.lock().unwrap().clone();
+                seen.contains(marker).then_some(seen)
+            },
+        )
+        .await;
+        self.task.abort();
+        seen
     }
 }
 

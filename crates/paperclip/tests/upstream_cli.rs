@@ -14,7 +14,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::TestServer;
 use serde_json::{json, Value};
@@ -329,24 +329,18 @@ async fn an_agent_uses_the_upstream_cli_with_its_key_and_never_without() {
         json!({ "assigneeAgentId": rid }),
     )
     .await;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let runs = loop {
-        let runs = s
-            .ok_get(&format!(
-                "/api/companies/{cid}/heartbeat-runs?agentId={rid}"
-            ))
-            .await;
-        let done = runs
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| !matches!(r["status"].as_str(), Some("queued" | "running")));
-        if done {
-            break runs;
-        }
-        assert!(Instant::now() < deadline, "the run never finished: {runs}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let runs = s
+        .wait_for(
+            &format!("/api/companies/{cid}/heartbeat-runs?agentId={rid}"),
+            120,
+            |runs| {
+                runs.as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|r| !matches!(r["status"].as_str(), Some("queued" | "running")))
+            },
+        )
+        .await;
     let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
     assert_eq!(
         runs[0]["status"],

@@ -254,17 +254,18 @@ impl TestServer {
 
     /// Polls `GET path` until `done` holds for the body (or panics after `secs`).
     pub async fn wait_for(&self, path: &str, secs: u64, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
-        loop {
+        let mut last = None;
+        let found = try_until(secs, async || {
             let (status, body) = self.get(path).await;
-            if status.is_success() && done(&body) {
-                return body;
-            }
-            if std::time::Instant::now() > deadline {
-                panic!("timed out waiting on {path}: last answer {status} {body}");
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            let ok = status.is_success() && done(&body);
+            last = Some((status, body.clone()));
+            ok.then_some(body)
+        })
+        .await;
+        found.unwrap_or_else(|| {
+            let (status, body) = last.unwrap();
+            panic!("timed out waiting on {path}: last answer {status} {body}")
+        })
     }
 
     /// Waits until the agent has exactly one run and it succeeded; returns the runs.
@@ -341,18 +342,14 @@ impl TestServer {
 
     /// Asks the server to stop (SIGTERM, as Ctrl-C or a service manager
     /// would) and waits up to `secs` for it to exit; `true` if it did.
-    pub fn terminate(&mut self, secs: u64) -> bool {
+    pub async fn terminate(&mut self, secs: u64) -> bool {
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGTERM);
         }
-        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
+        let child = &mut self.child;
+        try_until(secs, async || child.try_wait().ok().flatten())
+            .await
+            .is_some()
     }
 
     /// Stops the server the hard way (SIGKILL), as a crash would.
@@ -368,6 +365,29 @@ impl Drop for TestServer {
         if !self.data_dir.as_os_str().is_empty() {
             let _ = std::fs::remove_dir_all(&self.data_dir);
         }
+    }
+}
+
+/// Polls `probe` until it returns `Some`, or panics naming `what` after
+/// `secs`. The one place tests wait: on a condition, with a deadline.
+pub async fn until<T>(secs: u64, what: &str, probe: impl AsyncFnMut() -> Option<T>) -> T {
+    match try_until(secs, probe).await {
+        Some(v) => v,
+        None => panic!("timed out after {secs} s waiting for {what}"),
+    }
+}
+
+/// Like [`until`], but `None` at the deadline instead of a panic.
+pub async fn try_until<T>(secs: u64, mut probe: impl AsyncFnMut() -> Option<T>) -> Option<T> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = probe().await {
+            return Some(v);
+        }
+        if std::time::Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
