@@ -123,6 +123,56 @@ pub fn kill_run(run_id: &str) -> usize {
         .count()
 }
 
+/// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`
+/// field 22): with the pid, an identity that a later process reusing the
+/// id does not share.
+pub fn start_ticks(pid: i32) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    // Field 3 (state) is the first after the command name; 22 is 20th.
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// `ticks` since boot as an RFC 3339 time, for people to read.
+pub fn ticks_to_time(ticks: i64) -> Option<String> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let boot: i64 = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz <= 0 {
+        return None;
+    }
+    let millis = boot * 1000 + ticks * 1000 / hz as i64;
+    let time = chrono::DateTime::from_timestamp_millis(millis)?;
+    Some(time.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+}
+
+/// SIGKILLs process group `pgid` left by run `run_id` of a dead server, but
+/// only if its leader is provably still the run's process: the same start
+/// time when it was recorded, else the run's marker in its environment. A
+/// group id reused by an unrelated process is left alone. Returns whether
+/// the group was signalled.
+pub fn kill_lost_group(run_id: &str, pgid: i32, leader_ticks: Option<i64>) -> bool {
+    if pgid <= 1 || run_id.is_empty() {
+        return false;
+    }
+    let ours = match leader_ticks {
+        Some(ticks) => start_ticks(pgid) == Some(ticks),
+        None => {
+            let marker = format!("{TREE_VAR}={run_id}/").into_bytes();
+            std::fs::read(format!("/proc/{pgid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|e| e.starts_with(&marker)))
+        }
+    };
+    // SAFETY: killpg only sends a signal.
+    ours && unsafe { libc::killpg(pgid, libc::SIGKILL) } == 0
+}
+
 /// Live processes whose environment contains exactly the entry `marker` (or,
 /// with `prefix`, an entry starting with it). Zombies have an empty environ,
 /// so they never match; nor do processes of other users, whose environ we
@@ -204,6 +254,9 @@ impl Drop for TreeGuard {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::process::CommandExt;
+    use std::process::Command;
+
     use super::*;
 
     #[test]
@@ -239,5 +292,36 @@ mod tests {
         assert_eq!(kill_run(&format!("{run}x")), 0);
         assert_eq!(kill_run(&run), 1);
         child.wait().unwrap();
+    }
+
+    /// A `sleep` leading a process group of its own, as a run's CLI would.
+    fn group_leader(marker: Option<&str>) -> std::process::Child {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30").process_group(0);
+        if let Some(m) = marker {
+            cmd.env(TREE_VAR, m);
+        }
+        cmd.spawn().unwrap()
+    }
+
+    #[test]
+    fn a_lost_group_is_killed_only_when_its_leader_is_provably_the_runs() {
+        let mut child = group_leader(None);
+        let pid = child.id() as i32;
+        let ticks = start_ticks(pid).expect("start time of a live process");
+        assert!(ticks_to_time(ticks).is_some_and(|t| t.ends_with('Z')));
+        // Another start time: the id was reused by an unrelated process.
+        assert!(!kill_lost_group("run-1", pid, Some(ticks + 1)));
+        // No start time recorded and no marker: nothing proves it is ours.
+        assert!(!kill_lost_group("run-1", pid, None));
+        assert!(child.try_wait().unwrap().is_none(), "left alone");
+        assert!(kill_lost_group("run-1", pid, Some(ticks)));
+        assert!(child.wait().unwrap().code().is_none(), "killed by a signal");
+
+        let mut marked = group_leader(Some("run-2/x"));
+        let pid = marked.id() as i32;
+        assert!(!kill_lost_group("run-1", pid, None), "another run's marker");
+        assert!(kill_lost_group("run-2", pid, None));
+        assert!(marked.wait().unwrap().code().is_none());
     }
 }

@@ -291,6 +291,12 @@ pub struct HeartbeatRun {
     pub log_bytes: i64,
     pub process_pid: Option<i64>,
     pub process_group_id: Option<i64>,
+    /// When the run's process started (its leader), RFC 3339.
+    pub process_started_at: Option<String>,
+    /// The run whose work this one continues (after a restart) or retries.
+    pub retry_of_run_id: Option<String>,
+    /// Consecutive continuations of the task after restarts; bounded.
+    pub continuation_attempt: i64,
     /// How many later wakes were folded into this run while it was queued.
     pub coalesced_count: i64,
     /// The CLI session the run resumed, and the one it ended in.

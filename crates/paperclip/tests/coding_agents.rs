@@ -98,6 +98,15 @@ impl Setup {
         runs
     }
 
+    /// The agent's runs, newest first.
+    async fn runs_of_agent(&self) -> Vec<Value> {
+        let path = format!(
+            "/api/companies/{}/heartbeat-runs?agentId={}",
+            self.cid, self.aid
+        );
+        self.s.ok_get(&path).await.as_array().unwrap().clone()
+    }
+
     async fn events(&self, run_id: &str) -> Vec<Value> {
         self.s
             .ok_get(&format!("/api/heartbeat-runs/{run_id}/events?limit=1000"))
@@ -429,6 +438,63 @@ async fn an_overflowed_session_is_forgotten(kind: &'static str) {
     assert!(sessions[0]["lastError"].is_null(), "{sessions}");
 }
 
+/// The server dies (kill -9) while the CLI waits on the model: after the
+/// restart, the lost run's task goes to a continuation run that resumes the
+/// same CLI session, so the model sees the conversation so far.
+async fn a_restart_continues_the_task_in_the_same_session(kind: &'static str) {
+    let mut turns = work_turns(kind);
+    turns.truncate(1);
+    turns.push(Turn::Hang);
+    turns.push(Turn::Answer {
+        text: "Carried on after the restart.".into(),
+    });
+    let Some(t) = setup(kind, turns, json!({})).await else {
+        return;
+    };
+    let task =
+        t.s.issue(
+            &t.cid,
+            json!({ "title": "Survive", "status": "todo", "assigneeAgentId": t.aid }),
+        )
+        .await;
+    let task = task["id"].as_str().unwrap().to_string();
+    assert!(
+        t.provider.wait_for_turns(2, Duration::from_secs(120)).await,
+        "the CLI never reached the hanging turn"
+    );
+    let runs = t.runs_of_agent().await;
+    let lost = runs[0]["id"].as_str().unwrap().to_string();
+    let s = common::restart_keeping_data(t.s).await;
+    let lost = s.ok_get(&format!("/api/heartbeat-runs/{lost}")).await;
+    assert_eq!(lost["errorCode"], "control_plane_restart");
+    let session = lost["sessionIdAfter"]
+        .as_str()
+        .expect("the lost run's session is kept")
+        .to_string();
+    let list = s
+        .wait_for(
+            &format!("/api/companies/{}/heartbeat-runs?agentId={}", t.cid, t.aid),
+            120,
+            |r| r[0]["status"] == "succeeded",
+        )
+        .await;
+    let next = &list[0];
+    assert_eq!(next["retryOfRunId"], lost["id"]);
+    assert_eq!(next["sessionIdBefore"], session.as_str(), "{next}");
+    let requests = t.provider.requests();
+    let resumed = requests.last().unwrap().body.to_string();
+    assert!(
+        resumed.contains("checkout"),
+        "the continuation lacks the conversation so far"
+    );
+    assert!(
+        resumed.contains("interrupted by a restart"),
+        "the prompt says why"
+    );
+    let issue = s.ok_get(&format!("/api/issues/{task}")).await;
+    assert!(issue["checkoutRunId"].is_null(), "{issue}");
+}
+
 macro_rules! cli_tests {
     ($module:ident, $kind:literal) => {
         mod $module {
@@ -445,6 +511,11 @@ macro_rules! cli_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn cancel_mid_turn_stops_the_cli() {
                 super::cancel_mid_turn_stops_the_cli($kind).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_restart_continues_the_task_in_the_same_session() {
+                super::a_restart_continues_the_task_in_the_same_session($kind).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

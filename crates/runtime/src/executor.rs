@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use paperclip_adapters::{Adapter, ErrorCode, Invocation, Outcome, OutcomeStatus, RunSink, Stream};
 use paperclip_core::heartbeat::HeartbeatPolicy;
-use paperclip_core::model::{Agent, HeartbeatRun, TaskSession};
+use paperclip_core::model::{Agent, HeartbeatRun};
 use paperclip_store::runs::{self, Finish, SessionUpdate};
 use paperclip_store::{Store, StoreEvent};
 use serde_json::{json, Value};
@@ -338,7 +338,7 @@ impl Runtime {
             }
             None => None,
         };
-        let prompt = with_reset_note(prompt, saved.as_ref());
+        let prompt = crate::notes::with_notes(prompt, run, saved.as_ref());
         let saved_session = saved.and_then(|s| s.session_display_id);
         // The last moment a stop can prevent the process: after this the
         // adapter checks the token itself and, once spawned, kills the tree.
@@ -403,7 +403,7 @@ impl Runtime {
                     adapter_type: agent.adapter_type.clone(),
                     task_key,
                     session_id: outcome.session_id.clone().filter(|_| !overflowed),
-                    error: overflowed.then(|| OVERFLOWED.to_string()),
+                    error: overflowed.then(|| crate::notes::OVERFLOWED.to_string()),
                 })
             }),
         }))
@@ -496,24 +496,6 @@ async fn invoke_with_fresh_retry(
         ..invocation
     };
     (adapter.invoke(fresh, sink).await, true)
-}
-
-/// The `lastError` of a task session forgotten because it overflowed.
-const OVERFLOWED: &str = "context_window_exceeded";
-
-const RESET_NOTE: &str = "Note: the previous session on this task exceeded the model's context \
-     window and was reset. This run starts a fresh session without that conversation; read the \
-     task and its comments again for what was already done.";
-
-/// Tells the agent why it remembers nothing of its earlier runs on the task.
-fn with_reset_note(prompt: Option<String>, saved: Option<&TaskSession>) -> Option<String> {
-    let reset = saved.is_some_and(|s| {
-        s.session_display_id.is_none() && s.last_error.as_deref() == Some(OVERFLOWED)
-    });
-    match prompt {
-        Some(p) if reset => Some(format!("{p}\n\n{RESET_NOTE}\n")),
-        other => other,
-    }
 }
 
 pub(crate) fn publish_run(hub: &Hub, run: &HeartbeatRun, kind: &str) {

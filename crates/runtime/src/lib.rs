@@ -18,9 +18,11 @@
 
 pub mod executor;
 pub mod hub;
+pub mod interrupt;
 mod live;
 pub mod logs;
 pub mod next;
+mod notes;
 mod outcome;
 pub mod recovery;
 mod redact;

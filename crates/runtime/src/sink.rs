@@ -206,9 +206,13 @@ impl RunSink for RunSinkImpl {
     fn process_started(&self, pid: u32, process_group_id: u32) {
         let store = self.inner.store.clone();
         let run_id = self.run.id.clone();
+        // Read now, while the leader surely is the process just spawned.
+        let start = paperclip_adapters::tree::start_ticks(process_group_id as i32)
+            .map(|t| (t, paperclip_adapters::tree::ticks_to_time(t)));
         tokio::spawn(async move {
             if let Err(err) =
-                paperclip_store::runs::set_process(&store, &run_id, pid, process_group_id).await
+                paperclip_store::runs::set_process(&store, &run_id, pid, process_group_id, start)
+                    .await
             {
                 tracing::warn!(run = %run_id, error = %err, "process id not recorded");
             }

@@ -36,6 +36,7 @@ pub mod costs;
 pub mod dashboard;
 pub mod documents;
 mod error;
+pub mod follow_up;
 pub mod goals;
 mod issue_graph;
 mod issue_page;

@@ -24,6 +24,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "one_queued_run",
         include_str!("../migrations/0005_one_queued_run.sql"),
     ),
+    (
+        6,
+        "run_follow_up",
+        include_str!("../migrations/0006_run_follow_up.sql"),
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -146,17 +146,59 @@ pub async fn claim(store: &Store, run_id: &str) -> Result<Option<HeartbeatRun>> 
     Ok(Some(run))
 }
 
-pub async fn set_process(store: &Store, run_id: &str, pid: u32, pgid: u32) -> Result<()> {
+/// Records the run's process: its pid, group, and the leader's start time
+/// (kernel ticks, and as a time) that proves its identity to recovery.
+pub async fn set_process(
+    store: &Store,
+    run_id: &str,
+    pid: u32,
+    pgid: u32,
+    start: Option<(i64, Option<String>)>,
+) -> Result<()> {
+    let (ticks, started_at) = start.map_or((None, None), |(t, s)| (Some(t), s));
     let mut tx = store.begin().await?;
-    sqlx::query("UPDATE heartbeat_runs SET process_pid = $2, process_group_id = $3, updated_at = $4 WHERE id = $1")
-        .bind(run_id)
-        .bind(i64::from(pid))
-        .bind(i64::from(pgid))
-        .bind(now())
-        .execute(tx.conn())
-        .await?;
+    sqlx::query(
+        "UPDATE heartbeat_runs SET process_pid = $2, process_group_id = $3, \
+         process_start_ticks = $4, process_started_at = $5, updated_at = $6 WHERE id = $1",
+    )
+    .bind(run_id)
+    .bind(i64::from(pid))
+    .bind(i64::from(pgid))
+    .bind(ticks)
+    .bind(started_at)
+    .bind(now())
+    .execute(tx.conn())
+    .await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// The recorded start ticks of a run's process leader, for recovery.
+pub async fn process_start_ticks(store: &Store, run_id: &str) -> Result<Option<i64>> {
+    let row: Option<(Option<i64>,)> =
+        sqlx::query_as("SELECT process_start_ticks FROM heartbeat_runs WHERE id = $1")
+            .bind(run_id)
+            .fetch_all(store.pool())
+            .await?
+            .pop();
+    Ok(row.and_then(|r| r.0))
+}
+
+/// The CLI session a run reported starting (its last `transcript.init`):
+/// what a continuation resumes when the run itself never finished.
+pub async fn last_session_seen(store: &Store, run_id: &str) -> Result<Option<String>> {
+    let row: Option<(Option<String>,)> = sqlx::query_as(
+        "SELECT payload FROM heartbeat_run_events WHERE run_id = $1 \
+         AND event_type = 'transcript.init' ORDER BY seq DESC LIMIT 1",
+    )
+    .bind(run_id)
+    .fetch_all(store.pool())
+    .await?
+    .pop();
+    Ok(row
+        .and_then(|r| r.0)
+        .and_then(|p| serde_json::from_str::<Value>(&p).ok())
+        .and_then(|p| p.get("sessionId")?.as_str().map(str::to_string)))
 }
 
 /// What the executor knows when a run ends.
@@ -190,10 +232,26 @@ pub struct SessionUpdate {
 }
 
 /// Ends a running run and settles its agent (idle, or error after a failure;
-/// a paused or terminated agent stays so). `None` if the run was not running.
+/// a paused or terminated agent stays so) and its task (the run's checkout
+/// is released; after a failure the task is `blocked`, see `follow_up`).
+/// `None` if the run was not running.
 pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Option<HeartbeatRun>> {
-    let finish = crate::text::finish(finish);
     let mut tx = store.begin().await?;
+    let Some(run) = finish_in(&mut tx, run_id, &finish).await? else {
+        return Ok(None);
+    };
+    crate::follow_up::settle_task_in(&mut tx, &run).await?;
+    tx.commit().await?;
+    Ok(Some(run))
+}
+
+/// [`finish`] inside the caller's transaction, leaving the task to it.
+pub(crate) async fn finish_in(
+    tx: &mut Tx,
+    run_id: &str,
+    finish: &Finish,
+) -> Result<Option<HeartbeatRun>> {
+    let finish = crate::text::finish(finish.clone());
     let ts = now();
     let done = sqlx::query(
         "UPDATE heartbeat_runs SET status = $2, error = $3, error_code = $4, exit_code = $5, \
@@ -224,9 +282,9 @@ pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Optio
     if done == 0 {
         return Ok(None);
     }
-    let run = get_in(&mut tx, run_id).await?;
+    let run = get_in(tx, run_id).await?;
     if let Some(update) = &finish.session {
-        crate::sessions::apply_in(&mut tx, &run, update).await?;
+        crate::sessions::apply_in(tx, &run, update).await?;
     }
     // A stop is what someone asked for, not a failure: its wake request is
     // `cancelled` and its lifecycle event is not an error.
@@ -241,10 +299,13 @@ pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Optio
         .bind(&ts)
         .execute(tx.conn())
         .await?;
+    // A restart is not the agent's failure: it goes back to idle.
+    let agent_failed = matches!(finish.status.as_str(), "failed" | "timed_out")
+        && finish.error_code.as_deref() != Some("control_plane_restart");
     settle_agent(
-        &mut tx,
+        tx,
         &run.agent_id,
-        &finish.status,
+        agent_failed,
         finish.error.as_deref(),
         &ts,
     )
@@ -258,7 +319,7 @@ pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Optio
         None => format!("run {}", finish.status),
     };
     append_event_in(
-        &mut tx,
+        tx,
         &run,
         "lifecycle",
         None,
@@ -268,7 +329,7 @@ pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Optio
     )
     .await?;
     activity::record(
-        &mut tx,
+        tx,
         &Actor::system(),
         Entry {
             company_id: &run.company_id,
@@ -285,8 +346,8 @@ pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Optio
         },
     )
     .await?;
-    tx.commit().await?;
-    Ok(Some(run))
+    // Re-read: the run as finished, for whoever settles its task.
+    Ok(Some(get_in(tx, run_id).await?))
 }
 
 /// After a run, a running agent with no other run in flight becomes idle
@@ -294,7 +355,7 @@ pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Optio
 async fn settle_agent(
     tx: &mut Tx,
     agent_id: &str,
-    status: &str,
+    failed: bool,
     error: Option<&str>,
     ts: &str,
 ) -> Result<()> {
@@ -307,7 +368,6 @@ async fn settle_agent(
     if others > 0 {
         return Ok(());
     }
-    let failed = matches!(status, "failed" | "timed_out");
     let (next, reason) = if failed {
         ("error", error)
     } else {
@@ -519,6 +579,9 @@ pub(crate) fn map(row: &AnyRow) -> Result<HeartbeatRun> {
         log_bytes: row.int("log_bytes")?,
         process_pid: sqlx::Row::try_get(row, "process_pid")?,
         process_group_id: sqlx::Row::try_get(row, "process_group_id")?,
+        process_started_at: row.opt_text("process_started_at")?,
+        retry_of_run_id: row.opt_text("retry_of_run_id")?,
+        continuation_attempt: row.int("continuation_attempt")?,
         coalesced_count: row.int("coalesced_count")?,
         session_id_before: row.opt_text("session_id_before")?,
         session_id_after: row.opt_text("session_id_after")?,

@@ -32,8 +32,11 @@ pub(crate) fn context(wake: &Wake) -> Value {
         "triggerDetail": wake.trigger_detail,
         "payload": wake.payload,
     });
-    if let Some(comment) = comment_of(wake) {
-        context["commentIds"] = json!([comment]);
+    let mut ids = comments_of(wake);
+    if !ids.is_empty() {
+        ids.sort();
+        ids.dedup();
+        context["commentIds"] = json!(ids);
     }
     context
 }
@@ -65,12 +68,34 @@ pub(crate) async fn place(
     ))
 }
 
-fn comment_of(wake: &Wake) -> Option<String> {
-    wake.payload
-        .as_ref()?
-        .get("commentId")?
-        .as_str()
-        .map(str::to_string)
+/// The comments a wake is about: its `commentId`, or the `commentIds` a
+/// follow-up run carries over from the run it continues.
+fn comments_of(wake: &Wake) -> Vec<String> {
+    let Some(payload) = &wake.payload else {
+        return Vec::new();
+    };
+    let mut ids = comment_ids(payload);
+    ids.extend(
+        payload
+            .get("commentId")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    );
+    ids
+}
+
+/// The `commentIds` of a run context (or wake payload).
+pub(crate) fn comment_ids(context: &Value) -> Vec<String> {
+    context
+        .get("commentIds")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 async fn queued_run(tx: &mut Tx, agent_id: &str, issue_id: Option<&str>) -> Result<Option<String>> {
@@ -117,23 +142,16 @@ async fn fold(tx: &mut Tx, run_id: &str, wake: &Wake, ts: &str) -> Result<Option
 /// The latest wake's reason and payload, plus every comment id so far,
 /// oldest first (ids are time-ordered UUIDv7).
 fn merge(old: &Value, wake: &Wake) -> Value {
-    let mut ids: Vec<String> = old
-        .get("commentIds")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        // A run queued before commentIds existed carries its one comment here.
-        .or_else(|| {
+    let mut ids = comment_ids(old);
+    // A run queued before commentIds existed carries its one comment here.
+    if ids.is_empty() {
+        ids.extend(
             old.pointer("/payload/commentId")
                 .and_then(Value::as_str)
-                .map(|c| vec![c.to_string()])
-        })
-        .unwrap_or_default();
-    ids.extend(comment_of(wake));
+                .map(str::to_string),
+        );
+    }
+    ids.extend(comments_of(wake));
     ids.sort();
     ids.dedup();
     let mut merged = context(wake);

@@ -131,11 +131,16 @@
       toast(hire && hire.approval ? `${spec.name} waits for board approval` : `${spec.name} is hired`);
       refreshSoon(50);
     },
-    async comment(form) {
+    async comment(form, submitter) {
       const body = value(form, "body");
       await api("POST", `/api/issues/${form.dataset.issueId}/comments`, { body });
       form.reset();
-      toast("Comment posted");
+      if (submitter && submitter.name === "interrupt") {
+        await api("POST", `/api/issues/${form.dataset.issueId}/queued-comments/interrupt`, { targetRunId: submitter.value });
+        toast("Comment posted; the run was interrupted and the next one starts with it");
+      } else {
+        toast("Comment posted");
+      }
       refreshSoon(50);
     },
     async budget(form) {
@@ -193,7 +198,7 @@
     const submit = $("button[type=submit]", form);
     if (submit) submit.disabled = true;
     try {
-      await handler(form);
+      await handler(form, ev.submitter);
     } catch (e) {
       toast(e.message, "error");
     } finally {

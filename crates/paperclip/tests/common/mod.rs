@@ -368,6 +368,13 @@ impl Drop for TestServer {
     }
 }
 
+/// Kills the server (SIGKILL, as a crash would) and starts it again on the
+/// same data dir and database.
+pub async fn restart_keeping_data(server: TestServer) -> TestServer {
+    let (data_dir, database_url) = server.stop_keeping_data();
+    TestServer::start_with(data_dir, database_url, &[]).await
+}
+
 /// Polls `probe` until it returns `Some`, or panics naming `what` after
 /// `secs`. The one place tests wait: on a condition, with a deadline.
 pub async fn until<T>(secs: u64, what: &str, probe: impl AsyncFnMut() -> Option<T>) -> T {

@@ -155,6 +155,10 @@ pub struct WakeBody {
     payload: Option<Value>,
     issue_id: Option<String>,
     idempotency_key: Option<String>,
+    /// Retry: the failed, timed-out or stopped run of this agent to start
+    /// again on its task, with the comments it was handed
+    /// (reason `retry_failed_run`).
+    failed_run_id: Option<String>,
 }
 
 /// Wakes the agent: a run is queued (or the wake folds into the run already
@@ -218,20 +222,27 @@ async fn wake(
             return Err(ApiError::not_found("Issue not found"));
         }
     }
-    let woken = wakeups::enqueue(
-        &app.store,
-        caller.actor(),
-        Wake {
-            agent_id: agent.id.clone(),
-            source,
-            trigger_detail: Some(trigger),
-            reason: body.reason,
-            payload: body.payload,
-            issue_id: body.issue_id,
-            idempotency_key: body.idempotency_key,
-        },
-    )
-    .await?;
+    let woken = match &body.failed_run_id {
+        Some(failed) => {
+            paperclip_store::follow_up::retry(&app.store, caller.actor(), &agent.id, failed).await?
+        }
+        None => {
+            wakeups::enqueue(
+                &app.store,
+                caller.actor(),
+                Wake {
+                    agent_id: agent.id.clone(),
+                    source,
+                    trigger_detail: Some(trigger),
+                    reason: body.reason,
+                    payload: body.payload,
+                    issue_id: body.issue_id,
+                    idempotency_key: body.idempotency_key,
+                },
+            )
+            .await?
+        }
+    };
     match woken.run {
         Some(run) => {
             let mut value = serde_json::to_value(&run).expect("runs serialize");

@@ -13,6 +13,7 @@ mod events;
 mod goals;
 mod health;
 mod heartbeats;
+mod interrupt;
 mod issues;
 mod keys;
 mod labels;
@@ -40,6 +41,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(activity::router())
         .merge(keys::router())
         .merge(heartbeats::router())
+        .merge(interrupt::router())
         .merge(context::router())
         .merge(events::router())
         .merge(approvals::router())

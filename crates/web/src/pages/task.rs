@@ -109,6 +109,11 @@ pub async fn page(
                         }
                     }
                 }
+                @if let Some(run) = task_runs.first().filter(|r| issue.status == "blocked" && matches!(r.status.as_str(), "failed" | "timed_out")) {
+                    p.run-error.task-blocked { strong { "Blocked: " } "its last run "
+                        (if run.status == "timed_out" { "timed out" } else { "failed" })
+                        " (" (run.error_code.as_deref().unwrap_or("error")) "). Retry it below, or comment to give new direction." }
+                }
                 section.runs {
                     h2 { "Runs" }
                     @if task_runs.is_empty() { p.muted { "No runs on this task yet." } }
@@ -173,6 +178,9 @@ pub async fn page(
             label { "Comment (Markdown; @name mentions an agent and wakes it)" textarea name="body" rows="4" required {} }
             div.mentions { @for a in agents.iter().filter(|a| a.status != "terminated") { button type="button" data-mention=(a.name) { "@" (a.name) } } }
             button.primary type="submit" { "Comment" }
+            @if let Some(run) = task_runs.iter().find(|r| r.status == "running") {
+                " " button type="submit" name="interrupt" value=(run.id) title="Stop the run working now and hand this comment to the next run at once" { "Comment and interrupt" }
+            }
         }
     };
     let title = format!("{} {}", issue.identifier, issue.title);
@@ -201,6 +209,10 @@ pub fn run_view<'a>(
                 (outcome_line(run))
                 @if live {
                     " " button.small type="button" data-action="POST" data-url={"/api/heartbeat-runs/" (run.id) "/cancel"} data-confirm="Stop this run?" data-done="Stopped" { "Stop" }
+                }
+                @if matches!(run.status.as_str(), "failed" | "timed_out" | "cancelled") {
+                    " " button.small type="button" data-action="POST" data-url={"/api/agents/" (run.agent_id) "/wakeup"}
+                        data-body=(serde_json::json!({ "failedRunId": run.id, "reason": "retry_failed_run" })) data-done="Retry queued" { "Retry" }
                 }
             }
             @if let Some(err) = &run.error {
@@ -256,6 +268,15 @@ fn outcome_line(run: &HeartbeatRun) -> String {
         "timed_out" => "timed out".into(),
         _ => "failed".into(),
     };
+    if run.continuation_attempt > 0 {
+        line.push_str(&format!(
+            " · continues after a restart ({} of {})",
+            run.continuation_attempt,
+            paperclip_store::follow_up::CONTINUATIONS
+        ));
+    } else if run.retry_of_run_id.is_some() {
+        line.push_str(" · a retry");
+    }
     if let Some(reason) = &run.wake_reason {
         line.push_str(&format!(" · woken by {}", reason.replace('_', " ")));
     }

@@ -1,0 +1,62 @@
+//! Notes appended to a run's prompt when the agent must know something about
+//! how this run came about: its session was reset, or it carries on work a
+//! restart interrupted, or it retries a failed run.
+
+use paperclip_core::model::{HeartbeatRun, TaskSession};
+
+/// The `lastError` of a task session forgotten because it overflowed.
+pub(crate) const OVERFLOWED: &str = "context_window_exceeded";
+
+const RESET_NOTE: &str = "Note: the previous session on this task exceeded the model's context \
+     window and was reset. This run starts a fresh session without that conversation; read the \
+     task and its comments again for what was already done.";
+
+/// Tells the agent why it remembers nothing of its earlier runs on the task.
+fn reset_note(prompt: Option<String>, saved: Option<&TaskSession>) -> Option<String> {
+    let reset = saved.is_some_and(|s| {
+        s.session_display_id.is_none() && s.last_error.as_deref() == Some(OVERFLOWED)
+    });
+    match prompt {
+        Some(p) if reset => Some(format!("{p}\n\n{RESET_NOTE}\n")),
+        other => other,
+    }
+}
+
+/// The prompt with every note that applies to this run.
+pub(crate) fn with_notes(
+    prompt: Option<String>,
+    run: &HeartbeatRun,
+    saved: Option<&TaskSession>,
+) -> Option<String> {
+    let prompt = reset_note(prompt, saved)?;
+    match follow_up_note(run, saved) {
+        Some(note) => Some(format!("{prompt}\n\n{note}\n")),
+        None => Some(prompt),
+    }
+}
+
+/// A continuation must not blindly redo what the lost run may have done.
+fn follow_up_note(run: &HeartbeatRun, saved: Option<&TaskSession>) -> Option<String> {
+    let resumed = saved.is_some_and(|s| s.session_display_id.is_some());
+    let memory = if resumed {
+        "Your session was resumed, so you may remember part of that work."
+    } else {
+        "Its session could not be resumed, so read the task and its comments again."
+    };
+    if run.continuation_attempt > 0 {
+        return Some(format!(
+            "Note: your previous run on this task was interrupted by a restart of the control \
+             plane before it finished (continuation {} of {}). {memory} Check the task's current \
+             state (status, comments, documents, files) before repeating any action that may \
+             already have happened.",
+            run.continuation_attempt,
+            paperclip_store::follow_up::CONTINUATIONS,
+        ));
+    }
+    run.retry_of_run_id.as_ref().map(|_| {
+        format!(
+            "Note: this run retries an earlier run on this task that did not succeed. {memory} \
+             Check the task's current state before repeating any action."
+        )
+    })
+}
