@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use crate::config::{describe, truncate, Fields};
 use crate::{
     Adapter, BoxFuture, Capabilities, ConfigError, ErrorCode, Invocation, Outcome, OutcomeStatus,
-    RunSink, Stream,
+    RunLimits, RunSink, Stream,
 };
 
 /// Responses are read up to this size; agents answer with small JSON.
@@ -52,9 +52,16 @@ pub struct HttpConfig {
     pub payload_template: Option<Value>,
     /// A 202 hands the run off to the callback route instead of finishing it.
     pub async_callback: bool,
+    /// How long a handed-off run waits for its callback (`callbackTimeoutSec`,
+    /// default one hour), after which it is timed out.
+    pub callback_timeout: Duration,
     /// Send the run's `PAPERCLIP_API_KEY` as a bearer token.
     pub forward_auth: bool,
 }
+
+const DEFAULT_CALLBACK_SECS: f64 = 3600.0;
+/// A week: the run token's own ceiling.
+const MAX_CALLBACK_SECS: f64 = 7.0 * 24.0 * 3600.0;
 
 impl HttpConfig {
     pub fn parse(config: &Value) -> Result<HttpConfig, Vec<ConfigError>> {
@@ -96,6 +103,13 @@ impl HttpConfig {
         let timeout_ms = f.non_negative("timeoutMs", 30_000.0);
         let payload_template = f.get("payloadTemplate").cloned();
         let async_callback = f.bool("async", false);
+        let callback_secs = f.non_negative("callbackTimeoutSec", DEFAULT_CALLBACK_SECS);
+        if callback_secs == 0.0 || callback_secs > MAX_CALLBACK_SECS {
+            f.error(
+                &["callbackTimeoutSec"],
+                format!("must be between 1 and {MAX_CALLBACK_SECS} seconds: a callback that never comes must not hold the run forever"),
+            );
+        }
         let forward_auth = f.bool("forwardAuth", false);
         let (Some(url), Some(method)) = (url, method) else {
             return Err(f.finish(()).expect_err("url/method errors were recorded"));
@@ -107,6 +121,7 @@ impl HttpConfig {
             timeout: (timeout_ms > 0.0).then(|| Duration::from_secs_f64(timeout_ms / 1000.0)),
             payload_template,
             async_callback,
+            callback_timeout: Duration::from_secs_f64(callback_secs.clamp(1.0, MAX_CALLBACK_SECS)),
             forward_auth,
         })
     }
@@ -128,6 +143,16 @@ impl Adapter for HttpAdapter {
 
     fn validate_config(&self, config: &Value) -> Result<(), Vec<ConfigError>> {
         HttpConfig::parse(config).map(|_| ())
+    }
+
+    fn limits(&self, config: &Value) -> RunLimits {
+        HttpConfig::parse(config)
+            .map(|c| RunLimits {
+                timeout: c.timeout,
+                grace: Duration::ZERO,
+                callback: c.async_callback.then_some(c.callback_timeout),
+            })
+            .unwrap_or_default()
     }
 
     fn invoke<'a>(

@@ -206,6 +206,9 @@ pub struct RunLimits {
     pub timeout: Option<Duration>,
     /// Between TERM and KILL once the timeout passes.
     pub grace: Duration,
+    /// An asynchronous run (accepted now, completed by a callback later) may
+    /// wait this long for its callback before it is timed out.
+    pub callback: Option<Duration>,
 }
 
 pub trait Adapter: Send + Sync {

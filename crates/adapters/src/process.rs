@@ -91,6 +91,7 @@ impl Adapter for ProcessAdapter {
             .map(|c| RunLimits {
                 timeout: c.timeout,
                 grace: c.grace,
+                callback: None,
             })
             .unwrap_or_default()
     }

@@ -158,6 +158,9 @@ impl Runtime {
                 _ = self.inner.kick.notified() => {}
                 _ = tokio::time::sleep(POLL) => {}
             }
+            if let Err(err) = self.expire_callbacks().await {
+                tracing::error!(error = %err, "timing out overdue callbacks failed");
+            }
             if let Err(err) = self.dispatch().await {
                 tracing::error!(error = %err, "dispatching queued runs failed");
             }
@@ -363,6 +366,9 @@ impl Runtime {
             invoke_with_fresh_retry(&*adapter, invocation, sink.clone()).await;
         let stats = sink.close().await;
         if outcome.status == OutcomeStatus::Pending {
+            // Bounded even if the adapter named no bound: a run must end.
+            let wait = limits.callback.unwrap_or(crate::callbacks::DEFAULT_WAIT);
+            crate::callbacks::awaiting(store, run, wait).await?;
             return Ok(None);
         }
         let cancel_reason = live.stop_reason();

@@ -16,6 +16,7 @@
 //! inside the transaction that caused them; the runtime learns of them from
 //! the store's commit events and, as a backstop, by polling.
 
+mod callbacks;
 pub mod executor;
 pub mod hub;
 pub mod interrupt;

@@ -20,7 +20,14 @@ use paperclip_store::runs::{self, Finish, SessionUpdate};
 use paperclip_store::Store;
 
 pub async fn recover(store: &Store) -> anyhow::Result<usize> {
-    let stale = runs::running(store).await?;
+    // A run waiting for its callback has no process here to lose: it keeps
+    // waiting (until its deadline) across the restart.
+    let remote = paperclip_store::callbacks::awaiting(store).await?;
+    let stale: Vec<HeartbeatRun> = runs::running(store)
+        .await?
+        .into_iter()
+        .filter(|r| !remote.contains(&r.id))
+        .collect();
     for run in &stale {
         let killed_group = match run.process_group_id {
             Some(pgid) => {

@@ -21,7 +21,10 @@ pub fn ttl_secs(limits: &RunLimits) -> i64 {
     // A refused resume is retried once fresh within the same run, so a run
     // can take two invocations; the margin covers draining and recording.
     let one = (timeout + limits.grace).as_secs_f64().ceil() as i64;
-    (2 * one + 300).min(CEILING_SECS)
+    // An async run's token must outlive the wait for its callback, which
+    // authenticates with it.
+    let callback = limits.callback.map_or(0, |c| c.as_secs_f64().ceil() as i64);
+    (2 * one + callback + 300).min(CEILING_SECS)
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -103,11 +106,13 @@ mod tests {
         let long = RunLimits {
             timeout: Some(Duration::from_secs_f64(1800.5)),
             grace: Duration::from_secs(20),
+            callback: None,
         };
         assert!(ttl_secs(&long) as f64 >= 1800.5 + 20.0);
         let huge = RunLimits {
             timeout: Some(Duration::from_secs(30 * 24 * 3600)),
             grace: Duration::ZERO,
+            callback: None,
         };
         assert_eq!(ttl_secs(&huge), CEILING_SECS);
     }

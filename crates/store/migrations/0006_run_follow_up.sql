@@ -12,3 +12,7 @@ ALTER TABLE heartbeat_runs ADD COLUMN retry_of_run_id TEXT;
 ALTER TABLE heartbeat_runs ADD COLUMN continuation_attempt BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE heartbeat_runs ADD COLUMN process_started_at TEXT;
 ALTER TABLE heartbeat_runs ADD COLUMN process_start_ticks BIGINT;
+-- An asynchronous run handed off to a remote worker waits for its callback
+-- until callback_deadline_at; after it, the run is timed out. Restart
+-- recovery leaves such runs alone: no local process of theirs was lost.
+ALTER TABLE heartbeat_runs ADD COLUMN callback_deadline_at TEXT;

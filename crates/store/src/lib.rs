@@ -30,6 +30,7 @@ pub mod activity;
 pub mod agents;
 pub mod approvals;
 pub mod budgets;
+pub mod callbacks;
 pub mod comments;
 pub mod companies;
 pub mod costs;

@@ -169,6 +169,7 @@ impl<K: CliKind> Adapter for CliAdapter<K> {
             .map(|(c, _)| RunLimits {
                 timeout: c.timeout,
                 grace: c.grace,
+                callback: None,
             })
             .unwrap_or_default()
     }
