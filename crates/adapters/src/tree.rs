@@ -301,7 +301,18 @@ mod tests {
         if let Some(m) = marker {
             cmd.env(TREE_VAR, m);
         }
-        cmd.spawn().unwrap()
+        let child = cmd.spawn().unwrap();
+        // spawn returns once the child has begun exec, which can be before
+        // the kernel shows its new environment: wait until it does.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while std::fs::read(format!("/proc/{}/environ", child.id())).is_ok_and(|e| e.is_empty()) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the child never finished exec"
+            );
+            std::thread::yield_now();
+        }
+        child
     }
 
     #[test]

@@ -411,9 +411,11 @@ async fn an_overflowed_session_is_forgotten(kind: &'static str) {
     t.provider.push([Turn::Answer {
         text: "Started over.".into(),
     }]);
+    // The board's comment wakes the agent; the fresh session is told the
+    // task so far (its latest comments).
     t.s.ok_post(
-        &format!("/api/agents/{}/wakeup", t.aid),
-        json!({ "issueId": issue["id"], "reason": "after_overflow" }),
+        &format!("/api/issues/{}/comments", issue["id"].as_str().unwrap()),
+        json!({ "body": "We settled on the TEAL-42 palette." }),
     )
     .await;
     let runs = t.runs_until(3, 180).await;
@@ -430,6 +432,10 @@ async fn an_overflowed_session_is_forgotten(kind: &'static str) {
     assert!(
         body.contains("exceeded the model's context window and was reset"),
         "the prompt does not say why the session is new"
+    );
+    assert!(
+        body.contains("The task so far:") && body.contains("TEAL-42"),
+        "the fresh session is not told the task so far"
     );
     let sessions =
         t.s.ok_get(&format!("/api/agents/{}/task-sessions", t.aid))

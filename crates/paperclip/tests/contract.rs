@@ -81,6 +81,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/heartbeat-runs/{runId}/events"),
     ("get", "/api/heartbeat-runs/{runId}/log"),
     ("post", "/api/heartbeat-runs/{runId}/cancel"),
+    ("post", "/api/issues/{id}/queued-comments/interrupt"),
     ("post", "/api/heartbeat-runs/{runId}/callback"),
     ("get", "/api/issues/{issueId}/active-run"),
     ("get", "/api/issues/{id}/heartbeat-context"),

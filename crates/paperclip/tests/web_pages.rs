@@ -303,4 +303,23 @@ async fn a_coding_agents_page_can_reset_its_sessions() {
         !other.contains("reset-session"),
         "a process agent has no sessions"
     );
+    // A task assigned to the coding agent resets only its own session.
+    let task = server
+        .issue(
+            cid,
+            json!({ "title": "Refactor", "assigneeAgentId": coder["id"] }),
+        )
+        .await;
+    let ident = task["identifier"].as_str().unwrap();
+    let (_, _, html) = page(&server, &format!("/{prefix}/tasks/{ident}")).await;
+    let body = format!(
+        "{{&quot;taskKey&quot;:&quot;{}&quot;}}",
+        task["id"].as_str().unwrap()
+    );
+    assert!(
+        html.contains(&format!(r#"data-url="{url}""#)) && html.contains(&body),
+        "the task page resets this task's session"
+    );
+    let reset = server.ok_post(&url, json!({ "taskKey": task["id"] })).await;
+    assert_eq!(reset["cleared"], 0, "{reset}");
 }

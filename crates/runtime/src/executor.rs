@@ -24,6 +24,8 @@ use crate::tokens::{ttl_secs, RunTokens};
 /// How often queued runs are looked for even without a commit signal: the
 /// backstop for a missed signal, not the normal path.
 const POLL: Duration = Duration::from_secs(2);
+/// How many of a task's latest comments a run that lost its session is shown.
+const SO_FAR_COMMENTS: i64 = 5;
 
 pub struct RuntimeConfig {
     pub store: Store,
@@ -341,7 +343,11 @@ impl Runtime {
             }
             None => None,
         };
-        let prompt = crate::notes::with_notes(prompt, run, saved.as_ref());
+        let so_far = match (&run.issue_id, crate::notes::overflow_reset(saved.as_ref())) {
+            (Some(issue), true) => self.task_so_far(issue).await,
+            _ => None,
+        };
+        let prompt = crate::notes::with_notes(prompt, run, saved.as_ref(), so_far.as_deref());
         let saved_session = saved.and_then(|s| s.session_display_id);
         // The last moment a stop can prevent the process: after this the
         // adapter checks the token itself and, once spawned, kills the tree.
@@ -451,6 +457,35 @@ impl Runtime {
             out.push_str(&format!("- {author}: {}\n", c.body.trim()));
         }
         Some(out)
+    }
+
+    /// The task's latest comments, oldest first and each cut short: what a
+    /// run that lost its session is told of the work so far.
+    async fn task_so_far(&self, issue_id: &str) -> Option<String> {
+        let store = &self.inner.store;
+        let mut latest = paperclip_store::comments::list(
+            store,
+            issue_id,
+            None,
+            paperclip_store::comments::Order::Desc,
+            SO_FAR_COMMENTS,
+        )
+        .await
+        .ok()?;
+        latest.reverse();
+        let lines: Vec<String> = latest
+            .iter()
+            .map(|c| {
+                let who = if c.author_agent_id.is_some() {
+                    "an agent"
+                } else {
+                    "the board"
+                };
+                let body: String = c.body.trim().chars().take(300).collect();
+                format!("- {who}: {body}")
+            })
+            .collect();
+        (!lines.is_empty()).then(|| lines.join("\n") + "\n")
     }
 
     pub(crate) fn publish_run(&self, run: &HeartbeatRun, kind: &str) {

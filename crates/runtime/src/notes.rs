@@ -11,24 +11,39 @@ const RESET_NOTE: &str = "Note: the previous session on this task exceeded the m
      window and was reset. This run starts a fresh session without that conversation; read the \
      task and its comments again for what was already done.";
 
-/// Tells the agent why it remembers nothing of its earlier runs on the task.
-fn reset_note(prompt: Option<String>, saved: Option<&TaskSession>) -> Option<String> {
-    let reset = saved.is_some_and(|s| {
+/// Whether the task's session was forgotten because it overflowed, so this
+/// run starts without it (and needs the task so far, [`with_notes`]).
+pub(crate) fn overflow_reset(saved: Option<&TaskSession>) -> bool {
+    saved.is_some_and(|s| {
         s.session_display_id.is_none() && s.last_error.as_deref() == Some(OVERFLOWED)
-    });
+    })
+}
+
+/// Tells the agent why it remembers nothing of its earlier runs on the task,
+/// with a short account of the task so far.
+fn reset_note(
+    prompt: Option<String>,
+    saved: Option<&TaskSession>,
+    so_far: Option<&str>,
+) -> Option<String> {
     match prompt {
-        Some(p) if reset => Some(format!("{p}\n\n{RESET_NOTE}\n")),
+        Some(p) if overflow_reset(saved) => {
+            let so_far = so_far.map_or(String::new(), |s| format!("\nThe task so far:\n{s}"));
+            Some(format!("{p}\n\n{RESET_NOTE}\n{so_far}"))
+        }
         other => other,
     }
 }
 
-/// The prompt with every note that applies to this run.
+/// The prompt with every note that applies to this run. `so_far` is a short
+/// account of the task (its latest comments) for a run whose session was reset.
 pub(crate) fn with_notes(
     prompt: Option<String>,
     run: &HeartbeatRun,
     saved: Option<&TaskSession>,
+    so_far: Option<&str>,
 ) -> Option<String> {
-    let prompt = reset_note(prompt, saved)?;
+    let prompt = reset_note(prompt, saved, so_far)?;
     match follow_up_note(run, saved) {
         Some(note) => Some(format!("{prompt}\n\n{note}\n")),
         None => Some(prompt),

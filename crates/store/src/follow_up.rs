@@ -1,6 +1,7 @@
-//! What becomes of a run's task when the run ends, so that no task is left
-//! checked out by a run that is over:
-//! - a run that ended releases the checkout it held; a failed or timed-out
+//! What becomes of a run's task when the run ends, so that no open task is
+//! left checked out by a run that is over:
+//! - a run that ended releases the checkout of its open task (a done or
+//!   cancelled one keeps it, as the record of who finished it); a failed or timed-out
 //!   one leaves its in-progress task `blocked` (the board sees it, with the
 //!   run's error, and can Retry), a stopped or finished one leaves the status
 //!   as it is;
@@ -49,6 +50,11 @@ pub(crate) async fn settle_task_in(tx: &mut Tx, run: &HeartbeatRun) -> Result<()
     let Some(issue) = held_task(tx, run).await? else {
         return Ok(());
     };
+    // A finished task keeps the run that finished it, as a record; only open
+    // work can be held.
+    if matches!(issue.status.as_str(), "done" | "cancelled") {
+        return Ok(());
+    }
     let failed = matches!(run.status.as_str(), "failed" | "timed_out");
     if failed && issue.status == "in_progress" {
         let reason = format!(

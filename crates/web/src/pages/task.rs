@@ -167,6 +167,12 @@ pub async fn page(
                     dt { "Labels" } dd { @for l in &issue.labels { span.label style={"--c:" (l.color)} { (l.name) } " " } @if issue.labels.is_empty() { span.muted { "None" } } }
                     dt { "Blocked by" } dd { @for b in &issue.blocked_by { a href={"/" (p) "/tasks/" (b.identifier)} { span.ident { (b.identifier) } } " " (pill(&b.status)) " " } @if issue.blocked_by.is_empty() { span.muted { "Nothing" } } }
                     dt { "Sub-tasks" } dd { @for c in &children.issues { div { a href={"/" (p) "/tasks/" (c.identifier)} { span.ident { (c.identifier) } " " (c.title) } " " (pill(&c.status)) } } @if children.issues.is_empty() { span.muted { "None" } } }
+                    @if let Some(a) = issue.assignee_agent_id.as_deref().and_then(|id| names.get(id)).filter(|a| a.adapter_type.ends_with("_local")) {
+                        dt { "Session" }
+                        dd { button.small type="button" data-action="POST" data-url={"/api/agents/" (a.id) "/runtime-state/reset-session"}
+                            data-body=(serde_json::json!({ "taskKey": issue.id }))
+                            data-confirm={"Forget " (a.name) "'s conversation on this task? Its next run here starts fresh."} data-done="Session reset" { "Reset session" } }
+                    }
                     dt { "Cost so far" } dd { (money(cost)) span.muted { " · " (cost_events) @if cost_events == 1 { " cost event" } @else { " cost events" } } }
                 }
             }
