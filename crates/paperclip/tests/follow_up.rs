@@ -139,12 +139,12 @@ async fn a_restart_hands_the_task_to_a_continuation_that_finishes_it() {
 
     let issue = server
         .wait_for(&format!("/api/issues/{}", s.task), 20, |i| {
-            i["status"] == "done" && i["checkoutRunId"].is_null()
+            i["status"] == "done"
         })
         .await;
-    assert!(
-        issue["checkoutRunId"].is_null(),
-        "a finished run holds nothing: {issue}"
+    assert_eq!(
+        issue["checkoutRunId"], next["id"],
+        "the continuation finished it: {issue}"
     );
     let log = s.log();
     assert_eq!(log.len(), 2, "one lost run, one continuation: {log:?}");
@@ -300,14 +300,19 @@ async fn a_failed_run_blocks_its_task_and_retry_starts_it_again() {
     assert_eq!(retry["issueId"], s.task.as_str());
     let issue = server
         .wait_for(&format!("/api/issues/{}", s.task), 20, |i| {
-            i["status"] == "done" && i["checkoutRunId"].is_null()
+            i["status"] == "done"
         })
         .await;
-    assert!(issue["checkoutRunId"].is_null());
+    assert_eq!(issue["checkoutRunId"], retry["id"], "the retry finished it");
     let log = s.log();
     assert!(log.last().unwrap().contains("retry_failed_run"), "{log:?}");
-    let done = server.runs_of(&s.cid, &s.aid).await.pop().unwrap();
-    assert_eq!(done["status"], "succeeded");
+    let done = server
+        .wait_for(
+            &format!("/api/heartbeat-runs/{}", retry["id"].as_str().unwrap()),
+            20,
+            |r| r["status"] == "succeeded",
+        )
+        .await;
     let (status, body) = server
         .post(
             &format!("/api/agents/{}/wakeup", s.aid),
@@ -388,7 +393,7 @@ async fn interrupt_stops_the_turn_and_the_next_run_gets_the_new_comment_at_once(
     );
     server
         .wait_for(&format!("/api/issues/{}", s.task), 20, |i| {
-            i["status"] == "done" && i["checkoutRunId"].is_null()
+            i["status"] == "done"
         })
         .await;
     let log = s.log();

@@ -59,21 +59,24 @@ impl Runtime {
                 next: None,
             });
         };
-        // The comment's wake is the queued run of this agent and task, if
-        // any; otherwise the agent is woken on the task so it carries on.
+        // The comment's wake is the queued run of this agent and task (which
+        // may have started the moment the slot freed); otherwise the agent is
+        // woken on the task so it carries on.
+        let stopped_id = stopped.as_ref().map(|r| r.id.as_str());
         let queued = runs::list(
             store,
             &issue.company_id,
             &Filter {
                 agent_id: Some(agent.clone()),
                 issue_id: Some(issue.id.clone()),
-                status: Some("queued".into()),
-                limit: 1,
+                live_only: true,
+                limit: 10,
                 ..Filter::default()
             },
         )
         .await?
-        .pop();
+        .into_iter()
+        .find(|r| Some(r.id.as_str()) != stopped_id);
         let next = match queued {
             Some(run) => Some(run),
             None => {
