@@ -35,8 +35,13 @@ impl Db {
     }
 
     pub async fn drained(&self) -> bool {
+        // A queued run of a paused agent cannot start until someone resumes
+        // it: waiting for it would only run out the deadline, so it is left
+        // to invariant 1 to report.
         let live: Result<(i64,), _> = sqlx::query_as(
-            "SELECT COUNT(*) FROM heartbeat_runs WHERE company_id = $1 AND status IN ('queued', 'running')",
+            "SELECT COUNT(*) FROM heartbeat_runs r JOIN agents a ON a.id = r.agent_id \
+             WHERE r.company_id = $1 AND (r.status = 'running' OR (r.status = 'queued' \
+             AND a.status NOT IN ('paused', 'terminated')))",
         )
         .bind(&self.cid)
         .fetch_one(&self.pool)
@@ -72,6 +77,9 @@ pub struct Figures {
     /// Comment wakes whose expected set could be decided (no reassignment
     /// of the task around the comment's time).
     pub comments_with_known_assignee: usize,
+    /// Most processes of one agent seen running at once (agent logs): over
+    /// 1 shows that `maxConcurrentRuns` was exercised, not just respected.
+    pub peak_parallel: usize,
     /// Done or cancelled tasks still naming a finished run as their checkout.
     pub stale_checkouts: usize,
 }
@@ -115,6 +123,8 @@ pub(super) struct Data {
     pub(super) assignments: HashMap<String, Vec<(i64, Option<String>)>>,
     /// Mention token (url key or lower-cased name) to agent id.
     pub(super) tokens: HashMap<String, String>,
+    /// Agent id to (status, pause reason).
+    pub(super) agent_status: HashMap<String, (String, Option<String>)>,
 }
 
 type Found = Vec<String>;
@@ -151,7 +161,7 @@ pub async fn all(
     }
     wakes_accounted(&data, &mut found);
     ran_once(&data, &logs, &mut found);
-    concurrency(&data, &logs, agents, &mut found);
+    f.peak_parallel = concurrency(&data, &logs, agents, &mut found);
     super::comments::check(&data, &logs, &mut f, &mut found);
     checkouts(&data, &mut f, &mut found);
     orphans(&data, &logs, &mut found);
@@ -261,11 +271,13 @@ async fn load(db: &Db) -> anyhow::Result<Data> {
             assignments.entry(issue).or_default().push((at, to));
         }
     }
-    let agents: Vec<(String, String, String)> = db
-        .rows("SELECT id, name, url_key FROM agents WHERE company_id = $1")
+    let agents: Vec<(String, String, String, String, Option<String>)> = db
+        .rows("SELECT id, name, url_key, status, pause_reason FROM agents WHERE company_id = $1")
         .await?;
     let mut tokens = HashMap::new();
-    for (id, name, url_key) in agents {
+    let mut agent_status = HashMap::new();
+    for (id, name, url_key, status, reason) in agents {
+        agent_status.insert(id.clone(), (status, reason));
         tokens.insert(url_key, id.clone());
         tokens.insert(name.to_lowercase(), id);
     }
@@ -276,12 +288,21 @@ async fn load(db: &Db) -> anyhow::Result<Data> {
         issues,
         assignments,
         tokens,
+        agent_status,
     })
 }
 
 /// 1. Every wake request ends in a final status that says what became of it
 /// and agrees with its run.
 fn wakes_accounted(data: &Data, found: &mut Found) {
+    for r in data.runs.values().filter(|r| r.status == "queued") {
+        found.push(format!(
+            "invariant 1: run {} is still queued after the drain; its agent {} is {:?}",
+            r.id,
+            r.agent,
+            data.agent_status.get(&r.agent)
+        ));
+    }
     for w in &data.wakes {
         let run = w.run.as_ref().and_then(|r| data.runs.get(r));
         let what = format!("invariant 1: wake request {} of agent {} ({})", w.id, w.agent, w.status);
@@ -362,7 +383,8 @@ fn ran_once(data: &Data, logs: &BTreeMap<String, AgentLog>, found: &mut Found) {
 
 /// 3. At most `maxConcurrentRuns` runs of an agent at any instant, from the
 /// database's started/finished times and from the processes' own clocks.
-fn concurrency(data: &Data, logs: &BTreeMap<String, AgentLog>, agents: &[Agent], found: &mut Found) {
+fn concurrency(data: &Data, logs: &BTreeMap<String, AgentLog>, agents: &[Agent], found: &mut Found) -> usize {
+    let mut most = 0;
     for agent in agents {
         let db: Vec<(i128, i128, &str)> = data
             .runs
@@ -382,11 +404,12 @@ fn concurrency(data: &Data, logs: &BTreeMap<String, AgentLog>, agents: &[Agent],
                 (l.start_ns, l.end_ns.or(recorded).unwrap_or(i128::MAX), id.as_str())
             })
             .collect();
-        peak(&procs, agent, "agent log", found);
+        most = most.max(peak(&procs, agent, "agent log", found));
     }
+    most
 }
 
-fn peak(intervals: &[(i128, i128, &str)], agent: &Agent, source: &str, found: &mut Found) {
+fn peak(intervals: &[(i128, i128, &str)], agent: &Agent, source: &str, found: &mut Found) -> usize {
     // Ends sort before starts at the same instant: back-to-back is not overlap.
     let mut edges: Vec<(i128, i32, &str)> = Vec::new();
     for (start, end, id) in intervals {
@@ -395,12 +418,14 @@ fn peak(intervals: &[(i128, i128, &str)], agent: &Agent, source: &str, found: &m
     }
     edges.sort();
     let mut live: BTreeSet<&str> = BTreeSet::new();
+    let mut most = 0;
     for (at, d, id) in edges {
         if d < 0 {
             live.remove(id);
             continue;
         }
         live.insert(id);
+        most = most.max(live.len());
         if live.len() > agent.max_concurrent as usize {
             found.push(format!(
                 "invariant 3 ({source}): agent {} ({}) ran {} runs at once (max {}) at {at}: {live:?}",
@@ -411,6 +436,7 @@ fn peak(intervals: &[(i128, i128, &str)], agent: &Agent, source: &str, found: &m
             ));
         }
     }
+    most
 }
 
 /// 5. No task held by a dead run: an open task's checkout and execution

@@ -74,15 +74,18 @@ pub(super) fn check(data: &Data, logs: &BTreeMap<String, AgentLog>, f: &mut Figu
                     if runs != [r.id.as_str()] {
                         found.push(format!("{what}: its wake names run {}, but the started runs handed it are {runs:?}", r.id));
                     }
-                    if r.started < Some(c.created) {
-                        found.push(format!("{what}: delivered to run {}, which started before the comment", r.id));
-                    }
                     if procs.iter().any(|p| *p != r.id) {
                         found.push(format!("{what}: processes of runs {procs:?} were handed it, not only run {}", r.id));
                     }
                     let ran = logs.get(*a).and_then(|l| l.runs.get(&r.id));
                     if ran.is_some_and(|l| !l.comment_ids.contains(&c.id)) {
                         found.push(format!("{what}: run {} ran without it in PAPERCLIP_WAKE_COMMENT_IDS", r.id));
+                    }
+                    // "Later" by the process's clock, not `started_at`: on
+                    // Postgres a claim stamps `started_at` before it waits on
+                    // the row lock of a fold that it then includes.
+                    if ran.is_some_and(|l| l.start_ns < i128::from(c.created) * 1_000_000) {
+                        found.push(format!("{what}: run {} started its process before the comment was written", r.id));
                     }
                 }
                 _ => {

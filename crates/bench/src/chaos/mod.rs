@@ -78,11 +78,11 @@ impl Report {
         format!(
             "chaos seed={} engine={} chaos={:.0}s drain={:.1}s rounds={} restarts={} cancels={} \
              pauses={} budget_stops={} wakes={} runs={} started={} killed_by_restart={} \
-             comments={} deliveries={} dropped_by_stop={} stale_checkouts={} violations={}",
+             comments={} deliveries={} dropped_by_stop={} peak_parallel={} stale_checkouts={} violations={}",
             self.seed, self.engine, self.chaos_secs, self.drain_secs, self.rounds, self.restarts,
             self.cancels, self.pauses, self.budget_stops, f.wakes, f.runs, f.started_runs,
-            f.killed_by_restart, f.comments, f.deliveries, f.dropped_by_stop, f.stale_checkouts,
-            self.violations.len()
+            f.killed_by_restart, f.comments, f.deliveries, f.dropped_by_stop, f.peak_parallel,
+            f.stale_checkouts, self.violations.len()
         )
     }
 
