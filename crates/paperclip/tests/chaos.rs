@@ -27,9 +27,16 @@ async fn the_run_engine_keeps_its_invariants_through_kills_cancels_and_budget_st
         action_every: Duration::from_millis(40),
         drain_secs: 90,
     };
-    let report = chaos::run(&config).await.expect("the chaos run itself failed");
+    let report = chaos::run(&config)
+        .await
+        .expect("the chaos run itself failed");
     println!("{}", report.summary());
-    let shown: Vec<&str> = report.violations.iter().take(40).map(String::as_str).collect();
+    let shown: Vec<&str> = report
+        .violations
+        .iter()
+        .take(40)
+        .map(String::as_str)
+        .collect();
     assert!(
         report.violations.is_empty(),
         "seed {}: {} violations ({}; server.log, agent logs and SQLite kept in {}):\n{}",
@@ -42,5 +49,9 @@ async fn the_run_engine_keeps_its_invariants_through_kills_cancels_and_budget_st
     // A run in which nothing happened would pass the checks vacuously.
     let f = &report.figures;
     assert!(report.restarts >= 3, "{}", report.summary());
-    assert!(f.started_runs >= 20 && f.deliveries >= 10, "{}", report.summary());
+    assert!(
+        f.started_runs >= 20 && f.deliveries >= 10,
+        "{}",
+        report.summary()
+    );
 }

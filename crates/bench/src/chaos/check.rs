@@ -57,7 +57,10 @@ impl Db {
     where
         T: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin,
     {
-        Ok(sqlx::query_as(sql).bind(&self.cid).fetch_all(&self.pool).await?)
+        Ok(sqlx::query_as(sql)
+            .bind(&self.cid)
+            .fetch_all(&self.pool)
+            .await?)
     }
 }
 
@@ -182,13 +185,41 @@ fn json(text: Option<String>) -> Value {
 
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
-type RunRow = (String, String, String, Option<String>, Option<String>, Option<String>, Option<String>, Option<String>);
-type WakeRow = (String, String, String, Option<String>, Option<String>, Option<String>);
-type CommentRow = (String, String, Option<String>, String, String, Option<String>);
+type RunRow = (
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+type WakeRow = (
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+type CommentRow = (
+    String,
+    String,
+    Option<String>,
+    String,
+    String,
+    Option<String>,
+);
 
 async fn load(db: &Db) -> anyhow::Result<Data> {
     let runs: Vec<RunRow> = db
@@ -199,19 +230,21 @@ async fn load(db: &Db) -> anyhow::Result<Data> {
         .await?;
     let runs = runs
         .into_iter()
-        .map(|(id, agent, status, wake, ctx, started, finished, error_code)| {
-            let run = Run {
-                comments: strings(&json(ctx)["commentIds"]),
-                started: ms(started),
-                finished: ms(finished),
-                id: id.clone(),
-                agent,
-                status,
-                wake,
-                error_code,
-            };
-            (id, run)
-        })
+        .map(
+            |(id, agent, status, wake, ctx, started, finished, error_code)| {
+                let run = Run {
+                    comments: strings(&json(ctx)["commentIds"]),
+                    started: ms(started),
+                    finished: ms(finished),
+                    id: id.clone(),
+                    agent,
+                    status,
+                    wake,
+                    error_code,
+                };
+                (id, run)
+            },
+        )
         .collect();
     let wakes: Vec<WakeRow> = db
         .rows(
@@ -292,7 +325,7 @@ async fn load(db: &Db) -> anyhow::Result<Data> {
     })
 }
 
-/// 1. Every wake request ends in a final status that says what became of it
+/// Invariant 1: Every wake request ends in a final status that says what became of it
 /// and agrees with its run.
 fn wakes_accounted(data: &Data, found: &mut Found) {
     for r in data.runs.values().filter(|r| r.status == "queued") {
@@ -305,7 +338,10 @@ fn wakes_accounted(data: &Data, found: &mut Found) {
     }
     for w in &data.wakes {
         let run = w.run.as_ref().and_then(|r| data.runs.get(r));
-        let what = format!("invariant 1: wake request {} of agent {} ({})", w.id, w.agent, w.status);
+        let what = format!(
+            "invariant 1: wake request {} of agent {} ({})",
+            w.id, w.agent, w.status
+        );
         match (w.status.as_str(), run) {
             ("skipped", None) if w.skip_reason.is_some() => {}
             ("skipped", _) => found.push(format!("{what}: skipped without a reason or with a run")),
@@ -335,7 +371,7 @@ fn wakes_accounted(data: &Data, found: &mut Found) {
     }
 }
 
-/// 2. No wake ran twice: each started run started one process at most, and
+/// Invariant 2: No wake ran twice: each started run started one process at most, and
 /// belongs to one wake request that names it.
 fn ran_once(data: &Data, logs: &BTreeMap<String, AgentLog>, found: &mut Found) {
     let mut seen: HashMap<&str, usize> = HashMap::new();
@@ -359,7 +395,10 @@ fn ran_once(data: &Data, logs: &BTreeMap<String, AgentLog>, found: &mut Found) {
     for r in data.runs.values().filter(|r| r.started.is_some()) {
         match &r.wake {
             Some(w) => by_wake.entry(w).or_default().push(&r.id),
-            None => found.push(format!("invariant 2: started run {} has no wake request", r.id)),
+            None => found.push(format!(
+                "invariant 2: started run {} has no wake request",
+                r.id
+            )),
         }
     }
     let wake_run: HashMap<&str, Option<&str>> = data
@@ -369,7 +408,9 @@ fn ran_once(data: &Data, logs: &BTreeMap<String, AgentLog>, found: &mut Found) {
         .collect();
     for (wake, runs) in by_wake {
         if runs.len() > 1 {
-            found.push(format!("invariant 2: wake request {wake} started runs {runs:?}"));
+            found.push(format!(
+                "invariant 2: wake request {wake} started runs {runs:?}"
+            ));
         }
         if wake_run.get(wake).copied().flatten() != Some(runs[0]) {
             found.push(format!(
@@ -381,27 +422,48 @@ fn ran_once(data: &Data, logs: &BTreeMap<String, AgentLog>, found: &mut Found) {
     }
 }
 
-/// 3. At most `maxConcurrentRuns` runs of an agent at any instant, from the
+/// Invariant 3: At most `maxConcurrentRuns` runs of an agent at any instant, from the
 /// database's started/finished times and from the processes' own clocks.
-fn concurrency(data: &Data, logs: &BTreeMap<String, AgentLog>, agents: &[Agent], found: &mut Found) -> usize {
+fn concurrency(
+    data: &Data,
+    logs: &BTreeMap<String, AgentLog>,
+    agents: &[Agent],
+    found: &mut Found,
+) -> usize {
     let mut most = 0;
     for agent in agents {
         let db: Vec<(i128, i128, &str)> = data
             .runs
             .values()
             .filter(|r| r.agent == agent.id)
-            .filter_map(|r| Some((r.started? as i128, r.finished.map_or(i128::MAX, i128::from), r.id.as_str())))
+            .filter_map(|r| {
+                Some((
+                    r.started? as i128,
+                    r.finished.map_or(i128::MAX, i128::from),
+                    r.id.as_str(),
+                ))
+            })
             .collect();
         peak(&db, agent, "database", found);
-        let Some(log) = logs.get(&agent.id) else { continue };
+        let Some(log) = logs.get(&agent.id) else {
+            continue;
+        };
         // A killed process wrote no end; its run's recorded end comes after
         // its death (the stop or the restart recovery kills first).
         let procs: Vec<(i128, i128, &str)> = log
             .runs
             .iter()
             .map(|(id, l)| {
-                let recorded = data.runs.get(id).and_then(|r| r.finished).map(|ms| ms as i128 * 1_000_000);
-                (l.start_ns, l.end_ns.or(recorded).unwrap_or(i128::MAX), id.as_str())
+                let recorded = data
+                    .runs
+                    .get(id)
+                    .and_then(|r| r.finished)
+                    .map(|ms| ms as i128 * 1_000_000);
+                (
+                    l.start_ns,
+                    l.end_ns.or(recorded).unwrap_or(i128::MAX),
+                    id.as_str(),
+                )
             })
             .collect();
         most = most.max(peak(&procs, agent, "agent log", found));
@@ -439,7 +501,7 @@ fn peak(intervals: &[(i128, i128, &str)], agent: &Agent, source: &str, found: &m
     most
 }
 
-/// 5. No task held by a dead run: an open task's checkout and execution
+/// Invariant 5: No task held by a dead run: an open task's checkout and execution
 /// locks name a queued or running run, or nothing. A closed task keeping the
 /// finished run that closed it is counted, not flagged: nothing waits on it.
 fn checkouts(data: &Data, f: &mut Figures, found: &mut Found) {
@@ -451,7 +513,9 @@ fn checkouts(data: &Data, f: &mut Figures, found: &mut Found) {
             if r.is_some_and(|r| r.status == "queued" || r.status == "running") {
                 continue;
             }
-            let (rs, code) = r.map_or(("missing", None), |r| (r.status.as_str(), r.error_code.as_deref()));
+            let (rs, code) = r.map_or(("missing", None), |r| {
+                (r.status.as_str(), r.error_code.as_deref())
+            });
             dead.push(format!("{lock} run {run} is {rs} (error {code:?})"));
         }
         if dead.is_empty() {
@@ -460,34 +524,43 @@ fn checkouts(data: &Data, f: &mut Figures, found: &mut Found) {
         if status == "done" || status == "cancelled" {
             f.stale_checkouts += 1;
         } else {
-            found.push(format!("invariant 5: {status} task {issue} is held by a dead run: {}", dead.join("; ")));
+            found.push(format!(
+                "invariant 5: {status} task {issue} is held by a dead run: {}",
+                dead.join("; ")
+            ));
         }
     }
 }
 
-/// 6. Nothing of any run outlives the test: no process carries one of this
+/// Invariant 6: Nothing of any run outlives the test: no process carries one of this
 /// company's run markers, and no script pid from the logs is that script.
 fn orphans(data: &Data, logs: &BTreeMap<String, AgentLog>, found: &mut Found) {
     for (pid, entry) in proc::live_with_env("PAPERCLIP_PROCESS_TREE=") {
         let value = entry.split_once('=').map_or("", |(_, v)| v);
         let run = value.split('/').next().unwrap_or_default();
         if data.runs.contains_key(run) {
-            found.push(format!("invariant 6: pid {pid} of run {run} is still alive ({entry})"));
+            found.push(format!(
+                "invariant 6: pid {pid} of run {run} is still alive ({entry})"
+            ));
         }
     }
     for log in logs.values() {
         for (run, l) in &log.runs {
             if proc::alive_with_env(l.pid, &format!("PAPERCLIP_RUN_ID={run}")) {
-                found.push(format!("invariant 6: script pid {} of run {run} is still alive", l.pid));
+                found.push(format!(
+                    "invariant 6: script pid {} of run {run} is still alive",
+                    l.pid
+                ));
             }
         }
     }
 }
 
-/// 7. Every write the server acknowledged is in the database.
+/// Invariant 7: Every write the server acknowledged is in the database.
 fn acknowledged(data: &Data, logs: &BTreeMap<String, AgentLog>, acked: &Acked, found: &mut Found) {
     let issues: BTreeSet<&str> = data.issues.iter().map(|i| i.0.as_str()).collect();
-    let comments: HashMap<&str, &Comment> = data.comments.iter().map(|c| (c.id.as_str(), c)).collect();
+    let comments: HashMap<&str, &Comment> =
+        data.comments.iter().map(|c| (c.id.as_str(), c)).collect();
     let wakes: BTreeSet<&str> = data.wakes.iter().map(|w| w.id.as_str()).collect();
     for id in &acked.issues {
         if !issues.contains(id.as_str()) {
@@ -496,12 +569,16 @@ fn acknowledged(data: &Data, logs: &BTreeMap<String, AgentLog>, acked: &Acked, f
     }
     for id in &acked.comments {
         if !comments.contains_key(id.as_str()) {
-            found.push(format!("invariant 7: acknowledged board comment {id} is missing"));
+            found.push(format!(
+                "invariant 7: acknowledged board comment {id} is missing"
+            ));
         }
     }
     for id in &acked.wake_requests {
         if !wakes.contains(id.as_str()) {
-            found.push(format!("invariant 7: acknowledged wake request {id} is missing"));
+            found.push(format!(
+                "invariant 7: acknowledged wake request {id} is missing"
+            ));
         }
     }
     for (agent, log) in logs {

@@ -1,4 +1,4 @@
-//! 4. Comments reach whom they concern, exactly once.
+//! Invariant 4: comments reach whom they concern, exactly once.
 //!
 //! The rule (store `comments::wake_concerned`): a comment wakes every agent
 //! it @mentions (by url key or lower-cased name) and the task's assignee,
@@ -18,19 +18,30 @@ use super::check::{Comment, Data, Figures};
 /// of it, so the assignee the comment saw is not known from outside.
 const UNSURE_MS: i64 = 2_000;
 
-pub(super) fn check(data: &Data, logs: &BTreeMap<String, AgentLog>, f: &mut Figures, found: &mut Vec<String>) {
+pub(super) fn check(
+    data: &Data,
+    logs: &BTreeMap<String, AgentLog>,
+    f: &mut Figures,
+    found: &mut Vec<String>,
+) {
     // (comment, agent) -> its wake requests.
     let mut wakes: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
     for (i, w) in data.wakes.iter().enumerate() {
         if let Some(c) = &w.comment {
-            wakes.entry((c.as_str(), w.agent.as_str())).or_default().push(i);
+            wakes
+                .entry((c.as_str(), w.agent.as_str()))
+                .or_default()
+                .push(i);
         }
     }
     // (comment, agent) -> started runs of that agent handed the comment.
     let mut handed: HashMap<(&str, &str), Vec<&str>> = HashMap::new();
     for r in data.runs.values().filter(|r| r.started.is_some()) {
         for c in &r.comments {
-            handed.entry((c.as_str(), r.agent.as_str())).or_default().push(&r.id);
+            handed
+                .entry((c.as_str(), r.agent.as_str()))
+                .or_default()
+                .push(&r.id);
         }
     }
     // (comment, agent) -> runs whose process was handed it, per the logs.
@@ -38,7 +49,10 @@ pub(super) fn check(data: &Data, logs: &BTreeMap<String, AgentLog>, f: &mut Figu
     for (agent, log) in logs {
         for (run, l) in &log.runs {
             for c in &l.comment_ids {
-                logged.entry((c.as_str(), agent.as_str())).or_default().push(run);
+                logged
+                    .entry((c.as_str(), agent.as_str()))
+                    .or_default()
+                    .push(run);
             }
         }
     }
@@ -53,7 +67,10 @@ pub(super) fn check(data: &Data, logs: &BTreeMap<String, AgentLog>, f: &mut Figu
         let (must, may) = concerned(data, c);
         f.comments_with_known_assignee += usize::from(assignee_at(data, c).is_some());
         for a in must.difference(&woken) {
-            found.push(format!("invariant 4: comment {} on {} did not wake agent {a}, which it concerns ({:?})", c.id, c.issue, c.body));
+            found.push(format!(
+                "invariant 4: comment {} on {} did not wake agent {a}, which it concerns ({:?})",
+                c.id, c.issue, c.body
+            ));
         }
         for a in woken.difference(&may) {
             found.push(format!("invariant 4: comment {} on {} woke agent {a}, which it does not concern ({:?}, author {:?})", c.id, c.issue, c.body, c.author));
@@ -65,8 +82,14 @@ pub(super) fn check(data: &Data, logs: &BTreeMap<String, AgentLog>, f: &mut Figu
                 found.push(format!("{what}: {} wake requests", requests.len()));
             }
             let w = &data.wakes[requests[0]];
-            let runs = handed.get(&(c.id.as_str(), *a)).cloned().unwrap_or_default();
-            let procs = logged.get(&(c.id.as_str(), *a)).cloned().unwrap_or_default();
+            let runs = handed
+                .get(&(c.id.as_str(), *a))
+                .cloned()
+                .unwrap_or_default();
+            let procs = logged
+                .get(&(c.id.as_str(), *a))
+                .cloned()
+                .unwrap_or_default();
             let target = w.run.as_ref().and_then(|r| data.runs.get(r));
             match target {
                 Some(r) if w.status != "skipped" && r.started.is_some() => {
@@ -75,17 +98,26 @@ pub(super) fn check(data: &Data, logs: &BTreeMap<String, AgentLog>, f: &mut Figu
                         found.push(format!("{what}: its wake names run {}, but the started runs handed it are {runs:?}", r.id));
                     }
                     if procs.iter().any(|p| *p != r.id) {
-                        found.push(format!("{what}: processes of runs {procs:?} were handed it, not only run {}", r.id));
+                        found.push(format!(
+                            "{what}: processes of runs {procs:?} were handed it, not only run {}",
+                            r.id
+                        ));
                     }
                     let ran = logs.get(*a).and_then(|l| l.runs.get(&r.id));
                     if ran.is_some_and(|l| !l.comment_ids.contains(&c.id)) {
-                        found.push(format!("{what}: run {} ran without it in PAPERCLIP_WAKE_COMMENT_IDS", r.id));
+                        found.push(format!(
+                            "{what}: run {} ran without it in PAPERCLIP_WAKE_COMMENT_IDS",
+                            r.id
+                        ));
                     }
                     // "Later" by the process's clock, not `started_at`: on
                     // Postgres a claim stamps `started_at` before it waits on
                     // the row lock of a fold that it then includes.
                     if ran.is_some_and(|l| l.start_ns < i128::from(c.created) * 1_000_000) {
-                        found.push(format!("{what}: run {} started its process before the comment was written", r.id));
+                        found.push(format!(
+                            "{what}: run {} started its process before the comment was written",
+                            r.id
+                        ));
                     }
                 }
                 _ => {
@@ -132,7 +164,10 @@ fn concerned<'a>(data: &'a Data, c: &Comment) -> (BTreeSet<&'a str>, BTreeSet<&'
 /// close enough in time to have committed on either side of it.
 fn assignee_at<'a>(data: &'a Data, c: &Comment) -> Option<&'a str> {
     let history = data.assignments.get(&c.issue)?;
-    if history.iter().any(|(at, _)| (at - c.created).abs() < UNSURE_MS) {
+    if history
+        .iter()
+        .any(|(at, _)| (at - c.created).abs() < UNSURE_MS)
+    {
         return None;
     }
     history

@@ -59,7 +59,12 @@ impl Api {
     /// `None` when no answer came (the server was killed under the
     /// request): the write may or may not have happened, so it is not
     /// counted as acknowledged. Waits for the server to be back first.
-    pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Option<(u16, Value)> {
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Option<(u16, Value)> {
         let url = format!("{}{path}", self.base.read().unwrap());
         let mut req = self
             .client
@@ -71,7 +76,10 @@ impl Api {
             Ok(resp) => {
                 let status = resp.status().as_u16();
                 resp.text().await.ok().map(|text| {
-                    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+                    (
+                        status,
+                        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+                    )
                 })
             }
             Err(_) => None,
@@ -88,7 +96,13 @@ impl Api {
         let deadline = Instant::now() + Duration::from_secs(secs);
         loop {
             let url = format!("{}/api/health", self.base.read().unwrap());
-            if self.client.get(url).send().await.is_ok_and(|r| r.status() == 200) {
+            if self
+                .client
+                .get(url)
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == 200)
+            {
                 return true;
             }
             if Instant::now() > deadline {
@@ -155,7 +169,11 @@ impl Driver {
         let n = self.issues.len();
         let body = json!({ "title": format!("Chaos task {n}"), "status": "todo",
             "assigneeAgentId": self.agents[a].id });
-        if let Some(v) = self.api.ok("POST", &format!("/api/companies/{}/issues", self.cid), body).await {
+        if let Some(v) = self
+            .api
+            .ok("POST", &format!("/api/companies/{}/issues", self.cid), body)
+            .await
+        {
             let id = v["id"].as_str().unwrap_or_default().to_string();
             self.acked.issues.push(id.clone());
             self.issues.push(id);
@@ -178,18 +196,25 @@ impl Driver {
     async fn reassign(&mut self, a: usize, rng: &mut Rng) {
         let issue = &self.issues[rng.below(self.issues.len())];
         let body = json!({ "assigneeAgentId": self.agents[a].id });
-        self.api.ok("PATCH", &format!("/api/issues/{issue}"), body).await;
+        self.api
+            .ok("PATCH", &format!("/api/issues/{issue}"), body)
+            .await;
     }
 
     async fn board_comment(&mut self, rng: &mut Rng) {
         let issue = self.issues[rng.below(self.issues.len())].clone();
         let mut body = format!("board note {}", rng.below(1_000_000));
         for _ in 0..rng.below(3).saturating_sub(rng.below(2)) {
-            body.push_str(&format!(" @{}", self.agents[rng.below(self.agents.len())].name));
+            body.push_str(&format!(
+                " @{}",
+                self.agents[rng.below(self.agents.len())].name
+            ));
         }
         let path = format!("/api/issues/{issue}/comments");
         if let Some(v) = self.api.ok("POST", &path, json!({ "body": body })).await {
-            self.acked.comments.push(v["id"].as_str().unwrap_or_default().to_string());
+            self.acked
+                .comments
+                .push(v["id"].as_str().unwrap_or_default().to_string());
         }
     }
 
@@ -205,7 +230,9 @@ impl Driver {
         if live.is_empty() {
             return;
         }
-        let run = live[rng.below(live.len())]["id"].as_str().unwrap_or_default();
+        let run = live[rng.below(live.len())]["id"]
+            .as_str()
+            .unwrap_or_default();
         self.counters.cancels.fetch_add(1, Ordering::Relaxed);
         self.background_post(format!("/api/heartbeat-runs/{run}/cancel"));
     }
@@ -228,7 +255,12 @@ impl Driver {
     async fn budget_stop(&mut self, a: usize) {
         let id = self.agents[a].id.clone();
         let limit = json!({ "budgetMonthlyCents": self.spent[a] + 10 });
-        if self.api.ok("PATCH", &format!("/api/agents/{id}/budgets"), limit).await.is_none() {
+        if self
+            .api
+            .ok("PATCH", &format!("/api/agents/{id}/budgets"), limit)
+            .await
+            .is_none()
+        {
             return;
         }
         let cost = json!({ "agentId": id, "costCents": 10 });

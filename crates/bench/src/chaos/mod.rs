@@ -90,8 +90,18 @@ impl Report {
         let f = &self.figures;
         format!(
             "| {} | {} | {:.0} s | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            self.engine, self.seed, self.chaos_secs, self.rounds, self.restarts, f.wakes, f.runs,
-            f.killed_by_restart, f.comments, f.deliveries, f.stale_checkouts, self.violations.len()
+            self.engine,
+            self.seed,
+            self.chaos_secs,
+            self.rounds,
+            self.restarts,
+            f.wakes,
+            f.runs,
+            f.killed_by_restart,
+            f.comments,
+            f.deliveries,
+            f.stale_checkouts,
+            self.violations.len()
         )
     }
 
@@ -110,11 +120,15 @@ impl Report {
 }
 
 pub async fn run(config: &Config) -> anyhow::Result<Report> {
-    eprintln!("chaos: seed {} (PAPERCLIP_CHAOS_SEED={0} repeats it)", config.seed);
+    eprintln!(
+        "chaos: seed {} (PAPERCLIP_CHAOS_SEED={0} repeats it)",
+        config.seed
+    );
     let mut rng = Rng(config.seed);
     let data_dir = std::env::temp_dir().join(format!("paperclip-chaos-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(data_dir.join("agent-logs"))?;
-    let server = ServerProc::start(&config.binary, &data_dir, config.database_url.as_deref()).await?;
+    let server =
+        ServerProc::start(&config.binary, &data_dir, config.database_url.as_deref()).await?;
     let api = Api::new(&server.base);
     let server = Arc::new(Mutex::new(server));
     let counters = Arc::new(Counters::default());
@@ -152,8 +166,14 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     let db = check::Db::connect(config.database_url.as_deref(), &data_dir, &cid).await?;
     let drained = Instant::now();
     let mut violations = Vec::new();
-    if until(config.drain_secs, async || db.drained().await.then_some(())).await.is_none() {
-        violations.push(format!("the queue did not drain within {} s", config.drain_secs));
+    if until(config.drain_secs, async || db.drained().await.then_some(()))
+        .await
+        .is_none()
+    {
+        violations.push(format!(
+            "the queue did not drain within {} s",
+            config.drain_secs
+        ));
     }
     let drain_secs = drained.elapsed().as_secs_f64();
     let engine = api
@@ -200,7 +220,11 @@ async fn create_agents(
         let log = agent_log(data_dir, name);
         let script_path = data_dir.join(format!("{name}.sh"));
         std::fs::write(&script_path, agents::script(name, &log, &peers))?;
-        let max_concurrent = if i % 3 == 0 { 2 + rng.below(2) as u32 } else { 1 };
+        let max_concurrent = if i % 3 == 0 {
+            2 + rng.below(2) as u32
+        } else {
+            1
+        };
         let body = json!({
             "name": name, "adapterType": "process",
             "adapterConfig": { "command": "sh", "args": [script_path], "graceSec": 1 },

@@ -57,7 +57,10 @@ impl ServerProc {
         let (child, base) = match spawn(&self.binary, &self.data_dir, db, self.port).await {
             Ok(started) => started,
             Err(err) => {
-                eprintln!("chaos: restart on port {} failed ({err:#}); any port", self.port);
+                eprintln!(
+                    "chaos: restart on port {} failed ({err:#}); any port",
+                    self.port
+                );
                 spawn(&self.binary, &self.data_dir, db, 0).await?
             }
         };
@@ -135,7 +138,11 @@ pub fn live_with_env(needle: &str) -> Vec<(u32, String)> {
         return found;
     };
     for entry in dir.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         if let Some(hit) = env_entry(pid, needle) {
@@ -163,6 +170,9 @@ fn is_zombie(pid: u32) -> bool {
     // The state follows the parenthesised command name, which may hold spaces.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
         .unwrap_or(true)
 }
