@@ -9,7 +9,11 @@
 //! `paperclip-bench pages` measures the board UI's pages with a company of
 //! 1,000 tasks (see `pages.rs`).
 //!
-//! It reports figures only; it asserts nothing about speed, so it never fails
+//! `paperclip-bench chaos` runs the chaos driver (the library's `chaos`
+//! module, which the test suite also runs, briefly) and, unlike the rest,
+//! fails when an invariant was violated.
+//!
+//! The rest reports figures only; it asserts nothing about speed, so it never fails
 //! on a slow machine. Progress goes to stderr, the summary to stdout.
 
 mod heartbeat;
@@ -70,6 +74,32 @@ enum Suite {
     Heartbeat(heartbeat::HeartbeatArgs),
     /// Board UI pages with a company of 1,000 tasks: server and round-trip time.
     Pages(pages::PagesArgs),
+    /// Kills, cancels, pauses and budget stops under load, then the run
+    /// engine's invariants, checked from the database and the agents' logs.
+    Chaos(ChaosArgs),
+}
+
+#[derive(clap::Args)]
+struct ChaosArgs {
+    /// Length of the chaos, before the drain.
+    #[arg(long, default_value_t = 600)]
+    secs: u64,
+    /// Repeats a run's sequence of actions.
+    #[arg(long, env = "PAPERCLIP_CHAOS_SEED")]
+    seed: Option<u64>,
+    #[arg(long, default_value_t = 8)]
+    agents: usize,
+    /// A SIGKILL restart every this many to `--restart-max-ms` milliseconds.
+    #[arg(long, default_value_t = 2000)]
+    restart_min_ms: u64,
+    #[arg(long, default_value_t = 6000)]
+    restart_max_ms: u64,
+    /// One board action every this many milliseconds.
+    #[arg(long, default_value_t = 30)]
+    action_ms: u64,
+    /// Deadline for the queue to empty after the chaos.
+    #[arg(long, default_value_t = 300)]
+    drain_secs: u64,
 }
 
 #[tokio::main]
@@ -86,8 +116,44 @@ async fn main() -> anyhow::Result<()> {
             heartbeat::run(&args.server, args.database_url.as_deref(), hb).await
         }
         Some(Suite::Pages(p)) => pages::run(&args.server, args.database_url.as_deref(), p).await,
+        Some(Suite::Chaos(c)) => chaos(&args, c).await,
         None => crud(args).await,
     }
+}
+
+async fn chaos(args: &Args, c: &ChaosArgs) -> anyhow::Result<()> {
+    let config = paperclip_bench::chaos::Config {
+        binary: args.server.clone(),
+        database_url: args.database_url.clone(),
+        secs: c.secs,
+        seed: c
+            .seed
+            .unwrap_or_else(paperclip_bench::chaos::Config::seed_from_env),
+        agents: c.agents,
+        restart_every: (
+            Duration::from_millis(c.restart_min_ms),
+            Duration::from_millis(c.restart_max_ms.max(c.restart_min_ms)),
+        ),
+        action_every: Duration::from_millis(c.action_ms.max(1)),
+        drain_secs: c.drain_secs,
+    };
+    let report = paperclip_bench::chaos::run(&config).await?;
+    for v in &report.violations {
+        println!("violation: {v}");
+    }
+    println!("{}", report.summary());
+    println!();
+    println!("{}", paperclip_bench::chaos::Report::MARKDOWN_HEADER);
+    println!("{}", report.markdown());
+    if !report.violations.is_empty() {
+        bail!(
+            "{} violations ({}); evidence kept in {}",
+            report.violations.len(),
+            report.by_invariant(),
+            report.data_dir.display()
+        );
+    }
+    Ok(())
 }
 
 async fn crud(args: Args) -> anyhow::Result<()> {

@@ -398,7 +398,7 @@ pub async fn try_until<T>(secs: u64, mut probe: impl AsyncFnMut() -> Option<T>) 
     }
 }
 
-async fn create_pg_database(admin_url: &str) -> String {
+pub async fn create_pg_database(admin_url: &str) -> String {
     use sqlx::Connection;
     let name = format!("pc_test_{}", uuid::Uuid::new_v4().simple());
     let mut conn = sqlx::postgres::PgConnection::connect(admin_url)
