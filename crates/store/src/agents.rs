@@ -370,6 +370,12 @@ pub async fn pull_lever(store: &Store, actor: &Actor, id: &str, lever: Lever) ->
     .bind(&ts)
     .execute(tx.conn())
     .await?;
+    // Queued runs go with the pause, in its transaction: a pause interrupted
+    // half way must not leave runs waiting behind it.
+    if lever != Lever::Resume {
+        let reason = format!("The agent was {}", to.as_str());
+        crate::runs::cancel_queued_of_agent_in(&mut tx, id, &reason, "cancelled", &ts).await?;
+    }
     activity::record(
         &mut tx,
         actor,

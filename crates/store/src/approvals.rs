@@ -289,6 +289,9 @@ async fn wake_concerned(
             }
         }
     }
+    // Agent rows are locked in id order, as every multi-agent wake does, so
+    // two concurrent ones cannot deadlock.
+    targets.sort();
     for (agent_id, issue_id) in targets {
         crate::wakeups::enqueue_in(
             tx,

@@ -226,20 +226,13 @@ async fn stop(
         .bind(&ts)
         .execute(tx.conn())
         .await?;
-        sqlx::query(
-            "UPDATE heartbeat_runs SET status = 'cancelled', error = 'Budget hard stop', error_code = 'budget_blocked', \
-             finished_at = $2, updated_at = $2 WHERE agent_id = $1 AND status = 'queued'",
+        crate::runs::cancel_queued_of_agent_in(
+            tx,
+            &agent_id,
+            "Budget hard stop",
+            "budget_blocked",
+            &ts,
         )
-        .bind(&agent_id)
-        .bind(&ts)
-        .execute(tx.conn())
-        .await?;
-        sqlx::query(
-            "UPDATE agent_wakeup_requests SET status = 'cancelled', updated_at = $2 WHERE agent_id = $1 AND status IN ('queued', 'coalesced')",
-        )
-        .bind(&agent_id)
-        .bind(&ts)
-        .execute(tx.conn())
         .await?;
         stopped.push(agent_id);
     }

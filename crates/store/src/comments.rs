@@ -79,7 +79,7 @@ async fn wake_concerned(
 ) -> Result<()> {
     let author = actor.agent_id();
     let mentions = mentioned_tokens(body);
-    let mut woken: Vec<String> = Vec::new();
+    let mut woken: Vec<(String, &str)> = Vec::new();
     if !mentions.is_empty() {
         let agents: Vec<(String, String, String)> =
             sqlx::query_as("SELECT id, name, url_key FROM agents WHERE company_id = $1")
@@ -90,16 +90,21 @@ async fn wake_concerned(
             let named = mentions
                 .iter()
                 .any(|m| *m == url_key || *m == name.to_lowercase());
-            if named && Some(id.as_str()) != author && !woken.contains(&id) {
-                woken.push(id.clone());
-                wake(tx, actor, issue, &id, comment_id, "issue_comment_mentioned").await?;
+            if named && Some(id.as_str()) != author && !woken.iter().any(|(w, _)| *w == id) {
+                woken.push((id, "issue_comment_mentioned"));
             }
         }
     }
     if let Some(assignee) = &issue.assignee_agent_id {
-        if Some(assignee.as_str()) != author && !woken.contains(assignee) {
-            wake(tx, actor, issue, assignee, comment_id, "issue_commented").await?;
+        if Some(assignee.as_str()) != author && !woken.iter().any(|(w, _)| w == assignee) {
+            woken.push((assignee.clone(), "issue_commented"));
         }
+    }
+    // Agent rows are locked in id order, as every multi-agent wake does, so
+    // two concurrent comments cannot deadlock.
+    woken.sort();
+    for (agent, reason) in &woken {
+        wake(tx, actor, issue, agent, comment_id, reason).await?;
     }
     Ok(())
 }

@@ -160,8 +160,8 @@ async fn continue_in(tx: &mut Tx, run: &HeartbeatRun, budget: i64) -> Result<Han
     })
 }
 
-/// Retry from the board: a new run of the failed run's agent on its task,
-/// carrying the comments the failed run was handed. A task the failure
+/// Retry from the board: a new run of the failed run's agent on its task.
+/// A task the failure
 /// blocked goes back to `todo` so the agent can check it out again.
 pub async fn retry(
     store: &Store,
@@ -224,8 +224,8 @@ pub async fn retry(
     Ok(woken)
 }
 
-/// Queues a run that carries on `run`'s work: same agent and task, the
-/// comments it was handed, and `retry_of_run_id` naming it.
+/// Queues a run that carries on `run`'s work: same agent and task, and
+/// `retry_of_run_id` naming it.
 #[allow(clippy::too_many_arguments)]
 async fn follow_up_wake(
     tx: &mut Tx,
@@ -239,10 +239,9 @@ async fn follow_up_wake(
 ) -> Result<Woken> {
     let issue_id = (!issue_id.is_empty()).then(|| issue_id.to_string());
     payload["issueId"] = json!(issue_id);
-    let comments = crate::wake_queue::comment_ids(&run.context_snapshot);
-    if !comments.is_empty() {
-        payload["commentIds"] = json!(comments);
-    }
+    // The comments the earlier run was handed are not handed again: each
+    // comment reaches one run (a resumed session has them already; the
+    // prompt note tells the agent to read the task again).
     let woken = crate::wakeups::enqueue_in(
         tx,
         actor,

@@ -626,6 +626,25 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
             "At least one expected status is required",
         ));
     }
+    // A run checks out only while it is live, and holds its row while doing
+    // so: the run's end (which releases what it holds) either comes first
+    // and refuses this checkout, or waits for it and then releases it.
+    if let Some(run_id) = actor.run_id.as_deref() {
+        let live = sqlx::query(
+            "UPDATE heartbeat_runs SET updated_at = updated_at WHERE id = $1 AND status IN ('queued', 'running')",
+        )
+        .bind(run_id)
+        .execute(tx.conn())
+        .await?
+        .rows_affected();
+        if live == 0 {
+            tx.rollback().await?;
+            return Err(Error::conflict(
+                "The run is no longer active and cannot check out work",
+                Some(json!({ "runId": run_id })),
+            ));
+        }
+    }
     let ts = now();
     let mut statuses: Vec<&str> = input.expected_statuses.iter().map(|s| s.as_str()).collect();
     statuses.sort_unstable();

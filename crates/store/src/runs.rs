@@ -436,8 +436,53 @@ pub async fn cancel_queued(
         },
     )
     .await?;
+    crate::follow_up::settle_task_in(&mut tx, &run).await?;
     tx.commit().await?;
     Ok(Some(run))
+}
+
+/// Cancels every queued run of an agent inside the caller's transaction (a
+/// pause, a termination, a budget stop), with the wake requests they serve;
+/// a wake folded into a run that already ran keeps what it became.
+pub(crate) async fn cancel_queued_of_agent_in(
+    tx: &mut Tx,
+    agent_id: &str,
+    reason: &str,
+    error_code: &str,
+    ts: &str,
+) -> Result<u64> {
+    // A queued continuation holds its task's checkout: released with it.
+    for column in ["checkout_run_id", "execution_run_id"] {
+        sqlx::query(&format!(
+            "UPDATE issues SET {column} = NULL, updated_at = $2 WHERE {column} IN \
+             (SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'queued')"
+        ))
+        .bind(agent_id)
+        .bind(ts)
+        .execute(tx.conn())
+        .await?;
+    }
+    sqlx::query(
+        "UPDATE agent_wakeup_requests SET status = 'cancelled', updated_at = $2 \
+         WHERE status IN ('queued', 'coalesced') AND run_id IN \
+         (SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'queued')",
+    )
+    .bind(agent_id)
+    .bind(ts)
+    .execute(tx.conn())
+    .await?;
+    let n = sqlx::query(
+        "UPDATE heartbeat_runs SET status = 'cancelled', error = $2, error_code = $3, \
+         finished_at = $4, updated_at = $4 WHERE agent_id = $1 AND status = 'queued'",
+    )
+    .bind(agent_id)
+    .bind(reason)
+    .bind(error_code)
+    .bind(ts)
+    .execute(tx.conn())
+    .await?
+    .rows_affected();
+    Ok(n)
 }
 
 /// Queued runs of one agent (for pause: they are cancelled).

@@ -68,24 +68,17 @@ pub(crate) async fn place(
     ))
 }
 
-/// The comments a wake is about: its `commentId`, or the `commentIds` a
-/// follow-up run carries over from the run it continues.
+/// The comment a wake is about, if any.
 fn comments_of(wake: &Wake) -> Vec<String> {
-    let Some(payload) = &wake.payload else {
-        return Vec::new();
-    };
-    let mut ids = comment_ids(payload);
-    ids.extend(
-        payload
-            .get("commentId")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-    );
-    ids
+    wake.payload
+        .as_ref()
+        .and_then(|p| p.get("commentId")?.as_str().map(str::to_string))
+        .into_iter()
+        .collect()
 }
 
-/// The `commentIds` of a run context (or wake payload).
-pub(crate) fn comment_ids(context: &Value) -> Vec<String> {
+/// The `commentIds` of a run context.
+fn comment_ids(context: &Value) -> Vec<String> {
     context
         .get("commentIds")
         .and_then(Value::as_array)

@@ -47,6 +47,13 @@ pub async fn enqueue(store: &Store, actor: &Actor, wake: Wake) -> Result<Woken> 
 }
 
 pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result<Woken> {
+    // Lock the agent row before reading its status: a pause committing
+    // between the read and the insert would otherwise leave a queued run
+    // behind a paused agent (Postgres; SQLite has one writer anyway).
+    sqlx::query("UPDATE agents SET updated_at = updated_at WHERE id = $1")
+        .bind(&wake.agent_id)
+        .execute(tx.conn())
+        .await?;
     let agent = crate::agents::get_in(tx, &wake.agent_id).await?;
     if let Some(key) = &wake.idempotency_key {
         let existing = sqlx::query(
