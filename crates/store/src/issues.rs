@@ -299,16 +299,41 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
         ));
     }
     if let Some(q) = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
-        let escaped = q
-            .to_lowercase()
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_");
-        let p = param(&mut binds, Bind::Text(format!("%{escaped}%")));
-        sql.push_str(&format!(
-            " AND (LOWER(title) LIKE {p} ESCAPE '\\' OR LOWER(COALESCE(description, '')) LIKE {p} ESCAPE '\\' \
-             OR LOWER(identifier) LIKE {p} ESCAPE '\\')"
-        ));
+        let words = search_words(q);
+        if words.is_empty() {
+            // Nothing searchable (only punctuation): nothing matches.
+            return Ok(Page {
+                issues: Vec::new(),
+                next_cursor: None,
+            });
+        }
+        let (query, clause) = match store.backend() {
+            crate::Backend::Sqlite => (
+                words
+                    .iter()
+                    .map(|w| format!("\"{w}\"*"))
+                    .collect::<Vec<_>>()
+                    .join(" AND "),
+                "rowid IN (SELECT rowid FROM issue_fts WHERE issue_fts MATCH {p} UNION \
+                 SELECT i.rowid FROM comment_fts JOIN issue_comments c ON c.rowid = comment_fts.rowid \
+                 JOIN issues i ON i.id = c.issue_id WHERE comment_fts MATCH {p} AND c.deleted_at IS NULL)",
+            ),
+            crate::Backend::Postgres => (
+                words
+                    .iter()
+                    .map(|w| format!("{w}:*"))
+                    .collect::<Vec<_>>()
+                    .join(" & "),
+                // The expressions of the indexes in migration 7, exactly.
+                "(to_tsvector('simple', regexp_replace(identifier || ' ' || title || ' ' || COALESCE(description, ''), \
+                 '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p}) OR id IN (SELECT issue_id FROM issue_comments \
+                 WHERE company_id = $1 AND deleted_at IS NULL \
+                 AND to_tsvector('simple', regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p})))",
+            ),
+        };
+        let p = param(&mut binds, Bind::Text(query));
+        sql.push_str(" AND ");
+        sql.push_str(&clause.replace("{p}", &p));
     }
     if let Some(cursor) = filter.cursor {
         let p = param(&mut binds, Bind::Int(cursor));
@@ -360,6 +385,18 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
         issues,
         next_cursor,
     })
+}
+
+/// The words of a search, lower-cased: letters and digits, everything else
+/// separates (as both engines' tokenizers split `ACM-12` into `acm`, `12`).
+/// Each word matches as a prefix; all must match. Bounded, so a pasted
+/// essay cannot become a huge query.
+fn search_words(q: &str) -> Vec<String> {
+    q.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase().chars().take(64).collect())
+        .take(8)
+        .collect()
 }
 
 pub(crate) enum Bind {
@@ -637,7 +674,16 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
         .execute(tx.conn())
         .await?
         .rows_affected();
-        if live == 0 {
+        // An agent key may name a run id of its own choosing (upstream's
+        // clients do); only a run of ours that has ended is refused.
+        let ended = live == 0
+            && sqlx::query_as::<_, (String,)>("SELECT id FROM heartbeat_runs WHERE id = $1")
+                .bind(run_id)
+                .fetch_all(tx.conn())
+                .await?
+                .pop()
+                .is_some();
+        if ended {
             tx.rollback().await?;
             return Err(Error::conflict(
                 "The run is no longer active and cannot check out work",

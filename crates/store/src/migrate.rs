@@ -6,28 +6,54 @@ use sqlx::Executor;
 
 use crate::Store;
 
-const MIGRATIONS: &[(i64, &str, &str)] = &[
-    (1, "core", include_str!("../migrations/0001_core.sql")),
-    (2, "runtime", include_str!("../migrations/0002_runtime.sql")),
+/// SQL of a migration: the same on both engines, or one per engine where they
+/// differ (full-text search).
+enum Sql {
+    Both(&'static str),
+    Each {
+        sqlite: &'static str,
+        postgres: &'static str,
+    },
+}
+
+const MIGRATIONS: &[(i64, &str, Sql)] = &[
+    (
+        1,
+        "core",
+        Sql::Both(include_str!("../migrations/0001_core.sql")),
+    ),
+    (
+        2,
+        "runtime",
+        Sql::Both(include_str!("../migrations/0002_runtime.sql")),
+    ),
     (
         3,
         "governance",
-        include_str!("../migrations/0003_governance.sql"),
+        Sql::Both(include_str!("../migrations/0003_governance.sql")),
     ),
     (
         4,
         "sessions",
-        include_str!("../migrations/0004_sessions.sql"),
+        Sql::Both(include_str!("../migrations/0004_sessions.sql")),
     ),
     (
         5,
         "one_queued_run",
-        include_str!("../migrations/0005_one_queued_run.sql"),
+        Sql::Both(include_str!("../migrations/0005_one_queued_run.sql")),
     ),
     (
         6,
         "run_follow_up",
-        include_str!("../migrations/0006_run_follow_up.sql"),
+        Sql::Both(include_str!("../migrations/0006_run_follow_up.sql")),
+    ),
+    (
+        7,
+        "search",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0007_search.sqlite.sql"),
+            postgres: include_str!("../migrations/0007_search.postgres.sql"),
+        },
     ),
 ];
 
@@ -39,7 +65,13 @@ pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {
              version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
         )
         .await?;
-    for &(version, name, sql) in MIGRATIONS {
+    for (version, name, sql) in MIGRATIONS {
+        let (version, name) = (*version, *name);
+        let sql = match (sql, store.backend()) {
+            (Sql::Both(sql), _) => *sql,
+            (Sql::Each { sqlite, .. }, crate::Backend::Sqlite) => *sqlite,
+            (Sql::Each { postgres, .. }, crate::Backend::Postgres) => *postgres,
+        };
         let mut tx = store.begin().await?;
         let applied: Option<(i64,)> =
             sqlx::query_as("SELECT version FROM schema_migrations WHERE version = $1")

@@ -1,0 +1,152 @@
+//! Task search (`?q=`): full-text indexes on both engines over identifiers,
+//! titles, descriptions and comments; every word must match, each as a
+//! prefix; it follows edits and deletions and never crosses companies.
+
+mod common;
+
+use common::TestServer;
+use serde_json::json;
+
+async fn search(server: &TestServer, cid: &str, q: &str) -> Vec<String> {
+    let q: String = q
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let found = server
+        .ok_get(&format!("/api/companies/{cid}/issues?q={q}"))
+        .await;
+    let mut titles: Vec<String> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["title"].as_str().unwrap().to_string())
+        .collect();
+    titles.sort();
+    titles
+}
+
+#[tokio::test]
+async fn search_finds_words_prefixes_identifiers_and_comments_and_follows_edits() {
+    let server = TestServer::start().await;
+    let company = server.company("Search Co").await;
+    let cid = company["id"].as_str().unwrap().to_string();
+    let login = server
+        .issue(&cid, json!({ "title": "Fix the login page", "description": "Users cannot SIGN IN with SSO." }))
+        .await;
+    let deploy = server
+        .issue(
+            &cid,
+            json!({ "title": "Deploy pipeline", "description": "Run deploy.sh nightly" }),
+        )
+        .await;
+    let cafe = server
+        .issue(&cid, json!({ "title": "Café menu", "description": null }))
+        .await;
+    let other = server.company("Elsewhere").await;
+    server
+        .issue(
+            other["id"].as_str().unwrap(),
+            json!({ "title": "Login elsewhere" }),
+        )
+        .await;
+
+    assert_eq!(search(&server, &cid, "login").await, ["Fix the login page"]);
+    assert_eq!(
+        search(&server, &cid, "sign in").await,
+        ["Fix the login page"],
+        "descriptions, any case"
+    );
+    assert_eq!(
+        search(&server, &cid, "logi").await,
+        ["Fix the login page"],
+        "a word matches as a prefix"
+    );
+    assert!(
+        search(&server, &cid, "login deploy").await.is_empty(),
+        "every word must match"
+    );
+    assert_eq!(search(&server, &cid, "deploy").await, ["Deploy pipeline"]);
+    assert_eq!(
+        search(&server, &cid, "CAFÉ").await,
+        ["Café menu"],
+        "any case, accents kept"
+    );
+    let ident = deploy["identifier"].as_str().unwrap();
+    assert_eq!(
+        search(&server, &cid, ident).await,
+        ["Deploy pipeline"],
+        "by identifier"
+    );
+    assert!(
+        search(&server, &cid, "!!! ---").await.is_empty(),
+        "punctuation only finds nothing"
+    );
+    assert!(
+        search(&server, &cid, "\" OR 1=1 -- *").await.is_empty(),
+        "quotes and operators are only separators"
+    );
+
+    // Comments: a word only a comment has finds its task; a deleted comment no longer does.
+    let comment = server
+        .ok_post(
+            &format!("/api/issues/{}/comments", cafe["id"].as_str().unwrap()),
+            json!({ "body": "Add the espresso tonic" }),
+        )
+        .await;
+    assert_eq!(search(&server, &cid, "espresso").await, ["Café menu"]);
+    assert_eq!(
+        search(&server, &cid, "café tonic").await,
+        [] as [&str; 0],
+        "words of the task and of a comment do not combine"
+    );
+    let (status, _) = server
+        .delete(&format!(
+            "/api/issues/{}/comments/{}",
+            cafe["id"].as_str().unwrap(),
+            comment["id"].as_str().unwrap()
+        ))
+        .await;
+    assert!(status.is_success());
+    assert!(
+        search(&server, &cid, "espresso").await.is_empty(),
+        "deleted comments are not searched"
+    );
+
+    // Edits are followed; deleted tasks are gone.
+    server
+        .ok_patch(
+            &format!("/api/issues/{}", login["id"].as_str().unwrap()),
+            json!({ "title": "Fix the authentication page" }),
+        )
+        .await;
+    assert!(search(&server, &cid, "login").await.is_empty());
+    assert_eq!(
+        search(&server, &cid, "authentication").await,
+        ["Fix the authentication page"]
+    );
+    let (status, _) = server
+        .delete(&format!("/api/issues/{}", deploy["id"].as_str().unwrap()))
+        .await;
+    assert!(status.is_success());
+    assert!(search(&server, &cid, "deploy").await.is_empty());
+
+    // Search combines with the other filters and survives a restart.
+    let server = common::restart_keeping_data(server).await;
+    let found = server
+        .ok_get(&format!(
+            "/api/companies/{cid}/issues?q=authentication&status=todo"
+        ))
+        .await;
+    assert_eq!(
+        found.as_array().map(Vec::len),
+        Some(0),
+        "backlog, not todo: {found}"
+    );
+    assert_eq!(
+        search(&server, &cid, "authentication").await,
+        ["Fix the authentication page"]
+    );
+}
