@@ -150,3 +150,65 @@ async fn search_finds_words_prefixes_identifiers_and_comments_and_follows_edits(
         ["Fix the authentication page"]
     );
 }
+
+/// A database made before search existed (schema 6) upgrades in place: the
+/// tasks and comments it holds are found after the start that migrates it.
+#[tokio::test]
+async fn an_existing_database_is_indexed_on_upgrade() {
+    let server = TestServer::start().await;
+    let cid = server.company("Old Co").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let task = server
+        .issue(&cid, json!({ "title": "Legacy invoice export" }))
+        .await;
+    server
+        .ok_post(
+            &format!("/api/issues/{}/comments", task["id"].as_str().unwrap()),
+            json!({ "body": "Needs the quarterly ledger" }),
+        )
+        .await;
+    let (data_dir, database_url) = server.stop_keeping_data();
+    let url = database_url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    // Back to schema 6: no search objects at all.
+    let drops: &[&str] = if url.starts_with("postgres") {
+        &[
+            "DROP INDEX issues_search",
+            "DROP INDEX issue_comments_search",
+        ]
+    } else {
+        &[
+            "DROP TRIGGER issue_fts_insert",
+            "DROP TRIGGER issue_fts_delete",
+            "DROP TRIGGER issue_fts_update",
+            "DROP TRIGGER comment_fts_insert",
+            "DROP TRIGGER comment_fts_delete",
+            "DROP TRIGGER comment_fts_update",
+            "DROP TABLE issue_fts",
+            "DROP TABLE comment_fts",
+        ]
+    };
+    for sql in drops {
+        sqlx::query(sql).execute(&pool).await.unwrap();
+    }
+    sqlx::query("DELETE FROM schema_migrations WHERE version = 7")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+
+    let server = TestServer::start_with(data_dir, database_url, &[]).await;
+    assert_eq!(
+        search(&server, &cid, "invoice").await,
+        ["Legacy invoice export"]
+    );
+    assert_eq!(
+        search(&server, &cid, "ledger").await,
+        ["Legacy invoice export"]
+    );
+}
