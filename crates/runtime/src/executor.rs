@@ -182,7 +182,8 @@ impl Runtime {
                 continue;
             }
             // An agent that cannot be loaded (deleted meanwhile) starts nothing.
-            if let Ok(agent) = paperclip_store::agents::get(&self.inner.store, &run.agent_id).await
+            if let Ok(agent) =
+                paperclip_store::agents::brief(&self.inner.store, &run.agent_id).await
             {
                 let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
                 limits.insert(run.agent_id.clone(), policy.max_concurrent_runs);

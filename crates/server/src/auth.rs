@@ -92,7 +92,7 @@ async fn authenticate_agent(
         }
         (claims.sub, Some(claims.run_id))
     };
-    let agent = paperclip_store::agents::get(store, &agent_id)
+    let agent = paperclip_store::agents::brief(store, &agent_id)
         .await
         .map_err(|_| unauthorized("Agent not found"))?;
     if matches!(

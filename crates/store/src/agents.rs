@@ -43,7 +43,7 @@ pub(crate) async fn create_in(
     if name.is_empty() {
         return Err(Error::invalid("name", "Name must not be empty"));
     }
-    crate::companies::get_in(tx, company_id).await?;
+    crate::companies::exists_in(tx, company_id).await?;
     if let Some(manager) = &input.reports_to {
         get_in_company(tx, company_id, manager)
             .await
@@ -139,10 +139,63 @@ pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Agent> {
         .ok_or_else(|| Error::not_found("Agent"))
 }
 
+/// What checks need of an agent (existence, company, status, policy),
+/// without the month's spend that a full [`Agent`] sums from cost events:
+/// authentication, wakes and references load this, inside the write lock too.
+#[derive(Debug, Clone)]
+pub struct Brief {
+    pub id: String,
+    pub company_id: String,
+    pub name: String,
+    pub status: String,
+    pub pause_reason: Option<String>,
+    pub adapter_type: String,
+    pub runtime_config: Value,
+}
+
+const BRIEF: &str =
+    "SELECT id, company_id, name, status, pause_reason, adapter_type, runtime_config FROM agents WHERE id = $1";
+
+fn map_brief(row: &AnyRow) -> Result<Brief> {
+    Ok(Brief {
+        id: row.text("id")?,
+        company_id: row.text("company_id")?,
+        name: row.text("name")?,
+        status: row.text("status")?,
+        pause_reason: row.opt_text("pause_reason")?,
+        adapter_type: row.text("adapter_type")?,
+        runtime_config: row.json("runtime_config")?,
+    })
+}
+
+pub async fn brief(store: &Store, id: &str) -> Result<Brief> {
+    let row = sqlx::query(BRIEF)
+        .bind(id)
+        .fetch_all(store.pool())
+        .await?
+        .pop();
+    row.as_ref()
+        .map(map_brief)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Agent"))
+}
+
+pub(crate) async fn brief_in(tx: &mut Tx, id: &str) -> Result<Brief> {
+    let row = sqlx::query(BRIEF)
+        .bind(id)
+        .fetch_all(tx.conn())
+        .await?
+        .pop();
+    row.as_ref()
+        .map(map_brief)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Agent"))
+}
+
 /// The agent, only if it belongs to `company_id`: how every reference from
 /// another entity is resolved, so no id of another company is ever accepted.
-pub(crate) async fn get_in_company(tx: &mut Tx, company_id: &str, id: &str) -> Result<Agent> {
-    let agent = get_in(tx, id).await?;
+pub(crate) async fn get_in_company(tx: &mut Tx, company_id: &str, id: &str) -> Result<Brief> {
+    let agent = brief_in(tx, id).await?;
     if agent.company_id != company_id {
         return Err(Error::not_found("Agent"));
     }

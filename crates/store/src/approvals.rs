@@ -48,7 +48,7 @@ pub(crate) async fn create_in(
     payload: Value,
     issue_ids: Vec<String>,
 ) -> Result<Approval> {
-    crate::companies::get_in(tx, company_id).await?;
+    crate::companies::exists_in(tx, company_id).await?;
     let id = new_id();
     let ts = now();
     sqlx::query(

@@ -116,6 +116,17 @@ pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Company> {
         .ok_or_else(|| Error::not_found("Company"))
 }
 
+/// That the company exists (inside a write, before something is added to it);
+/// no spend is summed for it.
+pub(crate) async fn exists_in(tx: &mut Tx, id: &str) -> Result<()> {
+    let row: Option<(String,)> = sqlx::query_as("SELECT id FROM companies WHERE id = $1")
+        .bind(id)
+        .fetch_all(tx.conn())
+        .await?
+        .pop();
+    row.map(|_| ()).ok_or_else(|| Error::not_found("Company"))
+}
+
 pub async fn update(
     store: &Store,
     actor: &Actor,

@@ -23,7 +23,7 @@ pub async fn create(
         return Err(Error::invalid("title", "Title must not be empty"));
     }
     let mut tx = store.begin().await?;
-    crate::companies::get_in(&mut tx, company_id).await?;
+    crate::companies::exists_in(&mut tx, company_id).await?;
     if let Some(parent) = &input.parent_id {
         get_in_company(&mut tx, company_id, parent)
             .await

@@ -27,7 +27,7 @@ pub async fn create(
         return Err(Error::invalid("color", "Color must look like #8b5cf6"));
     }
     let mut tx = store.begin().await?;
-    crate::companies::get_in(&mut tx, company_id).await?;
+    crate::companies::exists_in(&mut tx, company_id).await?;
     let id = new_id();
     let ts = now();
     sqlx::query(

@@ -27,7 +27,7 @@ pub async fn create(
         check_date(date)?;
     }
     let mut tx = store.begin().await?;
-    crate::companies::get_in(&mut tx, company_id).await?;
+    crate::companies::exists_in(&mut tx, company_id).await?;
     if let Some(goal) = &input.goal_id {
         crate::goals::get_in_company(&mut tx, company_id, goal).await?;
     }

@@ -54,7 +54,7 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
         .bind(&wake.agent_id)
         .execute(tx.conn())
         .await?;
-    let agent = crate::agents::get_in(tx, &wake.agent_id).await?;
+    let agent = crate::agents::brief_in(tx, &wake.agent_id).await?;
     if let Some(key) = &wake.idempotency_key {
         let existing = sqlx::query(
             "SELECT * FROM agent_wakeup_requests WHERE agent_id = $1 AND idempotency_key = $2",
