@@ -180,8 +180,12 @@ try {
   await page.click("button[data-open-dialog=new-task]");
   await page.fill("#new-task input[name=title]", "Order the parts");
   await page.uncheck("#new-task input[name=todo]");
+  // The parent picker searches (full-text) as you type, not a preloaded list.
+  await page.fill("#new-task input[name=parentSearch]", "launch pla");
+  await page.locator("#new-task select[name=parentId] option", { hasText: `${prefix}-1 Write the launch plan` }).waitFor({ state: "attached" });
   await page.click("#new-task button[type=submit]");
   await page.waitForURL(new RegExp(`/tasks/${prefix}-2$`));
+  await page.locator(`dd a[href$="/tasks/${prefix}-1"]`).waitFor();
   await page.goto(at("/tasks?view=board"));
   const card2 = page.locator(`.task-card[data-identifier=${prefix}-2]`);
   if ((await card2.getAttribute("data-status")) !== "backlog") throw new Error("new task without todo should be backlog");

@@ -345,7 +345,6 @@
       agents: [`/api/companies/${companyId}/agents`, (a) => a.status !== "terminated", (a) => a.name],
       projects: [`/api/companies/${companyId}/projects`, () => true, (p) => p.name],
       goals: [`/api/companies/${companyId}/goals`, () => true, (g) => g.title],
-      tasks: [`/api/companies/${companyId}/issues?limit=200`, () => true, (i) => `${i.identifier} ${i.title}`],
     };
     await Promise.all($$("select[data-fill]", dialog).map(async (sel) => {
       const [url, keep, label] = sources[sel.dataset.fill] || [];
@@ -360,6 +359,33 @@
         toast(e.message, "error");
       }
     }));
+  }
+
+  // A task picker searches as the person types (the full-text `q` of the
+  // issue list, 20 at a time) instead of loading a company's tasks.
+  let searchTimer = null;
+  document.addEventListener("input", (ev) => {
+    const input = ev.target.closest("input[data-search-tasks]");
+    if (!input) return;
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => searchTasks(input), 150);
+  });
+
+  async function searchTasks(input) {
+    const sel = $(`select[name=${input.dataset.searchTasks}]`, input.closest("form"));
+    const q = input.value.trim();
+    if (!sel || !companyId) return;
+    const none = sel.options[0];
+    if (!q) { sel.replaceChildren(none); return; }
+    try {
+      const rows = await api("GET", `/api/companies/${companyId}/issues?limit=20&q=${encodeURIComponent(q)}`);
+      if (input.value.trim() !== q) return; // typed on meanwhile
+      sel.replaceChildren(none);
+      for (const i of rows) sel.add(new Option(`${i.identifier} ${i.title}`, i.id));
+      if (rows.length) sel.selectedIndex = 1;
+    } catch (e) {
+      toast(e.message, "error");
+    }
   }
 
   // ---- task board: drag and keyboard -------------------------------------------------

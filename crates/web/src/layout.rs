@@ -105,7 +105,10 @@ fn new_task_dialog() -> Markup {
                     label { "Project" select name="projectId" data-fill="projects" { option value="" { "None" } } }
                     label { "Goal" select name="goalId" data-fill="goals" { option value="" { "None" } } }
                 }
-                label { "Parent task" select name="parentId" data-fill="tasks" { option value="" { "None" } } }
+                div.row {
+                    label { "Find a parent task" input type="search" name="parentSearch" data-search-tasks="parentId" placeholder="Words or ACM-12" autocomplete="off"; }
+                    label { "Parent task" select name="parentId" { option value="" { "None" } } }
+                }
                 label.inline { input type="checkbox" name="todo" checked; " Ready to start (todo)" }
                 div.actions {
                     button type="button" data-close-dialog { "Cancel" }
