@@ -80,6 +80,11 @@ async fn search_finds_words_prefixes_identifiers_and_comments_and_follows_edits(
         ["Deploy pipeline"],
         "by identifier"
     );
+    assert_eq!(
+        search(&server, &cid, &ident.to_lowercase()).await,
+        ["Deploy pipeline"],
+        "an identifier in any case is that one task"
+    );
     assert!(
         search(&server, &cid, "!!! ---").await.is_empty(),
         "punctuation only finds nothing"

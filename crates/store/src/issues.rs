@@ -298,7 +298,11 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
             " AND id IN (SELECT issue_id FROM issue_labels WHERE label_id = {p})"
         ));
     }
-    if let Some(q) = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+    if let Some(ident) = filter.q.as_deref().and_then(as_identifier) {
+        // `ACM-12` names one task: the identifier index finds it at once.
+        let p = param(&mut binds, Bind::Text(ident));
+        sql.push_str(&format!(" AND identifier = {p}"));
+    } else if let Some(q) = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
         let words = search_words(q);
         if words.is_empty() {
             // Nothing searchable (only punctuation): nothing matches.
@@ -331,6 +335,12 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
                  AND to_tsvector('simple', regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p})))",
             ),
         };
+        if store.backend() == crate::Backend::Sqlite && rare_on_sqlite(store, &query).await? {
+            // Few matches: they drive (rowid lookups) rather than a walk of
+            // the company's index testing each task; the unary `+` keeps
+            // SQLite off that index. Many: the walk finds a page at once.
+            sql = sql.replacen("WHERE company_id = $1", "WHERE +company_id = $1", 1);
+        }
         let p = param(&mut binds, Bind::Text(query));
         sql.push_str(" AND ");
         sql.push_str(&clause.replace("{p}", &p));
@@ -385,6 +395,35 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
         issues,
         next_cursor,
     })
+}
+
+/// `acm-12` as the identifier `ACM-12`: letters, a dash, digits, nothing else.
+fn as_identifier(q: &str) -> Option<String> {
+    let (prefix, number) = q.trim().split_once('-')?;
+    let ok = !prefix.is_empty()
+        && prefix.len() <= 10
+        && prefix.chars().all(|c| c.is_ascii_alphabetic())
+        && !number.is_empty()
+        && number.len() <= 18
+        && number.chars().all(|c| c.is_ascii_digit());
+    ok.then(|| format!("{}-{number}", prefix.to_ascii_uppercase()))
+}
+
+/// Up to this many matches, a SQLite search is driven by its matches.
+const RARE_MATCHES: i64 = 5_000;
+
+/// Whether an FTS query matches at most [`RARE_MATCHES`] tasks and comments
+/// (counted up to that bound, so a common word costs no more than a rare one).
+async fn rare_on_sqlite(store: &Store, query: &str) -> Result<bool> {
+    let (n,): (i64,) = sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM (SELECT rowid FROM issue_fts WHERE issue_fts MATCH $1 LIMIT $2)) \
+         + (SELECT COUNT(*) FROM (SELECT rowid FROM comment_fts WHERE comment_fts MATCH $1 LIMIT $2))",
+    )
+    .bind(query)
+    .bind(RARE_MATCHES + 1)
+    .fetch_one(store.pool())
+    .await?;
+    Ok(n <= RARE_MATCHES)
 }
 
 /// The words of a search, lower-cased: letters and digits, everything else
