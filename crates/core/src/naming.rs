@@ -67,6 +67,26 @@ pub fn url_key_candidate(base: &str, n: usize) -> String {
     }
 }
 
+/// `@cto`, `@chief-of-staff`: lower-cased words after an `@` that starts a word.
+pub fn mentioned_tokens(body: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = body.chars().collect();
+    for (i, c) in chars.iter().enumerate() {
+        let starts_word = i == 0 || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '@');
+        if *c == '@' && starts_word {
+            let token: String = chars[i + 1..]
+                .iter()
+                .take_while(|c| c.is_alphanumeric() || **c == '-' || **c == '_')
+                .collect();
+            let token = token.trim_end_matches(['-', '_']).to_lowercase();
+            if !token.is_empty() && !out.contains(&token) {
+                out.push(token);
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,5 +109,15 @@ mod tests {
         assert_eq!(url_key("Chief of  Staff!"), "chief-of-staff");
         assert_eq!(url_key("--"), "agent");
         assert_eq!(url_key_candidate("ceo", 1), "ceo-2");
+    }
+
+    #[test]
+    fn mentions_are_words_after_at() {
+        assert_eq!(
+            super::mentioned_tokens("@CTO please ask @chief-of-staff."),
+            ["cto", "chief-of-staff"]
+        );
+        assert!(super::mentioned_tokens("mail me at a@b.com").is_empty());
+        assert_eq!(super::mentioned_tokens("(@qa) and @qa"), ["qa"]);
     }
 }

@@ -100,6 +100,12 @@ async fn hanging_run(server: &TestServer, s: &Setup, not: &[String]) -> String {
     .await
 }
 
+/// A board page's HTML.
+async fn page(server: &TestServer, path: &str) -> String {
+    let resp = server.client().get(server.url(path)).send().await.unwrap();
+    resp.text().await.unwrap()
+}
+
 async fn restart(server: TestServer) -> TestServer {
     common::restart_keeping_data(server).await
 }
@@ -206,15 +212,7 @@ async fn continuations_stop_at_the_budget_and_the_task_is_blocked_with_the_reaso
         .as_str()
         .unwrap()
         .to_string();
-    let page = server
-        .client()
-        .get(server.url(&format!("/{prefix}/inbox")))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = page(&server, &format!("/{prefix}/inbox")).await;
     assert!(
         page.contains(&format!("{prefix}-1")),
         "inbox shows the blocked task"
@@ -265,18 +263,11 @@ async fn a_failed_run_blocks_its_task_and_retry_starts_it_again() {
         .next()
         .unwrap()
         .to_string();
-    let page = server
-        .client()
-        .get(server.url(&format!(
-            "/{prefix}/tasks/{}",
-            issue["identifier"].as_str().unwrap()
-        )))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = page(
+        &server,
+        &format!("/{prefix}/tasks/{}", issue["identifier"].as_str().unwrap()),
+    )
+    .await;
     assert!(
         page.contains("Blocked: </strong>its last run failed"),
         "{page}"
@@ -349,15 +340,7 @@ async fn interrupt_stops_the_turn_and_the_next_run_gets_the_new_comment_at_once(
     let issue = server.ok_get(&format!("/api/issues/{}", s.task)).await;
     let ident = issue["identifier"].as_str().unwrap().to_string();
     let prefix = ident.split('-').next().unwrap().to_string();
-    let page = server
-        .client()
-        .get(server.url(&format!("/{prefix}/tasks/{ident}")))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = page(&server, &format!("/{prefix}/tasks/{ident}")).await;
     assert!(
         page.contains(&format!("name=\"interrupt\" value=\"{first}\"")),
         "the composer offers Comment and interrupt while a run works"

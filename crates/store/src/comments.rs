@@ -78,7 +78,7 @@ async fn wake_concerned(
     body: &str,
 ) -> Result<()> {
     let author = actor.agent_id();
-    let mentions = mentioned_tokens(body);
+    let mentions = paperclip_core::naming::mentioned_tokens(body);
     let mut woken: Vec<(String, &str)> = Vec::new();
     if !mentions.is_empty() {
         let agents: Vec<(String, String, String)> =
@@ -132,39 +132,6 @@ async fn wake(
     )
     .await?;
     Ok(())
-}
-
-/// `@cto`, `@chief-of-staff`: lower-cased words after an `@` that starts a word.
-fn mentioned_tokens(body: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let chars: Vec<char> = body.chars().collect();
-    for (i, c) in chars.iter().enumerate() {
-        let starts_word = i == 0 || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '@');
-        if *c == '@' && starts_word {
-            let token: String = chars[i + 1..]
-                .iter()
-                .take_while(|c| c.is_alphanumeric() || **c == '-' || **c == '_')
-                .collect();
-            let token = token.trim_end_matches(['-', '_']).to_lowercase();
-            if !token.is_empty() && !out.contains(&token) {
-                out.push(token);
-            }
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn mentions_are_words_after_at() {
-        assert_eq!(
-            super::mentioned_tokens("@CTO please ask @chief-of-staff."),
-            ["cto", "chief-of-staff"]
-        );
-        assert!(super::mentioned_tokens("mail me at a@b.com").is_empty());
-        assert_eq!(super::mentioned_tokens("(@qa) and @qa"), ["qa"]);
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

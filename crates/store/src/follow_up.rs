@@ -316,24 +316,17 @@ async fn waiting_task(tx: &mut Tx, run: &HeartbeatRun) -> Result<Option<Issue>> 
 
 async fn release_locks(tx: &mut Tx, issue_id: &str, run_id: &str) -> Result<()> {
     let ts = now();
-    sqlx::query(
-        "UPDATE issues SET checkout_run_id = NULL, execution_locked_at = NULL, updated_at = $3 \
-         WHERE id = $1 AND checkout_run_id = $2",
-    )
-    .bind(issue_id)
-    .bind(run_id)
-    .bind(&ts)
-    .execute(tx.conn())
-    .await?;
-    sqlx::query(
-        "UPDATE issues SET execution_run_id = NULL, execution_locked_at = NULL, updated_at = $3 \
-         WHERE id = $1 AND execution_run_id = $2",
-    )
-    .bind(issue_id)
-    .bind(run_id)
-    .bind(&ts)
-    .execute(tx.conn())
-    .await?;
+    for column in ["checkout_run_id", "execution_run_id"] {
+        sqlx::query(&format!(
+            "UPDATE issues SET {column} = NULL, execution_locked_at = NULL, updated_at = $3 \
+             WHERE id = $1 AND {column} = $2"
+        ))
+        .bind(issue_id)
+        .bind(run_id)
+        .bind(&ts)
+        .execute(tx.conn())
+        .await?;
+    }
     Ok(())
 }
 

@@ -140,7 +140,7 @@ pub(super) fn check(
 /// and may wake (mentioned, or assignee of the task at some time).
 fn concerned<'a>(data: &'a Data, c: &Comment) -> (BTreeSet<&'a str>, BTreeSet<&'a str>) {
     let author = c.author.as_deref();
-    let mut must: BTreeSet<&str> = mentioned_tokens(&c.body)
+    let mut must: BTreeSet<&str> = paperclip_core::naming::mentioned_tokens(&c.body)
         .iter()
         .filter_map(|t| data.tokens.get(t).map(String::as_str))
         .collect();
@@ -175,25 +175,4 @@ fn assignee_at<'a>(data: &'a Data, c: &Comment) -> Option<&'a str> {
         .rev()
         .find(|(at, _)| *at < c.created)
         .and_then(|(_, a)| a.as_deref())
-}
-
-/// The store's `mentioned_tokens`: lower-cased words after an `@` that
-/// starts a word.
-fn mentioned_tokens(body: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let chars: Vec<char> = body.chars().collect();
-    for (i, c) in chars.iter().enumerate() {
-        let starts_word = i == 0 || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '@');
-        if *c == '@' && starts_word {
-            let token: String = chars[i + 1..]
-                .iter()
-                .take_while(|c| c.is_alphanumeric() || **c == '-' || **c == '_')
-                .collect();
-            let token = token.trim_end_matches(['-', '_']).to_lowercase();
-            if !token.is_empty() && !out.contains(&token) {
-                out.push(token);
-            }
-        }
-    }
-    out
 }
