@@ -335,11 +335,24 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
                  AND to_tsvector('simple', regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p})))",
             ),
         };
-        if store.backend() == crate::Backend::Sqlite && rare_on_sqlite(store, &query).await? {
-            // Few matches: they drive (rowid lookups) rather than a walk of
-            // the company's index testing each task; the unary `+` keeps
-            // SQLite off that index. Many: the walk finds a page at once.
-            sql = sql.replacen("WHERE company_id = $1", "WHERE +company_id = $1", 1);
+        let mut clause = clause;
+        match store.backend() {
+            crate::Backend::Sqlite if rare(store, RARE_SQLITE, &query).await? => {
+                // Few matches: they drive (rowid lookups) rather than a walk
+                // of the company's index testing each task; the unary `+`
+                // keeps SQLite off that index. Many: the walk finds a page at once.
+                sql = sql.replacen("WHERE company_id = $1", "WHERE +company_id = $1", 1);
+            }
+            crate::Backend::Postgres if rare(store, RARE_POSTGRES, &query).await? => {
+                // Few matches: collect them through the GIN indexes. Many: the
+                // OR above walks the company's tasks newest first and stops
+                // at a page (the planner cannot use the indexes through it).
+                clause = "id IN (SELECT id FROM issues WHERE to_tsvector('simple', regexp_replace(identifier || ' ' || title \
+                 || ' ' || COALESCE(description, ''), '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p}) \
+                 UNION SELECT issue_id FROM issue_comments WHERE company_id = $1 AND deleted_at IS NULL \
+                 AND to_tsvector('simple', regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p}))";
+            }
+            _ => {}
         }
         let p = param(&mut binds, Bind::Text(query));
         sql.push_str(" AND ");
@@ -409,20 +422,26 @@ fn as_identifier(q: &str) -> Option<String> {
     ok.then(|| format!("{}-{number}", prefix.to_ascii_uppercase()))
 }
 
-/// Up to this many matches, a SQLite search is driven by its matches.
+/// Up to this many matches, a search is driven by its matches.
 const RARE_MATCHES: i64 = 5_000;
 
-/// Whether an FTS query matches at most [`RARE_MATCHES`] tasks and comments
-/// (counted up to that bound, so a common word costs no more than a rare one).
-async fn rare_on_sqlite(store: &Store, query: &str) -> Result<bool> {
-    let (n,): (i64,) = sqlx::query_as(
-        "SELECT (SELECT COUNT(*) FROM (SELECT rowid FROM issue_fts WHERE issue_fts MATCH $1 LIMIT $2)) \
-         + (SELECT COUNT(*) FROM (SELECT rowid FROM comment_fts WHERE comment_fts MATCH $1 LIMIT $2))",
-    )
-    .bind(query)
-    .bind(RARE_MATCHES + 1)
-    .fetch_one(store.pool())
-    .await?;
+/// Counting the matches of a search, up to a bound, on each engine.
+const RARE_SQLITE: &str = "SELECT (SELECT COUNT(*) FROM (SELECT rowid FROM issue_fts WHERE issue_fts MATCH $1 LIMIT $2)) \
+     + (SELECT COUNT(*) FROM (SELECT rowid FROM comment_fts WHERE comment_fts MATCH $1 LIMIT $2))";
+const RARE_POSTGRES: &str = "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM issues WHERE to_tsvector('simple', \
+     regexp_replace(identifier || ' ' || title || ' ' || COALESCE(description, ''), '[^[:alnum:]]+', ' ', 'g')) \
+     @@ to_tsquery('simple', $1) LIMIT $2) x) + (SELECT COUNT(*) FROM (SELECT 1 FROM issue_comments WHERE \
+     to_tsvector('simple', regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', $1) LIMIT $2) y)";
+
+/// Whether a full-text query matches at most [`RARE_MATCHES`] tasks and
+/// comments (counted up to that bound, so a common word costs no more to
+/// count than a rare one).
+async fn rare(store: &Store, count_sql: &str, query: &str) -> Result<bool> {
+    let (n,): (i64,) = sqlx::query_as(count_sql)
+        .bind(query)
+        .bind(RARE_MATCHES + 1)
+        .fetch_one(store.pool())
+        .await?;
     Ok(n <= RARE_MATCHES)
 }
 
