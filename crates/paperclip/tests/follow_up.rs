@@ -155,6 +155,13 @@ async fn a_restart_hands_the_task_to_a_continuation_that_finishes_it() {
     let log = s.log();
     assert_eq!(log.len(), 2, "one lost run, one continuation: {log:?}");
     assert!(log[1].contains("continue_after_restart"), "{log:?}");
+    server
+        .wait_for(
+            &format!("/api/heartbeat-runs/{}", next["id"].as_str().unwrap()),
+            20,
+            |r| r["status"] == "succeeded",
+        )
+        .await;
     let agent = server.ok_get(&format!("/api/agents/{}", s.aid)).await;
     assert_eq!(
         agent["status"], "idle",
