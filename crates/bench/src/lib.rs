@@ -1,4 +1,6 @@
 //! The parts of `paperclip-bench` that the test suite shares: the chaos
-//! driver runs as `paperclip-bench chaos` and, shorter, as a test.
+//! driver runs as `paperclip-bench chaos` and, shorter, as a test, and the
+//! suite waits on conditions through `poll::until`.
 
 pub mod chaos;
+pub mod poll;

@@ -392,6 +392,18 @@ async fn interrupt_stops_the_turn_and_the_next_run_gets_the_new_comment_at_once(
         log[1].starts_with(&next) && log[1].ends_with(&format!("comments={comment}")),
         "{log:?}"
     );
+    // Only the board interrupts: an agent's key is refused.
+    let key = server.key(&s.aid).await;
+    let (status, _) = server
+        .as_agent(
+            &key,
+            None,
+            "POST",
+            &format!("/api/issues/{}/queued-comments/interrupt", s.task),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(status, 403, "an agent cannot interrupt");
     // The person saw an older state: that run is no longer working.
     let (status, _) = server
         .post(

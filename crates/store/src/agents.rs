@@ -169,23 +169,18 @@ fn map_brief(row: &AnyRow) -> Result<Brief> {
 }
 
 pub async fn brief(store: &Store, id: &str) -> Result<Brief> {
-    let row = sqlx::query(BRIEF)
-        .bind(id)
-        .fetch_all(store.pool())
-        .await?
-        .pop();
-    row.as_ref()
-        .map(map_brief)
-        .transpose()?
-        .ok_or_else(|| Error::not_found("Agent"))
+    brief_from(store.pool(), id).await
 }
 
 pub(crate) async fn brief_in(tx: &mut Tx, id: &str) -> Result<Brief> {
-    let row = sqlx::query(BRIEF)
-        .bind(id)
-        .fetch_all(tx.conn())
-        .await?
-        .pop();
+    brief_from(tx.conn(), id).await
+}
+
+async fn brief_from<'e>(
+    db: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    id: &str,
+) -> Result<Brief> {
+    let row = sqlx::query(BRIEF).bind(id).fetch_all(db).await?.pop();
     row.as_ref()
         .map(map_brief)
         .transpose()?

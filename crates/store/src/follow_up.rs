@@ -106,7 +106,7 @@ async fn continue_in(tx: &mut Tx, run: &HeartbeatRun, budget: i64) -> Result<Han
         tx,
         &Actor::system(),
         run,
-        &issue.id,
+        Some(&issue.id),
         WakeSource::Assignment,
         "system",
         CONTINUE_REASON,
@@ -199,7 +199,7 @@ pub async fn retry(
         &mut tx,
         actor,
         &failed,
-        failed.issue_id.as_deref().unwrap_or_default(),
+        failed.issue_id.as_deref(),
         WakeSource::OnDemand,
         "manual",
         RETRY_REASON,
@@ -231,13 +231,12 @@ async fn follow_up_wake(
     tx: &mut Tx,
     actor: &Actor,
     run: &HeartbeatRun,
-    issue_id: &str,
+    issue_id: Option<&str>,
     source: WakeSource,
     trigger: &str,
     reason: &str,
     mut payload: Value,
 ) -> Result<Woken> {
-    let issue_id = (!issue_id.is_empty()).then(|| issue_id.to_string());
     payload["issueId"] = json!(issue_id);
     // The comments the earlier run was handed are not handed again: each
     // comment reaches one run (a resumed session has them already; the
@@ -251,7 +250,7 @@ async fn follow_up_wake(
             trigger_detail: Some(trigger.to_string()),
             reason: Some(reason.to_string()),
             payload: Some(payload),
-            issue_id,
+            issue_id: issue_id.map(str::to_string),
             idempotency_key: None,
         },
     )

@@ -93,8 +93,12 @@ impl Api {
     /// Written out rather than with `until`: an async closure borrowing
     /// `self` would make `call` non-`Send`, and cancels run on spawned tasks.
     pub async fn healthy(&self, secs: u64) -> bool {
+        // Polled on an interval rather than through `poll::until`: this runs
+        // in spawned tasks, and an async closure's future cannot be shown Send.
         let deadline = Instant::now() + Duration::from_secs(secs);
-        loop {
+        let mut tick = tokio::time::interval(Duration::from_millis(50));
+        while Instant::now() <= deadline {
+            tick.tick().await;
             let url = format!("{}/api/health", self.base.read().unwrap());
             if self
                 .client
@@ -105,11 +109,8 @@ impl Api {
             {
                 return true;
             }
-            if Instant::now() > deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        false
     }
 
     /// The body of a 2xx answer.

@@ -166,7 +166,7 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     let db = check::Db::connect(config.database_url.as_deref(), &data_dir, &cid).await?;
     let drained = Instant::now();
     let mut violations = Vec::new();
-    if until(config.drain_secs, async || db.drained().await.then_some(()))
+    if crate::poll::until(config.drain_secs, async || db.drained().await.then_some(()))
         .await
         .is_none()
     {
@@ -245,20 +245,6 @@ async fn create_agents(
 
 fn agent_log(data_dir: &Path, name: &str) -> PathBuf {
     data_dir.join("agent-logs").join(format!("{name}.log"))
-}
-
-/// Polls `probe` until it returns `Some`, or `None` after `secs`.
-pub(crate) async fn until<T>(secs: u64, mut probe: impl AsyncFnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = probe().await {
-            return Some(v);
-        }
-        if Instant::now() > deadline {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// SplitMix64: the seed must fix the sequence, and no crate is needed for it.

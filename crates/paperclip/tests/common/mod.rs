@@ -385,17 +385,8 @@ pub async fn until<T>(secs: u64, what: &str, probe: impl AsyncFnMut() -> Option<
 }
 
 /// Like [`until`], but `None` at the deadline instead of a panic.
-pub async fn try_until<T>(secs: u64, mut probe: impl AsyncFnMut() -> Option<T>) -> Option<T> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = probe().await {
-            return Some(v);
-        }
-        if std::time::Instant::now() > deadline {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+pub async fn try_until<T>(secs: u64, probe: impl AsyncFnMut() -> Option<T>) -> Option<T> {
+    paperclip_bench::poll::until(secs, probe).await
 }
 
 pub async fn create_pg_database(admin_url: &str) -> String {
