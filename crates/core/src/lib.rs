@@ -20,4 +20,5 @@ pub mod naming;
 pub mod org;
 pub mod project;
 pub mod secrets;
+pub mod stored;
 pub mod template;

@@ -1,8 +1,15 @@
 //! The entities as the API shows them: camelCase JSON with upstream's field
-//! names. Statuses are kept as the stored strings; requests are validated
-//! against the enums in the sibling modules before anything is stored.
+//! names. Statuses, roles and levels are the enums of the sibling modules,
+//! read strictly from the database (see [`crate::stored`]).
 
 use serde::Serialize;
+
+use crate::agent::{AgentRole, AgentStatus};
+use crate::company::CompanyStatus;
+use crate::goal::{GoalLevel, GoalStatus};
+use crate::heartbeat::RunStatus;
+use crate::issue::{IssuePriority, IssueStatus};
+use crate::project::ProjectStatus;
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -12,7 +19,7 @@ pub struct Company {
     pub id: String,
     pub name: String,
     pub description: Option<String>,
-    pub status: String,
+    pub status: CompanyStatus,
     pub pause_reason: Option<String>,
     pub paused_at: Option<String>,
     pub issue_prefix: String,
@@ -31,10 +38,10 @@ pub struct Agent {
     pub id: String,
     pub company_id: String,
     pub name: String,
-    pub role: String,
+    pub role: AgentRole,
     pub title: Option<String>,
     pub icon: Option<String>,
-    pub status: String,
+    pub status: AgentStatus,
     pub reports_to: Option<String>,
     pub capabilities: Option<String>,
     pub adapter_type: String,
@@ -79,9 +86,9 @@ impl Agent {
 pub struct OrgNode {
     pub id: String,
     pub name: String,
-    pub role: String,
+    pub role: AgentRole,
     pub title: Option<String>,
-    pub status: String,
+    pub status: AgentStatus,
     #[schema(no_recursion)]
     pub reports: Vec<OrgNode>,
 }
@@ -93,8 +100,8 @@ pub struct Goal {
     pub company_id: String,
     pub title: String,
     pub description: Option<String>,
-    pub level: String,
-    pub status: String,
+    pub level: GoalLevel,
+    pub status: GoalStatus,
     pub parent_id: Option<String>,
     pub owner_agent_id: Option<String>,
     pub created_at: String,
@@ -109,7 +116,7 @@ pub struct Project {
     pub goal_id: Option<String>,
     pub name: String,
     pub description: Option<String>,
-    pub status: String,
+    pub status: ProjectStatus,
     pub lead_agent_id: Option<String>,
     pub target_date: Option<String>,
     pub color: Option<String>,
@@ -138,7 +145,7 @@ pub struct IssueRef {
     pub id: String,
     pub identifier: String,
     pub title: String,
-    pub status: String,
+    pub status: IssueStatus,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -151,8 +158,8 @@ pub struct Issue {
     pub parent_id: Option<String>,
     pub title: String,
     pub description: Option<String>,
-    pub status: String,
-    pub priority: String,
+    pub status: IssueStatus,
+    pub priority: IssuePriority,
     pub assignee_agent_id: Option<String>,
     pub assignee_user_id: Option<String>,
     pub checkout_run_id: Option<String>,
@@ -268,7 +275,7 @@ pub struct HeartbeatRun {
     pub agent_id: String,
     pub invocation_source: String,
     pub trigger_detail: Option<String>,
-    pub status: String,
+    pub status: RunStatus,
     pub wakeup_request_id: Option<String>,
     pub issue_id: Option<String>,
     pub wake_reason: Option<String>,

@@ -3,6 +3,7 @@
 //! loop, which times out a run whose callback is overdue (its task then
 //! follows, see `paperclip_store::follow_up`).
 
+use paperclip_core::heartbeat::RunStatus;
 use std::time::Duration;
 
 use paperclip_core::model::HeartbeatRun;
@@ -31,14 +32,14 @@ impl Runtime {
         let store = &self.inner.store;
         for run in paperclip_store::callbacks::overdue(store).await? {
             let finish = Finish {
-                status: "timed_out".into(),
+                status: RunStatus::TimedOut,
                 error: Some(
                     "The agent accepted the run but never called back before the deadline \
                      (adapterConfig.callbackTimeoutSec)"
                         .into(),
                 ),
                 error_code: Some("callback_timeout".into()),
-                ..Finish::default()
+                ..Finish::new(RunStatus::Failed)
             };
             if let Some(done) = runs::finish(store, &run.id, finish).await? {
                 tracing::warn!(run = %done.id, agent = %done.agent_id, "async run timed out waiting for its callback");

@@ -1,5 +1,6 @@
 //! The run executor: claims queued runs, invokes adapters, records outcomes.
 
+use paperclip_core::heartbeat::RunStatus;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -225,10 +226,10 @@ impl Runtime {
             // Handed off to an async callback: the run stays running.
             Ok(None) => return,
             Err(err) => Finish {
-                status: "failed".into(),
+                status: RunStatus::Failed,
                 error: Some(format!("{err:#}")),
                 error_code: Some("spawn_failed".into()),
-                ..Finish::default()
+                ..Finish::new(RunStatus::Failed)
             },
         };
         let mut recorded = runs::finish(&self.inner.store, &run.id, outcome).await;
@@ -380,10 +381,10 @@ impl Runtime {
         }
         let cancel_reason = live.stop_reason();
         let status = match outcome.status {
-            OutcomeStatus::Succeeded => "succeeded",
-            OutcomeStatus::Failed => "failed",
-            OutcomeStatus::Cancelled => "cancelled",
-            OutcomeStatus::TimedOut => "timed_out",
+            OutcomeStatus::Succeeded => RunStatus::Succeeded,
+            OutcomeStatus::Failed => RunStatus::Failed,
+            OutcomeStatus::Cancelled => RunStatus::Cancelled,
+            OutcomeStatus::TimedOut => RunStatus::TimedOut,
             OutcomeStatus::Pending => unreachable!("handled above"),
         };
         let error = match (outcome.status, cancel_reason) {
@@ -391,7 +392,7 @@ impl Runtime {
             _ => outcome.error.map(|e| sink.redact(&e)),
         };
         Ok(Some(Finish {
-            status: status.into(),
+            status,
             error,
             error_code: outcome.error_code.map(|c| c.as_str().to_string()),
             exit_code: outcome.exit_code.map(i64::from),
@@ -567,19 +568,19 @@ pub(crate) fn publish_run(hub: &Hub, run: &HeartbeatRun, kind: &str) {
 
 fn stopped_before_start(reason: Option<String>) -> Finish {
     Finish {
-        status: "cancelled".into(),
+        status: RunStatus::Cancelled,
         error: Some(reason.unwrap_or_else(|| "cancelled before start".into())),
         error_code: Some("cancelled".into()),
-        ..Finish::default()
+        ..Finish::new(RunStatus::Failed)
     }
 }
 
 fn failure(code: &str, error: String) -> Finish {
     Finish {
-        status: "failed".into(),
+        status: RunStatus::Failed,
         error: Some(error),
         error_code: Some(code.into()),
-        ..Finish::default()
+        ..Finish::new(RunStatus::Failed)
     }
 }
 
@@ -596,7 +597,7 @@ fn template_values<'a>(
     v.insert("company.issuePrefix", company.issue_prefix.clone());
     v.insert("agent.id", agent.id.clone());
     v.insert("agent.name", agent.name.clone());
-    v.insert("agent.role", agent.role.clone());
+    v.insert("agent.role", agent.role.to_string());
     v.insert("agent.title", agent.title.clone().unwrap_or_default());
     v.insert("agent.urlKey", agent.url_key.clone());
     v.insert("run.id", run.id.clone());
@@ -614,7 +615,7 @@ fn template_values<'a>(
         v.insert("task.id", issue.id.clone());
         v.insert("task.identifier", issue.identifier.clone());
         v.insert("task.title", issue.title.clone());
-        v.insert("task.status", issue.status.clone());
+        v.insert("task.status", issue.status.to_string());
         v.insert(
             "task.description",
             issue.description.clone().unwrap_or_default(),

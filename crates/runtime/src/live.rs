@@ -8,6 +8,7 @@
 //! signal (sent when the entry is dropped, after the outcome is recorded),
 //! not on the database.
 
+use paperclip_core::heartbeat::RunStatus;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -140,7 +141,7 @@ impl Runtime {
     ) -> paperclip_store::Result<HeartbeatRun> {
         let store = &self.inner.store;
         let mut run = runs::get(store, run_id).await?;
-        if run.status == "queued" {
+        if run.status == RunStatus::Queued {
             if let Some(run) = runs::cancel_queued(store, actor, run_id, reason).await? {
                 self.publish_run(&run, "heartbeat.run.finished");
                 return Ok(run);
@@ -148,7 +149,7 @@ impl Runtime {
             // Claimed meanwhile; the claim entered it here first.
             run = runs::get(store, run_id).await?;
         }
-        if run.status != "running" {
+        if run.status != RunStatus::Running {
             return Err(paperclip_store::Error::conflict(
                 "Run is not active",
                 Some(json!({ "runId": run.id, "status": run.status })),
@@ -165,10 +166,10 @@ impl Runtime {
         let id = run_id.to_string();
         let _ = tokio::task::spawn_blocking(move || paperclip_adapters::tree::kill_run(&id)).await;
         let finish = Finish {
-            status: "cancelled".into(),
+            status: RunStatus::Cancelled,
             error: Some(reason.to_string()),
             error_code: Some("cancelled".into()),
-            ..Finish::default()
+            ..Finish::new(RunStatus::Failed)
         };
         if let Some(run) = runs::finish(store, run_id, finish).await? {
             self.publish_run(&run, "heartbeat.run.finished");

@@ -14,6 +14,7 @@
 //! executor runs them as usual.
 
 use paperclip_core::actor::Actor;
+use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::model::HeartbeatRun;
 use paperclip_store::follow_up::{self, Handed, CONTINUATIONS};
 use paperclip_store::runs::{self, Finish, SessionUpdate};
@@ -68,7 +69,7 @@ async fn lost_finish(store: &Store, run: &HeartbeatRun) -> anyhow::Result<Finish
         _ => None,
     };
     Ok(Finish {
-        status: "failed".into(),
+        status: RunStatus::Failed,
         error: Some("The control plane restarted while this run was in progress".into()),
         error_code: Some("control_plane_restart".into()),
         stdout_excerpt: run.stdout_excerpt.clone(),
@@ -82,6 +83,6 @@ async fn lost_finish(store: &Store, run: &HeartbeatRun) -> anyhow::Result<Finish
         session_id_before: run.session_id_before.clone(),
         session_id_after: session,
         session: session_update,
-        ..Finish::default()
+        ..Finish::new(RunStatus::Failed)
     })
 }

@@ -33,7 +33,7 @@ pub async fn tick(store: &Store) -> anyhow::Result<usize> {
     let mut woken = 0;
     for candidate in due {
         let policy = HeartbeatPolicy::from_runtime_config(&candidate.runtime_config);
-        let status = AgentStatus::parse(&candidate.status).unwrap_or(AgentStatus::Idle);
+        let status = candidate.status;
         if !policy.enabled
             || !matches!(
                 status,

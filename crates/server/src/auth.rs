@@ -16,6 +16,7 @@ use axum::http::request::Parts;
 use axum::http::StatusCode;
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
+use paperclip_core::heartbeat::RunStatus;
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
@@ -96,8 +97,8 @@ async fn authenticate_agent(
         .await
         .map_err(|_| unauthorized("Agent not found"))?;
     if matches!(
-        AgentStatus::parse(&agent.status),
-        Some(AgentStatus::Terminated | AgentStatus::PendingApproval)
+        agent.status,
+        AgentStatus::Terminated | AgentStatus::PendingApproval
     ) {
         return Err(unauthorized(format!("Agent is {}", agent.status)));
     }
@@ -109,7 +110,7 @@ async fn authenticate_agent(
         if run.agent_id != agent.id {
             return Err(unauthorized("Run belongs to another agent"));
         }
-        if run.status != "running" {
+        if run.status != RunStatus::Running {
             return Err(unauthorized("Run is no longer active"));
         }
     }

@@ -2,10 +2,10 @@
 //! transaction, so an entity change and its activity row commit together or
 //! not at all.
 
+use crate::db::DbRow;
 use paperclip_core::actor::Actor;
 use paperclip_core::model::ActivityEntry;
 use serde_json::Value;
-use sqlx::any::AnyRow;
 
 use crate::row::RowExt;
 use crate::{new_id, now, Result, Store, StoreEvent, Tx};
@@ -32,7 +32,7 @@ pub async fn record(tx: &mut Tx, actor: &Actor, entry: Entry<'_>) -> Result<()> 
         details: entry.details,
         created_at: now(),
     };
-    sqlx::query(
+    crate::db::query(
         "INSERT INTO activity_log (id, company_id, actor_type, actor_id, action, entity_type, \
          entity_id, agent_id, run_id, details, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
@@ -69,7 +69,7 @@ pub struct Filter {
 
 /// Newest first. Ids are time-ordered, so `before` pages without gaps.
 pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Vec<ActivityEntry>> {
-    let rows = sqlx::query(
+    let rows = crate::db::query(
         "SELECT * FROM activity_log WHERE company_id = $1 \
          AND ($2 IS NULL OR entity_type = $2) AND ($3 IS NULL OR entity_id = $3) \
          AND ($4 IS NULL OR action = $4) AND ($5 IS NULL OR actor_type = $5) \
@@ -90,7 +90,7 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Ve
     rows.iter().map(map).collect()
 }
 
-fn map(row: &AnyRow) -> Result<ActivityEntry> {
+fn map(row: &DbRow) -> Result<ActivityEntry> {
     Ok(ActivityEntry {
         id: row.text("id")?,
         company_id: row.text("company_id")?,

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use crate::db::DbRow;
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::{AgentRole, AgentStatus};
 use paperclip_core::input::{AgentPatch, NewAgent};
@@ -11,7 +12,6 @@ use paperclip_core::model::{Agent, OrgNode};
 use paperclip_core::naming::{url_key, url_key_candidate};
 use paperclip_core::org::would_create_cycle;
 use serde_json::{json, Map, Value};
-use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::companies::diff;
@@ -58,7 +58,7 @@ pub(crate) async fn create_in(
     let mut adapter_config = Value::Object(input.adapter_config.unwrap_or_default());
     keep_secrets(&mut adapter_config, &Value::Null)?;
     let permissions = Value::Object(input.permissions.unwrap_or_default());
-    sqlx::query(
+    crate::db::query(
         "INSERT INTO agents (id, company_id, name, url_key, role, title, icon, status, reports_to, \
          capabilities, adapter_type, adapter_config, runtime_config, permissions, metadata, \
          budget_monthly_cents, spent_monthly_cents, created_at, updated_at) \
@@ -102,7 +102,7 @@ pub(crate) async fn create_in(
 
 pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Agent>> {
     let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let rows = sqlx::query(concat!("SELECT a.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.company_id = $1 ORDER BY a.created_at, a.id"))
+    let rows = crate::db::query(concat!("SELECT a.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.company_id = $1 ORDER BY a.created_at, a.id"))
         .bind(company_id)
         .bind(&start)
         .bind(&end)
@@ -113,7 +113,7 @@ pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Agent>> {
 
 pub async fn get(store: &Store, id: &str) -> Result<Agent> {
     let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let row = sqlx::query(concat!("SELECT a.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.id = $1"))
+    let row = crate::db::query(concat!("SELECT a.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.id = $1"))
         .bind(id)
         .bind(&start)
         .bind(&end)
@@ -127,7 +127,7 @@ pub async fn get(store: &Store, id: &str) -> Result<Agent> {
 
 pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Agent> {
     let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let row = sqlx::query(concat!("SELECT a.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.id = $1"))
+    let row = crate::db::query(concat!("SELECT a.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.id = $1"))
         .bind(id)
         .bind(&start)
         .bind(&end)
@@ -147,7 +147,7 @@ pub struct Brief {
     pub id: String,
     pub company_id: String,
     pub name: String,
-    pub status: String,
+    pub status: AgentStatus,
     pub pause_reason: Option<String>,
     pub adapter_type: String,
     pub runtime_config: Value,
@@ -156,12 +156,12 @@ pub struct Brief {
 const BRIEF: &str =
     "SELECT id, company_id, name, status, pause_reason, adapter_type, runtime_config FROM agents WHERE id = $1";
 
-fn map_brief(row: &AnyRow) -> Result<Brief> {
+fn map_brief(row: &DbRow) -> Result<Brief> {
     Ok(Brief {
         id: row.text("id")?,
         company_id: row.text("company_id")?,
         name: row.text("name")?,
-        status: row.text("status")?,
+        status: row.stored("status")?,
         pause_reason: row.opt_text("pause_reason")?,
         adapter_type: row.text("adapter_type")?,
         runtime_config: row.json("runtime_config")?,
@@ -176,11 +176,8 @@ pub(crate) async fn brief_in(tx: &mut Tx, id: &str) -> Result<Brief> {
     brief_from(tx.conn(), id).await
 }
 
-async fn brief_from<'e>(
-    db: impl sqlx::Executor<'e, Database = sqlx::Any>,
-    id: &str,
-) -> Result<Brief> {
-    let row = sqlx::query(BRIEF).bind(id).fetch_all(db).await?.pop();
+async fn brief_from<'e>(db: impl crate::db::Exec<'e>, id: &str) -> Result<Brief> {
+    let row = crate::db::query(BRIEF).bind(id).fetch_all(db).await?.pop();
     row.as_ref()
         .map(map_brief)
         .transpose()?
@@ -215,7 +212,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: AgentPatch) -
         after.name = name;
     }
     if let Some(role) = patch.role {
-        after.role = role.as_str().to_string();
+        after.role = role;
         diff(&mut changes, "role", &before.role, &after.role);
     }
     if let Some(title) = patch.title {
@@ -299,7 +296,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: AgentPatch) -
         after.budget_monthly_cents = cents;
     }
     if let Some(status) = patch.status {
-        let from = AgentStatus::parse(&before.status).unwrap_or(AgentStatus::Idle);
+        let from = before.status;
         if !from.can_transition_to(status) {
             return Err(Error::rule(format!(
                 "Agent status cannot change from {} to {}",
@@ -307,7 +304,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: AgentPatch) -
                 status.as_str()
             )));
         }
-        after.status = status.as_str().to_string();
+        after.status = status;
         diff(&mut changes, "status", &before.status, &after.status);
     }
     if changes.is_empty() {
@@ -359,7 +356,7 @@ pub enum Lever {
 pub async fn pull_lever(store: &Store, actor: &Actor, id: &str, lever: Lever) -> Result<Agent> {
     let mut tx = store.begin().await?;
     let agent = get_in(&mut tx, id).await?;
-    let from = AgentStatus::parse(&agent.status).unwrap_or(AgentStatus::Idle);
+    let from = agent.status;
     let (to, action) = match lever {
         Lever::Pause => (AgentStatus::Paused, "agent.paused"),
         Lever::Resume => (AgentStatus::Idle, "agent.resumed"),
@@ -408,7 +405,7 @@ pub async fn pull_lever(store: &Store, actor: &Actor, id: &str, lever: Lever) ->
         Lever::Pause => (Some("manual"), Some(ts.clone())),
         _ => (None, None),
     };
-    sqlx::query(
+    crate::db::query(
         "UPDATE agents SET status = $2, pause_reason = $3, paused_at = $4, updated_at = $5 WHERE id = $1",
     )
     .bind(id)
@@ -444,7 +441,7 @@ pub async fn pull_lever(store: &Store, actor: &Actor, id: &str, lever: Lever) ->
 pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Agent> {
     let mut tx = store.begin().await?;
     let agent = get_in(&mut tx, id).await?;
-    sqlx::query("DELETE FROM agents WHERE id = $1")
+    crate::db::query("DELETE FROM agents WHERE id = $1")
         .bind(id)
         .execute(tx.conn())
         .await?;
@@ -504,7 +501,7 @@ pub async fn org_tree(store: &Store, company_id: &str) -> Result<Vec<OrgNode>> {
 
 async fn reporting_edges(tx: &mut Tx, company_id: &str) -> Result<HashMap<String, Option<String>>> {
     let rows: Vec<(String, Option<String>)> =
-        sqlx::query_as("SELECT id, reports_to FROM agents WHERE company_id = $1")
+        crate::db::query_as("SELECT id, reports_to FROM agents WHERE company_id = $1")
             .bind(company_id)
             .fetch_all(tx.conn())
             .await?;
@@ -517,7 +514,7 @@ async fn free_url_key(
     base: &str,
     except: Option<&str>,
 ) -> Result<String> {
-    let taken: Vec<(String,)> = sqlx::query_as(
+    let taken: Vec<(String,)> = crate::db::query_as(
         "SELECT url_key FROM agents WHERE company_id = $1 AND (url_key = $2 OR url_key LIKE $3) \
          AND ($4 IS NULL OR id <> $4)",
     )
@@ -561,7 +558,7 @@ pub fn merge_config(base: &Value, patch: Map<String, Value>) -> Value {
 }
 
 async fn write(tx: &mut Tx, a: &Agent) -> Result<()> {
-    sqlx::query(
+    crate::db::query(
         "UPDATE agents SET name = $2, url_key = $3, role = $4, title = $5, icon = $6, status = $7, \
          reports_to = $8, capabilities = $9, adapter_type = $10, adapter_config = $11, \
          runtime_config = $12, permissions = $13, metadata = $14, budget_monthly_cents = $15, \
@@ -588,15 +585,15 @@ async fn write(tx: &mut Tx, a: &Agent) -> Result<()> {
     Ok(())
 }
 
-fn map(row: &AnyRow) -> Result<Agent> {
+fn map(row: &DbRow) -> Result<Agent> {
     Ok(Agent {
         id: row.text("id")?,
         company_id: row.text("company_id")?,
         name: row.text("name")?,
-        role: row.text("role")?,
+        role: row.stored("role")?,
         title: row.opt_text("title")?,
         icon: row.opt_text("icon")?,
-        status: row.text("status")?,
+        status: row.stored("status")?,
         reports_to: row.opt_text("reports_to")?,
         capabilities: row.opt_text("capabilities")?,
         adapter_type: row.text("adapter_type")?,

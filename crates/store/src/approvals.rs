@@ -2,6 +2,7 @@
 //! decision is one transaction with its side effects (activating a hire,
 //! opening the strategy gate), its activity row and the wakes it causes.
 
+use crate::db::DbRow;
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::approval::{ApprovalAction, ApprovalType};
@@ -9,7 +10,6 @@ use paperclip_core::heartbeat::WakeSource;
 use paperclip_core::input::{ApprovalDecision, NewAgent, NewApproval};
 use paperclip_core::model::{Approval, ApprovalComment, Issue};
 use serde_json::{json, Value};
-use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::row::{one_by_id, RowExt};
@@ -51,7 +51,7 @@ pub(crate) async fn create_in(
     crate::companies::exists_in(tx, company_id).await?;
     let id = new_id();
     let ts = now();
-    sqlx::query(
+    crate::db::query(
         "INSERT INTO approvals (id, company_id, type, status, payload, requested_by_agent_id, \
          requested_by_user_id, created_at, updated_at) VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $7)",
     )
@@ -83,7 +83,7 @@ pub(crate) async fn create_in(
 }
 
 pub async fn list(store: &Store, company_id: &str, status: Option<&str>) -> Result<Vec<Approval>> {
-    let rows = sqlx::query(
+    let rows = crate::db::query(
         "SELECT * FROM approvals WHERE company_id = $1 AND ($2 IS NULL OR status = $2) ORDER BY id DESC",
     )
     .bind(company_id)
@@ -153,7 +153,7 @@ pub async fn decide(
     if next == "approved" || next == "rejected" {
         payload = apply_effects(&mut tx, actor, &approval, next == "approved", payload).await?;
     }
-    sqlx::query(
+    crate::db::query(
         "UPDATE approvals SET status = $2, payload = $3, decision_note = COALESCE($4, decision_note), \
          decided_by_user_id = CASE WHEN $5 = 1 THEN $6 ELSE decided_by_user_id END, \
          decided_at = CASE WHEN $5 = 1 THEN $7 ELSE decided_at END, updated_at = $7 WHERE id = $1",
@@ -247,7 +247,7 @@ async fn apply_effects(
             }
         }
         "approve_ceo_strategy" if approved => {
-            sqlx::query("UPDATE companies SET strategy_approved_at = COALESCE(strategy_approved_at, $2) WHERE id = $1")
+            crate::db::query("UPDATE companies SET strategy_approved_at = COALESCE(strategy_approved_at, $2) WHERE id = $1")
                 .bind(&approval.company_id)
                 .bind(now())
                 .execute(tx.conn())
@@ -259,7 +259,7 @@ async fn apply_effects(
 }
 
 async fn set_agent_status(tx: &mut Tx, agent_id: &str, status: AgentStatus) -> Result<()> {
-    sqlx::query("UPDATE agents SET status = $2, updated_at = $3 WHERE id = $1 AND status = 'pending_approval'")
+    crate::db::query("UPDATE agents SET status = $2, updated_at = $3 WHERE id = $1 AND status = 'pending_approval'")
         .bind(agent_id)
         .bind(status.as_str())
         .bind(now())
@@ -323,7 +323,7 @@ pub async fn add_comment(
     let mut tx = store.begin().await?;
     let approval = get_in(&mut tx, approval_id).await?;
     let id = new_id();
-    sqlx::query(
+    crate::db::query(
         "INSERT INTO approval_comments (id, company_id, approval_id, author_agent_id, author_user_id, author_type, body, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
@@ -349,7 +349,7 @@ pub async fn add_comment(
         },
     )
     .await?;
-    let row = sqlx::query("SELECT * FROM approval_comments WHERE id = $1")
+    let row = crate::db::query("SELECT * FROM approval_comments WHERE id = $1")
         .bind(&id)
         .fetch_one(tx.conn())
         .await?;
@@ -358,10 +358,11 @@ pub async fn add_comment(
 }
 
 pub async fn comments(store: &Store, approval_id: &str) -> Result<Vec<ApprovalComment>> {
-    let rows = sqlx::query("SELECT * FROM approval_comments WHERE approval_id = $1 ORDER BY id")
-        .bind(approval_id)
-        .fetch_all(store.pool())
-        .await?;
+    let rows =
+        crate::db::query("SELECT * FROM approval_comments WHERE approval_id = $1 ORDER BY id")
+            .bind(approval_id)
+            .fetch_all(store.pool())
+            .await?;
     rows.iter().map(map_comment).collect()
 }
 
@@ -388,12 +389,13 @@ pub async fn link(store: &Store, actor: &Actor, issue_id: &str, approval_id: &st
 pub async fn unlink(store: &Store, actor: &Actor, issue_id: &str, approval_id: &str) -> Result<()> {
     let mut tx = store.begin().await?;
     let approval = get_in(&mut tx, approval_id).await?;
-    let n = sqlx::query("DELETE FROM issue_approvals WHERE issue_id = $1 AND approval_id = $2")
-        .bind(issue_id)
-        .bind(approval_id)
-        .execute(tx.conn())
-        .await?
-        .rows_affected();
+    let n =
+        crate::db::query("DELETE FROM issue_approvals WHERE issue_id = $1 AND approval_id = $2")
+            .bind(issue_id)
+            .bind(approval_id)
+            .execute(tx.conn())
+            .await?
+            .rows_affected();
     if n == 0 {
         return Err(Error::not_found("Approval link"));
     }
@@ -418,7 +420,7 @@ async fn link_in(tx: &mut Tx, company_id: &str, issue_id: &str, approval_id: &st
     if issue.company_id != company_id {
         return Err(Error::not_found("Issue"));
     }
-    sqlx::query("INSERT INTO issue_approvals (issue_id, approval_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+    crate::db::query("INSERT INTO issue_approvals (issue_id, approval_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
         .bind(&issue.id)
         .bind(approval_id)
         .bind(now())
@@ -428,7 +430,7 @@ async fn link_in(tx: &mut Tx, company_id: &str, issue_id: &str, approval_id: &st
 }
 
 async fn linked_issues_in(tx: &mut Tx, approval_id: &str) -> Result<Vec<Issue>> {
-    let ids: Vec<(String,)> = sqlx::query_as(
+    let ids: Vec<(String,)> = crate::db::query_as(
         "SELECT issue_id FROM issue_approvals WHERE approval_id = $1 ORDER BY issue_id",
     )
     .bind(approval_id)
@@ -449,7 +451,7 @@ pub async fn issues_of(store: &Store, approval_id: &str) -> Result<Vec<Issue>> {
 }
 
 pub async fn of_issue(store: &Store, issue_id: &str) -> Result<Vec<Approval>> {
-    let rows = sqlx::query(
+    let rows = crate::db::query(
         "SELECT a.* FROM approvals a JOIN issue_approvals l ON l.approval_id = a.id WHERE l.issue_id = $1 ORDER BY a.id DESC",
     )
     .bind(issue_id)
@@ -461,14 +463,14 @@ pub async fn of_issue(store: &Store, issue_id: &str) -> Result<Vec<Approval>> {
 /// Whether the company's CEO strategy has been approved (the draft gate is open).
 pub(crate) async fn strategy_approved(tx: &mut Tx, company_id: &str) -> Result<bool> {
     let row: Option<(Option<String>,)> =
-        sqlx::query_as("SELECT strategy_approved_at FROM companies WHERE id = $1")
+        crate::db::query_as("SELECT strategy_approved_at FROM companies WHERE id = $1")
             .bind(company_id)
             .fetch_optional(tx.conn())
             .await?;
     Ok(row.and_then(|r| r.0).is_some())
 }
 
-fn map(row: &AnyRow) -> Result<Approval> {
+fn map(row: &DbRow) -> Result<Approval> {
     Ok(Approval {
         id: row.text("id")?,
         company_id: row.text("company_id")?,
@@ -485,7 +487,7 @@ fn map(row: &AnyRow) -> Result<Approval> {
     })
 }
 
-fn map_comment(row: &AnyRow) -> Result<ApprovalComment> {
+fn map_comment(row: &DbRow) -> Result<ApprovalComment> {
     Ok(ApprovalComment {
         id: row.text("id")?,
         company_id: row.text("company_id")?,

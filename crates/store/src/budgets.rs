@@ -5,12 +5,12 @@
 //! stop what is running. Raising the budget, the board resuming the agent,
 //! or the next UTC month ends it.
 
+use crate::db::DbRow;
 use chrono::{DateTime, Utc};
 use paperclip_core::actor::Actor;
 use paperclip_core::budget::{level, month_window, stamp, Level};
 use paperclip_core::model::BudgetIncident;
 use serde_json::json;
-use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::costs::{spend_in, Scope};
@@ -51,7 +51,10 @@ pub(crate) async fn enforce_in(
 
 async fn budget_of(tx: &mut Tx, table: &str, id: &str) -> Result<i64> {
     let sql = format!("SELECT budget_monthly_cents AS b FROM {table} WHERE id = $1");
-    let row = sqlx::query(&sql).bind(id).fetch_optional(tx.conn()).await?;
+    let row = crate::db::query(&sql)
+        .bind(id)
+        .fetch_optional(tx.conn())
+        .await?;
     Ok(row.map(|r| r.int("b")).transpose()?.unwrap_or(0))
 }
 
@@ -141,7 +144,7 @@ async fn open_incident(
     budget: i64,
     now: DateTime<Utc>,
 ) -> Result<Option<BudgetIncident>> {
-    let existing = sqlx::query(
+    let existing = crate::db::query(
         "SELECT * FROM budget_incidents WHERE scope_type = $1 AND scope_id = $2 AND kind = $3 AND window_month = $4",
     )
     .bind(scope_type)
@@ -156,7 +159,7 @@ async fn open_incident(
                 && old.resolution.as_deref() == Some("budget_raised")
                 && budget > old.budget_cents =>
         {
-            sqlx::query(
+            crate::db::query(
                 "UPDATE budget_incidents SET status = 'open', resolution = NULL, resolved_at = NULL, \
                  spend_cents = $2, budget_cents = $3, created_at = $4 WHERE id = $1",
             )
@@ -171,7 +174,7 @@ async fn open_incident(
         Some(_) => return Ok(None),
         None => {
             let id = new_id();
-            sqlx::query(
+            crate::db::query(
                 "INSERT INTO budget_incidents (id, company_id, scope_type, scope_id, kind, window_month, \
                  spend_cents, budget_cents, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'open', $9)",
             )
@@ -189,7 +192,7 @@ async fn open_incident(
             id
         }
     };
-    let row = sqlx::query("SELECT * FROM budget_incidents WHERE id = $1")
+    let row = crate::db::query("SELECT * FROM budget_incidents WHERE id = $1")
         .bind(&id)
         .fetch_one(tx.conn())
         .await?;
@@ -207,7 +210,7 @@ async fn stop(
 ) -> Result<Vec<String>> {
     let ids: Vec<(String,)> = match scope_type {
         "company" => {
-            sqlx::query_as("SELECT id FROM agents WHERE company_id = $1 AND status NOT IN ('terminated', 'pending_approval')")
+            crate::db::query_as("SELECT id FROM agents WHERE company_id = $1 AND status NOT IN ('terminated', 'pending_approval')")
                 .bind(company_id)
                 .fetch_all(tx.conn())
                 .await?
@@ -218,7 +221,7 @@ async fn stop(
     let ts = stamp(now);
     let mut stopped = Vec::new();
     for (agent_id,) in ids {
-        sqlx::query(
+        crate::db::query(
             "UPDATE agents SET status = 'paused', pause_reason = 'budget', paused_at = $2, updated_at = $2 \
              WHERE id = $1 AND status NOT IN ('terminated', 'pending_approval')",
         )
@@ -246,7 +249,7 @@ pub(crate) async fn project_blocked(
     now: DateTime<Utc>,
 ) -> Result<bool> {
     let (_, _, month) = month_window(now);
-    let row: Option<(String,)> = sqlx::query_as(
+    let row: Option<(String,)> = crate::db::query_as(
         "SELECT id FROM budget_incidents WHERE scope_type = 'project' AND scope_id = $1 AND kind = 'hard' \
          AND window_month = $2 AND status = 'open'",
     )
@@ -280,13 +283,13 @@ pub async fn set(
     } else {
         sql
     };
-    let row = sqlx::query(&sql)
+    let row = crate::db::query(&sql)
         .bind(scope_id)
         .fetch_optional(tx.conn())
         .await?
         .ok_or_else(|| Error::NotFound(format!("{} not found", capitalised(scope_type))))?;
     let company_id = row.text("company_id")?;
-    sqlx::query(&format!(
+    crate::db::query(&format!(
         "UPDATE {table} SET budget_monthly_cents = $2, updated_at = $3 WHERE id = $1"
     ))
     .bind(scope_id)
@@ -358,7 +361,7 @@ async fn resolve_scope(
     resolution: &str,
     now: DateTime<Utc>,
 ) -> Result<u64> {
-    let n = sqlx::query(
+    let n = crate::db::query(
         "UPDATE budget_incidents SET status = 'resolved', resolution = $4, resolved_at = $5 \
          WHERE scope_type = $1 AND scope_id = $2 AND window_month = $3 AND status = 'open'",
     )
@@ -396,13 +399,13 @@ async fn release(
 ) -> Result<Vec<String>> {
     let (_, _, month) = month_window(now);
     let paused: Vec<(String,)> =
-        sqlx::query_as("SELECT id FROM agents WHERE company_id = $1 AND status = 'paused' AND pause_reason = 'budget'")
+        crate::db::query_as("SELECT id FROM agents WHERE company_id = $1 AND status = 'paused' AND pause_reason = 'budget'")
             .bind(company_id)
             .fetch_all(tx.conn())
             .await?;
     let mut resumed = Vec::new();
     for (agent_id,) in paused {
-        let (open,): (i64,) = sqlx::query_as(
+        let (open,): (i64,) = crate::db::query_as(
             "SELECT COUNT(*) FROM budget_incidents WHERE kind = 'hard' AND status = 'open' AND window_month = $1 \
              AND ((scope_type = 'company' AND scope_id = $2) OR (scope_type = 'agent' AND scope_id = $3))",
         )
@@ -414,7 +417,7 @@ async fn release(
         if open > 0 {
             continue;
         }
-        sqlx::query("UPDATE agents SET status = 'idle', pause_reason = NULL, paused_at = NULL, updated_at = $2 WHERE id = $1")
+        crate::db::query("UPDATE agents SET status = 'idle', pause_reason = NULL, paused_at = NULL, updated_at = $2 WHERE id = $1")
             .bind(&agent_id)
             .bind(stamp(now))
             .execute(tx.conn())
@@ -461,7 +464,7 @@ pub(crate) async fn override_for_agent(
 /// agents paused for budget resume (unless this month's spend stops them).
 pub async fn rollover(store: &Store, now: DateTime<Utc>) -> Result<Vec<String>> {
     let (_, _, month) = month_window(now);
-    let companies: Vec<(String,)> = sqlx::query_as(
+    let companies: Vec<(String,)> = crate::db::query_as(
         "SELECT DISTINCT company_id FROM budget_incidents WHERE status = 'open' AND window_month < $1",
     )
     .bind(&month)
@@ -470,7 +473,7 @@ pub async fn rollover(store: &Store, now: DateTime<Utc>) -> Result<Vec<String>> 
     let mut resumed = Vec::new();
     for (company_id,) in companies {
         let mut tx = store.begin().await?;
-        let n = sqlx::query(
+        let n = crate::db::query(
             "UPDATE budget_incidents SET status = 'resolved', resolution = 'month_rollover', resolved_at = $3 \
              WHERE company_id = $1 AND status = 'open' AND window_month < $2",
         )
@@ -505,7 +508,7 @@ pub async fn incidents(
     company_id: &str,
     status: Option<&str>,
 ) -> Result<Vec<BudgetIncident>> {
-    let rows = sqlx::query(
+    let rows = crate::db::query(
         "SELECT * FROM budget_incidents WHERE company_id = $1 AND ($2 IS NULL OR status = $2) ORDER BY created_at DESC, id DESC",
     )
     .bind(company_id)
@@ -515,7 +518,7 @@ pub async fn incidents(
     rows.iter().map(map).collect()
 }
 
-fn map(row: &AnyRow) -> Result<BudgetIncident> {
+fn map(row: &DbRow) -> Result<BudgetIncident> {
     Ok(BudgetIncident {
         id: row.text("id")?,
         company_id: row.text("company_id")?,

@@ -11,7 +11,7 @@ use crate::{now, Result, Store};
 /// 3339), and says so in its timeline.
 pub async fn await_callback(store: &Store, run: &HeartbeatRun, deadline: &str) -> Result<()> {
     let mut tx = store.begin().await?;
-    let marked = sqlx::query(
+    let marked = crate::db::query(
         "UPDATE heartbeat_runs SET callback_deadline_at = $2, updated_at = $3 \
          WHERE id = $1 AND status = 'running'",
     )
@@ -40,7 +40,7 @@ pub async fn await_callback(store: &Store, run: &HeartbeatRun, deadline: &str) -
 /// Running runs whose callback deadline has passed.
 pub async fn overdue(store: &Store) -> Result<Vec<HeartbeatRun>> {
     // Times are stored in one RFC 3339 UTC format, so text order is time order.
-    let rows = sqlx::query(
+    let rows = crate::db::query(
         "SELECT * FROM heartbeat_runs WHERE status = 'running' \
          AND callback_deadline_at IS NOT NULL AND callback_deadline_at < $1",
     )
@@ -52,7 +52,7 @@ pub async fn overdue(store: &Store) -> Result<Vec<HeartbeatRun>> {
 
 /// Ids of running runs that wait for a callback (and have no local process).
 pub async fn awaiting(store: &Store) -> Result<Vec<String>> {
-    let rows: Vec<(String,)> = sqlx::query_as(
+    let rows: Vec<(String,)> = crate::db::query_as(
         "SELECT id FROM heartbeat_runs WHERE status = 'running' AND callback_deadline_at IS NOT NULL",
     )
     .fetch_all(store.pool())

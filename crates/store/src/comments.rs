@@ -2,10 +2,10 @@
 //! Deleting a comment keeps the row (with `deletedAt`) for the audit trail
 //! and hides it from reads.
 
+use crate::db::DbRow;
 use paperclip_core::actor::Actor;
 use paperclip_core::model::Comment;
 use serde_json::json;
-use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::row::RowExt;
@@ -38,7 +38,7 @@ pub(crate) async fn insert(
     }
     let id = new_id();
     let ts = now();
-    sqlx::query(
+    crate::db::query(
         "INSERT INTO issue_comments (id, company_id, issue_id, author_agent_id, author_user_id, \
          author_type, created_by_run_id, body, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)",
@@ -82,7 +82,7 @@ async fn wake_concerned(
     let mut woken: Vec<(String, &str)> = Vec::new();
     if !mentions.is_empty() {
         let agents: Vec<(String, String, String)> =
-            sqlx::query_as("SELECT id, name, url_key FROM agents WHERE company_id = $1")
+            crate::db::query_as("SELECT id, name, url_key FROM agents WHERE company_id = $1")
                 .bind(&issue.company_id)
                 .fetch_all(tx.conn())
                 .await?;
@@ -154,7 +154,7 @@ pub async fn list(
         "SELECT * FROM issue_comments WHERE issue_id = $1 AND deleted_at IS NULL \
          AND ($2 IS NULL OR id > $2) ORDER BY id {direction} LIMIT $3"
     );
-    let rows = sqlx::query(&sql)
+    let rows = crate::db::query(&sql)
         .bind(issue_id)
         .bind(after)
         .bind(limit)
@@ -164,7 +164,7 @@ pub async fn list(
 }
 
 pub async fn get(store: &Store, issue_id: &str, comment_id: &str) -> Result<Comment> {
-    let row = sqlx::query(
+    let row = crate::db::query(
         "SELECT * FROM issue_comments WHERE id = $1 AND issue_id = $2 AND deleted_at IS NULL",
     )
     .bind(comment_id)
@@ -178,7 +178,7 @@ pub async fn get(store: &Store, issue_id: &str, comment_id: &str) -> Result<Comm
 }
 
 async fn get_in(tx: &mut Tx, id: &str) -> Result<Comment> {
-    let row = sqlx::query("SELECT * FROM issue_comments WHERE id = $1")
+    let row = crate::db::query("SELECT * FROM issue_comments WHERE id = $1")
         .bind(id)
         .fetch_optional(tx.conn())
         .await?;
@@ -205,7 +205,7 @@ pub async fn delete(
         }
     }
     let ts = now();
-    sqlx::query("UPDATE issue_comments SET deleted_at = $2, updated_at = $2 WHERE id = $1")
+    crate::db::query("UPDATE issue_comments SET deleted_at = $2, updated_at = $2 WHERE id = $1")
         .bind(comment_id)
         .bind(&ts)
         .execute(tx.conn())
@@ -235,7 +235,7 @@ fn snippet(body: &str) -> String {
     s
 }
 
-fn map(row: &AnyRow) -> Result<Comment> {
+fn map(row: &DbRow) -> Result<Comment> {
     Ok(Comment {
         id: row.text("id")?,
         company_id: row.text("company_id")?,

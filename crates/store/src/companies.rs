@@ -1,11 +1,12 @@
 //! Companies: the tenant boundary. Every other row carries a `company_id`.
 
+use crate::db::DbRow;
 use paperclip_core::actor::Actor;
+use paperclip_core::company::CompanyStatus;
 use paperclip_core::input::{CompanyPatch, NewCompany};
 use paperclip_core::model::Company;
 use paperclip_core::naming::{base_issue_prefix, issue_prefix_candidate};
 use serde_json::{json, Map, Value};
-use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::row::RowExt;
@@ -21,7 +22,7 @@ pub async fn create(store: &Store, actor: &Actor, input: NewCompany) -> Result<C
     // The prefix must be unique per instance: take the first free candidate.
     // Under Postgres a concurrent create can still win the race for it; the
     // unique index then refuses ours and the caller sees a 409, never a duplicate.
-    let taken: Vec<(String,)> = sqlx::query_as(
+    let taken: Vec<(String,)> = crate::db::query_as(
         "SELECT issue_prefix FROM companies WHERE issue_prefix = $1 OR issue_prefix LIKE $2",
     )
     .bind(&base)
@@ -34,7 +35,7 @@ pub async fn create(store: &Store, actor: &Actor, input: NewCompany) -> Result<C
         .expect("an unbounded candidate sequence has a free entry");
     let id = new_id();
     let ts = now();
-    sqlx::query(
+    crate::db::query(
         "INSERT INTO companies (id, name, description, status, issue_prefix, issue_counter, \
          budget_monthly_cents, spent_monthly_cents, require_board_approval_for_new_agents, \
          default_responsible_user_id, created_at, updated_at) \
@@ -80,7 +81,7 @@ pub async fn create(store: &Store, actor: &Actor, input: NewCompany) -> Result<C
 
 pub async fn list(store: &Store) -> Result<Vec<Company>> {
     let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let rows = sqlx::query(concat!("SELECT c.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $1 AND e.occurred_at < $2), 0) AS BIGINT) AS month_spend FROM companies c ORDER BY c.created_at, c.id"))
+    let rows = crate::db::query(concat!("SELECT c.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $1 AND e.occurred_at < $2), 0) AS BIGINT) AS month_spend FROM companies c ORDER BY c.created_at, c.id"))
         .bind(&start)
         .bind(&end)
         .fetch_all(store.pool())
@@ -90,7 +91,7 @@ pub async fn list(store: &Store) -> Result<Vec<Company>> {
 
 pub async fn get(store: &Store, id: &str) -> Result<Company> {
     let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let row = sqlx::query(concat!("SELECT c.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM companies c WHERE c.id = $1"))
+    let row = crate::db::query(concat!("SELECT c.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM companies c WHERE c.id = $1"))
         .bind(id)
         .bind(&start)
         .bind(&end)
@@ -104,7 +105,7 @@ pub async fn get(store: &Store, id: &str) -> Result<Company> {
 
 pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Company> {
     let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let row = sqlx::query(concat!("SELECT c.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM companies c WHERE c.id = $1"))
+    let row = crate::db::query(concat!("SELECT c.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM companies c WHERE c.id = $1"))
         .bind(id)
         .bind(&start)
         .bind(&end)
@@ -119,7 +120,7 @@ pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Company> {
 /// That the company exists (inside a write, before something is added to it);
 /// no spend is summed for it.
 pub(crate) async fn exists_in(tx: &mut Tx, id: &str) -> Result<()> {
-    let row: Option<(String,)> = sqlx::query_as("SELECT id FROM companies WHERE id = $1")
+    let row: Option<(String,)> = crate::db::query_as("SELECT id FROM companies WHERE id = $1")
         .bind(id)
         .fetch_all(tx.conn())
         .await?
@@ -155,7 +156,6 @@ pub async fn update(
         after.description = description;
     }
     if let Some(status) = patch.status {
-        let status = status.as_str().to_string();
         diff(&mut changes, "status", &before.status, &status);
         after.status = status;
     }
@@ -190,7 +190,7 @@ pub async fn update(
     if changes.is_empty() {
         return Ok(before);
     }
-    let action = if changes.contains_key("status") && after.status == "archived" {
+    let action = if changes.contains_key("status") && after.status == CompanyStatus::Archived {
         "company.archived"
     } else {
         "company.updated"
@@ -229,7 +229,7 @@ pub async fn archive(store: &Store, actor: &Actor, id: &str) -> Result<Company> 
 /// Deletes the company and, by cascade, everything it owns.
 pub async fn delete(store: &Store, id: &str) -> Result<()> {
     let mut tx = store.begin().await?;
-    let result = sqlx::query("DELETE FROM companies WHERE id = $1")
+    let result = crate::db::query("DELETE FROM companies WHERE id = $1")
         .bind(id)
         .execute(tx.conn())
         .await?;
@@ -246,7 +246,7 @@ async fn write(tx: &mut Tx, c: &Company) -> Result<()> {
         ("paused", Some(at)) => Some(at.clone()),
         _ => None,
     };
-    sqlx::query(
+    crate::db::query(
         "UPDATE companies SET name = $2, description = $3, status = $4, budget_monthly_cents = $5, \
          default_responsible_user_id = $6, require_board_approval_for_new_agents = $7, \
          paused_at = $8, updated_at = $9 WHERE id = $1",
@@ -277,12 +277,12 @@ pub(crate) fn diff<T: serde::Serialize + PartialEq>(
     }
 }
 
-fn map(row: &AnyRow) -> Result<Company> {
+fn map(row: &DbRow) -> Result<Company> {
     Ok(Company {
         id: row.text("id")?,
         name: row.text("name")?,
         description: row.opt_text("description")?,
-        status: row.text("status")?,
+        status: row.stored("status")?,
         pause_reason: row.opt_text("pause_reason")?,
         paused_at: row.opt_text("paused_at")?,
         issue_prefix: row.text("issue_prefix")?,

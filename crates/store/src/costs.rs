@@ -5,6 +5,7 @@
 //! same transaction, after taking the company row's lock, so concurrent
 //! reports are counted one after another and a stop is decided exactly once.
 
+use crate::db::DbRow;
 use chrono::{DateTime, Utc};
 use paperclip_core::actor::Actor;
 use paperclip_core::budget::{month_window, stamp};
@@ -12,7 +13,6 @@ use paperclip_core::input::NewCostEvent;
 use paperclip_core::model::{BudgetIncident, CostEvent};
 use serde::Serialize;
 use serde_json::json;
-use sqlx::any::AnyRow;
 use utoipa::ToSchema;
 
 use crate::activity::{self, Entry};
@@ -44,11 +44,12 @@ pub async fn record(
     let mut tx = store.begin().await?;
     // Serialises cost reports of one company (a no-op write that takes the
     // row lock on Postgres; SQLite writers are serialised already).
-    let locked = sqlx::query("UPDATE companies SET issue_counter = issue_counter WHERE id = $1")
-        .bind(company_id)
-        .execute(tx.conn())
-        .await?
-        .rows_affected();
+    let locked =
+        crate::db::query("UPDATE companies SET issue_counter = issue_counter WHERE id = $1")
+            .bind(company_id)
+            .execute(tx.conn())
+            .await?
+            .rows_affected();
     if locked == 0 {
         return Err(Error::not_found("Company"));
     }
@@ -79,7 +80,7 @@ pub async fn record(
     if let Some(run) = &input.heartbeat_run_id {
         // Another company's run is answered like a missing one.
         let owner: Option<(String,)> =
-            sqlx::query_as("SELECT company_id FROM heartbeat_runs WHERE id = $1")
+            crate::db::query_as("SELECT company_id FROM heartbeat_runs WHERE id = $1")
                 .bind(run)
                 .fetch_optional(tx.conn())
                 .await?;
@@ -117,7 +118,7 @@ pub async fn record(
         occurred_at,
         created_at: stamp(now),
     };
-    sqlx::query(
+    crate::db::query(
         "INSERT INTO cost_events (id, company_id, agent_id, issue_id, project_id, goal_id, heartbeat_run_id, \
          billing_code, provider, model, input_tokens, cached_input_tokens, output_tokens, cost_cents, \
          occurred_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
@@ -186,7 +187,7 @@ pub(crate) async fn spend_in(
          AND {column} = $2 AND occurred_at >= $3 AND occurred_at < $4",
         capped!("cost_cents")
     );
-    let row = sqlx::query(&sql)
+    let row = crate::db::query(&sql)
         .bind(company_id)
         .bind(value)
         .bind(start)
@@ -232,7 +233,7 @@ pub struct Summary {
 
 pub async fn summary(store: &Store, company_id: &str, window: &Window) -> Result<Summary> {
     let company = crate::companies::get(store, company_id).await?;
-    let row = sqlx::query(concat!(
+    let row = crate::db::query(concat!(
         "SELECT CAST(COALESCE(SUM(",
         capped!("cost_cents"),
         "), 0) AS BIGINT) AS spend, COUNT(*) AS n, \
@@ -245,7 +246,7 @@ pub async fn summary(store: &Store, company_id: &str, window: &Window) -> Result
     .fetch_one(store.pool())
     .await?;
     let spend = row.int("spend")?;
-    let unpriced: Option<i64> = sqlx::Row::try_get(&row, "unpriced")?;
+    let unpriced: Option<i64> = DbRow::try_get(&row, "unpriced")?;
     Ok(Summary {
         company_id: company_id.to_string(),
         spend_cents: spend,
@@ -332,7 +333,7 @@ pub async fn breakdown(
         cached = capped!("e.cached_input_tokens"),
         output = capped!("e.output_tokens"),
     );
-    let rows = sqlx::query(&sql)
+    let rows = crate::db::query(&sql)
         .bind(company_id)
         .bind(&window.start)
         .bind(&window.end)
@@ -340,7 +341,7 @@ pub async fn breakdown(
         .await?;
     rows.iter()
         .map(|r| {
-            let unpriced: Option<i64> = sqlx::Row::try_get(r, "unpriced")?;
+            let unpriced: Option<i64> = DbRow::try_get(r, "unpriced")?;
             Ok(Breakdown {
                 key: r.opt_text("k")?,
                 label: r.opt_text("label")?,
@@ -361,7 +362,7 @@ pub async fn list(
     window: &Window,
     limit: i64,
 ) -> Result<Vec<CostEvent>> {
-    let rows = sqlx::query(
+    let rows = crate::db::query(
         "SELECT * FROM cost_events WHERE company_id = $1 AND occurred_at >= $2 AND occurred_at < $3 ORDER BY id DESC LIMIT $4",
     )
     .bind(company_id)
@@ -373,8 +374,8 @@ pub async fn list(
     rows.iter().map(map).collect()
 }
 
-fn map(row: &AnyRow) -> Result<CostEvent> {
-    let cost: Option<i64> = sqlx::Row::try_get(row, "cost_cents")?;
+fn map(row: &DbRow) -> Result<CostEvent> {
+    let cost: Option<i64> = DbRow::try_get(row, "cost_cents")?;
     Ok(CostEvent {
         id: row.text("id")?,
         company_id: row.text("company_id")?,

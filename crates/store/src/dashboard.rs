@@ -80,7 +80,7 @@ pub async fn get(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<
     )
     .await?;
     let summary = costs::summary(store, company_id, &Window::month_of(now)).await?;
-    let (pending,): (i64,) = sqlx::query_as(
+    let (pending,): (i64,) = crate::db::query_as(
         "SELECT COUNT(*) FROM approvals WHERE company_id = $1 AND status = 'pending'",
     )
     .bind(company_id)
@@ -133,7 +133,7 @@ async fn grouped(
     company_id: &str,
     since: Option<&str>,
 ) -> Result<Counts> {
-    let mut query = sqlx::query(sql).bind(company_id);
+    let mut query = crate::db::query(sql).bind(company_id);
     if let Some(since) = since {
         query = query.bind(since);
     }

@@ -1,11 +1,11 @@
 //! Issue documents (a plan, a spec) keyed per issue, with an append-only
 //! revision history: every write adds revision n+1 and never edits an old one.
 
+use crate::db::DbRow;
 use paperclip_core::actor::Actor;
 use paperclip_core::input::DocumentPut;
 use paperclip_core::model::{Document, DocumentRevision};
 use serde_json::json;
-use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::row::RowExt;
@@ -47,7 +47,7 @@ pub async fn put(
     let format = "markdown";
     let document_id = match &existing {
         Some(doc) => {
-            sqlx::query(
+            crate::db::query(
                 "UPDATE issue_documents SET title = $2, format = $3, body = $4, latest_revision_id = $5, \
                  latest_revision_number = $6, updated_by_agent_id = $7, updated_by_user_id = $8, \
                  updated_at = $9 WHERE id = $1",
@@ -67,7 +67,7 @@ pub async fn put(
         }
         None => {
             let id = new_id();
-            sqlx::query(
+            crate::db::query(
                 "INSERT INTO issue_documents (id, company_id, issue_id, doc_key, title, format, body, \
                  latest_revision_id, latest_revision_number, created_by_agent_id, created_by_user_id, \
                  updated_by_agent_id, updated_by_user_id, created_at, updated_at) \
@@ -90,7 +90,7 @@ pub async fn put(
             id
         }
     };
-    sqlx::query(
+    crate::db::query(
         "INSERT INTO issue_document_revisions (id, company_id, document_id, revision_number, title, \
          format, body, change_summary, created_by_agent_id, created_by_user_id, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
@@ -140,11 +140,12 @@ pub async fn put(
 
 pub async fn get(store: &Store, issue_id: &str, key: &str) -> Result<Document> {
     let issue = crate::issues::get(store, issue_id).await?;
-    let row = sqlx::query("SELECT * FROM issue_documents WHERE issue_id = $1 AND doc_key = $2")
-        .bind(&issue.id)
-        .bind(key)
-        .fetch_optional(store.pool())
-        .await?;
+    let row =
+        crate::db::query("SELECT * FROM issue_documents WHERE issue_id = $1 AND doc_key = $2")
+            .bind(&issue.id)
+            .bind(key)
+            .fetch_optional(store.pool())
+            .await?;
     row.as_ref()
         .map(map)
         .transpose()?
@@ -152,27 +153,29 @@ pub async fn get(store: &Store, issue_id: &str, key: &str) -> Result<Document> {
 }
 
 async fn get_in(tx: &mut Tx, issue_id: &str, key: &str) -> Result<Option<Document>> {
-    let row = sqlx::query("SELECT * FROM issue_documents WHERE issue_id = $1 AND doc_key = $2")
-        .bind(issue_id)
-        .bind(key)
-        .fetch_optional(tx.conn())
-        .await?;
+    let row =
+        crate::db::query("SELECT * FROM issue_documents WHERE issue_id = $1 AND doc_key = $2")
+            .bind(issue_id)
+            .bind(key)
+            .fetch_optional(tx.conn())
+            .await?;
     row.as_ref().map(map).transpose()
 }
 
 pub async fn list(store: &Store, issue_id: &str) -> Result<Vec<Document>> {
     let issue = crate::issues::get(store, issue_id).await?;
-    let rows = sqlx::query("SELECT * FROM issue_documents WHERE issue_id = $1 ORDER BY doc_key")
-        .bind(&issue.id)
-        .fetch_all(store.pool())
-        .await?;
+    let rows =
+        crate::db::query("SELECT * FROM issue_documents WHERE issue_id = $1 ORDER BY doc_key")
+            .bind(&issue.id)
+            .fetch_all(store.pool())
+            .await?;
     rows.iter().map(map).collect()
 }
 
 /// Newest revision first.
 pub async fn revisions(store: &Store, issue_id: &str, key: &str) -> Result<Vec<DocumentRevision>> {
     let document = get(store, issue_id, key).await?;
-    let rows = sqlx::query(
+    let rows = crate::db::query(
         "SELECT * FROM issue_document_revisions WHERE document_id = $1 ORDER BY revision_number DESC",
     )
     .bind(&document.id)
@@ -186,7 +189,7 @@ pub async fn delete(store: &Store, actor: &Actor, issue_id: &str, key: &str) -> 
     let mut tx = store.begin().await?;
     let issue = crate::issues::load_in(&mut tx, issue_id).await?;
     crate::ownership::check_run_ownership(&mut tx, actor, &issue).await?;
-    sqlx::query("DELETE FROM issue_documents WHERE id = $1")
+    crate::db::query("DELETE FROM issue_documents WHERE id = $1")
         .bind(&document.id)
         .execute(tx.conn())
         .await?;
@@ -223,7 +226,7 @@ fn check_key(key: &str) -> Result<()> {
     }
 }
 
-fn map(row: &AnyRow) -> Result<Document> {
+fn map(row: &DbRow) -> Result<Document> {
     Ok(Document {
         id: row.text("id")?,
         company_id: row.text("company_id")?,
@@ -243,7 +246,7 @@ fn map(row: &AnyRow) -> Result<Document> {
     })
 }
 
-fn map_revision(row: &AnyRow) -> Result<DocumentRevision> {
+fn map_revision(row: &DbRow) -> Result<DocumentRevision> {
     Ok(DocumentRevision {
         id: row.text("id")?,
         company_id: row.text("company_id")?,

@@ -13,7 +13,8 @@
 //! Each happens in the transaction that ends the run (or queues the retry).
 
 use paperclip_core::actor::Actor;
-use paperclip_core::heartbeat::WakeSource;
+use paperclip_core::heartbeat::{RunStatus, WakeSource};
+use paperclip_core::issue::IssueStatus;
 use paperclip_core::model::{HeartbeatRun, Issue};
 use serde_json::{json, Value};
 
@@ -56,10 +57,10 @@ pub(crate) async fn settle_task_in(tx: &mut Tx, run: &HeartbeatRun) -> Result<()
         return Ok(());
     }
     let failed = matches!(run.status.as_str(), "failed" | "timed_out");
-    if failed && issue.status == "in_progress" {
+    if failed && issue.status == IssueStatus::InProgress {
         let reason = format!(
             "Its run {} ({}): {}",
-            if run.status == "timed_out" {
+            if run.status == RunStatus::TimedOut {
                 "timed out"
             } else {
                 "failed"
@@ -115,12 +116,19 @@ async fn continue_in(tx: &mut Tx, run: &HeartbeatRun, budget: i64) -> Result<Han
     .await?;
     let Some(next) = woken.run else {
         release_locks(tx, &issue.id, &run.id).await?;
-        if issue.status == "in_progress" {
-            set_status(tx, &issue, "todo", run, "Its agent cannot run now").await?;
+        if issue.status == IssueStatus::InProgress {
+            set_status(
+                tx,
+                &issue,
+                IssueStatus::Todo,
+                run,
+                "Its agent cannot run now",
+            )
+            .await?;
         }
         return Ok(Handed::Released);
     };
-    sqlx::query(
+    crate::db::query(
         "UPDATE heartbeat_runs SET continuation_attempt = $2 WHERE id = $1 AND status = 'queued'",
     )
     .bind(&next.id)
@@ -130,7 +138,7 @@ async fn continue_in(tx: &mut Tx, run: &HeartbeatRun, budget: i64) -> Result<Han
     // The checkout passes to the continuation, so the task is never held by
     // a dead run and no other run can take it meanwhile.
     for column in ["checkout_run_id", "execution_run_id"] {
-        sqlx::query(&format!(
+        crate::db::query(&format!(
             "UPDATE issues SET {column} = $3 WHERE id = $1 AND {column} = $2"
         ))
         .bind(&issue.id)
@@ -189,11 +197,17 @@ pub async fn retry(
         Some(id) => crate::issues::load_in(&mut tx, id).await.ok(),
         None => None,
     };
-    if let Some(issue) = issue
-        .as_ref()
-        .filter(|i| i.status == "blocked" && i.assignee_agent_id.as_deref() == Some(agent_id))
-    {
-        set_status(&mut tx, issue, "todo", &failed, "Retried from the board").await?;
+    if let Some(issue) = issue.as_ref().filter(|i| {
+        i.status == IssueStatus::Blocked && i.assignee_agent_id.as_deref() == Some(agent_id)
+    }) {
+        set_status(
+            &mut tx,
+            issue,
+            IssueStatus::Todo,
+            &failed,
+            "Retried from the board",
+        )
+        .await?;
     }
     let woken = follow_up_wake(
         &mut tx,
@@ -256,7 +270,7 @@ async fn follow_up_wake(
     )
     .await?;
     if let Some(next) = &woken.run {
-        sqlx::query(
+        crate::db::query(
             "UPDATE heartbeat_runs SET retry_of_run_id = COALESCE(retry_of_run_id, $2) WHERE id = $1",
         )
         .bind(&next.id)
@@ -277,7 +291,7 @@ async fn held_task(tx: &mut Tx, run: &HeartbeatRun) -> Result<Option<Issue>> {
     let Some(issue_id) = &run.issue_id else {
         return Ok(None);
     };
-    let held: Option<(String,)> = sqlx::query_as(
+    let held: Option<(String,)> = crate::db::query_as(
         "SELECT id FROM issues WHERE id = $1 AND (checkout_run_id = $2 OR execution_run_id = $2)",
     )
     .bind(issue_id)
@@ -316,7 +330,7 @@ async fn waiting_task(tx: &mut Tx, run: &HeartbeatRun) -> Result<Option<Issue>> 
 async fn release_locks(tx: &mut Tx, issue_id: &str, run_id: &str) -> Result<()> {
     let ts = now();
     for column in ["checkout_run_id", "execution_run_id"] {
-        sqlx::query(&format!(
+        crate::db::query(&format!(
             "UPDATE issues SET {column} = NULL, execution_locked_at = NULL, updated_at = $3 \
              WHERE id = $1 AND {column} = $2"
         ))
@@ -331,7 +345,7 @@ async fn release_locks(tx: &mut Tx, issue_id: &str, run_id: &str) -> Result<()> 
 
 async fn block(tx: &mut Tx, issue: &Issue, run: &HeartbeatRun, reason: &str) -> Result<()> {
     release_locks(tx, &issue.id, &run.id).await?;
-    set_status(tx, issue, "blocked", run, reason).await
+    set_status(tx, issue, IssueStatus::Blocked, run, reason).await
 }
 
 /// Moves the task to `status` because of `run`, with the reason in the
@@ -339,14 +353,14 @@ async fn block(tx: &mut Tx, issue: &Issue, run: &HeartbeatRun, reason: &str) -> 
 async fn set_status(
     tx: &mut Tx,
     issue: &Issue,
-    status: &str,
+    status: IssueStatus,
     run: &HeartbeatRun,
     reason: &str,
 ) -> Result<()> {
     if issue.status == status {
         return Ok(());
     }
-    sqlx::query("UPDATE issues SET status = $2, updated_at = $3 WHERE id = $1")
+    crate::db::query("UPDATE issues SET status = $2, updated_at = $3 WHERE id = $1")
         .bind(&issue.id)
         .bind(status)
         .bind(now())

@@ -1,11 +1,11 @@
 //! Goals: company / team / agent / task levels linked by a parent chain.
 
+use crate::db::DbRow;
 use paperclip_core::actor::Actor;
 use paperclip_core::goal::{GoalLevel, GoalStatus};
 use paperclip_core::input::{GoalPatch, NewGoal};
 use paperclip_core::model::Goal;
 use serde_json::{json, Map};
-use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::companies::diff;
@@ -34,7 +34,7 @@ pub async fn create(
     }
     let id = new_id();
     let ts = now();
-    sqlx::query(
+    crate::db::query(
         "INSERT INTO goals (id, company_id, title, description, level, status, parent_id, \
          owner_agent_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)",
     )
@@ -67,10 +67,11 @@ pub async fn create(
 }
 
 pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Goal>> {
-    let rows = sqlx::query("SELECT * FROM goals WHERE company_id = $1 ORDER BY created_at, id")
-        .bind(company_id)
-        .fetch_all(store.pool())
-        .await?;
+    let rows =
+        crate::db::query("SELECT * FROM goals WHERE company_id = $1 ORDER BY created_at, id")
+            .bind(company_id)
+            .fetch_all(store.pool())
+            .await?;
     rows.iter().map(map).collect()
 }
 
@@ -127,11 +128,11 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: GoalPatch) ->
         after.description = description;
     }
     if let Some(level) = patch.level {
-        after.level = level.as_str().to_string();
+        after.level = level;
         diff(&mut changes, "level", &before.level, &after.level);
     }
     if let Some(status) = patch.status {
-        after.status = status.as_str().to_string();
+        after.status = status;
         diff(&mut changes, "status", &before.status, &after.status);
     }
     if let Some(parent) = patch.parent_id {
@@ -161,7 +162,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: GoalPatch) ->
     if changes.is_empty() {
         return Ok(before);
     }
-    sqlx::query(
+    crate::db::query(
         "UPDATE goals SET title = $2, description = $3, level = $4, status = $5, parent_id = $6, \
          owner_agent_id = $7, updated_at = $8 WHERE id = $1",
     )
@@ -195,7 +196,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: GoalPatch) ->
 pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Goal> {
     let mut tx = store.begin().await?;
     let goal = get_in(&mut tx, id).await?;
-    sqlx::query("DELETE FROM goals WHERE id = $1")
+    crate::db::query("DELETE FROM goals WHERE id = $1")
         .bind(id)
         .execute(tx.conn())
         .await?;
@@ -215,14 +216,14 @@ pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Goal> {
     Ok(goal)
 }
 
-fn map(row: &AnyRow) -> Result<Goal> {
+fn map(row: &DbRow) -> Result<Goal> {
     Ok(Goal {
         id: row.text("id")?,
         company_id: row.text("company_id")?,
         title: row.text("title")?,
         description: row.opt_text("description")?,
-        level: row.text("level")?,
-        status: row.text("status")?,
+        level: row.stored("level")?,
+        status: row.stored("status")?,
         parent_id: row.opt_text("parent_id")?,
         owner_agent_id: row.opt_text("owner_agent_id")?,
         created_at: row.text("created_at")?,

@@ -17,7 +17,7 @@ pub(crate) async fn check_parent(
     id: &str,
     parent_id: &str,
 ) -> Result<()> {
-    let row = sqlx::query(
+    let row = crate::db::query(
         "WITH RECURSIVE chain(id, parent_id, depth) AS ( \
            SELECT id, parent_id, 1 FROM issues WHERE id = $1 AND company_id = $2 \
            UNION ALL \
@@ -79,7 +79,7 @@ pub(crate) async fn check_blockers(
          COUNT(*) AS n FROM (SELECT id FROM reach LIMIT {limit}) walked",
         limit = ISSUE_GRAPH_WALK_MAX,
     );
-    let mut query = sqlx::query(&sql).bind(company_id).bind(issue_id);
+    let mut query = crate::db::query(&sql).bind(company_id).bind(issue_id);
     for b in blockers {
         query = query.bind(*b);
     }
@@ -100,7 +100,7 @@ async fn count_in_company(tx: &mut Tx, company_id: &str, ids: &[&str]) -> Result
         "SELECT COUNT(*) AS n FROM issues WHERE company_id = $1 AND id IN ({})",
         placeholders(2, ids.len())
     );
-    let mut query = sqlx::query(&sql).bind(company_id);
+    let mut query = crate::db::query(&sql).bind(company_id);
     for id in ids {
         query = query.bind(*id);
     }

@@ -35,7 +35,7 @@ pub(crate) trait BindExt<'q> {
     fn bind_int(self, value: i64) -> Self;
 }
 
-impl<'q> BindExt<'q> for sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+impl<'q> BindExt<'q> for crate::db::Query<'q> {
     fn bind_text(self, value: &'q str) -> Self {
         self.bind(value)
     }
@@ -44,7 +44,7 @@ impl<'q> BindExt<'q> for sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArgumen
     }
 }
 
-impl<'q, O> BindExt<'q> for sqlx::query::QueryAs<'q, sqlx::Any, O, sqlx::any::AnyArguments<'q>> {
+impl<'q, O: crate::db::FromDbRow> BindExt<'q> for crate::db::QueryAs<'q, O> {
     fn bind_text(self, value: &'q str) -> Self {
         self.bind(value)
     }

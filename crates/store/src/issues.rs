@@ -5,6 +5,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
+use crate::db::Conn;
+use crate::db::DbRow;
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::input::{Checkout, IssuePatch, NewIssue};
@@ -12,8 +14,6 @@ use paperclip_core::issue::{parse_identifier, transition_effects, IssuePriority,
 use paperclip_core::limits::ISSUE_PAGE_TEXT_BUDGET;
 use paperclip_core::model::{Comment, Issue, IssueRef, Label};
 use serde_json::{json, Map, Value};
-use sqlx::any::AnyRow;
-use sqlx::{AnyConnection, Row};
 
 use crate::activity::{self, Entry};
 use crate::companies::diff;
@@ -82,7 +82,7 @@ pub async fn create(
     )?;
     // One statement takes the next number: concurrent creates serialise on the
     // company row, and a rolled-back create gives its number back.
-    let counter = sqlx::query(
+    let counter = crate::db::query(
         "UPDATE companies SET issue_counter = issue_counter + 1 WHERE id = $1 \
          RETURNING issue_counter, issue_prefix",
     )
@@ -106,7 +106,7 @@ pub async fn create(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 'manual', $16, \
          $17, $18, $19, $20, $21, $21) RETURNING {COLUMNS}"
     );
-    let row = sqlx::query(&sql)
+    let row = crate::db::query(&sql)
         .bind(&id)
         .bind(company_id)
         .bind(input.project_id.as_deref())
@@ -175,7 +175,7 @@ async fn wake_assignee(tx: &mut Tx, actor: &Actor, issue: &Issue) -> Result<()> 
     let Some(agent) = &issue.assignee_agent_id else {
         return Ok(());
     };
-    let status = IssueStatus::parse(&issue.status).unwrap_or(IssueStatus::Backlog);
+    let status = issue.status;
     if status.is_terminal() || actor.agent_id() == Some(agent.as_str()) {
         return Ok(());
     }
@@ -219,16 +219,16 @@ const HAS_RELATIONS: &str =
      OR EXISTS (SELECT 1 FROM issue_blockers r WHERE r.blocked_by_issue_id = issues.id) \
      THEN 1 ELSE 0 END AS BIGINT) AS has_relations";
 
-async fn load(conn: &mut AnyConnection, id_or_identifier: &str) -> Result<Issue> {
+async fn load(conn: &mut Conn, id_or_identifier: &str) -> Result<Issue> {
     let row = match parse_identifier(id_or_identifier) {
         Some(_) => {
-            sqlx::query(LOAD_BY_IDENTIFIER.as_str())
+            crate::db::query(LOAD_BY_IDENTIFIER.as_str())
                 .bind(id_or_identifier.to_ascii_uppercase())
                 .fetch_optional(&mut *conn)
                 .await?
         }
         None => {
-            sqlx::query(LOAD_BY_ID.as_str())
+            crate::db::query(LOAD_BY_ID.as_str())
                 .bind(id_or_identifier)
                 .fetch_optional(&mut *conn)
                 .await?
@@ -378,9 +378,9 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
     // Read to the end (at most `limit + 1` small rows): a SQLite fetch
     // stream dropped part way has been seen to leave the connection's worker
     // reading rows of the wrong statement (sqlx-sqlite row.rs panic).
-    let sizes: Vec<(i64, i64)> = bind_all(sqlx::query_as(&sizes_sql), &binds)
+    let sizes: Vec<(i64, i64)> = bind_all(crate::db::query_as(&sizes_sql), &binds)
         .bind(filter.limit + 1)
-        .fetch_all(&mut *conn)
+        .fetch_all(&mut conn)
         .await?;
     let (count, more) = page_rows(&sizes, filter.limit, ISSUE_PAGE_TEXT_BUDGET);
     if count == 0 {
@@ -395,8 +395,8 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
     sql.push_str(&format!(
         " AND issue_number >= {p} AND issue_number <= {q} ORDER BY issue_number DESC"
     ));
-    let rows = bind_all(sqlx::query(&sql), &binds)
-        .fetch_all(&mut *conn)
+    let rows = bind_all(crate::db::query(&sql), &binds)
+        .fetch_all(&mut conn)
         .await?;
     let mut issues = rows.iter().map(map).collect::<Result<Vec<_>>>()?;
     let next_cursor = more.then_some(low);
@@ -437,7 +437,7 @@ const RARE_POSTGRES: &str = "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM issues 
 /// comments (counted up to that bound, so a common word costs no more to
 /// count than a rare one).
 async fn rare(store: &Store, count_sql: &str, query: &str) -> Result<bool> {
-    let (n,): (i64,) = sqlx::query_as(count_sql)
+    let (n,): (i64,) = crate::db::query_as(count_sql)
         .bind(query)
         .bind(RARE_MATCHES + 1)
         .fetch_one(store.pool())
@@ -493,7 +493,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
         after.description = description;
     }
     if let Some(priority) = patch.priority {
-        after.priority = priority.as_str().to_string();
+        after.priority = priority;
         diff(&mut changes, "priority", &before.priority, &after.priority);
     }
     if let Some(code) = patch.billing_code {
@@ -560,7 +560,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
     }
     let ts = now();
     if let Some(status) = patch.status {
-        let from = IssueStatus::parse(&before.status).unwrap_or(IssueStatus::Backlog);
+        let from = before.status;
         if !from.can_transition_to(status) {
             return Err(Error::rule(format!(
                 "Cannot transition issue from {} to {}",
@@ -583,14 +583,14 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
         if effects.set_cancelled_at {
             after.cancelled_at = Some(ts.clone());
         }
-        after.status = status.as_str().to_string();
+        after.status = status;
         diff(&mut changes, "status", &before.status, &after.status);
     }
     if changes.contains_key("status")
         || changes.contains_key("assigneeAgentId")
         || changes.contains_key("assigneeUserId")
     {
-        let status = IssueStatus::parse(&after.status).unwrap_or(IssueStatus::Backlog);
+        let status = after.status;
         check_assignable(
             status,
             after.assignee_agent_id.as_deref(),
@@ -656,7 +656,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
 pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Issue> {
     let mut tx = store.begin().await?;
     let issue = load_in(&mut tx, id).await?;
-    sqlx::query("DELETE FROM issues WHERE id = $1")
+    crate::db::query("DELETE FROM issues WHERE id = $1")
         .bind(&issue.id)
         .execute(tx.conn())
         .await?;
@@ -682,7 +682,7 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
     let mut tx = store.begin().await?;
     let issue = load_in(&mut tx, id).await?;
     let agent = crate::agents::get_in_company(&mut tx, &issue.company_id, &input.agent_id).await?;
-    let agent_status = AgentStatus::parse(&agent.status).unwrap_or(AgentStatus::Idle);
+    let agent_status = agent.status;
     if agent_status == AgentStatus::Paused && agent.pause_reason.as_deref() == Some("budget") {
         return Err(budget_blocked(
             "Agent is paused by a budget hard stop",
@@ -725,7 +725,7 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
     // so: the run's end (which releases what it holds) either comes first
     // and refuses this checkout, or waits for it and then releases it.
     if let Some(run_id) = actor.run_id.as_deref() {
-        let live = sqlx::query(
+        let live = crate::db::query(
             "UPDATE heartbeat_runs SET updated_at = updated_at WHERE id = $1 AND status IN ('queued', 'running')",
         )
         .bind(run_id)
@@ -735,7 +735,7 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
         // An agent key may name a run id of its own choosing (upstream's
         // clients do); only a run of ours that has ended is refused.
         let ended = live == 0
-            && sqlx::query_as::<_, (String,)>("SELECT id FROM heartbeat_runs WHERE id = $1")
+            && crate::db::query_as::<(String,)>("SELECT id FROM heartbeat_runs WHERE id = $1")
                 .bind(run_id)
                 .fetch_all(tx.conn())
                 .await?
@@ -760,7 +760,7 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
          AND status IN ({})",
         placeholders(5, statuses.len())
     );
-    let mut query = sqlx::query(&sql)
+    let mut query = crate::db::query(&sql)
         .bind(&issue.id)
         .bind(&agent.id)
         .bind(&ts)
@@ -776,7 +776,7 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
         // find the lock still held.
         tx.rollback().await?;
         let own = current.assignee_agent_id.as_deref() == Some(agent.id.as_str())
-            && current.status == IssueStatus::InProgress.as_str();
+            && current.status == IssueStatus::InProgress;
         if own {
             // Checking out what you already hold changes nothing.
             return Ok(issue);
@@ -827,14 +827,14 @@ pub async fn release(store: &Store, actor: &Actor, id: &str) -> Result<Issue> {
             ));
         }
     }
-    if issue.status != IssueStatus::InProgress.as_str() && issue.checkout_run_id.is_none() {
+    if issue.status != IssueStatus::InProgress && issue.checkout_run_id.is_none() {
         return Err(Error::conflict(
             "Issue is not checked out",
             Some(json!({ "issueId": issue.id, "status": issue.status })),
         ));
     }
     let ts = now();
-    sqlx::query(
+    crate::db::query(
         "UPDATE issues SET status = 'todo', assignee_agent_id = NULL, checkout_run_id = NULL, \
          execution_run_id = NULL, execution_locked_at = NULL, updated_at = $2 WHERE id = $1",
     )
@@ -868,7 +868,7 @@ pub async fn release(store: &Store, actor: &Actor, id: &str) -> Result<Issue> {
 pub async fn force_release(store: &Store, actor: &Actor, id: &str) -> Result<Issue> {
     let mut tx = store.begin().await?;
     let issue = load_in(&mut tx, id).await?;
-    sqlx::query(
+    crate::db::query(
         "UPDATE issues SET checkout_run_id = NULL, execution_run_id = NULL, \
          execution_locked_at = NULL, updated_at = $2 WHERE id = $1",
     )
@@ -914,7 +914,7 @@ async fn ceo_gate_closed(tx: &mut Tx, company_id: &str, creator: Option<&str>) -
     let Some(creator) = creator else {
         return Ok(false);
     };
-    let role: Option<(String,)> = sqlx::query_as("SELECT role FROM agents WHERE id = $1")
+    let role: Option<(String,)> = crate::db::query_as("SELECT role FROM agents WHERE id = $1")
         .bind(creator)
         .fetch_optional(tx.conn())
         .await?;
@@ -950,7 +950,7 @@ async fn resolve_refs(tx: &mut Tx, company_id: &str, refs: Refs<'_>) -> Result<R
     }
     if let Some(agent) = refs.assignee_agent_id {
         let agent = crate::agents::get_in_company(tx, company_id, agent).await?;
-        if agent.status == AgentStatus::Terminated.as_str() {
+        if agent.status == AgentStatus::Terminated {
             return Err(Error::rule("Cannot assign work to a terminated agent"));
         }
     }
@@ -977,7 +977,7 @@ async fn set_labels(
             "SELECT COUNT(*) AS n FROM labels WHERE company_id = $1 AND id IN ({})",
             placeholders(2, unique.len())
         );
-        let mut query = sqlx::query(&sql).bind(company_id);
+        let mut query = crate::db::query(&sql).bind(company_id);
         for id in &unique {
             query = query.bind(id.as_str());
         }
@@ -986,12 +986,12 @@ async fn set_labels(
             return Err(Error::not_found("Label"));
         }
     }
-    sqlx::query("DELETE FROM issue_labels WHERE issue_id = $1")
+    crate::db::query("DELETE FROM issue_labels WHERE issue_id = $1")
         .bind(issue_id)
         .execute(tx.conn())
         .await?;
     for label in unique {
-        sqlx::query("INSERT INTO issue_labels (issue_id, label_id) VALUES ($1, $2)")
+        crate::db::query("INSERT INTO issue_labels (issue_id, label_id) VALUES ($1, $2)")
             .bind(issue_id)
             .bind(label.as_str())
             .execute(tx.conn())
@@ -1011,13 +1011,13 @@ async fn set_blockers(
     let unique: HashSet<&String> = blockers.iter().collect();
     let ids: Vec<&str> = unique.iter().map(|b| b.as_str()).collect();
     crate::issue_graph::check_blockers(tx, company_id, issue_id, &ids).await?;
-    sqlx::query("DELETE FROM issue_blockers WHERE issue_id = $1")
+    crate::db::query("DELETE FROM issue_blockers WHERE issue_id = $1")
         .bind(issue_id)
         .execute(tx.conn())
         .await?;
     let ts = now();
     for blocker in unique {
-        sqlx::query("INSERT INTO issue_blockers (issue_id, blocked_by_issue_id, created_at) VALUES ($1, $2, $3)")
+        crate::db::query("INSERT INTO issue_blockers (issue_id, blocked_by_issue_id, created_at) VALUES ($1, $2, $3)")
             .bind(issue_id)
             .bind(blocker.as_str())
             .bind(&ts)
@@ -1058,7 +1058,7 @@ static RELATIONS_IN_RANGE: LazyLock<String> = LazyLock::new(|| {
 /// range are read and those of issues not on the page dropped (every issue
 /// of the page must belong to `company`).
 async fn attach_relations(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     issues: &mut [Issue],
     company: Option<&str>,
 ) -> Result<()> {
@@ -1070,7 +1070,7 @@ async fn attach_relations(
             let (low, high) = issues.iter().fold((i64::MAX, i64::MIN), |(lo, hi), i| {
                 (lo.min(i.issue_number), hi.max(i.issue_number))
             });
-            sqlx::query(RELATIONS_IN_RANGE.as_str())
+            crate::db::query(RELATIONS_IN_RANGE.as_str())
                 .bind(company_id)
                 .bind(low)
                 .bind(high)
@@ -1082,7 +1082,7 @@ async fn attach_relations(
             for chunk in issues.chunks(1000) {
                 let owner = format!("o.id IN ({})", placeholders(1, chunk.len()));
                 let sql = RELATIONS.replace("{owner}", &owner);
-                let mut query = sqlx::query(&sql);
+                let mut query = crate::db::query(&sql);
                 for issue in chunk {
                     query = query.bind(issue.id.as_str());
                 }
@@ -1101,8 +1101,8 @@ async fn attach_relations(
         .collect();
     let mut found: Vec<(usize, Relation)> = Vec::with_capacity(rows.len());
     for row in &rows {
-        let owner: &str = row.try_get(1)?;
-        let Some(&at) = index.get(owner) else {
+        let owner: String = row.try_get(1)?;
+        let Some(&at) = index.get(owner.as_str()) else {
             continue;
         };
         let relation = match row.int(0)? {
@@ -1119,7 +1119,7 @@ async fn attach_relations(
                     id: row.text(2)?,
                     identifier: row.text(3)?,
                     title: row.text(4)?,
-                    status: row.text(5)?,
+                    status: row.stored(5)?,
                 };
                 if kind == 1 {
                     Relation::BlockedBy(r)
@@ -1154,7 +1154,7 @@ enum Relation {
 /// The bare columns needed for rule checks, without relations.
 struct IssueRow {
     id: String,
-    status: String,
+    status: IssueStatus,
     request_depth: i64,
     assignee_agent_id: Option<String>,
     checkout_run_id: Option<String>,
@@ -1162,7 +1162,7 @@ struct IssueRow {
 }
 
 async fn get_row(tx: &mut Tx, id: &str) -> Result<IssueRow> {
-    let row = sqlx::query(
+    let row = crate::db::query(
         "SELECT id, company_id, status, request_depth, assignee_agent_id, \
          checkout_run_id, execution_run_id FROM issues WHERE id = $1",
     )
@@ -1172,7 +1172,7 @@ async fn get_row(tx: &mut Tx, id: &str) -> Result<IssueRow> {
     .ok_or_else(|| Error::not_found("Issue"))?;
     Ok(IssueRow {
         id: row.text("id")?,
-        status: row.text("status")?,
+        status: row.stored("status")?,
         request_depth: row.int("request_depth")?,
         assignee_agent_id: row.opt_text("assignee_agent_id")?,
         checkout_run_id: row.opt_text("checkout_run_id")?,
@@ -1181,7 +1181,7 @@ async fn get_row(tx: &mut Tx, id: &str) -> Result<IssueRow> {
 }
 
 async fn get_row_in_company(tx: &mut Tx, company_id: &str, id: &str) -> Result<IssueRow> {
-    let row: Option<(String,)> = sqlx::query_as("SELECT company_id FROM issues WHERE id = $1")
+    let row: Option<(String,)> = crate::db::query_as("SELECT company_id FROM issues WHERE id = $1")
         .bind(id)
         .fetch_optional(tx.conn())
         .await?;
@@ -1192,7 +1192,7 @@ async fn get_row_in_company(tx: &mut Tx, company_id: &str, id: &str) -> Result<I
 }
 
 async fn write(tx: &mut Tx, i: &Issue, ts: &str) -> Result<()> {
-    sqlx::query(
+    crate::db::query(
         "UPDATE issues SET project_id = $2, goal_id = $3, parent_id = $4, title = $5, \
          description = $6, status = $7, priority = $8, assignee_agent_id = $9, \
          assignee_user_id = $10, checkout_run_id = $11, execution_run_id = $12, \
@@ -1232,7 +1232,7 @@ const COLUMNS: &str = "id, company_id, project_id, goal_id, parent_id, title, de
 const COLUMN_COUNT: usize = 26;
 
 /// An issue from a row whose first columns are [`COLUMNS`].
-fn map(row: &AnyRow) -> Result<Issue> {
+fn map(row: &DbRow) -> Result<Issue> {
     Ok(Issue {
         id: row.text(0)?,
         company_id: row.text(1)?,
@@ -1241,8 +1241,8 @@ fn map(row: &AnyRow) -> Result<Issue> {
         parent_id: row.opt_text(4)?,
         title: row.text(5)?,
         description: row.opt_text(6)?,
-        status: row.text(7)?,
-        priority: row.text(8)?,
+        status: row.stored(7)?,
+        priority: row.stored(8)?,
         assignee_agent_id: row.opt_text(9)?,
         assignee_user_id: row.opt_text(10)?,
         checkout_run_id: row.opt_text(11)?,
@@ -1269,7 +1269,7 @@ fn map(row: &AnyRow) -> Result<Issue> {
 
 /// Whether the company exists (without loading it).
 async fn company_exists(tx: &mut Tx, company_id: &str) -> Result<()> {
-    sqlx::query("SELECT 1 FROM companies WHERE id = $1")
+    crate::db::query("SELECT 1 FROM companies WHERE id = $1")
         .bind(company_id)
         .fetch_optional(tx.conn())
         .await?

@@ -1,10 +1,10 @@
 //! Agent API keys and the instance signing secret. Only the SHA-256 of a key
 //! is stored; the plaintext is returned once, by the request that creates it.
 
+use crate::db::DbRow;
 use paperclip_core::actor::Actor;
 use paperclip_core::model::AgentApiKey;
 use serde_json::json;
-use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::row::RowExt;
@@ -26,7 +26,7 @@ pub async fn create(
     let agent = crate::agents::get_in(&mut tx, agent_id).await?;
     let id = new_id();
     let ts = now();
-    sqlx::query(
+    crate::db::query(
         "INSERT INTO agent_api_keys (id, company_id, agent_id, name, key_hash, created_by_user_id, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
@@ -65,7 +65,7 @@ pub async fn create(
 }
 
 pub async fn list(store: &Store, agent_id: &str) -> Result<Vec<AgentApiKey>> {
-    let rows = sqlx::query("SELECT * FROM agent_api_keys WHERE agent_id = $1 ORDER BY id")
+    let rows = crate::db::query("SELECT * FROM agent_api_keys WHERE agent_id = $1 ORDER BY id")
         .bind(agent_id)
         .fetch_all(store.pool())
         .await?;
@@ -79,7 +79,7 @@ pub async fn revoke(
     key_id: &str,
 ) -> Result<AgentApiKey> {
     let mut tx = store.begin().await?;
-    let row = sqlx::query("SELECT * FROM agent_api_keys WHERE id = $1 AND agent_id = $2")
+    let row = crate::db::query("SELECT * FROM agent_api_keys WHERE id = $1 AND agent_id = $2")
         .bind(key_id)
         .bind(agent_id)
         .fetch_optional(tx.conn())
@@ -89,7 +89,7 @@ pub async fn revoke(
     if key.revoked_at.is_some() {
         return Ok(key);
     }
-    sqlx::query("UPDATE agent_api_keys SET revoked_at = $2 WHERE id = $1")
+    crate::db::query("UPDATE agent_api_keys SET revoked_at = $2 WHERE id = $1")
         .bind(key_id)
         .bind(now())
         .execute(tx.conn())
@@ -106,7 +106,7 @@ pub async fn revoke(
         },
     )
     .await?;
-    let row = sqlx::query("SELECT * FROM agent_api_keys WHERE id = $1")
+    let row = crate::db::query("SELECT * FROM agent_api_keys WHERE id = $1")
         .bind(key_id)
         .fetch_one(tx.conn())
         .await?;
@@ -117,7 +117,7 @@ pub async fn revoke(
 /// The live (not revoked) key with this hash, if any.
 pub async fn find_by_hash(store: &Store, key_hash: &str) -> Result<Option<AgentApiKey>> {
     let row =
-        sqlx::query("SELECT * FROM agent_api_keys WHERE key_hash = $1 AND revoked_at IS NULL")
+        crate::db::query("SELECT * FROM agent_api_keys WHERE key_hash = $1 AND revoked_at IS NULL")
             .bind(key_hash)
             .fetch_optional(store.pool())
             .await?;
@@ -133,7 +133,7 @@ pub async fn touch(store: &Store, key: &AgentApiKey) -> Result<()> {
         .is_none_or(|last| last < minute_ago(&ts).as_str());
     if stale {
         let mut tx = store.begin().await?;
-        sqlx::query("UPDATE agent_api_keys SET last_used_at = $2 WHERE id = $1")
+        crate::db::query("UPDATE agent_api_keys SET last_used_at = $2 WHERE id = $1")
             .bind(&key.id)
             .bind(&ts)
             .execute(tx.conn())
@@ -162,21 +162,22 @@ pub async fn instance_secret(
     generate: impl FnOnce() -> String,
 ) -> Result<String> {
     let mut tx = store.begin().await?;
-    sqlx::query("INSERT INTO instance_secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING")
+    crate::db::query("INSERT INTO instance_secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING")
         .bind(name)
         .bind(generate())
         .bind(now())
         .execute(tx.conn())
         .await?;
-    let (value,): (String,) = sqlx::query_as("SELECT value FROM instance_secrets WHERE name = $1")
-        .bind(name)
-        .fetch_one(tx.conn())
-        .await?;
+    let (value,): (String,) =
+        crate::db::query_as("SELECT value FROM instance_secrets WHERE name = $1")
+            .bind(name)
+            .fetch_one(tx.conn())
+            .await?;
     tx.commit().await?;
     Ok(value)
 }
 
-fn map(row: &AnyRow) -> Result<AgentApiKey> {
+fn map(row: &DbRow) -> Result<AgentApiKey> {
     Ok(AgentApiKey {
         id: row.text("id")?,
         name: row.text("name")?,

@@ -1,10 +1,10 @@
 //! Company labels; attached to issues through `labelIds`.
 
+use crate::db::DbRow;
 use paperclip_core::actor::Actor;
 use paperclip_core::input::NewLabel;
 use paperclip_core::model::Label;
 use serde_json::json;
-use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::row::{one_by_id, RowExt};
@@ -30,7 +30,7 @@ pub async fn create(
     crate::companies::exists_in(&mut tx, company_id).await?;
     let id = new_id();
     let ts = now();
-    sqlx::query(
+    crate::db::query(
         "INSERT INTO labels (id, company_id, name, color, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $5)",
     )
@@ -71,7 +71,7 @@ pub async fn create(
 }
 
 pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Label>> {
-    let rows = sqlx::query("SELECT * FROM labels WHERE company_id = $1 ORDER BY name")
+    let rows = crate::db::query("SELECT * FROM labels WHERE company_id = $1 ORDER BY name")
         .bind(company_id)
         .fetch_all(store.pool())
         .await?;
@@ -93,7 +93,7 @@ pub async fn get(store: &Store, id: &str) -> Result<Label> {
 pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Label> {
     let label = get(store, id).await?;
     let mut tx = store.begin().await?;
-    sqlx::query("DELETE FROM labels WHERE id = $1")
+    crate::db::query("DELETE FROM labels WHERE id = $1")
         .bind(id)
         .execute(tx.conn())
         .await?;
@@ -113,7 +113,7 @@ pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Label> {
     Ok(label)
 }
 
-pub(crate) fn map(row: &AnyRow) -> Result<Label> {
+pub(crate) fn map(row: &DbRow) -> Result<Label> {
     Ok(Label {
         id: row.text("id")?,
         company_id: row.text("company_id")?,

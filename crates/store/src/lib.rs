@@ -1,8 +1,9 @@
 //! SQL storage for Paperclip on SQLite (embedded, the default) and Postgres.
 //!
 //! One schema and one set of queries serve both engines: the queries use only
-//! SQL that both accept (`$n` parameters, `RETURNING`, row values), go through
-//! sqlx's `Any` driver, and keep ids, timestamps and JSON as text. Each module
+//! SQL that both accept (`$n` parameters, `RETURNING`, row values), run on
+//! sqlx's concrete SQLite or Postgres driver through [`db`], and keep ids,
+//! timestamps and JSON as text. Each module
 //! owns one aggregate; every mutation runs in one transaction together with its
 //! activity row (see [`activity`]).
 //!
@@ -35,6 +36,7 @@ pub mod comments;
 pub mod companies;
 pub mod costs;
 pub mod dashboard;
+pub mod db;
 pub mod documents;
 mod error;
 pub mod follow_up;
@@ -62,8 +64,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paperclip_core::model::ActivityEntry;
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, Executor};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+use sqlx::Executor;
 use tokio::sync::{broadcast, Mutex, OwnedMutexGuard};
 
 pub use crate::error::{Error, Result};
@@ -103,7 +106,7 @@ pub enum StoreEvent {
 
 #[derive(Clone)]
 pub struct Store {
-    pool: AnyPool,
+    pool: db::Pool,
     backend: Backend,
     sqlite_writer: Option<Arc<Mutex<()>>>,
     events: broadcast::Sender<StoreEvent>,
@@ -116,14 +119,14 @@ pub struct Store {
 /// `database is locked`. Events it collects are published only after a
 /// successful commit.
 pub struct Tx {
-    inner: Option<sqlx::Transaction<'static, sqlx::Any>>,
+    inner: Option<db::Conn>,
     writer: Option<OwnedMutexGuard<()>>,
     pending: Vec<StoreEvent>,
     events: broadcast::Sender<StoreEvent>,
 }
 
 impl Tx {
-    pub fn conn(&mut self) -> &mut sqlx::AnyConnection {
+    pub fn conn(&mut self) -> &mut db::Conn {
         self.inner
             .as_mut()
             .expect("a transaction is live until commit")
@@ -179,7 +182,6 @@ impl Store {
     /// Opens (creating if needed) the database at `url` and applies pending
     /// migrations. `sqlite://path` and `postgres://...` are accepted.
     pub async fn connect(url: &str) -> anyhow::Result<Store> {
-        sqlx::any::install_default_drivers();
         let backend = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             Backend::Postgres
         } else if url.starts_with("sqlite:") {
@@ -187,10 +189,9 @@ impl Store {
         } else {
             anyhow::bail!("unsupported database url (expected sqlite:// or postgres://)");
         };
-        let options = AnyConnectOptions::from_str(url)?;
         let pool = match backend {
-            Backend::Sqlite => {
-                AnyPoolOptions::new()
+            Backend::Sqlite => db::Pool::Sqlite(
+                SqlitePoolOptions::new()
                     .max_connections(8)
                     .min_connections(1)
                     // A local file connection does not go stale; pinging it
@@ -206,19 +207,19 @@ impl Store {
                             Ok(())
                         })
                     })
-                    .connect_with(options)
-                    .await?
-            }
-            Backend::Postgres => {
-                AnyPoolOptions::new()
+                    .connect_with(SqliteConnectOptions::from_str(url)?)
+                    .await?,
+            ),
+            Backend::Postgres => db::Pool::Postgres(
+                PgPoolOptions::new()
                     .max_connections(16)
                     .acquire_timeout(Duration::from_secs(30))
                     // A broken connection fails its query instead of costing
                     // every acquire a ping round trip.
                     .test_before_acquire(false)
-                    .connect_with(options)
-                    .await?
-            }
+                    .connect_with(PgConnectOptions::from_str(url)?)
+                    .await?,
+            ),
         };
         let store = Store {
             pool,
@@ -234,7 +235,7 @@ impl Store {
         self.backend
     }
 
-    pub fn pool(&self) -> &AnyPool {
+    pub fn pool(&self) -> &db::Pool {
         &self.pool
     }
 

@@ -2,8 +2,6 @@
 //! Applied versions are recorded in `schema_migrations`; a migration runs in
 //! a transaction with its record, so a failed start leaves nothing half-done.
 
-use sqlx::Executor;
-
 use crate::Store;
 
 /// SQL of a migration: the same on both engines, or one per engine where they
@@ -58,13 +56,12 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {
-    store
-        .pool()
-        .execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (\
-             version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
-        )
-        .await?;
+    crate::db::query(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (\
+         version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+    )
+    .execute(store.pool())
+    .await?;
     for (version, name, sql) in MIGRATIONS {
         let (version, name) = (*version, *name);
         let sql = match (sql, store.backend()) {
@@ -74,15 +71,15 @@ pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {
         };
         let mut tx = store.begin().await?;
         let applied: Option<(i64,)> =
-            sqlx::query_as("SELECT version FROM schema_migrations WHERE version = $1")
+            crate::db::query_as("SELECT version FROM schema_migrations WHERE version = $1")
                 .bind(version)
                 .fetch_optional(tx.conn())
                 .await?;
         if applied.is_some() {
             continue;
         }
-        tx.conn().execute(sqlx::raw_sql(sql)).await?;
-        sqlx::query(
+        tx.conn().run_script(sql).await?;
+        crate::db::query(
             "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
         )
         .bind(version)

@@ -18,7 +18,7 @@ pub(crate) async fn check_run_ownership(tx: &mut Tx, actor: &Actor, issue: &Issu
     if actor.run_id.as_deref() == Some(held_by) {
         return Ok(());
     }
-    let live: Option<(String,)> = sqlx::query_as(
+    let live: Option<(String,)> = crate::db::query_as(
         "SELECT id FROM heartbeat_runs WHERE id = $1 AND status IN ('queued', 'running')",
     )
     .bind(held_by)

@@ -1,12 +1,12 @@
 //! Projects: a unit of work under a goal, with a lead agent and a target date.
 
+use crate::db::DbRow;
 use paperclip_core::actor::Actor;
 use paperclip_core::input::{NewProject, ProjectPatch};
 use paperclip_core::model::Project;
 use paperclip_core::naming::url_key;
 use paperclip_core::project::ProjectStatus;
 use serde_json::{json, Map};
-use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::companies::diff;
@@ -36,7 +36,7 @@ pub async fn create(
     }
     let id = new_id();
     let ts = now();
-    sqlx::query(
+    crate::db::query(
         "INSERT INTO projects (id, company_id, goal_id, name, url_key, description, status, \
          lead_agent_id, target_date, color, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)",
@@ -72,10 +72,11 @@ pub async fn create(
 }
 
 pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Project>> {
-    let rows = sqlx::query("SELECT * FROM projects WHERE company_id = $1 ORDER BY created_at, id")
-        .bind(company_id)
-        .fetch_all(store.pool())
-        .await?;
+    let rows =
+        crate::db::query("SELECT * FROM projects WHERE company_id = $1 ORDER BY created_at, id")
+            .bind(company_id)
+            .fetch_all(store.pool())
+            .await?;
     rows.iter().map(map).collect()
 }
 
@@ -138,7 +139,7 @@ pub async fn update(
         after.description = description;
     }
     if let Some(status) = patch.status {
-        after.status = status.as_str().to_string();
+        after.status = status;
         diff(&mut changes, "status", &before.status, &after.status);
     }
     if let Some(goal) = patch.goal_id {
@@ -173,7 +174,7 @@ pub async fn update(
     if changes.is_empty() {
         return Ok(before);
     }
-    sqlx::query(
+    crate::db::query(
         "UPDATE projects SET name = $2, url_key = $3, description = $4, status = $5, goal_id = $6, \
          lead_agent_id = $7, target_date = $8, color = $9, archived_at = $10, updated_at = $11 \
          WHERE id = $1",
@@ -211,7 +212,7 @@ pub async fn update(
 pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Project> {
     let mut tx = store.begin().await?;
     let project = get_in(&mut tx, id).await?;
-    sqlx::query("DELETE FROM projects WHERE id = $1")
+    crate::db::query("DELETE FROM projects WHERE id = $1")
         .bind(id)
         .execute(tx.conn())
         .await?;
@@ -245,7 +246,7 @@ fn check_date(date: &str) -> Result<()> {
     }
 }
 
-fn map(row: &AnyRow) -> Result<Project> {
+fn map(row: &DbRow) -> Result<Project> {
     let goal_id = row.opt_text("goal_id")?;
     Ok(Project {
         id: row.text("id")?,
@@ -254,7 +255,7 @@ fn map(row: &AnyRow) -> Result<Project> {
         goal_id,
         name: row.text("name")?,
         description: row.opt_text("description")?,
-        status: row.text("status")?,
+        status: row.stored("status")?,
         lead_agent_id: row.opt_text("lead_agent_id")?,
         target_date: row.opt_text("target_date")?,
         color: row.opt_text("color")?,

@@ -1,11 +1,11 @@
 //! Agent configuration revisions: every change to an agent's adapter or
 //! runtime config is kept, with secret values redacted, and can be rolled back.
 
+use crate::db::DbRow;
 use paperclip_core::actor::Actor;
 use paperclip_core::model::{Agent, ConfigRevision};
 use paperclip_core::secrets::{get_path, redact_config, set_path};
 use serde_json::{json, Value};
-use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::row::RowExt;
@@ -20,7 +20,7 @@ pub(crate) async fn record_in(
     summary: &str,
 ) -> Result<ConfigRevision> {
     let (next,): (i64,) =
-        sqlx::query_as("SELECT COALESCE(MAX(revision_number), 0) + 1 FROM agent_config_revisions WHERE agent_id = $1")
+        crate::db::query_as("SELECT COALESCE(MAX(revision_number), 0) + 1 FROM agent_config_revisions WHERE agent_id = $1")
             .bind(&agent.id)
             .fetch_one(tx.conn())
             .await?;
@@ -31,7 +31,7 @@ pub(crate) async fn record_in(
         p
     }));
     let id = new_id();
-    sqlx::query(
+    crate::db::query(
         "INSERT INTO agent_config_revisions (id, company_id, agent_id, revision_number, adapter_type, \
          adapter_config, runtime_config, redacted_paths, changed_by_actor_type, changed_by_actor_id, \
          change_summary, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
@@ -50,7 +50,7 @@ pub(crate) async fn record_in(
     .bind(now())
     .execute(tx.conn())
     .await?;
-    let row = sqlx::query("SELECT * FROM agent_config_revisions WHERE id = $1")
+    let row = crate::db::query("SELECT * FROM agent_config_revisions WHERE id = $1")
         .bind(&id)
         .fetch_one(tx.conn())
         .await?;
@@ -59,7 +59,7 @@ pub(crate) async fn record_in(
 
 /// Newest first.
 pub async fn list(store: &Store, agent_id: &str) -> Result<Vec<ConfigRevision>> {
-    let rows = sqlx::query(
+    let rows = crate::db::query(
         "SELECT * FROM agent_config_revisions WHERE agent_id = $1 ORDER BY revision_number DESC",
     )
     .bind(agent_id)
@@ -69,11 +69,12 @@ pub async fn list(store: &Store, agent_id: &str) -> Result<Vec<ConfigRevision>> 
 }
 
 pub async fn get(store: &Store, agent_id: &str, revision_id: &str) -> Result<ConfigRevision> {
-    let row = sqlx::query("SELECT * FROM agent_config_revisions WHERE agent_id = $1 AND id = $2")
-        .bind(agent_id)
-        .bind(revision_id)
-        .fetch_optional(store.pool())
-        .await?;
+    let row =
+        crate::db::query("SELECT * FROM agent_config_revisions WHERE agent_id = $1 AND id = $2")
+            .bind(agent_id)
+            .bind(revision_id)
+            .fetch_optional(store.pool())
+            .await?;
     row.as_ref()
         .map(map)
         .transpose()?
@@ -113,7 +114,7 @@ pub async fn rollback(
         }
     }
     let ts = now();
-    sqlx::query("UPDATE agents SET adapter_type = $2, adapter_config = $3, runtime_config = $4, updated_at = $5 WHERE id = $1")
+    crate::db::query("UPDATE agents SET adapter_type = $2, adapter_config = $3, runtime_config = $4, updated_at = $5 WHERE id = $1")
         .bind(agent_id)
         .bind(&revision.adapter_type)
         .bind(adapter_config.to_string())
@@ -145,7 +146,7 @@ pub async fn rollback(
     Ok(restored)
 }
 
-fn map(row: &AnyRow) -> Result<ConfigRevision> {
+fn map(row: &DbRow) -> Result<ConfigRevision> {
     let paths: Value = row.json("redacted_paths")?;
     Ok(ConfigRevision {
         id: row.text("id")?,

@@ -1,38 +1,41 @@
-//! Typed column access for `AnyRow`, so mappers read as a list of fields.
-//! Columns are named (`"id"`) or, on hot paths that select an explicit
-//! column list, numbered (`0`), which skips the name lookup.
+//! Typed column access for rows of either engine, so mappers read as a list
+//! of fields. Columns are named (`"id"`) or, on hot paths that select an
+//! explicit column list, numbered (`0`), which skips the name lookup.
 
+use paperclip_core::stored::Stored;
 use serde_json::Value;
-use sqlx::any::AnyRow;
-use sqlx::{ColumnIndex, Row};
+
+use crate::db::{ColIdx, DbRow, Exec};
 
 pub(crate) trait RowExt {
-    fn text<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<String>;
-    fn opt_text<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<Option<String>>;
-    fn int<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<i64>;
-    fn flag<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<bool>;
-    fn json<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<Value>;
-    fn opt_json<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<Option<Value>>;
+    fn text<I: ColIdx>(&self, col: I) -> sqlx::Result<String>;
+    fn opt_text<I: ColIdx>(&self, col: I) -> sqlx::Result<Option<String>>;
+    fn int<I: ColIdx>(&self, col: I) -> sqlx::Result<i64>;
+    fn flag<I: ColIdx>(&self, col: I) -> sqlx::Result<bool>;
+    fn json<I: ColIdx>(&self, col: I) -> sqlx::Result<Value>;
+    fn opt_json<I: ColIdx>(&self, col: I) -> sqlx::Result<Option<Value>>;
+    /// A status, role or level: one the enum names, or an error.
+    fn stored<E: Stored, I: ColIdx>(&self, col: I) -> sqlx::Result<E>;
 }
 
-impl RowExt for AnyRow {
-    fn text<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<String> {
+impl RowExt for DbRow {
+    fn text<I: ColIdx>(&self, col: I) -> sqlx::Result<String> {
         self.try_get(col)
     }
-    fn opt_text<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<Option<String>> {
+    fn opt_text<I: ColIdx>(&self, col: I) -> sqlx::Result<Option<String>> {
         self.try_get(col)
     }
-    fn int<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<i64> {
+    fn int<I: ColIdx>(&self, col: I) -> sqlx::Result<i64> {
         self.try_get(col)
     }
-    fn flag<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<bool> {
+    fn flag<I: ColIdx>(&self, col: I) -> sqlx::Result<bool> {
         Ok(self.try_get::<i64, _>(col)? != 0)
     }
-    fn json<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<Value> {
+    fn json<I: ColIdx>(&self, col: I) -> sqlx::Result<Value> {
         let text: String = self.try_get(col)?;
         serde_json::from_str(&text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
     }
-    fn opt_json<I: ColumnIndex<AnyRow>>(&self, col: I) -> sqlx::Result<Option<Value>> {
+    fn opt_json<I: ColIdx>(&self, col: I) -> sqlx::Result<Option<Value>> {
         match self.try_get::<Option<String>, _>(col)? {
             Some(text) => serde_json::from_str(&text)
                 .map(Some)
@@ -40,18 +43,28 @@ impl RowExt for AnyRow {
             None => Ok(None),
         }
     }
+    fn stored<E: Stored, I: ColIdx>(&self, col: I) -> sqlx::Result<E> {
+        let text: String = self.try_get(col)?;
+        E::from_stored(&text).ok_or_else(|| sqlx::Error::ColumnDecode {
+            index: format!("{col:?}"),
+            source: format!("unknown {} {text:?} in the database", E::WHAT).into(),
+        })
+    }
 }
 
 /// The one row `sql` (which takes the id as `$1`) finds, mapped, or
 /// "<what> not found". Works on the pool and inside a transaction alike.
-pub(crate) async fn one_by_id<'c, T>(
-    executor: impl sqlx::Executor<'c, Database = sqlx::Any>,
+pub(crate) async fn one_by_id<'e, T>(
+    executor: impl Exec<'e>,
     sql: &str,
     id: &str,
-    map: fn(&AnyRow) -> crate::Result<T>,
+    map: fn(&DbRow) -> crate::Result<T>,
     what: &str,
 ) -> crate::Result<T> {
-    let row = sqlx::query(sql).bind(id).fetch_optional(executor).await?;
+    let row = crate::db::query(sql)
+        .bind(id)
+        .fetch_optional(executor)
+        .await?;
     row.as_ref()
         .map(map)
         .transpose()?

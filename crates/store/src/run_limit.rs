@@ -12,7 +12,7 @@ use crate::{Result, Tx};
 /// claims of one agent, so the count cannot change under this one (READ
 /// COMMITTED gives every statement a fresh snapshot after the lock wait).
 pub(crate) async fn has_free_slot(tx: &mut Tx, agent_id: &str) -> Result<bool> {
-    let row = sqlx::query(
+    let row = crate::db::query(
         "SELECT a.runtime_config, (SELECT COUNT(*) FROM heartbeat_runs r \
          WHERE r.agent_id = a.id AND r.status = 'running') AS running_count \
          FROM agents a WHERE a.id = $1",

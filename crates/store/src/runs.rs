@@ -2,10 +2,12 @@
 //! timed_out`) and their append-only event timeline. Claiming a run is one
 //! conditional UPDATE, so a queued run is started at most once.
 
+use crate::db::DbRow;
 use paperclip_core::actor::Actor;
+use paperclip_core::agent::AgentStatus;
+use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::model::{HeartbeatRun, RunEvent};
 use serde_json::{json, Value};
-use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::row::{one_by_id, RowExt};
@@ -46,7 +48,7 @@ pub struct Filter {
 
 /// Newest first.
 pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Vec<HeartbeatRun>> {
-    let rows = sqlx::query(
+    let rows = crate::db::query(
         "SELECT * FROM heartbeat_runs WHERE company_id = $1 AND ($2 IS NULL OR agent_id = $2) \
          AND ($3 IS NULL OR status = $3) AND ($4 IS NULL OR issue_id = $4) \
          AND ($5 = 0 OR status IN ('queued', 'running')) ORDER BY id DESC LIMIT $6",
@@ -64,7 +66,7 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Ve
 
 /// The run currently working on an issue (running first, else queued).
 pub async fn active_for_issue(store: &Store, issue_id: &str) -> Result<Option<HeartbeatRun>> {
-    let row = sqlx::query(
+    let row = crate::db::query(
         "SELECT * FROM heartbeat_runs WHERE issue_id = $1 AND status IN ('running', 'queued') \
          ORDER BY CASE status WHEN 'running' THEN 0 ELSE 1 END, id LIMIT 1",
     )
@@ -76,7 +78,7 @@ pub async fn active_for_issue(store: &Store, issue_id: &str) -> Result<Option<He
 
 /// Queued runs, oldest first, with how many runs their agent has running.
 pub async fn queued(store: &Store, limit: i64) -> Result<Vec<(HeartbeatRun, i64)>> {
-    let rows = sqlx::query(
+    let rows = crate::db::query(
         "SELECT r.*, (SELECT COUNT(*) FROM heartbeat_runs x WHERE x.agent_id = r.agent_id \
          AND x.status = 'running') AS running_count FROM heartbeat_runs r \
          WHERE r.status = 'queued' ORDER BY r.id LIMIT $1",
@@ -96,13 +98,13 @@ pub async fn claim(store: &Store, run_id: &str) -> Result<Option<HeartbeatRun>> 
     let mut tx = store.begin().await?;
     let ts = now();
     let queued = get_in(&mut tx, run_id).await?;
-    if queued.status != "queued" {
+    if queued.status != RunStatus::Queued {
         return Ok(None);
     }
     // The agent row first: a pause (a budget stop, the board) that commits
     // before this claim makes it fail, and one that comes after finds the run
     // running and stops it. Either way no run starts after the stop.
-    let runnable = sqlx::query(
+    let runnable = crate::db::query(
         "UPDATE agents SET status = 'running', last_heartbeat_at = $2, updated_at = $2 \
          WHERE id = $1 AND status IN ('idle', 'active', 'error', 'running')",
     )
@@ -114,7 +116,7 @@ pub async fn claim(store: &Store, run_id: &str) -> Result<Option<HeartbeatRun>> 
     if runnable == 0 || !crate::run_limit::has_free_slot(&mut tx, &queued.agent_id).await? {
         return Ok(None);
     }
-    let claimed = sqlx::query(
+    let claimed = crate::db::query(
         "UPDATE heartbeat_runs SET status = 'running', started_at = $2, updated_at = $2 \
          WHERE id = $1 AND status = 'queued'",
     )
@@ -126,7 +128,7 @@ pub async fn claim(store: &Store, run_id: &str) -> Result<Option<HeartbeatRun>> 
     if claimed == 0 {
         return Ok(None);
     }
-    sqlx::query("UPDATE agent_wakeup_requests SET status = 'claimed', updated_at = $2 WHERE run_id = $1 AND status = 'queued'")
+    crate::db::query("UPDATE agent_wakeup_requests SET status = 'claimed', updated_at = $2 WHERE run_id = $1 AND status = 'queued'")
         .bind(run_id)
         .bind(&ts)
         .execute(tx.conn())
@@ -157,7 +159,7 @@ pub async fn set_process(
 ) -> Result<()> {
     let (ticks, started_at) = start.map_or((None, None), |(t, s)| (Some(t), s));
     let mut tx = store.begin().await?;
-    sqlx::query(
+    crate::db::query(
         "UPDATE heartbeat_runs SET process_pid = $2, process_group_id = $3, \
          process_start_ticks = $4, process_started_at = $5, updated_at = $6 WHERE id = $1",
     )
@@ -176,7 +178,7 @@ pub async fn set_process(
 /// The recorded start ticks of a run's process leader, for recovery.
 pub async fn process_start_ticks(store: &Store, run_id: &str) -> Result<Option<i64>> {
     let row: Option<(Option<i64>,)> =
-        sqlx::query_as("SELECT process_start_ticks FROM heartbeat_runs WHERE id = $1")
+        crate::db::query_as("SELECT process_start_ticks FROM heartbeat_runs WHERE id = $1")
             .bind(run_id)
             .fetch_all(store.pool())
             .await?
@@ -187,7 +189,7 @@ pub async fn process_start_ticks(store: &Store, run_id: &str) -> Result<Option<i
 /// The CLI session a run reported starting (its last `transcript.init`):
 /// what a continuation resumes when the run itself never finished.
 pub async fn last_session_seen(store: &Store, run_id: &str) -> Result<Option<String>> {
-    let row: Option<(Option<String>,)> = sqlx::query_as(
+    let row: Option<(Option<String>,)> = crate::db::query_as(
         "SELECT payload FROM heartbeat_run_events WHERE run_id = $1 \
          AND event_type = 'transcript.init' ORDER BY seq DESC LIMIT 1",
     )
@@ -202,9 +204,9 @@ pub async fn last_session_seen(store: &Store, run_id: &str) -> Result<Option<Str
 }
 
 /// What the executor knows when a run ends.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Finish {
-    pub status: String,
+    pub status: RunStatus,
     pub error: Option<String>,
     pub error_code: Option<String>,
     pub exit_code: Option<i64>,
@@ -220,6 +222,29 @@ pub struct Finish {
     pub session_id_after: Option<String>,
     /// What to do with the task's saved session, in the same transaction.
     pub session: Option<SessionUpdate>,
+}
+
+impl Finish {
+    /// A run ending `status` with nothing else known yet.
+    pub fn new(status: RunStatus) -> Finish {
+        Finish {
+            status,
+            error: None,
+            error_code: None,
+            exit_code: None,
+            signal: None,
+            usage: None,
+            result: None,
+            stdout_excerpt: None,
+            stderr_excerpt: None,
+            log_store: None,
+            log_ref: None,
+            log_bytes: 0,
+            session_id_before: None,
+            session_id_after: None,
+            session: None,
+        }
+    }
 }
 
 /// Saves (or, with `session_id: None`, forgets) the run's task session.
@@ -253,7 +278,7 @@ pub(crate) async fn finish_in(
 ) -> Result<Option<HeartbeatRun>> {
     let finish = crate::text::finish(finish.clone());
     let ts = now();
-    let done = sqlx::query(
+    let done = crate::db::query(
         "UPDATE heartbeat_runs SET status = $2, error = $3, error_code = $4, exit_code = $5, \
          signal = $6, usage_json = $7, result_json = $8, stdout_excerpt = $9, stderr_excerpt = $10, \
          log_store = $11, log_ref = $12, log_bytes = $13, finished_at = $14, updated_at = $14, \
@@ -293,7 +318,7 @@ pub(crate) async fn finish_in(
         "cancelled" => "cancelled",
         _ => "failed",
     };
-    sqlx::query("UPDATE agent_wakeup_requests SET status = $2, updated_at = $3 WHERE run_id = $1 AND status = 'claimed'")
+    crate::db::query("UPDATE agent_wakeup_requests SET status = $2, updated_at = $3 WHERE run_id = $1 AND status = 'claimed'")
         .bind(run_id)
         .bind(request_status)
         .bind(&ts)
@@ -359,7 +384,7 @@ async fn settle_agent(
     error: Option<&str>,
     ts: &str,
 ) -> Result<()> {
-    let (others,): (i64,) = sqlx::query_as(
+    let (others,): (i64,) = crate::db::query_as(
         "SELECT COUNT(*) FROM heartbeat_runs WHERE agent_id = $1 AND status = 'running'",
     )
     .bind(agent_id)
@@ -373,7 +398,7 @@ async fn settle_agent(
     } else {
         ("idle", None)
     };
-    sqlx::query(
+    crate::db::query(
         "UPDATE agents SET status = $2, error_reason = $3, updated_at = $4 WHERE id = $1 AND status = 'running'",
     )
     .bind(agent_id)
@@ -395,7 +420,7 @@ pub async fn cancel_queued(
 ) -> Result<Option<HeartbeatRun>> {
     let mut tx = store.begin().await?;
     let ts = now();
-    let n = sqlx::query(
+    let n = crate::db::query(
         "UPDATE heartbeat_runs SET status = 'cancelled', error = $2, error_code = 'cancelled', \
          finished_at = $3, updated_at = $3 WHERE id = $1 AND status = 'queued'",
     )
@@ -408,7 +433,7 @@ pub async fn cancel_queued(
     if n == 0 {
         return Ok(None);
     }
-    sqlx::query("UPDATE agent_wakeup_requests SET status = 'cancelled', updated_at = $2 WHERE run_id = $1 AND status IN ('queued', 'coalesced')")
+    crate::db::query("UPDATE agent_wakeup_requests SET status = 'cancelled', updated_at = $2 WHERE run_id = $1 AND status IN ('queued', 'coalesced')")
         .bind(run_id)
         .bind(&ts)
         .execute(tx.conn())
@@ -453,7 +478,7 @@ pub(crate) async fn cancel_queued_of_agent_in(
 ) -> Result<u64> {
     // A queued continuation holds its task's checkout: released with it.
     for column in ["checkout_run_id", "execution_run_id"] {
-        sqlx::query(&format!(
+        crate::db::query(&format!(
             "UPDATE issues SET {column} = NULL, updated_at = $2 WHERE {column} IN \
              (SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'queued')"
         ))
@@ -462,7 +487,7 @@ pub(crate) async fn cancel_queued_of_agent_in(
         .execute(tx.conn())
         .await?;
     }
-    sqlx::query(
+    crate::db::query(
         "UPDATE agent_wakeup_requests SET status = 'cancelled', updated_at = $2 \
          WHERE status IN ('queued', 'coalesced') AND run_id IN \
          (SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'queued')",
@@ -471,7 +496,7 @@ pub(crate) async fn cancel_queued_of_agent_in(
     .bind(ts)
     .execute(tx.conn())
     .await?;
-    let n = sqlx::query(
+    let n = crate::db::query(
         "UPDATE heartbeat_runs SET status = 'cancelled', error = $2, error_code = $3, \
          finished_at = $4, updated_at = $4 WHERE agent_id = $1 AND status = 'queued'",
     )
@@ -487,28 +512,31 @@ pub(crate) async fn cancel_queued_of_agent_in(
 
 /// Queued runs of one agent (for pause: they are cancelled).
 pub async fn queued_for_agent(store: &Store, agent_id: &str) -> Result<Vec<String>> {
-    let rows: Vec<(String,)> =
-        sqlx::query_as("SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'queued'")
-            .bind(agent_id)
-            .fetch_all(store.pool())
-            .await?;
+    let rows: Vec<(String,)> = crate::db::query_as(
+        "SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'queued'",
+    )
+    .bind(agent_id)
+    .fetch_all(store.pool())
+    .await?;
     Ok(rows.into_iter().map(|r| r.0).collect())
 }
 
 pub async fn running_for_agent(store: &Store, agent_id: &str) -> Result<Vec<String>> {
-    let rows: Vec<(String,)> =
-        sqlx::query_as("SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'running'")
-            .bind(agent_id)
-            .fetch_all(store.pool())
-            .await?;
+    let rows: Vec<(String,)> = crate::db::query_as(
+        "SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'running'",
+    )
+    .bind(agent_id)
+    .fetch_all(store.pool())
+    .await?;
     Ok(rows.into_iter().map(|r| r.0).collect())
 }
 
 /// Runs left `running` by a previous server process.
 pub async fn running(store: &Store) -> Result<Vec<HeartbeatRun>> {
-    let rows = sqlx::query("SELECT * FROM heartbeat_runs WHERE status = 'running' ORDER BY id")
-        .fetch_all(store.pool())
-        .await?;
+    let rows =
+        crate::db::query("SELECT * FROM heartbeat_runs WHERE status = 'running' ORDER BY id")
+            .fetch_all(store.pool())
+            .await?;
     rows.iter().map(map).collect()
 }
 
@@ -538,7 +566,7 @@ pub(crate) async fn append_event_in(
     message: &str,
     payload: Option<Value>,
 ) -> Result<RunEvent> {
-    let seq_row = sqlx::query(
+    let seq_row = crate::db::query(
         "UPDATE heartbeat_runs SET next_event_seq = next_event_seq + 1 WHERE id = $1 RETURNING next_event_seq",
     )
     .bind(&run.id)
@@ -560,7 +588,7 @@ pub(crate) async fn append_event_in(
         payload: payload.map(crate::text::storable_json),
         created_at: now(),
     };
-    sqlx::query(
+    crate::db::query(
         "INSERT INTO heartbeat_run_events (id, company_id, run_id, agent_id, seq, event_type, stream, \
          level, message, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
@@ -586,7 +614,7 @@ pub async fn events(
     after_seq: i64,
     limit: i64,
 ) -> Result<Vec<RunEvent>> {
-    let rows = sqlx::query(
+    let rows = crate::db::query(
         "SELECT * FROM heartbeat_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
     )
     .bind(run_id)
@@ -597,14 +625,14 @@ pub async fn events(
     rows.iter().map(map_event).collect()
 }
 
-pub(crate) fn map(row: &AnyRow) -> Result<HeartbeatRun> {
+pub(crate) fn map(row: &DbRow) -> Result<HeartbeatRun> {
     Ok(HeartbeatRun {
         id: row.text("id")?,
         company_id: row.text("company_id")?,
         agent_id: row.text("agent_id")?,
         invocation_source: row.text("invocation_source")?,
         trigger_detail: row.opt_text("trigger_detail")?,
-        status: row.text("status")?,
+        status: row.stored("status")?,
         wakeup_request_id: row.opt_text("wakeup_request_id")?,
         issue_id: row.opt_text("issue_id")?,
         wake_reason: row.opt_text("wake_reason")?,
@@ -613,7 +641,7 @@ pub(crate) fn map(row: &AnyRow) -> Result<HeartbeatRun> {
         finished_at: row.opt_text("finished_at")?,
         error: row.opt_text("error")?,
         error_code: row.opt_text("error_code")?,
-        exit_code: sqlx::Row::try_get(row, "exit_code")?,
+        exit_code: DbRow::try_get(row, "exit_code")?,
         signal: row.opt_text("signal")?,
         usage_json: row.opt_json("usage_json")?,
         result_json: row.opt_json("result_json")?,
@@ -622,8 +650,8 @@ pub(crate) fn map(row: &AnyRow) -> Result<HeartbeatRun> {
         log_store: row.opt_text("log_store")?,
         log_ref: row.opt_text("log_ref")?,
         log_bytes: row.int("log_bytes")?,
-        process_pid: sqlx::Row::try_get(row, "process_pid")?,
-        process_group_id: sqlx::Row::try_get(row, "process_group_id")?,
+        process_pid: DbRow::try_get(row, "process_pid")?,
+        process_group_id: DbRow::try_get(row, "process_group_id")?,
         process_started_at: row.opt_text("process_started_at")?,
         retry_of_run_id: row.opt_text("retry_of_run_id")?,
         continuation_attempt: row.int("continuation_attempt")?,
@@ -635,7 +663,7 @@ pub(crate) fn map(row: &AnyRow) -> Result<HeartbeatRun> {
     })
 }
 
-pub(crate) fn map_event(row: &AnyRow) -> Result<RunEvent> {
+pub(crate) fn map_event(row: &DbRow) -> Result<RunEvent> {
     Ok(RunEvent {
         id: row.text("id")?,
         company_id: row.text("company_id")?,
@@ -655,7 +683,7 @@ pub(crate) fn map_event(row: &AnyRow) -> Result<RunEvent> {
 #[derive(Debug, Clone)]
 pub struct TimerCandidate {
     pub agent_id: String,
-    pub status: String,
+    pub status: AgentStatus,
     pub runtime_config: Value,
     pub last_heartbeat_at: Option<String>,
     pub last_finished_at: Option<String>,
@@ -664,7 +692,7 @@ pub struct TimerCandidate {
 pub async fn timer_candidates(store: &Store) -> Result<Vec<TimerCandidate>> {
     // The LIKE is a cheap prefilter on the stored compact JSON; the caller
     // parses the policy properly.
-    let rows = sqlx::query(
+    let rows = crate::db::query(
         "SELECT a.id, a.status, a.runtime_config, a.last_heartbeat_at, \
          (SELECT MAX(r.finished_at) FROM heartbeat_runs r WHERE r.agent_id = a.id) AS last_finished_at \
          FROM agents a WHERE a.runtime_config LIKE '%\"enabled\":true%' \
@@ -677,7 +705,7 @@ pub async fn timer_candidates(store: &Store) -> Result<Vec<TimerCandidate>> {
         .map(|r| {
             Ok(TimerCandidate {
                 agent_id: r.text("id")?,
-                status: r.text("status")?,
+                status: r.stored("status")?,
                 runtime_config: r.json("runtime_config")?,
                 last_heartbeat_at: r.opt_text("last_heartbeat_at")?,
                 last_finished_at: r.opt_text("last_finished_at")?,
@@ -707,7 +735,7 @@ pub async fn record_recovery(store: &Store, actor: &Actor, run: &HeartbeatRun) -
 /// Agents marked `running` with no run in flight return to idle.
 pub async fn reset_orphaned_agents(store: &Store) -> Result<u64> {
     let mut tx = store.begin().await?;
-    let n = sqlx::query(
+    let n = crate::db::query(
         "UPDATE agents SET status = 'idle', updated_at = $1 WHERE status = 'running' AND NOT EXISTS \
          (SELECT 1 FROM heartbeat_runs r WHERE r.agent_id = agents.id AND r.status = 'running')",
     )

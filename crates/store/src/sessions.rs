@@ -2,10 +2,10 @@
 //! state derived from runs and cost events. A session is saved or forgotten
 //! in the same transaction that finishes the run that produced it.
 
+use crate::db::DbRow;
 use paperclip_core::actor::Actor;
 use paperclip_core::model::{HeartbeatRun, RuntimeState, TaskSession};
 use serde_json::json;
-use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::row::RowExt;
@@ -19,7 +19,7 @@ pub async fn find(
     adapter_type: &str,
     task_key: &str,
 ) -> Result<Option<TaskSession>> {
-    let row = sqlx::query(
+    let row = crate::db::query(
         "SELECT * FROM agent_task_sessions WHERE agent_id = $1 AND adapter_type = $2 AND task_key = $3",
     )
     .bind(agent_id)
@@ -32,7 +32,7 @@ pub async fn find(
 
 /// Newest first.
 pub async fn list(store: &Store, agent_id: &str) -> Result<Vec<TaskSession>> {
-    let rows = sqlx::query(
+    let rows = crate::db::query(
         "SELECT * FROM agent_task_sessions WHERE agent_id = $1 ORDER BY updated_at DESC, id DESC",
     )
     .bind(agent_id)
@@ -55,7 +55,7 @@ pub(crate) async fn apply_in(
         .map(|session| json!({ "sessionId": session }).to_string());
     match (&update.session_id, &update.error) {
         (None, None) => {
-            sqlx::query(
+            crate::db::query(
                 "DELETE FROM agent_task_sessions WHERE agent_id = $1 AND adapter_type = $2 AND task_key = $3",
             )
             .bind(&run.agent_id)
@@ -65,7 +65,7 @@ pub(crate) async fn apply_in(
             .await?;
         }
         (session, _) => {
-            sqlx::query(
+            crate::db::query(
                 "INSERT INTO agent_task_sessions (id, company_id, agent_id, adapter_type, task_key, \
                  session_params_json, session_display_id, last_run_id, last_error, created_at, updated_at) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) \
@@ -99,7 +99,7 @@ pub async fn reset(
     task_key: Option<&str>,
 ) -> Result<u64> {
     let mut tx = store.begin().await?;
-    let cleared = sqlx::query(
+    let cleared = crate::db::query(
         "DELETE FROM agent_task_sessions WHERE agent_id = $1 AND ($2 IS NULL OR task_key = $2)",
     )
     .bind(agent_id)
@@ -128,7 +128,7 @@ pub async fn runtime_state(
     store: &Store,
     agent: &paperclip_core::model::Agent,
 ) -> Result<RuntimeState> {
-    let totals = sqlx::query(concat!(
+    let totals = crate::db::query(concat!(
         "SELECT CAST(COALESCE(SUM(",
         capped!("input_tokens"),
         "), 0) AS BIGINT) AS input, CAST(COALESCE(SUM(",
@@ -142,14 +142,14 @@ pub async fn runtime_state(
     .bind(&agent.id)
     .fetch_one(store.pool())
     .await?;
-    let last = sqlx::query(
+    let last = crate::db::query(
         "SELECT id, status, error, updated_at FROM heartbeat_runs WHERE agent_id = $1 \
          AND status NOT IN ('queued', 'running') ORDER BY id DESC LIMIT 1",
     )
     .bind(&agent.id)
     .fetch_optional(store.pool())
     .await?;
-    let session: Option<(String,)> = sqlx::query_as(
+    let session: Option<(String,)> = crate::db::query_as(
         "SELECT session_display_id FROM agent_task_sessions WHERE agent_id = $1 \
          AND session_display_id IS NOT NULL ORDER BY updated_at DESC, id DESC LIMIT 1",
     )
@@ -181,7 +181,7 @@ pub async fn runtime_state(
     })
 }
 
-fn map(row: &AnyRow) -> Result<TaskSession> {
+fn map(row: &DbRow) -> Result<TaskSession> {
     Ok(TaskSession {
         id: row.text("id")?,
         company_id: row.text("company_id")?,

@@ -82,7 +82,7 @@ mod tests {
             error: Some("e\0".into()),
             stdout_excerpt: Some("a\0b".into()),
             session_id_after: Some("s\0".into()),
-            ..Finish::default()
+            ..Finish::new(paperclip_core::heartbeat::RunStatus::Failed)
         });
         assert_eq!(f.error.as_deref(), Some("e\u{FFFD}"));
         assert_eq!(f.stdout_excerpt.as_deref(), Some("a\u{FFFD}b"));

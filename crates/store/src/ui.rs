@@ -42,7 +42,7 @@ async fn grouped(
     company_id: &str,
     since: &str,
 ) -> Result<Vec<(String, String, i64)>> {
-    let rows = sqlx::query(sql)
+    let rows = crate::db::query(sql)
         .bind(company_id)
         .bind(since)
         .fetch_all(store.pool())
@@ -54,7 +54,7 @@ async fn grouped(
 
 /// Each agent's in-progress task (identifier, title), for agent cards.
 pub async fn working_on(store: &Store, company_id: &str) -> Result<Vec<(String, String, String)>> {
-    let rows = sqlx::query(
+    let rows = crate::db::query(
         "SELECT assignee_agent_id, identifier, title FROM issues WHERE company_id = $1 \
          AND status = 'in_progress' AND assignee_agent_id IS NOT NULL ORDER BY updated_at DESC",
     )
@@ -78,7 +78,7 @@ pub async fn run_events_of_issue(
     store: &Store,
     issue_id: &str,
 ) -> Result<Vec<paperclip_core::model::RunEvent>> {
-    let rows = sqlx::query(
+    let rows = crate::db::query(
         "SELECT e.* FROM heartbeat_run_events e JOIN heartbeat_runs r ON r.id = e.run_id \
          WHERE r.issue_id = $1 ORDER BY e.run_id, e.seq LIMIT 5000",
     )
@@ -90,7 +90,7 @@ pub async fn run_events_of_issue(
 
 /// Priced spend and event count of one issue.
 pub async fn issue_cost(store: &Store, issue_id: &str) -> Result<(i64, i64)> {
-    let row = sqlx::query(concat!(
+    let row = crate::db::query(concat!(
         "SELECT CAST(COALESCE(SUM(",
         capped!("cost_cents"),
         "), 0) AS BIGINT) AS spend, COUNT(*) AS n FROM cost_events WHERE issue_id = $1"

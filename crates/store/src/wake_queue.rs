@@ -94,7 +94,7 @@ fn comment_ids(context: &Value) -> Vec<String> {
 async fn queued_run(tx: &mut Tx, agent_id: &str, issue_id: Option<&str>) -> Result<Option<String>> {
     // Read to the end rather than fetch_optional: a SQLite fetch stream
     // dropped part way can leave the worker reading another statement's rows.
-    let row: Option<(String,)> = sqlx::query_as(
+    let row: Option<(String,)> = crate::db::query_as(
         "SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'queued' \
          AND COALESCE(issue_id, '') = COALESCE($2, '') ORDER BY id LIMIT 1",
     )
@@ -110,7 +110,7 @@ async fn queued_run(tx: &mut Tx, agent_id: &str, issue_id: Option<&str>) -> Resu
 /// The guarded UPDATE comes first so it holds the row lock while the context
 /// is merged: a concurrent fold waits and then merges into this one's result.
 async fn fold(tx: &mut Tx, run_id: &str, wake: &Wake, ts: &str) -> Result<Option<HeartbeatRun>> {
-    let locked = sqlx::query(
+    let locked = crate::db::query(
         "UPDATE heartbeat_runs SET coalesced_count = coalesced_count + 1, updated_at = $2 \
          WHERE id = $1 AND status = 'queued' RETURNING context_snapshot",
     )
@@ -123,12 +123,14 @@ async fn fold(tx: &mut Tx, run_id: &str, wake: &Wake, ts: &str) -> Result<Option
         return Ok(None);
     };
     let merged = merge(&row.json("context_snapshot")?, wake);
-    sqlx::query("UPDATE heartbeat_runs SET wake_reason = $2, context_snapshot = $3 WHERE id = $1")
-        .bind(run_id)
-        .bind(wake.reason.as_deref())
-        .bind(merged.to_string())
-        .execute(tx.conn())
-        .await?;
+    crate::db::query(
+        "UPDATE heartbeat_runs SET wake_reason = $2, context_snapshot = $3 WHERE id = $1",
+    )
+    .bind(run_id)
+    .bind(wake.reason.as_deref())
+    .bind(merged.to_string())
+    .execute(tx.conn())
+    .await?;
     Ok(Some(crate::runs::get_in(tx, run_id).await?))
 }
 
@@ -167,7 +169,7 @@ async fn insert(
 ) -> Result<Option<HeartbeatRun>> {
     let run_id = new_id();
     let context = context(wake);
-    let inserted = sqlx::query(
+    let inserted = crate::db::query(
         "INSERT INTO heartbeat_runs (id, company_id, agent_id, invocation_source, trigger_detail, \
          status, wakeup_request_id, issue_id, wake_reason, context_snapshot, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $10) ON CONFLICT DO NOTHING",

@@ -7,12 +7,11 @@
 //! of it happens inside the caller's transaction, so the change that caused
 //! a wake (an assignment, a comment) and the wake itself commit together.
 
+use crate::db::DbRow;
 use paperclip_core::actor::Actor;
-use paperclip_core::agent::AgentStatus;
 use paperclip_core::heartbeat::{skip_reason, HeartbeatPolicy, WakeSource};
 use paperclip_core::model::{HeartbeatRun, WakeupRequest};
 use serde_json::{json, Value};
-use sqlx::any::AnyRow;
 
 use crate::activity::{self, Entry};
 use crate::row::RowExt;
@@ -50,13 +49,13 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
     // Lock the agent row before reading its status: a pause committing
     // between the read and the insert would otherwise leave a queued run
     // behind a paused agent (Postgres; SQLite has one writer anyway).
-    sqlx::query("UPDATE agents SET updated_at = updated_at WHERE id = $1")
+    crate::db::query("UPDATE agents SET updated_at = updated_at WHERE id = $1")
         .bind(&wake.agent_id)
         .execute(tx.conn())
         .await?;
     let agent = crate::agents::brief_in(tx, &wake.agent_id).await?;
     if let Some(key) = &wake.idempotency_key {
-        let existing = sqlx::query(
+        let existing = crate::db::query(
             "SELECT * FROM agent_wakeup_requests WHERE agent_id = $1 AND idempotency_key = $2",
         )
         .bind(&agent.id)
@@ -74,7 +73,7 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
     }
     let ts = now();
     let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
-    let status = AgentStatus::parse(&agent.status).unwrap_or(AgentStatus::Idle);
+    let status = agent.status;
     let request_id = new_id();
     let (request_status, skip, run) = if let Some(reason) =
         skip_reason(status, agent.pause_reason.as_deref(), &policy, wake.source)
@@ -86,7 +85,7 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
             Placed::Coalesced(run) => ("coalesced", None, Some(run)),
         }
     };
-    sqlx::query(
+    crate::db::query(
         "INSERT INTO agent_wakeup_requests (id, company_id, agent_id, source, trigger_detail, reason, \
          payload, issue_id, requested_by_actor_type, requested_by_actor_id, idempotency_key, status, \
          skip_reason, run_id, created_at, updated_at) \
@@ -133,7 +132,7 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
         },
     )
     .await?;
-    let row = sqlx::query("SELECT * FROM agent_wakeup_requests WHERE id = $1")
+    let row = crate::db::query("SELECT * FROM agent_wakeup_requests WHERE id = $1")
         .bind(&request_id)
         .fetch_one(tx.conn())
         .await?;
@@ -143,7 +142,7 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
     })
 }
 
-fn map(row: &AnyRow) -> Result<WakeupRequest> {
+fn map(row: &DbRow) -> Result<WakeupRequest> {
     Ok(WakeupRequest {
         id: row.text("id")?,
         company_id: row.text("company_id")?,

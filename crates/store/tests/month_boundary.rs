@@ -8,6 +8,7 @@ use common::store;
 
 use chrono::{TimeZone, Utc};
 use paperclip_core::actor::Actor;
+use paperclip_core::agent::AgentStatus;
 use paperclip_core::input::{NewAgent, NewCompany, NewCostEvent};
 use paperclip_store::{agents, budgets, companies, costs};
 
@@ -84,14 +85,14 @@ async fn a_december_stop_ends_at_the_first_instant_of_january() {
     );
     assert_eq!(
         agents::get(&store, &agent.id).await.unwrap().status,
-        "paused"
+        AgentStatus::Paused
     );
 
     let new_year = Utc.with_ymd_and_hms(2027, 1, 1, 0, 0, 0).unwrap();
     let resumed = budgets::rollover(&store, new_year).await.unwrap();
     assert_eq!(resumed, vec![agent.id.clone()]);
     let agent_now = agents::get(&store, &agent.id).await.unwrap();
-    assert_eq!(agent_now.status, "idle");
+    assert_eq!(agent_now.status, AgentStatus::Idle);
     assert!(agent_now.pause_reason.is_none());
     let incidents = budgets::incidents(&store, &company.id, None).await.unwrap();
     assert!(incidents
@@ -120,7 +121,10 @@ async fn a_december_stop_ends_at_the_first_instant_of_january() {
         recorded.incidents.iter().all(|i| i.kind == "soft"),
         "99 of 100 warns but does not stop"
     );
-    assert_eq!(agents::get(&store, &agent.id).await.unwrap().status, "idle");
+    assert_eq!(
+        agents::get(&store, &agent.id).await.unwrap().status,
+        AgentStatus::Idle
+    );
     // A second rollover in the same month changes nothing.
     assert!(budgets::rollover(&store, new_year)
         .await

@@ -30,7 +30,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     // More tasks with the common word than the rare-plan bound (5,000),
     // bulk-inserted (the search indexes follow by trigger or expression).
     let n = 5_200;
-    sqlx::query(
+    paperclip_store::db::query(
         "INSERT INTO issues (id, company_id, title, description, issue_number, identifier, created_at, updated_at) \
          SELECT 'id-' || i, $1, 'Common chore ' || i, CASE WHEN i % 1000 = 0 THEN 'rare okapi' ELSE NULL END, \
          i, 'MAN-' || i, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' \

@@ -3,7 +3,8 @@
 use chrono::{DateTime, Utc};
 use maud::{html, Markup};
 
-pub fn pill(status: &str) -> Markup {
+pub fn pill(status: &(impl AsRef<str> + ?Sized)) -> Markup {
+    let status = status.as_ref();
     html! { span class={"pill s-" (status.replace('_', "-"))} data-status=(status) { (status.replace('_', " ")) } }
 }
 

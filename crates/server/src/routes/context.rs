@@ -3,6 +3,7 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
+use paperclip_core::issue::{IssuePriority, IssueStatus};
 use paperclip_core::model::{Comment, Goal, Issue, Project};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -26,8 +27,8 @@ pub struct CompactIssue {
     identifier: String,
     title: String,
     description: Option<String>,
-    status: String,
-    priority: String,
+    status: IssueStatus,
+    priority: IssuePriority,
     assignee_agent_id: Option<String>,
     parent_id: Option<String>,
     project_id: Option<String>,

@@ -4,7 +4,8 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use paperclip_core::heartbeat::WakeSource;
+use paperclip_core::heartbeat::{RunStatus, WakeSource};
+use paperclip_core::issue::{IssuePriority, IssueStatus};
 use paperclip_core::model::{Agent, HeartbeatRun, RunEvent};
 use paperclip_store::runs;
 use paperclip_store::wakeups::{self, Wake};
@@ -53,8 +54,8 @@ pub struct InboxItem {
     id: String,
     identifier: String,
     title: String,
-    status: String,
-    priority: String,
+    status: IssueStatus,
+    priority: IssuePriority,
     project_id: Option<String>,
     goal_id: Option<String>,
     parent_id: Option<String>,
@@ -105,7 +106,7 @@ async fn inbox_lite(
             let unresolved: Vec<String> = issue
                 .blocked_by
                 .iter()
-                .filter(|b| b.status != "done" && b.status != "cancelled")
+                .filter(|b| !b.status.is_terminal())
                 .map(|b| b.id.clone())
                 .collect();
             let active_run = live
@@ -129,15 +130,15 @@ async fn inbox_lite(
             }
         })
         .collect();
-    let rank = |p: &str| match p {
-        "critical" => 0,
-        "high" => 1,
-        "medium" => 2,
-        _ => 3,
+    let rank = |p: IssuePriority| match p {
+        IssuePriority::Critical => 0,
+        IssuePriority::High => 1,
+        IssuePriority::Medium => 2,
+        IssuePriority::Low => 3,
     };
     items.sort_by(|a, b| {
-        rank(&a.priority)
-            .cmp(&rank(&b.priority))
+        rank(a.priority)
+            .cmp(&rank(b.priority))
             .then(b.updated_at.cmp(&a.updated_at))
     });
     Ok(Json(items))
@@ -474,20 +475,23 @@ async fn run_callback(
     if caller.actor().run_id.as_deref() != Some(id.as_str()) || caller.agent_id().is_none() {
         return Err(ApiError::forbidden("Only the run itself may complete it"));
     }
-    if !["succeeded", "failed"].contains(&body.status.as_str()) {
-        return Err(ApiError::validation(json!([{
-            "code": "invalid_value", "path": ["status"], "values": ["succeeded", "failed"],
-            "message": "status must be succeeded or failed",
-        }])));
-    }
+    let status = match body.status.as_str() {
+        "succeeded" => RunStatus::Succeeded,
+        "failed" => RunStatus::Failed,
+        _ => {
+            return Err(ApiError::validation(json!([{
+                "code": "invalid_value", "path": ["status"], "values": ["succeeded", "failed"],
+                "message": "status must be succeeded or failed",
+            }])))
+        }
+    };
     let finish = runs::Finish {
-        error_code: (body.status == "failed").then(|| "callback_failed".to_string()),
-        status: body.status,
+        error_code: (status == RunStatus::Failed).then(|| "callback_failed".to_string()),
         error: body.error,
         usage: body.usage,
         result: body.result,
         log_store: Some(app.runtime.logs().kind().to_string()),
-        ..Default::default()
+        ..runs::Finish::new(status)
     };
     Ok(Json(app.runtime.complete_async(&id, finish).await?))
 }

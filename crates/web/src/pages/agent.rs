@@ -5,7 +5,9 @@
 use axum::extract::{Path, State};
 use chrono::Utc;
 use maud::{html, Markup};
+use paperclip_core::agent::AgentStatus;
 use paperclip_core::heartbeat::HeartbeatPolicy;
+use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::template::CATALOG;
 use paperclip_store::{agents, issues, keys, revisions, runs, sessions};
 
@@ -82,21 +84,21 @@ pub async fn page(
     }
     let current = agent_runs
         .iter()
-        .find(|r| r.status == "running" || r.status == "queued");
+        .find(|r| r.status == RunStatus::Running || r.status == RunStatus::Queued);
     let id = &agent.id;
     let body = html! {
         header.page-head {
             div.muted { a href={"/" (p) "/agents"} { "Agents" } " / " (agent.name) }
             h1 { (agent.name) " " (pill(&agent.status)) }
-            p.muted { (agent.title.as_deref().unwrap_or(&agent.role)) " · " code { (agent.adapter_type) }
+            p.muted { (agent.title.as_deref().unwrap_or(agent.role.as_str())) " · " code { (agent.adapter_type) }
                 @if let Some(m) = agent.reports_to.as_deref().and_then(|r| names.get(r)) { " · reports to " a href={"/" (p) "/agents/" (m.url_key)} { (m.name) } } }
             @if let Some(reason) = &agent.error_reason { p.run-error { "Last error: " (reason) } }
             div.actions {
                 button type="button" data-open-dialog="new-task" data-preset-assignee=(id) { "Assign task" }
                 button type="button" data-action="POST" data-url={"/api/agents/" (id) "/wakeup"} data-body=r#"{"reason":"manual"}"# data-done="Run queued" { "Run now" }
-                @if agent.status == "paused" {
+                @if agent.status == AgentStatus::Paused {
                     button type="button" data-action="POST" data-url={"/api/agents/" (id) "/resume"} data-done="Resumed" { "Resume" }
-                } @else if agent.status != "terminated" {
+                } @else if agent.status != AgentStatus::Terminated {
                     button type="button" data-action="POST" data-url={"/api/agents/" (id) "/pause"} data-confirm={"Pause " (agent.name) "? Its running work stops."} data-done="Paused" { "Pause" }
                 }
                 // Only the coding CLIs keep sessions; an overflowing or confused
@@ -104,7 +106,7 @@ pub async fn page(
                 @if matches!(agent.adapter_type.as_str(), "claude_local" | "codex_local" | "opencode_local") {
                     button type="button" data-action="POST" data-url={"/api/agents/" (id) "/runtime-state/reset-session"} data-body="{}" data-confirm={"Forget " (agent.name) "'s saved sessions? Its next run on each task starts a fresh conversation."} data-done="Sessions reset" { "Reset session" }
                 }
-                @if agent.status != "terminated" {
+                @if agent.status != AgentStatus::Terminated {
                     button.danger type="button" data-action="POST" data-url={"/api/agents/" (id) "/terminate"} data-confirm={"Terminate " (agent.name) "? This cannot be undone."} data-done="Terminated" { "Terminate" }
                 }
             }
@@ -143,7 +145,7 @@ pub async fn page(
                     tr data-run-status=(r.status) {
                         td { (pill(&r.status)) }
                         td { @match r.issue_id.as_deref().and_then(|i| task_names.get(i)) { Some(ident) => a href={"/" (p) "/tasks/" (ident)} { span.ident { (ident) } }, None => span.muted { "—" } } }
-                        td { @match (&r.error_code, &r.error) { (_, Some(e)) if r.status == "cancelled" => span.muted { "stopped: " (e) }, (Some(code), Some(e)) => span.run-error { strong { (code) } ": " (e) }, _ => span.muted { (r.wake_reason.as_deref().unwrap_or("")) } } }
+                        td { @match (&r.error_code, &r.error) { (_, Some(e)) if r.status == RunStatus::Cancelled => span.muted { "stopped: " (e) }, (Some(code), Some(e)) => span.run-error { strong { (code) } ": " (e) }, _ => span.muted { (r.wake_reason.as_deref().unwrap_or("")) } } }
                         td { (time(&r.created_at, now)) }
                         td { a href={"/api/heartbeat-runs/" (r.id) "/log"} { "log" } }
                     }

@@ -111,7 +111,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                     @let task = working.iter().find(|(id, _, _)| *id == agent.id);
                     a.card.agent-card href={"/" (p) "/agents/" (agent.url_key)} data-live-agent=(agent.id) {
                         div.card-head { strong { (agent.name) } (pill(&agent.status)) }
-                        div.muted { (agent.title.as_deref().unwrap_or(&agent.role)) " · " (agent.adapter_type) }
+                        div.muted { (agent.title.as_deref().unwrap_or(agent.role.as_str())) " · " (agent.adapter_type) }
                         div.working {
                             @match task {
                                 Some((_, identifier, title)) => { span.ident { (identifier) } " " (title) }

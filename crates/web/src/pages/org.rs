@@ -17,7 +17,7 @@ fn node(n: &OrgNode, keys: &HashMap<String, String>, p: &str) -> Markup {
         li {
             a.org-node href={"/" (p) "/agents/" (key)} data-live-agent=(n.id) {
                 strong { (n.name) }
-                span.muted { (n.title.as_deref().unwrap_or(&n.role)) }
+                span.muted { (n.title.as_deref().unwrap_or(n.role.as_str())) }
                 (pill(&n.status))
             }
             @if !n.reports.is_empty() {

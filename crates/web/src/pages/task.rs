@@ -5,6 +5,9 @@
 use axum::extract::{Path, State};
 use chrono::Utc;
 use maud::{html, Markup};
+use paperclip_core::agent::AgentStatus;
+use paperclip_core::heartbeat::RunStatus;
+use paperclip_core::issue::{IssuePriority, IssueStatus};
 use paperclip_core::model::{HeartbeatRun, RunEvent};
 use paperclip_store::comments::Order;
 use paperclip_store::{agents, comments, documents, goals, issues, projects, runs, ui};
@@ -83,7 +86,7 @@ pub async fn page(
         .goal_id
         .as_deref()
         .and_then(|id| goals.iter().find(|x| x.id == id));
-    let moves = allowed_moves(&issue.status);
+    let moves = allowed_moves(issue.status);
 
     let body = html! {
         div.task-page data-issue-id=(issue.id) {
@@ -109,9 +112,9 @@ pub async fn page(
                         }
                     }
                 }
-                @if let Some(run) = task_runs.first().filter(|r| issue.status == "blocked" && matches!(r.status.as_str(), "failed" | "timed_out")) {
+                @if let Some(run) = task_runs.first().filter(|r| issue.status == IssueStatus::Blocked && matches!(r.status, RunStatus::Failed | RunStatus::TimedOut)) {
                     p.run-error.task-blocked { strong { "Blocked: " } "its last run "
-                        (if run.status == "timed_out" { "timed out" } else { "failed" })
+                        (if run.status == RunStatus::TimedOut { "timed out" } else { "failed" })
                         " (" (run.error_code.as_deref().unwrap_or("error")) "). Retry it below, or comment to give new direction." }
                 }
                 section.runs {
@@ -150,12 +153,12 @@ pub async fn page(
                     }
                     dt { "Priority" }
                     dd { select aria-label="Priority" data-patch-issue=(issue.id) data-field="priority" {
-                        @for pr in ["low", "medium", "high", "critical"] { option value=(pr) selected[issue.priority == pr] { (pr) } }
+                        @for pr in [IssuePriority::Low, IssuePriority::Medium, IssuePriority::High, IssuePriority::Critical] { option value=(pr) selected[issue.priority == pr] { (pr) } }
                     } }
                     dt { "Assignee" }
                     dd { select aria-label="Assignee" data-patch-issue=(issue.id) data-field="assigneeAgentId" {
                         option value="" { "Unassigned" }
-                        @for a in agents.iter().filter(|a| a.status != "terminated") {
+                        @for a in agents.iter().filter(|a| a.status != AgentStatus::Terminated) {
                             option value=(a.id) selected[issue.assignee_agent_id.as_deref() == Some(a.id.as_str())] { (a.name) }
                         }
                     } }
@@ -182,9 +185,9 @@ pub async fn page(
     let composer = html! {
         form.composer data-api-form="comment" data-issue-id=(issue.id) {
             label { "Comment (Markdown; @name mentions an agent and wakes it)" textarea name="body" rows="4" required {} }
-            div.mentions { @for a in agents.iter().filter(|a| a.status != "terminated") { button type="button" data-mention=(a.name) { "@" (a.name) } } }
+            div.mentions { @for a in agents.iter().filter(|a| a.status != AgentStatus::Terminated) { button type="button" data-mention=(a.name) { "@" (a.name) } } }
             button.primary type="submit" { "Comment" }
-            @if let Some(run) = task_runs.iter().find(|r| r.status == "running") {
+            @if let Some(run) = task_runs.iter().find(|r| r.status == RunStatus::Running) {
                 " " button type="submit" name="interrupt" value=(run.id) title="Stop the run working now and hand this comment to the next run at once" { "Comment and interrupt" }
             }
         }
@@ -204,11 +207,11 @@ pub fn run_view<'a>(
         .map(|a| a.name.as_str())
         .unwrap_or("Agent");
     let steps: Vec<&RunEvent> = events.filter(|e| is_step(&e.event_type)).collect();
-    let live = run.status == "running" || run.status == "queued";
+    let live = run.status == RunStatus::Running || run.status == RunStatus::Queued;
     // A stop is something someone chose, not a fault: shown plainly.
-    let stopped = run.status == "cancelled";
+    let stopped = run.status == RunStatus::Cancelled;
     html! {
-        details.run data-run-id=(run.id) data-run-status=(run.status) open[live || run.status == "failed"] {
+        details.run data-run-id=(run.id) data-run-status=(run.status) open[live || run.status == RunStatus::Failed] {
             summary {
                 (pill(&run.status)) " "
                 strong { (agent) } " "
@@ -242,7 +245,7 @@ pub fn run_view<'a>(
 /// The lifecycle record of a stopped run says `error` (every unsuccessful end
 /// does, in the store); on the page a stop is not an error.
 fn step_level<'a>(run: &HeartbeatRun, e: &'a RunEvent) -> &'a str {
-    if run.status == "cancelled" && e.event_type == "lifecycle" && e.level == "error" {
+    if run.status == RunStatus::Cancelled && e.event_type == "lifecycle" && e.level == "error" {
         "info"
     } else {
         &e.level

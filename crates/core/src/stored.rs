@@ -1,0 +1,84 @@
+//! Vocabulary kept in the database as text. Reading it back is strict: a
+//! value no enum variant names is an error the store reports, never a
+//! silent default (a status `backlog` the row never had would hide the
+//! corruption and move work).
+
+use crate::agent::{AgentRole, AgentStatus};
+use crate::company::CompanyStatus;
+use crate::goal::{GoalLevel, GoalStatus};
+use crate::heartbeat::RunStatus;
+use crate::issue::{IssuePriority, IssueStatus};
+use crate::project::ProjectStatus;
+
+pub trait Stored: Sized + Copy + 'static {
+    /// What the value is, for the error that names a bad one.
+    const WHAT: &'static str;
+    const ALL: &'static [Self];
+    fn as_str(self) -> &'static str;
+
+    fn from_stored(text: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|v| v.as_str() == text)
+    }
+}
+
+macro_rules! stored {
+    ($($t:ident: $what:literal [$($v:ident),* $(,)?];)*) => {
+        $(impl Stored for $t {
+            const WHAT: &'static str = $what;
+            const ALL: &'static [$t] = &[$($t::$v),*];
+            fn as_str(self) -> &'static str {
+                $t::as_str(self)
+            }
+        }
+        impl AsRef<str> for $t {
+            fn as_ref(&self) -> &str {
+                self.as_str()
+            }
+        }
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        })*
+    };
+}
+
+stored! {
+    IssueStatus: "issue status" [Backlog, Todo, InProgress, InReview, Done, Blocked, Cancelled];
+    IssuePriority: "issue priority" [Critical, High, Medium, Low];
+    AgentStatus: "agent status" [Active, Idle, Running, Error, Paused, PendingApproval, Terminated];
+    AgentRole: "agent role" [Ceo, Cto, Cmo, Cfo, Security, Engineer, Designer, Pm, Qa, Devops, Researcher, General];
+    CompanyStatus: "company status" [Active, Paused, Archived];
+    ProjectStatus: "project status" [Backlog, Planned, InProgress, Completed, Cancelled];
+    GoalLevel: "goal level" [Company, Team, Agent, Task];
+    GoalStatus: "goal status" [Planned, Active, Achieved, Cancelled];
+    RunStatus: "run status" [Queued, Running, Succeeded, Failed, Cancelled, TimedOut];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trips<T: Stored + std::fmt::Debug + PartialEq + serde::Serialize>() {
+        for v in T::ALL {
+            assert_eq!(T::from_stored(v.as_str()), Some(*v));
+            // The stored text is the API's text.
+            assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
+        }
+        assert_eq!(T::from_stored("nonsense"), None);
+        assert_eq!(T::from_stored(""), None);
+    }
+
+    #[test]
+    fn every_stored_value_reads_back_and_nothing_else_does() {
+        round_trips::<IssueStatus>();
+        round_trips::<IssuePriority>();
+        round_trips::<AgentStatus>();
+        round_trips::<AgentRole>();
+        round_trips::<CompanyStatus>();
+        round_trips::<ProjectStatus>();
+        round_trips::<GoalLevel>();
+        round_trips::<GoalStatus>();
+        round_trips::<RunStatus>();
+    }
+}

@@ -1,0 +1,434 @@
+//! The two engines behind one small query API, on sqlx's concrete drivers.
+//!
+//! Every aggregate module writes a query once (`$n` parameters, SQL both
+//! engines accept) and runs it on whichever engine the store opened. Binds are
+//! collected as [`Arg`]s and applied to the engine's own argument buffer, and
+//! rows come back as the engine's own row type inside [`DbRow`], so a value is
+//! decoded straight from the driver's buffer. (sqlx's `Any` driver, used
+//! before, copied every value of every row into its own representation first:
+//! ~26 % of a Postgres list of 1,000 issues.)
+
+use std::borrow::Cow;
+
+use paperclip_core::agent::{AgentRole, AgentStatus};
+use paperclip_core::company::CompanyStatus;
+use paperclip_core::goal::{GoalLevel, GoalStatus};
+use paperclip_core::heartbeat::RunStatus;
+use paperclip_core::issue::{IssuePriority, IssueStatus};
+use paperclip_core::project::ProjectStatus;
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnection, PgPool, PgRow};
+use sqlx::sqlite::{SqliteConnection, SqlitePool, SqliteRow};
+use sqlx::{Column, ColumnIndex, Postgres, Row, Sqlite, Transaction, TypeInfo};
+
+/// The store's connection pool: one engine, chosen by the database URL.
+#[derive(Clone)]
+pub enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+impl Pool {
+    pub(crate) async fn acquire(&self) -> sqlx::Result<Conn> {
+        Ok(match self {
+            Pool::Sqlite(pool) => Conn::SqlitePooled(pool.acquire().await?),
+            Pool::Postgres(pool) => Conn::PostgresPooled(pool.acquire().await?),
+        })
+    }
+
+    pub(crate) async fn begin(&self) -> sqlx::Result<Conn> {
+        Ok(match self {
+            Pool::Sqlite(pool) => Conn::SqliteTx(pool.begin().await?),
+            Pool::Postgres(pool) => Conn::PostgresTx(pool.begin().await?),
+        })
+    }
+
+    pub(crate) async fn close(&self) {
+        match self {
+            Pool::Sqlite(pool) => pool.close().await,
+            Pool::Postgres(pool) => pool.close().await,
+        }
+    }
+}
+
+/// One connection taken from the pool: inside a transaction or not.
+pub enum Conn {
+    SqliteTx(Transaction<'static, Sqlite>),
+    PostgresTx(Transaction<'static, Postgres>),
+    SqlitePooled(PoolConnection<Sqlite>),
+    PostgresPooled(PoolConnection<Postgres>),
+}
+
+impl Conn {
+    pub(crate) async fn commit(self) -> sqlx::Result<()> {
+        match self {
+            Conn::SqliteTx(tx) => tx.commit().await,
+            Conn::PostgresTx(tx) => tx.commit().await,
+            Conn::SqlitePooled(_) | Conn::PostgresPooled(_) => Ok(()),
+        }
+    }
+
+    pub(crate) async fn rollback(self) -> sqlx::Result<()> {
+        match self {
+            Conn::SqliteTx(tx) => tx.rollback().await,
+            Conn::PostgresTx(tx) => tx.rollback().await,
+            Conn::SqlitePooled(_) | Conn::PostgresPooled(_) => Ok(()),
+        }
+    }
+
+    /// Runs a script of several statements (a migration), without binds.
+    pub(crate) async fn run_script(&mut self, sql: &str) -> sqlx::Result<()> {
+        match (&mut *self).target() {
+            Target::Sqlite(conn) => sqlx::raw_sql(sql).execute(conn).await.map(drop),
+            Target::Postgres(conn) => sqlx::raw_sql(sql).execute(conn).await.map(drop),
+            Target::SqlitePool(_) | Target::PostgresPool(_) => unreachable!("a connection"),
+        }
+    }
+}
+
+/// Where a query runs: the pool (any free connection) or one connection.
+pub enum Target<'e> {
+    SqlitePool(&'e SqlitePool),
+    PostgresPool(&'e PgPool),
+    Sqlite(&'e mut SqliteConnection),
+    Postgres(&'e mut PgConnection),
+}
+
+/// What a query can run on: `store.pool()`, `tx.conn()` or a pooled `Conn`.
+pub trait Exec<'e> {
+    fn target(self) -> Target<'e>;
+}
+
+impl<'e> Exec<'e> for &'e Pool {
+    fn target(self) -> Target<'e> {
+        match self {
+            Pool::Sqlite(pool) => Target::SqlitePool(pool),
+            Pool::Postgres(pool) => Target::PostgresPool(pool),
+        }
+    }
+}
+
+impl<'e> Exec<'e> for &'e mut Conn {
+    fn target(self) -> Target<'e> {
+        match self {
+            Conn::SqliteTx(tx) => Target::Sqlite(&mut **tx),
+            Conn::PostgresTx(tx) => Target::Postgres(&mut **tx),
+            Conn::SqlitePooled(conn) => Target::Sqlite(&mut **conn),
+            Conn::PostgresPooled(conn) => Target::Postgres(&mut **conn),
+        }
+    }
+}
+
+/// A bound value. Text borrows where the caller's value outlives the query.
+#[derive(Debug, Clone)]
+pub enum Arg<'q> {
+    Text(Option<Cow<'q, str>>),
+    Int(Option<i64>),
+    Bool(bool),
+    Real(Option<f64>),
+}
+
+macro_rules! arg_from {
+    ($($t:ty => |$v:ident| $e:expr;)*) => {
+        $(impl<'q> From<$t> for Arg<'q> {
+            fn from($v: $t) -> Arg<'q> {
+                $e
+            }
+        })*
+    };
+}
+
+arg_from! {
+    &'q str => |v| Arg::Text(Some(Cow::Borrowed(v)));
+    &'q String => |v| Arg::Text(Some(Cow::Borrowed(v.as_str())));
+    String => |v| Arg::Text(Some(Cow::Owned(v)));
+    Cow<'q, str> => |v| Arg::Text(Some(v));
+    Option<&'q str> => |v| Arg::Text(v.map(Cow::Borrowed));
+    Option<String> => |v| Arg::Text(v.map(Cow::Owned));
+    &'q Option<String> => |v| Arg::Text(v.as_deref().map(Cow::Borrowed));
+    Option<&'q String> => |v| Arg::Text(v.map(|s| Cow::Borrowed(s.as_str())));
+    i64 => |v| Arg::Int(Some(v));
+    &'q i64 => |v| Arg::Int(Some(*v));
+    i32 => |v| Arg::Int(Some(i64::from(v)));
+    Option<i64> => |v| Arg::Int(v);
+    bool => |v| Arg::Bool(v);
+    f64 => |v| Arg::Real(Some(v));
+    Option<f64> => |v| Arg::Real(v);
+}
+
+/// Statuses, roles and levels are stored as their API text.
+macro_rules! arg_from_stored {
+    ($($t:ty),*) => {
+        $(impl<'q> From<$t> for Arg<'q> {
+            fn from(v: $t) -> Arg<'q> {
+                Arg::Text(Some(Cow::Borrowed(v.as_str())))
+            }
+        }
+        impl<'q> From<&$t> for Arg<'q> {
+            fn from(v: &$t) -> Arg<'q> {
+                Arg::Text(Some(Cow::Borrowed(v.as_str())))
+            }
+        })*
+    };
+}
+
+arg_from_stored!(
+    IssueStatus,
+    IssuePriority,
+    AgentStatus,
+    AgentRole,
+    CompanyStatus,
+    ProjectStatus,
+    GoalLevel,
+    GoalStatus,
+    RunStatus
+);
+
+/// A statement with its binds, run on either engine.
+pub struct Query<'q> {
+    sql: &'q str,
+    args: Vec<Arg<'q>>,
+}
+
+pub fn query(sql: &str) -> Query<'_> {
+    Query {
+        sql,
+        args: Vec::new(),
+    }
+}
+
+/// A statement whose rows decode into `O` (a tuple of columns).
+pub struct QueryAs<'q, O> {
+    inner: Query<'q>,
+    out: std::marker::PhantomData<fn() -> O>,
+}
+
+pub fn query_as<O: FromDbRow>(sql: &str) -> QueryAs<'_, O> {
+    QueryAs {
+        inner: query(sql),
+        out: std::marker::PhantomData,
+    }
+}
+
+/// Rows changed by a statement.
+pub struct Done(u64);
+
+impl Done {
+    pub fn rows_affected(&self) -> u64 {
+        self.0
+    }
+}
+
+macro_rules! on_engine {
+    ($query:expr, $target:expr, |$q:ident, $on:ident| $body:expr) => {
+        match $target {
+            Target::SqlitePool($on) => {
+                let $q = $query.sqlite();
+                $body
+            }
+            Target::Sqlite($on) => {
+                let $q = $query.sqlite();
+                $body
+            }
+            Target::PostgresPool($on) => {
+                let $q = $query.postgres();
+                $body
+            }
+            Target::Postgres($on) => {
+                let $q = $query.postgres();
+                $body
+            }
+        }
+    };
+}
+
+impl<'q> Query<'q> {
+    pub fn bind(mut self, value: impl Into<Arg<'q>>) -> Self {
+        self.args.push(value.into());
+        self
+    }
+
+    fn sqlite(self) -> sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments<'q>> {
+        let mut q = sqlx::query(self.sql);
+        for arg in self.args {
+            q = match arg {
+                Arg::Text(v) => q.bind(v),
+                Arg::Int(v) => q.bind(v),
+                Arg::Bool(v) => q.bind(v),
+                Arg::Real(v) => q.bind(v),
+            };
+        }
+        q
+    }
+
+    fn postgres(self) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+        let mut q = sqlx::query(self.sql);
+        for arg in self.args {
+            q = match arg {
+                Arg::Text(v) => q.bind(v),
+                Arg::Int(v) => q.bind(v),
+                Arg::Bool(v) => q.bind(v),
+                Arg::Real(v) => q.bind(v),
+            };
+        }
+        q
+    }
+
+    pub async fn fetch_all<'e>(self, on: impl Exec<'e>) -> sqlx::Result<Vec<DbRow>> {
+        on_engine!(self, on.target(), |q, on| Ok(wrap(q.fetch_all(on).await?)))
+    }
+
+    pub async fn fetch_optional<'e>(self, on: impl Exec<'e>) -> sqlx::Result<Option<DbRow>> {
+        on_engine!(self, on.target(), |q, on| Ok(q
+            .fetch_optional(on)
+            .await?
+            .map(DbRow::from)))
+    }
+
+    pub async fn fetch_one<'e>(self, on: impl Exec<'e>) -> sqlx::Result<DbRow> {
+        on_engine!(self, on.target(), |q, on| Ok(q.fetch_one(on).await?.into()))
+    }
+
+    pub async fn execute<'e>(self, on: impl Exec<'e>) -> sqlx::Result<Done> {
+        on_engine!(self, on.target(), |q, on| Ok(Done(
+            q.execute(on).await?.rows_affected()
+        )))
+    }
+}
+
+fn wrap<R: Into<DbRow>>(rows: Vec<R>) -> Vec<DbRow> {
+    rows.into_iter().map(Into::into).collect()
+}
+
+impl<'q, O: FromDbRow> QueryAs<'q, O> {
+    pub fn bind(mut self, value: impl Into<Arg<'q>>) -> Self {
+        self.inner = self.inner.bind(value);
+        self
+    }
+
+    pub async fn fetch_all<'e>(self, on: impl Exec<'e>) -> sqlx::Result<Vec<O>> {
+        let rows = self.inner.fetch_all(on).await?;
+        rows.iter().map(O::from_row).collect()
+    }
+
+    pub async fn fetch_optional<'e>(self, on: impl Exec<'e>) -> sqlx::Result<Option<O>> {
+        let row = self.inner.fetch_optional(on).await?;
+        row.as_ref().map(O::from_row).transpose()
+    }
+
+    pub async fn fetch_one<'e>(self, on: impl Exec<'e>) -> sqlx::Result<O> {
+        O::from_row(&self.inner.fetch_one(on).await?)
+    }
+}
+
+/// A row of either engine, decoded in place.
+pub enum DbRow {
+    Sqlite(SqliteRow),
+    Postgres(PgRow),
+}
+
+impl From<SqliteRow> for DbRow {
+    fn from(row: SqliteRow) -> DbRow {
+        DbRow::Sqlite(row)
+    }
+}
+
+impl From<PgRow> for DbRow {
+    fn from(row: PgRow) -> DbRow {
+        DbRow::Postgres(row)
+    }
+}
+
+/// A column position or name, valid on both engines' rows.
+pub trait ColIdx: ColumnIndex<SqliteRow> + ColumnIndex<PgRow> + Copy + std::fmt::Debug {}
+impl<T: ColumnIndex<SqliteRow> + ColumnIndex<PgRow> + Copy + std::fmt::Debug> ColIdx for T {}
+
+impl DbRow {
+    pub fn try_get<T: Col, I: ColIdx>(&self, col: I) -> sqlx::Result<T> {
+        T::get(self, col)
+    }
+}
+
+/// A value decodable from a column on both engines.
+pub trait Col: Sized {
+    fn get<I: ColIdx>(row: &DbRow, col: I) -> sqlx::Result<Self>;
+}
+
+impl Col for String {
+    fn get<I: ColIdx>(row: &DbRow, col: I) -> sqlx::Result<String> {
+        match row {
+            DbRow::Sqlite(r) => r.try_get(col),
+            DbRow::Postgres(r) => r.try_get(col),
+        }
+    }
+}
+
+impl Col for Option<String> {
+    fn get<I: ColIdx>(row: &DbRow, col: I) -> sqlx::Result<Option<String>> {
+        match row {
+            DbRow::Sqlite(r) => r.try_get(col),
+            DbRow::Postgres(r) => r.try_get(col),
+        }
+    }
+}
+
+impl Col for Option<i64> {
+    fn get<I: ColIdx>(row: &DbRow, col: I) -> sqlx::Result<Option<i64>> {
+        match row {
+            DbRow::Sqlite(r) => r.try_get(col),
+            // Every integer column is BIGINT, but an expression (a literal,
+            // `COUNT` in a subquery, a `CASE`) may come back narrower.
+            DbRow::Postgres(r) => match r.try_column(col)?.type_info().name() {
+                "INT4" => Ok(r.try_get::<Option<i32>, _>(col)?.map(i64::from)),
+                "INT2" => Ok(r.try_get::<Option<i16>, _>(col)?.map(i64::from)),
+                _ => r.try_get(col),
+            },
+        }
+    }
+}
+
+impl Col for i64 {
+    fn get<I: ColIdx>(row: &DbRow, col: I) -> sqlx::Result<i64> {
+        match row {
+            DbRow::Sqlite(r) => r.try_get(col),
+            DbRow::Postgres(_) => {
+                Option::<i64>::get(row, col)?.ok_or_else(|| sqlx::Error::ColumnDecode {
+                    index: format!("{col:?}"),
+                    source: "unexpected NULL".into(),
+                })
+            }
+        }
+    }
+}
+
+impl Col for Option<f64> {
+    fn get<I: ColIdx>(row: &DbRow, col: I) -> sqlx::Result<Option<f64>> {
+        match row {
+            DbRow::Sqlite(r) => r.try_get(col),
+            DbRow::Postgres(r) => r.try_get(col),
+        }
+    }
+}
+
+/// Rows of `query_as`: tuples of columns read by position.
+pub trait FromDbRow: Sized {
+    fn from_row(row: &DbRow) -> sqlx::Result<Self>;
+}
+
+impl<A: Col> FromDbRow for (A,) {
+    fn from_row(row: &DbRow) -> sqlx::Result<Self> {
+        Ok((A::get(row, 0)?,))
+    }
+}
+
+impl<A: Col, B: Col> FromDbRow for (A, B) {
+    fn from_row(row: &DbRow) -> sqlx::Result<Self> {
+        Ok((A::get(row, 0)?, B::get(row, 1)?))
+    }
+}
+
+impl<A: Col, B: Col, C: Col> FromDbRow for (A, B, C) {
+    fn from_row(row: &DbRow) -> sqlx::Result<Self> {
+        Ok((A::get(row, 0)?, B::get(row, 1)?, C::get(row, 2)?))
+    }
+}
