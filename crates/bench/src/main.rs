@@ -9,6 +9,9 @@
 //! `paperclip-bench pages` measures the board UI's pages with a company of
 //! 1,000 tasks (see `pages.rs`).
 //!
+//! `paperclip-bench scale` builds a company of a million tasks and times every
+//! board page and API route at that size (see the library's `scale` module).
+//!
 //! `paperclip-bench chaos` runs the chaos driver (the library's `chaos`
 //! module, which the test suite also runs, briefly) and, unlike the rest,
 //! fails when an invariant was violated.
@@ -77,6 +80,29 @@ enum Suite {
     /// Kills, cancels, pauses and budget stops under load, then the run
     /// engine's invariants, checked from the database and the agents' logs.
     Chaos(ChaosArgs),
+    /// A very large company (1M tasks by default), built through the API and
+    /// set-based SQL, then every board page and API route timed.
+    Scale(ScaleArgs),
+}
+
+#[derive(clap::Args)]
+struct ScaleArgs {
+    #[arg(long, default_value_t = 1_000_000)]
+    issues: u64,
+    #[arg(long, default_value_t = 1000)]
+    agents: usize,
+    /// Comments per task on average (0.1: one per ten tasks).
+    #[arg(long, default_value_t = 0.1)]
+    comments_per_issue: f64,
+    /// Finished runs over the last 14 days; default one per ten tasks.
+    #[arg(long)]
+    runs: Option<u64>,
+    /// Timed requests per route, after 3 untimed ones.
+    #[arg(long, default_value_t = 50)]
+    requests: usize,
+    /// Keep the built company here (SQLite file, server.log) afterwards.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -117,8 +143,29 @@ async fn main() -> anyhow::Result<()> {
         }
         Some(Suite::Pages(p)) => pages::run(&args.server, args.database_url.as_deref(), p).await,
         Some(Suite::Chaos(c)) => chaos(&args, c).await,
+        Some(Suite::Scale(s)) => scale(&args, s).await,
         None => crud(args).await,
     }
+}
+
+async fn scale(args: &Args, s: &ScaleArgs) -> anyhow::Result<()> {
+    let report = paperclip_bench::scale::run(&paperclip_bench::scale::Config {
+        binary: args.server.clone(),
+        database_url: args.database_url.clone(),
+        data_dir: s.data_dir.clone(),
+        issues: s.issues,
+        agents: s.agents,
+        comments_per_issue: s.comments_per_issue,
+        runs: s.runs,
+        requests: s.requests,
+    })
+    .await?;
+    println!("{}", report.markdown());
+    let errors = report.rows.iter().filter(|r| r.error.is_some()).count();
+    if !report.problems.is_empty() || errors > 0 {
+        bail!("{} build problems, {errors} routes not 2xx", report.problems.len());
+    }
+    Ok(())
 }
 
 async fn chaos(args: &Args, c: &ChaosArgs) -> anyhow::Result<()> {

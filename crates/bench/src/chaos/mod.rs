@@ -9,7 +9,7 @@ mod agents;
 mod check;
 mod comments;
 mod driver;
-mod proc;
+pub(crate) mod proc;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -43,6 +43,11 @@ impl ServerProc {
         })
     }
 
+    /// The server's process id, for reading its memory from /proc.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// SIGKILL, as a crash or the OOM killer would; waits for the exit.
     pub async fn kill9(&mut self) {
         let _ = self.child.start_kill();
