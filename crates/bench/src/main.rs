@@ -163,7 +163,10 @@ async fn scale(args: &Args, s: &ScaleArgs) -> anyhow::Result<()> {
     println!("{}", report.markdown());
     let errors = report.rows.iter().filter(|r| r.error.is_some()).count();
     if !report.problems.is_empty() || errors > 0 {
-        bail!("{} build problems, {errors} routes not 2xx", report.problems.len());
+        bail!(
+            "{} build problems, {errors} routes not 2xx",
+            report.problems.len()
+        );
     }
     Ok(())
 }

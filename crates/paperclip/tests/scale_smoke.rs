@@ -33,14 +33,24 @@ async fn a_bulk_built_company_is_what_the_app_would_have_made_and_every_route_an
     // Five tasks, twenty comments go through the API after the bulk.
     assert_eq!(db.issues, issues as i64 + 5);
     assert_eq!(report.dashboard_total, db.issues);
-    assert_eq!(report.listed, db.issues, "every task is listed, page by page");
-    assert_eq!(report.new_identifier, format!("{}-{}", report.prefix, issues + 1));
+    assert_eq!(
+        report.listed, db.issues,
+        "every task is listed, page by page"
+    );
+    assert_eq!(
+        report.new_identifier,
+        format!("{}-{}", report.prefix, issues + 1)
+    );
     assert_eq!(db.comments, 200 + 20);
     assert_eq!(db.agents, 20);
     // 300 bulk runs and the CEO's real one; a cost event per bulk run that
     // got to spend (succeeded or failed, ~95%).
     assert_eq!(db.runs, 301);
-    assert!(db.cost_events > 250 && db.cost_events <= 300, "{}", db.cost_events);
+    assert!(
+        db.cost_events > 250 && db.cost_events <= 300,
+        "{}",
+        db.cost_events
+    );
     assert!(db.activity > issues as i64 + 200 + 300, "{}", db.activity);
     let failed: Vec<String> = report
         .rows
@@ -48,5 +58,9 @@ async fn a_bulk_built_company_is_what_the_app_would_have_made_and_every_route_an
         .filter_map(|r| r.error.as_ref().map(|e| format!("{} -> {e}", r.path)))
         .collect();
     assert!(failed.is_empty(), "routes not 2xx:\n{}", failed.join("\n"));
-    assert!(report.rows.len() > 60, "{} routes measured", report.rows.len());
+    assert!(
+        report.rows.len() > 60,
+        "{} routes measured",
+        report.rows.len()
+    );
 }

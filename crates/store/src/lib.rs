@@ -189,6 +189,9 @@ impl Store {
         } else {
             anyhow::bail!("unsupported database url (expected sqlite:// or postgres://)");
         };
+        if backend == Backend::Sqlite {
+            no_sqlite_memory_statistics();
+        }
         let pool = match backend {
             Backend::Sqlite => db::Pool::Sqlite(
                 SqlitePoolOptions::new()
@@ -261,6 +264,33 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// SQLite keeps process-wide memory statistics behind one mutex that every
+/// allocation and free takes. sqlx copies each value of a result row on the
+/// connection's worker thread and frees it on the reader's, so concurrent
+/// reads of large pages contended on that mutex (a quarter of the samples of
+/// a list of 1,000 issues). Nothing here reads the statistics. The setting
+/// only takes effect before SQLite initialises, i.e. before the first
+/// connection of the process; later calls are refused and change nothing.
+fn no_sqlite_memory_statistics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: SQLITE_CONFIG_MEMSTATUS takes one int; sqlite3_config is
+        // safe to call before initialisation and returns SQLITE_MISUSE after.
+        let rc = unsafe {
+            libsqlite3_sys::sqlite3_config(
+                libsqlite3_sys::SQLITE_CONFIG_MEMSTATUS,
+                0 as std::os::raw::c_int,
+            )
+        };
+        if rc != libsqlite3_sys::SQLITE_OK {
+            tracing::debug!(
+                rc,
+                "SQLite was initialised already; memory statistics stay on"
+            );
+        }
+    });
 }
 
 /// Current time as stored: RFC 3339, UTC, millisecond precision.

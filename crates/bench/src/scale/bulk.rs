@@ -28,20 +28,79 @@ const HISTORY_MS: i64 = 180 * 86_400_000;
 const RUN_WINDOW_MS: i64 = 14 * 86_400_000;
 const HOUR: i64 = 3_600_000;
 
-const VERBS: [&str; 16] = ["Fix", "Add", "Refactor", "Investigate", "Document", "Migrate", "Optimize", "Review",
-    "Test", "Remove", "Update", "Design", "Automate", "Audit", "Improve", "Deprecate"];
-const OBJECTS: [&str; 16] = ["flaky retry logic", "login form validation", "CSV export", "webhook signature check",
-    "rate limiter", "search index", "onboarding email", "invoice PDF", "dark mode toggle", "cache invalidation",
-    "audit log", "API pagination", "mobile layout", "error reporting", "feature flag", "schema migration"];
+const VERBS: [&str; 16] = [
+    "Fix",
+    "Add",
+    "Refactor",
+    "Investigate",
+    "Document",
+    "Migrate",
+    "Optimize",
+    "Review",
+    "Test",
+    "Remove",
+    "Update",
+    "Design",
+    "Automate",
+    "Audit",
+    "Improve",
+    "Deprecate",
+];
+const OBJECTS: [&str; 16] = [
+    "flaky retry logic",
+    "login form validation",
+    "CSV export",
+    "webhook signature check",
+    "rate limiter",
+    "search index",
+    "onboarding email",
+    "invoice PDF",
+    "dark mode toggle",
+    "cache invalidation",
+    "audit log",
+    "API pagination",
+    "mobile layout",
+    "error reporting",
+    "feature flag",
+    "schema migration",
+];
 /// `billing` is the common search word: one task in twelve.
-const AREAS: [&str; 12] = ["billing", "checkout", "dashboard", "onboarding", "payments", "reporting",
-    "notifications", "search", "settings", "analytics", "auth", "support"];
-const SYMPTOMS: [&str; 8] = ["fails intermittently", "is slow under load", "returns the wrong total", "times out",
-    "shows stale data", "crashes on empty input", "needs a clearer message", "is missing for some users"];
+const AREAS: [&str; 12] = [
+    "billing",
+    "checkout",
+    "dashboard",
+    "onboarding",
+    "payments",
+    "reporting",
+    "notifications",
+    "search",
+    "settings",
+    "analytics",
+    "auth",
+    "support",
+];
+const SYMPTOMS: [&str; 8] = [
+    "fails intermittently",
+    "is slow under load",
+    "returns the wrong total",
+    "times out",
+    "shows stale data",
+    "crashes on empty input",
+    "needs a clearer message",
+    "is missing for some users",
+];
 const REPORTERS: [&str; 4] = ["Customers", "Support", "QA", "An on-call engineer"];
-const PRIORITIES: [&str; 10] = ["critical", "high", "high", "medium", "medium", "medium", "medium", "low", "low", "low"];
-const NOTES: [&str; 6] = ["Reproduced locally, looking at the", "Pushed a fix for the", "Waiting on review of the",
-    "Added tests around the", "Rolled back the change to the", "Paired with QA on the"];
+const PRIORITIES: [&str; 10] = [
+    "critical", "high", "high", "medium", "medium", "medium", "medium", "low", "low", "low",
+];
+const NOTES: [&str; 6] = [
+    "Reproduced locally, looking at the",
+    "Pushed a fix for the",
+    "Waiting on review of the",
+    "Added tests around the",
+    "Rolled back the change to the",
+    "Paired with QA on the",
+];
 const MODELS: [&str; 3] = ["claude-sonnet-4", "claude-opus-4", "claude-haiku-4"];
 /// The rare search word, in one task in 250,000 (and in the first tasks).
 pub const RARE_WORD: &str = "quixotically";
@@ -51,31 +110,63 @@ pub const COMMON_WORD: &str = "billing";
 pub type Steps = Vec<(String, u64, f64)>;
 
 pub async fn fill(url: &str, seed: &Seed, plan: &Plan) -> anyhow::Result<Steps> {
-    let d = Dialect { postgres: !url.starts_with("sqlite:") };
-    let mut conn = sqlx::AnyConnection::connect(url).await.with_context(|| format!("connecting to {url}"))?;
+    let d = Dialect {
+        postgres: !url.starts_with("sqlite:"),
+    };
+    let mut conn = sqlx::AnyConnection::connect(url)
+        .await
+        .with_context(|| format!("connecting to {url}"))?;
     if !d.postgres {
         // Only this connection: a crash mid-build loses the build, nothing else.
-        conn.execute("PRAGMA synchronous = OFF; PRAGMA cache_size = -200000; PRAGMA temp_store = MEMORY").await?;
+        conn.execute(
+            "PRAGMA synchronous = OFF; PRAGMA cache_size = -200000; PRAGMA temp_store = MEMORY",
+        )
+        .await?;
     }
     let base: i64 = sqlx::query_scalar::<_, i64>(&format!(
-        "SELECT issue_counter FROM companies WHERE id = '{}'", seed.company_id))
-        .fetch_one(&mut conn)
+        "SELECT issue_counter FROM companies WHERE id = '{}'",
+        seed.company_id
+    ))
+    .fetch_one(&mut conn)
+    .await?;
+    for (table, ids) in [
+        ("scale_agents", &seed.agents),
+        ("scale_projects", &seed.projects),
+        ("scale_labels", &seed.labels),
+        ("scale_goals", &seed.goals),
+    ] {
+        conn.execute(
+            format!("CREATE TEMP TABLE {table} (idx BIGINT PRIMARY KEY, id TEXT NOT NULL)")
+                .as_str(),
+        )
         .await?;
-    for (table, ids) in [("scale_agents", &seed.agents), ("scale_projects", &seed.projects),
-        ("scale_labels", &seed.labels), ("scale_goals", &seed.goals)] {
-        conn.execute(format!("CREATE TEMP TABLE {table} (idx BIGINT PRIMARY KEY, id TEXT NOT NULL)").as_str()).await?;
         for (chunk_no, chunk) in ids.chunks(500).enumerate() {
-            let values: Vec<String> = chunk.iter().enumerate()
-                .map(|(i, id)| format!("({}, '{id}')", chunk_no * 500 + i)).collect();
-            conn.execute(format!("INSERT INTO {table} (idx, id) VALUES {}", values.join(", ")).as_str()).await?;
+            let values: Vec<String> = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, id)| format!("({}, '{id}')", chunk_no * 500 + i))
+                .collect();
+            conn.execute(
+                format!("INSERT INTO {table} (idx, id) VALUES {}", values.join(", ")).as_str(),
+            )
+            .await?;
         }
     }
-    let q = Queries { d, seed, plan, base };
+    let q = Queries {
+        d,
+        seed,
+        plan,
+        base,
+    };
     let mut steps = Steps::new();
     for (name, sql) in q.statements() {
         let started = Instant::now();
         let mut tx = conn.begin().await?;
-        let rows = tx.execute(sql.as_str()).await.with_context(|| format!("bulk step {name}"))?.rows_affected();
+        let rows = tx
+            .execute(sql.as_str())
+            .await
+            .with_context(|| format!("bulk step {name}"))?
+            .rows_affected();
         tx.commit().await?;
         let secs = started.elapsed().as_secs_f64();
         eprintln!("  {name}: {rows} rows in {secs:.1} s");
@@ -110,11 +201,18 @@ impl Queries<'_> {
     /// so numbers and ids grow with time as they do in the app.
     fn issue_ms(&self, n: &str) -> String {
         let start = self.plan.now_ms - HISTORY_MS - HOUR;
-        format!("({start} + (({n}) - 1) * {HISTORY_MS} / {})", self.n_issues())
+        format!(
+            "({start} + (({n}) - 1) * {HISTORY_MS} / {})",
+            self.n_issues()
+        )
     }
 
     fn least(&self, a: &str, b: &str) -> String {
-        if self.d.postgres { format!("LEAST({a}, {b})") } else { format!("MIN({a}, {b})") }
+        if self.d.postgres {
+            format!("LEAST({a}, {b})")
+        } else {
+            format!("MIN({a}, {b})")
+        }
     }
 
     fn statements(&self) -> Vec<(&'static str, String)> {
@@ -127,12 +225,20 @@ impl Queries<'_> {
             ("cost_events", self.costs()),
             ("activity issue.created", self.issue_activity()),
             ("activity issue.comment_added", self.comment_activity()),
-            ("activity heartbeat.finished", self.run_activity("heartbeat.finished")),
+            (
+                "activity heartbeat.finished",
+                self.run_activity("heartbeat.finished"),
+            ),
             ("activity cost.reported", self.run_activity("cost.reported")),
             ("agents.last_heartbeat_at", self.last_heartbeats()),
-            ("companies.issue_counter", format!(
-                "UPDATE companies SET issue_counter = {} WHERE id = '{}'",
-                self.base + self.n_issues(), self.seed.company_id)),
+            (
+                "companies.issue_counter",
+                format!(
+                    "UPDATE companies SET issue_counter = {} WHERE id = '{}'",
+                    self.base + self.n_issues(),
+                    self.seed.company_id
+                ),
+            ),
         ]
     }
 
@@ -157,8 +263,14 @@ impl Queries<'_> {
             pick(&hash("x.n", 40_503, 16), &OBJECTS),
             pick(&hash("x.n", 1_103_515_245, 8), &SYMPTOMS),
             pick(&hash("x.n", 69_069, 12), &AREAS));
-        let started = self.least(&format!("x.ms + (1 + x.h3 % 48) * {HOUR}"), &now.to_string());
-        let ended = self.least(&format!("x.ms + (1 + x.h3 % 48 + x.h2 % 96) * {HOUR}"), &now.to_string());
+        let started = self.least(
+            &format!("x.ms + (1 + x.h3 % 48) * {HOUR}"),
+            &now.to_string(),
+        );
+        let ended = self.least(
+            &format!("x.ms + (1 + x.h3 % 48 + x.h2 % 96) * {HOUR}"),
+            &now.to_string(),
+        );
         let assignee = format!(
             "CASE WHEN x.status IN ('backlog', 'todo', 'cancelled') AND x.h2 < 20 THEN -1 ELSE (x.n * 7919) % {agents} END");
         format!(
@@ -200,7 +312,10 @@ impl Queries<'_> {
 
     /// The bulk tasks (the app's own rows of this company are not touched).
     fn bulk_issues(&self) -> String {
-        format!("i.company_id = '{}' AND i.issue_number > {}", self.seed.company_id, self.base)
+        format!(
+            "i.company_id = '{}' AND i.issue_number > {}",
+            self.seed.company_id, self.base
+        )
     }
 
     fn labels(&self) -> String {
@@ -228,15 +343,20 @@ impl Queries<'_> {
         let (d, n_all) = (self.d, self.n_issues());
         let issue_n = format!("(1 + (s.n * 2654435761) % {n_all})");
         let at = self.least(
-            &format!("{} + (1 + s.n % 72) * {HOUR} + (s.n * 7919) % {HOUR}", self.issue_ms(&issue_n)),
-            &format!("{} - s.n % 100000", self.plan.now_ms));
+            &format!(
+                "{} + (1 + s.n % 72) * {HOUR} + (s.n * 7919) % {HOUR}",
+                self.issue_ms(&issue_n)
+            ),
+            &format!("{} - s.n % 100000", self.plan.now_ms),
+        );
         let body = format!(
             "({} || ' ' || {} || ' in ' || {} || '. Next step: ' || {} || ' the ' || {} || '.')",
             pick(&hash("y.k", 69_069, 6), &NOTES),
             pick(&hash("y.k", 40_503, 16), &OBJECTS),
             pick(&hash("y.k", 12_289, 12), &AREAS),
             pick(&hash("y.k", 2_654_435_761, 16), &VERBS),
-            pick(&hash("y.k", 1_103_515_245, 16), &OBJECTS));
+            pick(&hash("y.k", 1_103_515_245, 16), &OBJECTS)
+        );
         let by_agent = "(y.k % 10 < 7 AND i.assignee_agent_id IS NOT NULL)";
         format!(
             "INSERT INTO issue_comments (id, company_id, issue_id, author_agent_id, author_user_id, author_type, \
@@ -257,10 +377,15 @@ impl Queries<'_> {
     /// One row per run: its number `r`, start `ms`, end `end_ms`, status and
     /// task; runs, their cost events and their activity all read it.
     fn run_source(&self) -> String {
-        let (n_all, runs, now) = (self.n_issues(), self.plan.runs.max(1) as i64, self.plan.now_ms);
+        let (n_all, runs, now) = (
+            self.n_issues(),
+            self.plan.runs.max(1) as i64,
+            self.plan.now_ms,
+        );
         let history_start = now - HISTORY_MS - HOUR;
         // The task is one created shortly before the run started.
-        let issue_n = format!("(((z.ms - {history_start}) * {n_all} / {HISTORY_MS}) - (z.r * 7919) % 200)");
+        let issue_n =
+            format!("(((z.ms - {history_start}) * {n_all} / {HISTORY_MS}) - (z.r * 7919) % 200)");
         format!(
             "(SELECT z.*, CASE WHEN {issue_n} < 1 THEN 1 WHEN {issue_n} > {n_all} THEN {n_all} ELSE {issue_n} END AS issue_n, \
              {end} AS end_ms, CASE WHEN z.h < 88 THEN 'succeeded' WHEN z.h < 95 THEN 'failed' \
@@ -323,7 +448,9 @@ impl Queries<'_> {
     }
 
     fn issue_activity(&self) -> String {
-        let nullable = |col: &str| format!("CASE WHEN {col} IS NULL THEN 'null' ELSE '\"' || {col} || '\"' END");
+        let nullable = |col: &str| {
+            format!("CASE WHEN {col} IS NULL THEN 'null' ELSE '\"' || {col} || '\"' END")
+        };
         format!(
             "INSERT INTO activity_log (id, company_id, actor_type, actor_id, action, entity_type, entity_id, agent_id, \
              run_id, details, created_at) \

@@ -23,7 +23,12 @@ pub struct Row {
 pub const WARMUP: usize = 3;
 
 /// The paths to time, API first. `sample` is a bulk task's identifier.
-pub fn paths(seed: &Seed, today: &Today, sample: &str, agent_in_middle: usize) -> Vec<(&'static str, String)> {
+pub fn paths(
+    seed: &Seed,
+    today: &Today,
+    sample: &str,
+    agent_in_middle: usize,
+) -> Vec<(&'static str, String)> {
     let cid = &seed.company_id;
     let (pid, pfx) = (&today.parent_id, &seed.prefix);
     let agent = &seed.agents[agent_in_middle];
@@ -104,15 +109,26 @@ pub fn paths(seed: &Seed, today: &Today, sample: &str, agent_in_middle: usize) -
         format!("/{pfx}/costs"),
         format!("/{pfx}/activity"),
     ];
-    api.into_iter().map(|p| ("api", p)).chain(pages.into_iter().map(|p| ("page", p))).collect()
+    api.into_iter()
+        .map(|p| ("api", p))
+        .chain(pages.into_iter().map(|p| ("page", p)))
+        .collect()
 }
 
 pub async fn route(api: &Api, kind: &'static str, path: &str, requests: usize) -> Row {
     let url = format!("{}{path}", api.base);
     let mut times = Vec::with_capacity(requests);
     let mut server = Vec::with_capacity(requests);
-    let mut row = Row { kind, path: path.to_string(), p50_ms: 0.0, p95_ms: 0.0, max_ms: 0.0, bytes: 0,
-        server_p50_ms: None, error: None };
+    let mut row = Row {
+        kind,
+        path: path.to_string(),
+        p50_ms: 0.0,
+        p95_ms: 0.0,
+        max_ms: 0.0,
+        bytes: 0,
+        server_p50_ms: None,
+        error: None,
+    };
     for i in 0..requests.max(1) + WARMUP {
         let started = Instant::now();
         let resp = match api.client.get(&url).send().await {
@@ -123,13 +139,20 @@ pub async fn route(api: &Api, kind: &'static str, path: &str, requests: usize) -
             }
         };
         let status = resp.status();
-        let timing = resp.headers().get("server-timing").and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split("dur=").nth(1)).and_then(|v| v.parse::<f64>().ok());
+        let timing = resp
+            .headers()
+            .get("server-timing")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split("dur=").nth(1))
+            .and_then(|v| v.parse::<f64>().ok());
         let body = resp.bytes().await.unwrap_or_default();
         let took = started.elapsed().as_secs_f64() * 1000.0;
         if !status.is_success() {
             let text = String::from_utf8_lossy(&body);
-            row.error = Some(format!("{status}: {}", text.chars().take(200).collect::<String>()));
+            row.error = Some(format!(
+                "{status}: {}",
+                text.chars().take(200).collect::<String>()
+            ));
             row.max_ms = took;
             return row;
         }
@@ -155,14 +178,27 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
 }
 
 pub fn markdown(rows: &[Row]) -> String {
-    let mut s = String::from("| Kind | Route | p50 | p95 | max | Body | Server p50 |\n|---|---|---|---|---|---|---|\n");
+    let mut s = String::from(
+        "| Kind | Route | p50 | p95 | max | Body | Server p50 |\n|---|---|---|---|---|---|---|\n",
+    );
     for r in rows {
         match &r.error {
-            Some(e) => s.push_str(&format!("| {} | `{}` | ERROR | | | | {} |\n", r.kind, r.path, e.replace('|', "/"))),
+            Some(e) => s.push_str(&format!(
+                "| {} | `{}` | ERROR | | | | {} |\n",
+                r.kind,
+                r.path,
+                e.replace('|', "/")
+            )),
             None => s.push_str(&format!(
                 "| {} | `{}` | {:.1} ms | {:.1} ms | {:.1} ms | {} | {} |\n",
-                r.kind, r.path, r.p50_ms, r.p95_ms, r.max_ms, size(r.bytes),
-                r.server_p50_ms.map_or("—".into(), |v| format!("{v:.1} ms")))),
+                r.kind,
+                r.path,
+                r.p50_ms,
+                r.p95_ms,
+                r.max_ms,
+                size(r.bytes),
+                r.server_p50_ms.map_or("—".into(), |v| format!("{v:.1} ms"))
+            )),
         }
     }
     s

@@ -84,15 +84,22 @@ const TODAY_TASKS: i64 = 5;
 pub async fn run(config: &Config) -> anyhow::Result<Report> {
     sqlx::any::install_default_drivers();
     let keep = config.data_dir.is_some();
-    let data_dir = config.data_dir.clone()
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("paperclip-scale-{}", uuid::Uuid::new_v4())));
+    let data_dir = config.data_dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("paperclip-scale-{}", uuid::Uuid::new_v4()))
+    });
     std::fs::create_dir_all(&data_dir)?;
-    let db_url = config.database_url.clone()
+    let db_url = config
+        .database_url
+        .clone()
         .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
     let build_started = Instant::now();
-    let mut server = ServerProc::start(&config.binary, &data_dir, config.database_url.as_deref()).await?;
+    let mut server =
+        ServerProc::start(&config.binary, &data_dir, config.database_url.as_deref()).await?;
     let api = Api::new(&server.base)?;
-    eprintln!("scale: company and {} agents through the API...", config.agents);
+    eprintln!(
+        "scale: company and {} agents through the API...",
+        config.agents
+    );
     let seed = seed::company(&api, config.agents).await?;
     let api_seed_secs = build_started.elapsed().as_secs_f64();
     // Every API write was acknowledged, so committed: a kill loses nothing.
@@ -104,7 +111,10 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
         runs: config.runs.unwrap_or(config.issues / 10).max(1),
         now_ms: chrono::Utc::now().timestamp_millis(),
     };
-    eprintln!("scale: bulk of {} tasks, {} comments, {} runs...", plan.issues, plan.comments, plan.runs);
+    eprintln!(
+        "scale: bulk of {} tasks, {} comments, {} runs...",
+        plan.issues, plan.comments, plan.runs
+    );
     let bulk = bulk::fill(&db_url, &seed, &plan).await?;
     let restarted = Instant::now();
     server.restart().await?;
@@ -115,37 +125,62 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     let api = Api::new(&server.base)?;
     let mut problems = Vec::new();
     let base = 0; // no task exists before the bulk
-    for k in [1, plan.issues / 3, plan.issues / 2 + 1, plan.issues].into_iter().filter(|k| *k >= 1) {
+    for k in [1, plan.issues / 3, plan.issues / 2 + 1, plan.issues]
+        .into_iter()
+        .filter(|k| *k >= 1)
+    {
         let ident = format!("{}-{}", seed.prefix, base + k);
         match api.get(&format!("/api/issues/{ident}")).await {
             Ok(v) if v["identifier"] == ident.as_str() => {}
-            Ok(v) => problems.push(format!("GET /api/issues/{ident} answered {}", v["identifier"])),
+            Ok(v) => problems.push(format!(
+                "GET /api/issues/{ident} answered {}",
+                v["identifier"]
+            )),
             Err(e) => problems.push(format!("{e:#}")),
         }
     }
     let today = seed::today(&api, &seed).await?;
     let want = format!("{}-{}", seed.prefix, base + plan.issues + 1);
     if today.new_identifier != want {
-        problems.push(format!("a task created after the bulk got {}, not {want}", today.new_identifier));
+        problems.push(format!(
+            "a task created after the bulk got {}, not {want}",
+            today.new_identifier
+        ));
     }
 
     let db = counts(&db_url, &seed.company_id).await?;
     if db.issues != plan.issues as i64 + TODAY_TASKS {
-        problems.push(format!("{} tasks in the database, expected {}", db.issues, plan.issues as i64 + TODAY_TASKS));
+        problems.push(format!(
+            "{} tasks in the database, expected {}",
+            db.issues,
+            plan.issues as i64 + TODAY_TASKS
+        ));
     }
-    let dash = api.get(&format!("/api/companies/{}/dashboard", seed.company_id)).await?;
+    let dash = api
+        .get(&format!("/api/companies/{}/dashboard", seed.company_id))
+        .await?;
     let dashboard_total = dash["tasks"]["total"].as_i64().unwrap_or(-1);
     if dashboard_total != db.issues {
-        problems.push(format!("dashboard says {dashboard_total} tasks, the database {}", db.issues));
+        problems.push(format!(
+            "dashboard says {dashboard_total} tasks, the database {}",
+            db.issues
+        ));
     }
     let (listed_filter, listed_expected) = if plan.issues <= LIST_ALL_UP_TO {
         (String::new(), db.issues)
     } else {
-        ("status=in_review".to_string(), dash["tasks"]["byStatus"]["in_review"].as_i64().unwrap_or(-1))
+        (
+            "status=in_review".to_string(),
+            dash["tasks"]["byStatus"]["in_review"]
+                .as_i64()
+                .unwrap_or(-1),
+        )
     };
     let listed = list_count(&api, &seed.company_id, &listed_filter).await?;
     if listed != listed_expected {
-        problems.push(format!("listed {listed} tasks ({listed_filter}), expected {listed_expected}"));
+        problems.push(format!(
+            "listed {listed} tasks ({listed_filter}), expected {listed_expected}"
+        ));
     }
 
     eprintln!("scale: measuring {} requests per route...", config.requests);
@@ -153,27 +188,56 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     let mut rows = Vec::new();
     for (kind, path) in measure::paths(&seed, &today, &sample, seed.agents.len() / 2) {
         let row = measure::route(&api, kind, &path, config.requests).await;
-        eprintln!("  {} {path}: p50 {:.1} ms{}", kind, row.p50_ms, row.error.as_deref().map(|e| format!(" ERROR {e}")).unwrap_or_default());
+        eprintln!(
+            "  {} {path}: p50 {:.1} ms{}",
+            kind,
+            row.p50_ms,
+            row.error
+                .as_deref()
+                .map(|e| format!(" ERROR {e}"))
+                .unwrap_or_default()
+        );
         rows.push(row);
     }
     let rss_kib = rss(server.pid().context("server pid")?)?;
-    let engine = api.get("/api/health").await?["database"]["backend"].as_str().unwrap_or("?").to_string();
+    let engine = api.get("/api/health").await?["database"]["backend"]
+        .as_str()
+        .unwrap_or("?")
+        .to_string();
     server.kill9().await;
     if !keep {
         let _ = std::fs::remove_dir_all(&data_dir);
     }
     Ok(Report {
-        engine, prefix: seed.prefix, issues: plan.issues, agents: seed.agents.len(), api_seed_secs, bulk,
-        restart_secs, build_secs, db, dashboard_total, listed, listed_filter, listed_expected,
-        new_identifier: today.new_identifier, problems, rows, rss_kib, data_dir,
+        engine,
+        prefix: seed.prefix,
+        issues: plan.issues,
+        agents: seed.agents.len(),
+        api_seed_secs,
+        bulk,
+        restart_secs,
+        build_secs,
+        db,
+        dashboard_total,
+        listed,
+        listed_filter,
+        listed_expected,
+        new_identifier: today.new_identifier,
+        problems,
+        rows,
+        rss_kib,
+        data_dir,
     })
 }
 
 async fn counts(url: &str, cid: &str) -> anyhow::Result<Counts> {
     let mut conn = sqlx::AnyConnection::connect(url).await?;
     let mut n = async |table: &str| -> anyhow::Result<i64> {
-        Ok(sqlx::query_scalar::<_, i64>(&format!("SELECT COUNT(*) FROM {table} WHERE company_id = '{cid}'"))
-            .fetch_one(&mut conn).await?)
+        Ok(sqlx::query_scalar::<_, i64>(&format!(
+            "SELECT COUNT(*) FROM {table} WHERE company_id = '{cid}'"
+        ))
+        .fetch_one(&mut conn)
+        .await?)
     };
     let c = Counts {
         issues: n("issues").await?,
@@ -192,9 +256,16 @@ async fn list_count(api: &Api, cid: &str, filter: &str) -> anyhow::Result<i64> {
     let mut total = 0;
     let mut cursor = String::new();
     loop {
-        let url = format!("{}/api/companies/{cid}/issues?limit=5000&{filter}{cursor}", api.base);
+        let url = format!(
+            "{}/api/companies/{cid}/issues?limit=5000&{filter}{cursor}",
+            api.base
+        );
         let resp = api.client.get(&url).send().await?.error_for_status()?;
-        let next = resp.headers().get("x-next-cursor").and_then(|v| v.to_str().ok()).map(str::to_string);
+        let next = resp
+            .headers()
+            .get("x-next-cursor")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let page: serde_json::Value = resp.json().await?;
         total += page.as_array().map_or(0, |a| a.len() as i64);
         match next {
@@ -207,8 +278,11 @@ async fn list_count(api: &Api, cid: &str, filter: &str) -> anyhow::Result<i64> {
 fn rss(pid: u32) -> anyhow::Result<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let field = |name: &str| -> u64 {
-        status.lines().find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0)
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
     };
     Ok((field("VmRSS:"), field("VmHWM:")))
 }
@@ -229,8 +303,11 @@ impl Report {
             if self.listed_filter.is_empty() { String::new() } else { format!(" ({})", self.listed_filter) },
             self.listed, self.listed_expected, self.new_identifier));
         s.push_str(&measure::markdown(&self.rows));
-        s.push_str(&format!("\nServer memory after the measure phase: VmRSS {:.1} MiB, VmHWM {:.1} MiB.\n",
-            self.rss_kib.0 as f64 / 1024.0, self.rss_kib.1 as f64 / 1024.0));
+        s.push_str(&format!(
+            "\nServer memory after the measure phase: VmRSS {:.1} MiB, VmHWM {:.1} MiB.\n",
+            self.rss_kib.0 as f64 / 1024.0,
+            self.rss_kib.1 as f64 / 1024.0
+        ));
         for p in &self.problems {
             s.push_str(&format!("\nPROBLEM: {p}"));
         }

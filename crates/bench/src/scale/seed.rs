@@ -24,7 +24,12 @@ impl Api {
         })
     }
 
-    pub async fn send(&self, method: &str, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<Value> {
         let url = format!("{}{path}", self.base);
         let mut req = self.client.request(method.parse()?, &url);
         if let Some(body) = body {
@@ -61,10 +66,37 @@ pub struct Seed {
 
 /// Direct reports per manager: 1,000 agents make a chart five levels deep.
 const FAN_OUT: usize = 6;
-const ROLES: [&str; 6] = ["engineer", "engineer", "qa", "designer", "devops", "researcher"];
-const PROJECTS: [&str; 6] = ["Platform", "Checkout revamp", "Mobile app", "Data pipeline", "Growth", "Support tooling"];
-const LABELS: [&str; 8] = ["bug", "feature", "chore", "security", "performance", "docs", "ux", "tech-debt"];
-const GOALS: [&str; 3] = ["Reach 10k paying customers", "Ship the mobile app", "Halve support response time"];
+const ROLES: [&str; 6] = [
+    "engineer",
+    "engineer",
+    "qa",
+    "designer",
+    "devops",
+    "researcher",
+];
+const PROJECTS: [&str; 6] = [
+    "Platform",
+    "Checkout revamp",
+    "Mobile app",
+    "Data pipeline",
+    "Growth",
+    "Support tooling",
+];
+const LABELS: [&str; 8] = [
+    "bug",
+    "feature",
+    "chore",
+    "security",
+    "performance",
+    "docs",
+    "ux",
+    "tech-debt",
+];
+const GOALS: [&str; 3] = [
+    "Reach 10k paying customers",
+    "Ship the mobile app",
+    "Halve support response time",
+];
 
 fn id(v: &Value) -> anyhow::Result<String> {
     Ok(v["id"].as_str().context("no id in response")?.to_string())
@@ -72,15 +104,23 @@ fn id(v: &Value) -> anyhow::Result<String> {
 
 pub async fn company(api: &Api, agents: usize) -> anyhow::Result<Seed> {
     let company = api
-        .post("/api/companies", json!({ "name": "Scale Co", "description": "A very large company" }))
+        .post(
+            "/api/companies",
+            json!({ "name": "Scale Co", "description": "A very large company" }),
+        )
         .await?;
     let cid = id(&company)?;
-    let prefix = company["issuePrefix"].as_str().context("issuePrefix")?.to_string();
+    let prefix = company["issuePrefix"]
+        .as_str()
+        .context("issuePrefix")?
+        .to_string();
     let mut goals = Vec::new();
     for (i, title) in GOALS.iter().enumerate() {
         let g = api
-            .post(&format!("/api/companies/{cid}/goals"),
-                json!({ "title": title, "level": if i == 0 { "company" } else { "team" } }))
+            .post(
+                &format!("/api/companies/{cid}/goals"),
+                json!({ "title": title, "level": if i == 0 { "company" } else { "team" } }),
+            )
             .await?;
         goals.push(id(&g)?);
     }
@@ -91,7 +131,11 @@ pub async fn company(api: &Api, agents: usize) -> anyhow::Result<Seed> {
             0 => ("CEO".to_string(), "ceo"),
             _ => (format!("Agent {i}"), ROLES[i % ROLES.len()]),
         };
-        let reports_to = if i == 0 { Value::Null } else { json!(ids[(i - 1) / FAN_OUT]) };
+        let reports_to = if i == 0 {
+            Value::Null
+        } else {
+            json!(ids[(i - 1) / FAN_OUT])
+        };
         // Only the CEO wakes on assignment: it runs the one real run the
         // run pages show; the bulk's thousand agents must stay idle.
         let a = api
@@ -106,21 +150,33 @@ pub async fn company(api: &Api, agents: usize) -> anyhow::Result<Seed> {
     let mut projects = Vec::new();
     for (i, name) in PROJECTS.iter().enumerate() {
         let p = api
-            .post(&format!("/api/companies/{cid}/projects"),
+            .post(
+                &format!("/api/companies/{cid}/projects"),
                 json!({ "name": name, "status": "in_progress", "goalId": goals[i % goals.len()],
-                    "leadAgentId": ids[i.min(ids.len() - 1)] }))
+                    "leadAgentId": ids[i.min(ids.len() - 1)] }),
+            )
             .await?;
         projects.push(id(&p)?);
     }
     let mut labels = Vec::new();
     for (i, name) in LABELS.iter().enumerate() {
         let l = api
-            .post(&format!("/api/companies/{cid}/labels"),
-                json!({ "name": name, "color": format!("#{:06x}", 0x3366aa + i * 0x112233) }))
+            .post(
+                &format!("/api/companies/{cid}/labels"),
+                json!({ "name": name, "color": format!("#{:06x}", 0x3366aa + i * 0x112233) }),
+            )
             .await?;
         labels.push(id(&l)?);
     }
-    Ok(Seed { company_id: cid, prefix, agents: ids, agent_keys: keys, projects, labels, goals })
+    Ok(Seed {
+        company_id: cid,
+        prefix,
+        agents: ids,
+        agent_keys: keys,
+        projects,
+        labels,
+        goals,
+    })
 }
 
 /// Today's work on top of the history, through the API after the restart:
@@ -137,9 +193,15 @@ pub struct Today {
 pub async fn today(api: &Api, seed: &Seed) -> anyhow::Result<Today> {
     let cid = &seed.company_id;
     let fresh = api
-        .post(&format!("/api/companies/{cid}/issues"), json!({ "title": "Check the numbering after the bulk load" }))
+        .post(
+            &format!("/api/companies/{cid}/issues"),
+            json!({ "title": "Check the numbering after the bulk load" }),
+        )
         .await?;
-    let new_identifier = fresh["identifier"].as_str().context("identifier")?.to_string();
+    let new_identifier = fresh["identifier"]
+        .as_str()
+        .context("identifier")?
+        .to_string();
     let parent = api
         .post(&format!("/api/companies/{cid}/issues"),
             json!({ "title": "Plan the quarterly billing migration", "priority": "high",
@@ -147,40 +209,65 @@ pub async fn today(api: &Api, seed: &Seed) -> anyhow::Result<Today> {
                 "projectId": seed.projects[0], "labelIds": [seed.labels[0], seed.labels[4]] }))
         .await?;
     let parent_id = id(&parent)?;
-    for (i, title) in ["Inventory the billing tables", "Dry-run the ledger import", "Cut over and watch"].iter().enumerate() {
-        api.post(&format!("/api/companies/{cid}/issues"),
+    for (i, title) in [
+        "Inventory the billing tables",
+        "Dry-run the ledger import",
+        "Cut over and watch",
+    ]
+    .iter()
+    .enumerate()
+    {
+        api.post(
+            &format!("/api/companies/{cid}/issues"),
             json!({ "title": title, "parentId": parent_id, "status": "todo",
-                "assigneeAgentId": seed.agents[(1 + i).min(seed.agents.len() - 1)] }))
-            .await?;
+                "assigneeAgentId": seed.agents[(1 + i).min(seed.agents.len() - 1)] }),
+        )
+        .await?;
     }
     for c in 0..20 {
-        api.post(&format!("/api/issues/{parent_id}/comments"),
-            json!({ "body": format!("Progress note {c}: the *billing* dry run is on track.") }))
-            .await?;
+        api.post(
+            &format!("/api/issues/{parent_id}/comments"),
+            json!({ "body": format!("Progress note {c}: the *billing* dry run is on track.") }),
+        )
+        .await?;
     }
     // Assigning the CEO wakes it: one real `process` run with a log file.
-    api.send("PATCH", &format!("/api/issues/{parent_id}"),
-        Some(json!({ "assigneeAgentId": seed.agents[0], "status": "todo" })))
-        .await?;
+    api.send(
+        "PATCH",
+        &format!("/api/issues/{parent_id}"),
+        Some(json!({ "assigneeAgentId": seed.agents[0], "status": "todo" })),
+    )
+    .await?;
     let runs_path = format!("/api/companies/{cid}/heartbeat-runs?issueId={parent_id}");
     let run = crate::poll::until(60, async || {
         let runs = api.get(&runs_path).await.ok()?;
-        let run = runs.as_array()?.iter().find(|r| r["finishedAt"].is_string())?.clone();
+        let run = runs
+            .as_array()?
+            .iter()
+            .find(|r| r["finishedAt"].is_string())?
+            .clone();
         Some(run)
     })
     .await
     .context("the CEO's run on the parent task did not finish within 60 s")?;
-    api.post(&format!("/api/companies/{cid}/approvals"),
-        json!({ "type": "hire_agent", "payload": { "name": "Candidate", "role": "designer" } }))
-        .await?;
+    api.post(
+        &format!("/api/companies/{cid}/approvals"),
+        json!({ "type": "hire_agent", "payload": { "name": "Candidate", "role": "designer" } }),
+    )
+    .await?;
     let approval = api
-        .post(&format!("/api/companies/{cid}/approvals"),
-            json!({ "type": "hire_agent", "payload": { "name": "Analyst", "role": "researcher" } }))
+        .post(
+            &format!("/api/companies/{cid}/approvals"),
+            json!({ "type": "hire_agent", "payload": { "name": "Analyst", "role": "researcher" } }),
+        )
         .await?;
     let approval_id = id(&approval)?;
     Ok(Today {
         new_identifier,
-        parent_identifier: parent["identifier"].as_str().context("identifier")?.to_string(),
+        parent_identifier: parent["identifier"]
+            .as_str()
+            .context("identifier")?
+            .to_string(),
         parent_id,
         run_id: id(&run)?,
         approval_id,

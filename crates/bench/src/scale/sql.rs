@@ -66,7 +66,10 @@ impl Dialect {
     /// after the version digit replaced by `salt`, so it is unique wherever
     /// `id` is and sorts next to it.
     pub fn sibling_id(&self, id: &str, salt: u16) -> String {
-        format!("(substr({id}, 1, 15) || '{:03x}' || substr({id}, 19))", salt & 0xfff)
+        format!(
+            "(substr({id}, 1, 15) || '{:03x}' || substr({id}, 19))",
+            salt & 0xfff
+        )
     }
 }
 
