@@ -55,9 +55,9 @@ pub const ISSUE_PAGE_DEFAULT: i64 = 500;
 pub const ISSUE_PAGE_MAX: i64 = 5_000;
 /// Bytes (UTF-8) of titles and descriptions on one issue page; the page ends
 /// early (with a next cursor) once they pass this, so a page of issues with
-/// huge descriptions stays a few MiB. Bytes rather than characters because
+/// huge descriptions stays about a MiB. Bytes rather than characters because
 /// both engines know a value's byte length without reading it.
-pub const ISSUE_PAGE_TEXT_BUDGET: i64 = 4 * 1024 * 1024;
+pub const ISSUE_PAGE_TEXT_BUDGET: i64 = 1024 * 1024;
 
 /// A run log is read from a byte offset a file can have.
 pub const LOG_OFFSET_MAX: u64 = i64::MAX as u64;

@@ -313,7 +313,7 @@ async fn a_page_of_huge_descriptions_is_bounded_in_bytes_and_paging_sees_every_i
             .map(|v| v.to_str().unwrap().to_string());
         let bytes = resp.bytes().await.unwrap();
         assert!(
-            bytes.len() <= 4 * 1024 * 1024 + 300 * 1024,
+            bytes.len() <= 1024 * 1024 + 300 * 1024,
             "a page of {} bytes",
             bytes.len()
         );

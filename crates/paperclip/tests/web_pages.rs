@@ -323,3 +323,62 @@ async fn a_coding_agents_page_can_reset_its_sessions() {
     let reset = server.ok_post(&url, json!({ "taskKey": task["id"] })).await;
     assert_eq!(reset["cleared"], 0, "{reset}");
 }
+
+/// The value of the first `name="..."` attribute in `html`, unescaped.
+fn attr(html: &str, name: &str) -> String {
+    let at = html
+        .find(&format!(r#"{name}=""#))
+        .unwrap_or_else(|| panic!("no {name}"));
+    let rest = &html[at + name.len() + 2..];
+    rest[..rest.find('"').unwrap()].replace("&amp;", "&")
+}
+
+#[tokio::test]
+async fn the_task_list_pages_with_a_count_and_board_columns_keep_their_own() {
+    let server = TestServer::start().await;
+    let company = server.company("Paged Co").await;
+    let cid = company["id"].as_str().unwrap();
+    let prefix = company["issuePrefix"].as_str().unwrap();
+    for n in 0..205 {
+        server
+            .issue(
+                cid,
+                json!({ "title": format!("Chore {n}"), "status": "todo" }),
+            )
+            .await;
+    }
+    for n in 0..3 {
+        server
+            .issue(cid, json!({ "title": format!("Idea {n}") }))
+            .await;
+    }
+
+    let (_, _, list) = page(&server, &format!("/{prefix}/tasks")).await;
+    assert_eq!(attr(&list, "data-task-count"), "208");
+    assert!(visible_text(&list).contains("208 tasks"));
+    assert_eq!(list.matches("data-issue-id=").count(), 200, "one page");
+    let (_, _, older) = page(&server, &attr(&list, "data-next-page href")).await;
+    assert_eq!(older.matches("data-issue-id=").count(), 8, "the rest");
+    assert!(visible_text(&older).contains(&format!("{prefix}-1 ")));
+    assert!(!older.contains("data-next-page"), "no page after the last");
+    assert!(older.contains("Newest"));
+
+    // Each column shows its own newest cards and counts all of its tasks,
+    // however many of the newest tasks other columns hold.
+    let (_, _, board) = page(&server, &format!("/{prefix}/tasks?view=board")).await;
+    let column = |status: &str| {
+        let start = board.find(&format!(r#"data-column="{status}""#)).unwrap();
+        let rest = &board[start + 10..];
+        let end = rest.find("data-column=").unwrap_or(rest.len());
+        board[start..start + 10 + end].to_string()
+    };
+    let todo = column("todo");
+    assert_eq!(attr(&todo, "data-column-total"), "205");
+    assert_eq!(todo.matches("task-card").count(), 50);
+    assert!(visible_text(&todo).contains("All 205 in the list"));
+    assert!(attr(&todo, "class=\"more\" href").ends_with("status=todo"));
+    let backlog = column("backlog");
+    assert_eq!(attr(&backlog, "data-column-total"), "3");
+    assert_eq!(backlog.matches("task-card").count(), 3);
+    assert!(!backlog.contains("in the list"));
+}

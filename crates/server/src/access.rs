@@ -13,6 +13,12 @@ pub async fn company(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Com
     Ok(paperclip_store::companies::get(&app.store, id).await?)
 }
 
+/// The company exists and the caller may act on it; nothing is loaded.
+pub async fn company_scope(app: &AppState, caller: &Caller, id: &str) -> ApiResult<()> {
+    caller.ensure_company(id)?;
+    Ok(paperclip_store::companies::exists(&app.store, id).await?)
+}
+
 pub async fn agent(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Agent> {
     let agent = paperclip_store::agents::get(&app.store, id).await?;
     caller.ensure_company(&agent.company_id)?;

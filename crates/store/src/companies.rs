@@ -120,9 +120,19 @@ pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Company> {
 /// That the company exists (inside a write, before something is added to it);
 /// no spend is summed for it.
 pub(crate) async fn exists_in(tx: &mut Tx, id: &str) -> Result<()> {
+    exists_on(tx.conn(), id).await
+}
+
+/// Whether the company exists, without its month's spend: the check of
+/// every company-scoped route.
+pub async fn exists(store: &Store, id: &str) -> Result<()> {
+    exists_on(store.pool(), id).await
+}
+
+async fn exists_on<'e>(db: impl crate::db::Exec<'e>, id: &str) -> Result<()> {
     let row: Option<(String,)> = crate::db::query_as("SELECT id FROM companies WHERE id = $1")
         .bind(id)
-        .fetch_all(tx.conn())
+        .fetch_all(db)
         .await?
         .pop();
     row.map(|_| ()).ok_or_else(|| Error::not_found("Company"))

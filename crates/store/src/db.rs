@@ -17,6 +17,8 @@ use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::issue::{IssuePriority, IssueStatus};
 use paperclip_core::project::ProjectStatus;
 use sqlx::pool::PoolConnection;
+
+use crate::raw::RawRow;
 use sqlx::postgres::{PgConnection, PgPool, PgRow};
 use sqlx::sqlite::{SqliteConnection, SqlitePool, SqliteRow};
 use sqlx::{Column, ColumnIndex, Postgres, Row, Sqlite, Transaction, TypeInfo};
@@ -60,6 +62,13 @@ pub enum Conn {
 }
 
 impl Conn {
+    pub(crate) fn backend(&self) -> crate::Backend {
+        match self {
+            Conn::SqliteTx(_) | Conn::SqlitePooled(_) => crate::Backend::Sqlite,
+            Conn::PostgresTx(_) | Conn::PostgresPooled(_) => crate::Backend::Postgres,
+        }
+    }
+
     pub(crate) async fn commit(self) -> sqlx::Result<()> {
         match self {
             Conn::SqliteTx(tx) => tx.commit().await,
@@ -97,6 +106,12 @@ pub enum Target<'e> {
 /// What a query can run on: `store.pool()`, `tx.conn()` or a pooled `Conn`.
 pub trait Exec<'e> {
     fn target(self) -> Target<'e>;
+}
+
+impl<'e> Exec<'e> for Target<'e> {
+    fn target(self) -> Target<'e> {
+        self
+    }
 }
 
 impl<'e> Exec<'e> for &'e Pool {
@@ -289,6 +304,25 @@ impl<'q> Query<'q> {
         on_engine!(self, on.target(), |q, on| Ok(q.fetch_one(on).await?.into()))
     }
 
+    /// All rows, each mapped as it is read: on SQLite straight from the
+    /// statement (see [`crate::raw`]), on Postgres from its rows. Pass the
+    /// same generic mapper twice (`.fetch_map(on, map, map)`).
+    pub(crate) async fn fetch_map<'e, T>(
+        self,
+        on: impl Exec<'e>,
+        raw: fn(&RawRow) -> crate::Result<T>,
+        row: fn(&DbRow) -> crate::Result<T>,
+    ) -> crate::Result<Vec<T>> {
+        match on.target() {
+            Target::SqlitePool(pool) => {
+                let mut conn = pool.acquire().await?;
+                crate::raw::fetch_map(&mut conn, self.sql, &self.args, raw).await
+            }
+            Target::Sqlite(conn) => crate::raw::fetch_map(conn, self.sql, &self.args, raw).await,
+            target => self.fetch_all(target).await?.iter().map(row).collect(),
+        }
+    }
+
     pub async fn execute<'e>(self, on: impl Exec<'e>) -> sqlx::Result<Done> {
         on_engine!(self, on.target(), |q, on| Ok(Done(
             q.execute(on).await?.rows_affected()
@@ -339,9 +373,24 @@ impl From<PgRow> for DbRow {
     }
 }
 
-/// A column position or name, valid on both engines' rows.
-pub trait ColIdx: ColumnIndex<SqliteRow> + ColumnIndex<PgRow> + Copy + std::fmt::Debug {}
-impl<T: ColumnIndex<SqliteRow> + ColumnIndex<PgRow> + Copy + std::fmt::Debug> ColIdx for T {}
+/// A column position or name, valid on both engines' rows and on a raw
+/// SQLite statement (see [`crate::raw`]).
+pub trait ColIdx: ColumnIndex<SqliteRow> + ColumnIndex<PgRow> + Copy + std::fmt::Debug {
+    /// The position, finding a name with `find`.
+    fn position(self, find: impl Fn(&str) -> Option<usize>) -> sqlx::Result<usize>;
+}
+
+impl ColIdx for usize {
+    fn position(self, _: impl Fn(&str) -> Option<usize>) -> sqlx::Result<usize> {
+        Ok(self)
+    }
+}
+
+impl ColIdx for &str {
+    fn position(self, find: impl Fn(&str) -> Option<usize>) -> sqlx::Result<usize> {
+        find(self).ok_or_else(|| sqlx::Error::ColumnNotFound(self.to_string()))
+    }
+}
 
 impl DbRow {
     pub fn try_get<T: Col, I: ColIdx>(&self, col: I) -> sqlx::Result<T> {

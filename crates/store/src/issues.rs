@@ -6,18 +6,17 @@ use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use crate::db::Conn;
-use crate::db::DbRow;
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::input::{Checkout, IssuePatch, NewIssue};
 use paperclip_core::issue::{parse_identifier, transition_effects, IssuePriority, IssueStatus};
-use paperclip_core::limits::ISSUE_PAGE_TEXT_BUDGET;
 use paperclip_core::model::{Comment, Issue, IssueRef, Label};
 use serde_json::{json, Map, Value};
 
 use crate::activity::{self, Entry};
 use crate::companies::diff;
-use crate::issue_page::{bind_all, page_rows};
+pub use crate::issue_list::{count, list, Filter, Page};
+use crate::issue_list::{json_array, json_values};
 use crate::row::RowExt;
 use crate::{new_id, now, placeholders, Error, Result, Store, Tx};
 
@@ -162,7 +161,7 @@ pub async fn create(
     .await?;
     if related {
         // A new issue blocks nothing yet; labels and blockers are its own.
-        attach_relations(tx.conn(), std::slice::from_mut(&mut issue), None).await?;
+        attach_relations(tx.conn(), std::slice::from_mut(&mut issue)).await?;
     }
     wake_assignee(&mut tx, actor, &issue).await?;
     tx.commit().await?;
@@ -237,229 +236,9 @@ async fn load(conn: &mut Conn, id_or_identifier: &str) -> Result<Issue> {
     .ok_or_else(|| Error::not_found("Issue"))?;
     let mut issue = map(&row)?;
     if row.flag(COLUMN_COUNT)? {
-        attach_relations(conn, std::slice::from_mut(&mut issue), None).await?;
+        attach_relations(conn, std::slice::from_mut(&mut issue)).await?;
     }
     Ok(issue)
-}
-
-#[derive(Debug, Default, Clone)]
-pub struct Filter {
-    pub statuses: Vec<IssueStatus>,
-    pub assignee_agent_id: Option<String>,
-    pub assignee_user_id: Option<String>,
-    pub project_id: Option<String>,
-    pub goal_id: Option<String>,
-    pub parent_id: Option<String>,
-    pub label_id: Option<String>,
-    pub q: Option<String>,
-    /// Issues numbered below this (the previous page's `nextCursor`).
-    pub cursor: Option<i64>,
-    pub limit: i64,
-}
-
-pub struct Page {
-    pub issues: Vec<Issue>,
-    /// Set when more issues match than fit on this page.
-    pub next_cursor: Option<i64>,
-}
-
-/// Newest first (by issue number), so a cursor pages without skips or repeats
-/// while new issues are being created.
-pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Page> {
-    let mut sql = format!("SELECT {COLUMNS} FROM issues WHERE company_id = $1");
-    let mut binds: Vec<Bind> = vec![Bind::Text(company_id.to_string())];
-    let param = |binds: &mut Vec<Bind>, value: Bind| {
-        binds.push(value);
-        format!("${}", binds.len())
-    };
-    if !filter.statuses.is_empty() {
-        let list: Vec<String> = filter
-            .statuses
-            .iter()
-            .map(|s| param(&mut binds, Bind::Text(s.as_str().to_string())))
-            .collect();
-        sql.push_str(&format!(" AND status IN ({})", list.join(", ")));
-    }
-    for (column, value) in [
-        ("assignee_agent_id", &filter.assignee_agent_id),
-        ("assignee_user_id", &filter.assignee_user_id),
-        ("project_id", &filter.project_id),
-        ("goal_id", &filter.goal_id),
-        ("parent_id", &filter.parent_id),
-    ] {
-        if let Some(value) = value {
-            let p = param(&mut binds, Bind::Text(value.clone()));
-            sql.push_str(&format!(" AND {column} = {p}"));
-        }
-    }
-    if let Some(label) = &filter.label_id {
-        let p = param(&mut binds, Bind::Text(label.clone()));
-        sql.push_str(&format!(
-            " AND id IN (SELECT issue_id FROM issue_labels WHERE label_id = {p})"
-        ));
-    }
-    if let Some(ident) = filter.q.as_deref().and_then(as_identifier) {
-        // `ACM-12` names one task: the identifier index finds it at once.
-        let p = param(&mut binds, Bind::Text(ident));
-        sql.push_str(&format!(" AND identifier = {p}"));
-    } else if let Some(q) = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
-        let words = search_words(q);
-        if words.is_empty() {
-            // Nothing searchable (only punctuation): nothing matches.
-            return Ok(Page {
-                issues: Vec::new(),
-                next_cursor: None,
-            });
-        }
-        let (query, clause) = match store.backend() {
-            crate::Backend::Sqlite => (
-                words
-                    .iter()
-                    .map(|w| format!("\"{w}\"*"))
-                    .collect::<Vec<_>>()
-                    .join(" AND "),
-                "rowid IN (SELECT rowid FROM issue_fts WHERE issue_fts MATCH {p} UNION \
-                 SELECT i.rowid FROM comment_fts JOIN issue_comments c ON c.rowid = comment_fts.rowid \
-                 JOIN issues i ON i.id = c.issue_id WHERE comment_fts MATCH {p} AND c.deleted_at IS NULL)",
-            ),
-            crate::Backend::Postgres => (
-                words
-                    .iter()
-                    .map(|w| format!("{w}:*"))
-                    .collect::<Vec<_>>()
-                    .join(" & "),
-                // The expressions of the indexes in migration 7, exactly.
-                "(to_tsvector('simple', regexp_replace(identifier || ' ' || title || ' ' || COALESCE(description, ''), \
-                 '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p}) OR id IN (SELECT issue_id FROM issue_comments \
-                 WHERE company_id = $1 AND deleted_at IS NULL \
-                 AND to_tsvector('simple', regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p})))",
-            ),
-        };
-        let mut clause = clause;
-        match store.backend() {
-            crate::Backend::Sqlite if rare(store, RARE_SQLITE, &query).await? => {
-                // Few matches: they drive (rowid lookups) rather than a walk
-                // of the company's index testing each task; the unary `+`
-                // keeps SQLite off that index. Many: the walk finds a page at once.
-                sql = sql.replacen("WHERE company_id = $1", "WHERE +company_id = $1", 1);
-            }
-            crate::Backend::Postgres if rare(store, RARE_POSTGRES, &query).await? => {
-                // Few matches: collect them through the GIN indexes. Many: the
-                // OR above walks the company's tasks newest first and stops
-                // at a page (the planner cannot use the indexes through it).
-                clause = "id IN (SELECT id FROM issues WHERE to_tsvector('simple', regexp_replace(identifier || ' ' || title \
-                 || ' ' || COALESCE(description, ''), '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p}) \
-                 UNION SELECT issue_id FROM issue_comments WHERE company_id = $1 AND deleted_at IS NULL \
-                 AND to_tsvector('simple', regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p}))";
-            }
-            _ => {}
-        }
-        let p = param(&mut binds, Bind::Text(query));
-        sql.push_str(" AND ");
-        sql.push_str(&clause.replace("{p}", &p));
-    }
-    if let Some(cursor) = filter.cursor {
-        let p = param(&mut binds, Bind::Int(cursor));
-        sql.push_str(&format!(" AND issue_number < {p}"));
-    }
-    let mut conn = store.pool().acquire().await?;
-    // First the sizes only, to choose the page's rows without loading their
-    // text: the page stops at `limit` or once its titles and descriptions
-    // pass the budget, whichever comes first.
-    let sizes_sql = format!(
-        "{} ORDER BY issue_number DESC LIMIT ${}",
-        sql.replacen(
-            &format!("SELECT {COLUMNS} FROM"),
-            "SELECT issue_number, CAST(OCTET_LENGTH(title) + COALESCE(OCTET_LENGTH(description), 0) AS BIGINT) AS size FROM",
-            1
-        ),
-        binds.len() + 1
-    );
-    // Read to the end (at most `limit + 1` small rows): a SQLite fetch
-    // stream dropped part way has been seen to leave the connection's worker
-    // reading rows of the wrong statement (sqlx-sqlite row.rs panic).
-    let sizes: Vec<(i64, i64)> = bind_all(crate::db::query_as(&sizes_sql), &binds)
-        .bind(filter.limit + 1)
-        .fetch_all(&mut conn)
-        .await?;
-    let (count, more) = page_rows(&sizes, filter.limit, ISSUE_PAGE_TEXT_BUDGET);
-    if count == 0 {
-        return Ok(Page {
-            issues: Vec::new(),
-            next_cursor: None,
-        });
-    }
-    let (high, low) = (sizes[0].0, sizes[count - 1].0);
-    let p = param(&mut binds, Bind::Int(low));
-    let q = param(&mut binds, Bind::Int(high));
-    sql.push_str(&format!(
-        " AND issue_number >= {p} AND issue_number <= {q} ORDER BY issue_number DESC"
-    ));
-    let rows = bind_all(crate::db::query(&sql), &binds)
-        .fetch_all(&mut conn)
-        .await?;
-    let mut issues = rows.iter().map(map).collect::<Result<Vec<_>>>()?;
-    let next_cursor = more.then_some(low);
-    // A long page reads the relations of its company's number range (index
-    // scans) instead of binding every id of the page.
-    let scope = (issues.len() > ID_LIST_MAX).then_some(company_id);
-    attach_relations(&mut conn, &mut issues, scope).await?;
-    Ok(Page {
-        issues,
-        next_cursor,
-    })
-}
-
-/// `acm-12` as the identifier `ACM-12`: letters, a dash, digits, nothing else.
-fn as_identifier(q: &str) -> Option<String> {
-    let (prefix, number) = q.trim().split_once('-')?;
-    let ok = !prefix.is_empty()
-        && prefix.len() <= 10
-        && prefix.chars().all(|c| c.is_ascii_alphabetic())
-        && !number.is_empty()
-        && number.len() <= 18
-        && number.chars().all(|c| c.is_ascii_digit());
-    ok.then(|| format!("{}-{number}", prefix.to_ascii_uppercase()))
-}
-
-/// Up to this many matches, a search is driven by its matches.
-const RARE_MATCHES: i64 = 5_000;
-
-/// Counting the matches of a search, up to a bound, on each engine.
-const RARE_SQLITE: &str = "SELECT (SELECT COUNT(*) FROM (SELECT rowid FROM issue_fts WHERE issue_fts MATCH $1 LIMIT $2)) \
-     + (SELECT COUNT(*) FROM (SELECT rowid FROM comment_fts WHERE comment_fts MATCH $1 LIMIT $2))";
-const RARE_POSTGRES: &str = "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM issues WHERE to_tsvector('simple', \
-     regexp_replace(identifier || ' ' || title || ' ' || COALESCE(description, ''), '[^[:alnum:]]+', ' ', 'g')) \
-     @@ to_tsquery('simple', $1) LIMIT $2) x) + (SELECT COUNT(*) FROM (SELECT 1 FROM issue_comments WHERE \
-     to_tsvector('simple', regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', $1) LIMIT $2) y)";
-
-/// Whether a full-text query matches at most [`RARE_MATCHES`] tasks and
-/// comments (counted up to that bound, so a common word costs no more to
-/// count than a rare one).
-async fn rare(store: &Store, count_sql: &str, query: &str) -> Result<bool> {
-    let (n,): (i64,) = crate::db::query_as(count_sql)
-        .bind(query)
-        .bind(RARE_MATCHES + 1)
-        .fetch_one(store.pool())
-        .await?;
-    Ok(n <= RARE_MATCHES)
-}
-
-/// The words of a search, lower-cased: letters and digits, everything else
-/// separates (as both engines' tokenizers split `ACM-12` into `acm`, `12`).
-/// Each word matches as a prefix; all must match. Bounded, so a pasted
-/// essay cannot become a huge query.
-fn search_words(q: &str) -> Vec<String> {
-    q.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_lowercase().chars().take(64).collect())
-        .take(8)
-        .collect()
-}
-
-pub(crate) enum Bind {
-    Text(String),
-    Int(i64),
 }
 
 pub struct Updated {
@@ -1027,9 +806,6 @@ async fn set_blockers(
     Ok(())
 }
 
-/// Pages up to this long load their relations by id list.
-const ID_LIST_MAX: usize = 50;
-
 /// Labels (kind 0), blockers (kind 1) and blocked issues (kind 2) of the
 /// owners matched by each branch's `{owner}` condition, in one statement:
 /// labels by name, issues by number.
@@ -1045,52 +821,17 @@ const RELATIONS: &str = "SELECT 0 AS kind, il.issue_id AS owner_id, l.id, l.comp
      JOIN issues i ON i.id = b.issue_id WHERE {owner} \
      ORDER BY kind, sort_name, sort_number";
 
-static RELATIONS_IN_RANGE: LazyLock<String> = LazyLock::new(|| {
-    RELATIONS.replace(
-        "{owner}",
-        "o.company_id = $1 AND o.issue_number >= $2 AND o.issue_number <= $3",
-    )
-});
-
 /// Fills labels, blockers and blocked issues for a page of issues with one
-/// query, whatever the page size. Without `company`, the page's ids are bound;
-/// with it, the relations of the company's issues numbered within the page's
-/// range are read and those of issues not on the page dropped (every issue
-/// of the page must belong to `company`).
-async fn attach_relations(
-    conn: &mut Conn,
-    issues: &mut [Issue],
-    company: Option<&str>,
-) -> Result<()> {
+/// query, whatever the page size: the page's ids go in as one JSON array.
+pub(crate) async fn attach_relations(conn: &mut Conn, issues: &mut [Issue]) -> Result<()> {
     if issues.is_empty() {
         return Ok(());
     }
-    let rows = match company {
-        Some(company_id) => {
-            let (low, high) = issues.iter().fold((i64::MAX, i64::MIN), |(lo, hi), i| {
-                (lo.min(i.issue_number), hi.max(i.issue_number))
-            });
-            crate::db::query(RELATIONS_IN_RANGE.as_str())
-                .bind(company_id)
-                .bind(low)
-                .bind(high)
-                .fetch_all(&mut *conn)
-                .await?
-        }
-        None => {
-            let mut rows = Vec::new();
-            for chunk in issues.chunks(1000) {
-                let owner = format!("o.id IN ({})", placeholders(1, chunk.len()));
-                let sql = RELATIONS.replace("{owner}", &owner);
-                let mut query = crate::db::query(&sql);
-                for issue in chunk {
-                    query = query.bind(issue.id.as_str());
-                }
-                rows.extend(query.fetch_all(&mut *conn).await?);
-            }
-            rows
-        }
-    };
+    let owner = format!("o.id IN {}", json_values(conn.backend(), "$1", "TEXT"));
+    let rows = crate::db::query(&RELATIONS.replace("{owner}", &owner))
+        .bind(json_array(issues.iter().map(|i| &i.id)))
+        .fetch_map(&mut *conn, relation, relation)
+        .await?;
     if rows.is_empty() {
         return Ok(());
     }
@@ -1100,35 +841,10 @@ async fn attach_relations(
         .map(|(i, issue)| (issue.id.as_str(), i))
         .collect();
     let mut found: Vec<(usize, Relation)> = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let owner: String = row.try_get(1)?;
-        let Some(&at) = index.get(owner.as_str()) else {
-            continue;
-        };
-        let relation = match row.int(0)? {
-            0 => Relation::Label(Label {
-                id: row.text(2)?,
-                company_id: row.text(3)?,
-                name: row.text(4)?,
-                color: row.text(5)?,
-                created_at: row.text(6)?,
-                updated_at: row.text(7)?,
-            }),
-            kind => {
-                let r = IssueRef {
-                    id: row.text(2)?,
-                    identifier: row.text(3)?,
-                    title: row.text(4)?,
-                    status: row.stored(5)?,
-                };
-                if kind == 1 {
-                    Relation::BlockedBy(r)
-                } else {
-                    Relation::Blocks(r)
-                }
-            }
-        };
-        found.push((at, relation));
+    for (owner, relation) in rows {
+        if let Some(&at) = index.get(owner.as_str()) {
+            found.push((at, relation));
+        }
     }
     drop(index);
     for (at, relation) in found {
@@ -1143,6 +859,35 @@ async fn attach_relations(
         }
     }
     Ok(())
+}
+
+/// A row of [`RELATIONS`]: the issue it belongs to and what it is.
+fn relation<R: RowExt>(row: &R) -> Result<(String, Relation)> {
+    let owner = row.text(1)?;
+    let relation = match row.int(0)? {
+        0 => Relation::Label(Label {
+            id: row.text(2)?,
+            company_id: row.text(3)?,
+            name: row.text(4)?,
+            color: row.text(5)?,
+            created_at: row.text(6)?,
+            updated_at: row.text(7)?,
+        }),
+        kind => {
+            let r = IssueRef {
+                id: row.text(2)?,
+                identifier: row.text(3)?,
+                title: row.text(4)?,
+                status: row.stored(5)?,
+            };
+            if kind == 1 {
+                Relation::BlockedBy(r)
+            } else {
+                Relation::Blocks(r)
+            }
+        }
+    };
+    Ok((owner, relation))
 }
 
 enum Relation {
@@ -1224,7 +969,8 @@ async fn write(tx: &mut Tx, i: &Issue, ts: &str) -> Result<()> {
 }
 
 /// The columns `map` reads, by position.
-const COLUMNS: &str = "id, company_id, project_id, goal_id, parent_id, title, description, \
+pub(crate) const COLUMNS: &str =
+    "id, company_id, project_id, goal_id, parent_id, title, description, \
      status, priority, assignee_agent_id, assignee_user_id, checkout_run_id, execution_run_id, \
      execution_locked_at, created_by_agent_id, created_by_user_id, issue_number, identifier, \
      origin_kind, request_depth, billing_code, started_at, completed_at, cancelled_at, \
@@ -1232,7 +978,7 @@ const COLUMNS: &str = "id, company_id, project_id, goal_id, parent_id, title, de
 const COLUMN_COUNT: usize = 26;
 
 /// An issue from a row whose first columns are [`COLUMNS`].
-fn map(row: &DbRow) -> Result<Issue> {
+pub(crate) fn map<R: RowExt>(row: &R) -> Result<Issue> {
     Ok(Issue {
         id: row.text(0)?,
         company_id: row.text(1)?,

@@ -53,6 +53,19 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0007_search.postgres.sql"),
         },
     ),
+    (
+        8,
+        "scale_indexes",
+        Sql::Both(include_str!("../migrations/0008_scale_indexes.sql")),
+    ),
+    (
+        9,
+        "issue_counts",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0009_issue_counts.sqlite.sql"),
+            postgres: include_str!("../migrations/0009_issue_counts.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

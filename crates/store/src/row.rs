@@ -6,6 +6,7 @@ use paperclip_core::stored::Stored;
 use serde_json::Value;
 
 use crate::db::{ColIdx, DbRow, Exec};
+use crate::raw::RawRow;
 
 pub(crate) trait RowExt {
     fn text<I: ColIdx>(&self, col: I) -> sqlx::Result<String>;
@@ -45,10 +46,43 @@ impl RowExt for DbRow {
     }
     fn stored<E: Stored, I: ColIdx>(&self, col: I) -> sqlx::Result<E> {
         let text: String = self.try_get(col)?;
-        E::from_stored(&text).ok_or_else(|| sqlx::Error::ColumnDecode {
-            index: format!("{col:?}"),
-            source: format!("unknown {} {text:?} in the database", E::WHAT).into(),
-        })
+        E::from_stored(&text).ok_or_else(|| unknown::<E, I>(col, &text))
+    }
+}
+
+impl RowExt for RawRow {
+    fn text<I: ColIdx>(&self, col: I) -> sqlx::Result<String> {
+        RawRow::text(self, col)
+    }
+    fn opt_text<I: ColIdx>(&self, col: I) -> sqlx::Result<Option<String>> {
+        RawRow::opt_text(self, col)
+    }
+    fn int<I: ColIdx>(&self, col: I) -> sqlx::Result<i64> {
+        RawRow::int(self, col)
+    }
+    fn flag<I: ColIdx>(&self, col: I) -> sqlx::Result<bool> {
+        Ok(RawRow::int(self, col)? != 0)
+    }
+    fn json<I: ColIdx>(&self, col: I) -> sqlx::Result<Value> {
+        self.opt_json(col)?
+            .ok_or_else(|| sqlx::Error::ColumnDecode {
+                index: format!("{col:?}"),
+                source: "unexpected NULL".into(),
+            })
+    }
+    fn opt_json<I: ColIdx>(&self, col: I) -> sqlx::Result<Option<Value>> {
+        RawRow::opt_json(self, col)
+    }
+    fn stored<E: Stored, I: ColIdx>(&self, col: I) -> sqlx::Result<E> {
+        let text = self.stored_text(col)?;
+        E::from_stored(text).ok_or_else(|| unknown::<E, I>(col, text))
+    }
+}
+
+fn unknown<E: Stored, I: ColIdx>(col: I, text: &str) -> sqlx::Error {
+    sqlx::Error::ColumnDecode {
+        index: format!("{col:?}"),
+        source: format!("unknown {} {text:?} in the database", E::WHAT).into(),
     }
 }
 

@@ -52,11 +52,15 @@ async fn grouped(
         .collect()
 }
 
-/// Each agent's in-progress task (identifier, title), for agent cards.
+/// Each agent's newest in-progress task (agent, identifier, title), for
+/// agent cards: the newest per agent is found in an index alone (migration
+/// 9), then one task row read per agent.
 pub async fn working_on(store: &Store, company_id: &str) -> Result<Vec<(String, String, String)>> {
     let rows = crate::db::query(
-        "SELECT assignee_agent_id, identifier, title FROM issues WHERE company_id = $1 \
-         AND status = 'in_progress' AND assignee_agent_id IS NOT NULL ORDER BY updated_at DESC",
+        "SELECT i.assignee_agent_id, i.identifier, i.title FROM issues i JOIN \
+         (SELECT assignee_agent_id, MAX(issue_number) AS newest FROM issues WHERE company_id = $1 \
+         AND status = 'in_progress' AND assignee_agent_id IS NOT NULL GROUP BY assignee_agent_id) w \
+         ON i.company_id = $1 AND i.issue_number = w.newest ORDER BY i.issue_number DESC",
     )
     .bind(company_id)
     .fetch_all(store.pool())

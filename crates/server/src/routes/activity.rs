@@ -43,7 +43,7 @@ async fn company_activity(
     Path(company_id): Path<String>,
     QueryParams(query): QueryParams<ActivityQuery>,
 ) -> ApiResult<Json<Vec<ActivityEntry>>> {
-    access::company(&app, &caller, &company_id).await?;
+    access::company_scope(&app, &caller, &company_id).await?;
     let filter = activity::Filter {
         entity_type: query.entity_type,
         entity_id: query.entity_id,

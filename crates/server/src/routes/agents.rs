@@ -31,7 +31,7 @@ async fn list_agents(
     caller: Caller,
     Path(company_id): Path<String>,
 ) -> ApiResult<Json<Vec<Agent>>> {
-    access::company(&app, &caller, &company_id).await?;
+    access::company_scope(&app, &caller, &company_id).await?;
     Ok(Json(agents::list(&app.store, &company_id).await?))
 }
 
@@ -163,7 +163,7 @@ async fn org_tree(
     caller: Caller,
     Path(company_id): Path<String>,
 ) -> ApiResult<Json<Vec<OrgNode>>> {
-    access::company(&app, &caller, &company_id).await?;
+    access::company_scope(&app, &caller, &company_id).await?;
     Ok(Json(agents::org_tree(&app.store, &company_id).await?))
 }
 

@@ -55,7 +55,7 @@ async fn list_approvals(
     Path(company_id): Path<String>,
     QueryParams(q): QueryParams<ListQuery>,
 ) -> ApiResult<Json<Vec<Approval>>> {
-    access::company(&app, &caller, &company_id).await?;
+    access::company_scope(&app, &caller, &company_id).await?;
     Ok(Json(
         approvals::list(&app.store, &company_id, q.status.as_deref()).await?,
     ))

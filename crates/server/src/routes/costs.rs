@@ -118,7 +118,7 @@ async fn list_cost_events(
     Path(company_id): Path<String>,
     QueryParams(q): QueryParams<WindowQuery>,
 ) -> ApiResult<Json<Vec<CostEvent>>> {
-    access::company(&app, &caller, &company_id).await?;
+    access::company_scope(&app, &caller, &company_id).await?;
     let limit = parse_limit(q.limit.as_deref(), 500, 5000)?;
     Ok(Json(
         costs::list(&app.store, &company_id, &window(&q)?, limit).await?,
@@ -133,7 +133,7 @@ async fn summary(
     Path(company_id): Path<String>,
     QueryParams(q): QueryParams<WindowQuery>,
 ) -> ApiResult<Json<Summary>> {
-    access::company(&app, &caller, &company_id).await?;
+    access::company_scope(&app, &caller, &company_id).await?;
     Ok(Json(
         costs::summary(&app.store, &company_id, &window(&q)?).await?,
     ))
@@ -146,7 +146,7 @@ async fn breakdown(
     by: By,
     q: &WindowQuery,
 ) -> ApiResult<Json<Vec<Breakdown>>> {
-    access::company(app, caller, company_id).await?;
+    access::company_scope(app, caller, company_id).await?;
     Ok(Json(
         costs::breakdown(&app.store, company_id, by, &window(q)?).await?,
     ))
@@ -315,7 +315,7 @@ async fn incidents(
     Path(company_id): Path<String>,
     QueryParams(q): QueryParams<IncidentQuery>,
 ) -> ApiResult<Json<Vec<BudgetIncident>>> {
-    access::company(&app, &caller, &company_id).await?;
+    access::company_scope(&app, &caller, &company_id).await?;
     Ok(Json(
         paperclip_store::budgets::incidents(&app.store, &company_id, q.status.as_deref()).await?,
     ))
@@ -330,7 +330,7 @@ async fn get_dashboard(
     caller: Caller,
     Path(company_id): Path<String>,
 ) -> ApiResult<Json<Dashboard>> {
-    access::company(&app, &caller, &company_id).await?;
+    access::company_scope(&app, &caller, &company_id).await?;
     Ok(Json(
         dashboard::get(&app.store, &company_id, Utc::now()).await?,
     ))

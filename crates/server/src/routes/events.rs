@@ -50,7 +50,7 @@ async fn events_ws(
     QueryParams(q): QueryParams<StreamQuery>,
     upgrade: WebSocketUpgrade,
 ) -> ApiResult<Response> {
-    access::company(&app, &caller, &company_id).await?;
+    access::company_scope(&app, &caller, &company_id).await?;
     let events = event_stream(&app, &company_id, q.last_event_id)?;
     // The stream only sends; small buffers keep a subscriber's memory near
     // an SSE one's (tungstenite's defaults are 128 KiB each way).
@@ -106,7 +106,7 @@ async fn events_sse(
     QueryParams(q): QueryParams<StreamQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
-    access::company(&app, &caller, &company_id).await?;
+    access::company_scope(&app, &caller, &company_id).await?;
     let last = q.last_event_id.or_else(|| {
         headers
             .get("last-event-id")

@@ -289,7 +289,7 @@ async fn list_runs(
     Path(company_id): Path<String>,
     QueryParams(q): QueryParams<RunsQuery>,
 ) -> ApiResult<Json<Vec<HeartbeatRun>>> {
-    access::company(&app, &caller, &company_id).await?;
+    access::company_scope(&app, &caller, &company_id).await?;
     let filter = runs::Filter {
         agent_id: q.agent_id,
         status: q.status,
@@ -308,7 +308,7 @@ async fn live_runs(
     caller: Caller,
     Path(company_id): Path<String>,
 ) -> ApiResult<Json<Vec<HeartbeatRun>>> {
-    access::company(&app, &caller, &company_id).await?;
+    access::company_scope(&app, &caller, &company_id).await?;
     let filter = runs::Filter {
         live_only: true,
         limit: 1000,

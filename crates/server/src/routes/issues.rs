@@ -49,7 +49,7 @@ struct ListQuery {
 }
 
 /// Newest first, 500 per page unless `limit` says otherwise (at most 5,000).
-/// A page also ends early once its titles and descriptions pass 4 MiB.
+/// A page also ends early once its titles and descriptions pass 1 MiB.
 /// When more issues match, the response carries
 /// `X-Next-Cursor`; pass it back as `cursor` for the next page.
 #[utoipa::path(get, path = "/api/companies/{companyId}/issues", tag = "issues",
@@ -61,7 +61,7 @@ async fn list_issues(
     Path(company_id): Path<String>,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> ApiResult<(HeaderMap, Json<Vec<Issue>>)> {
-    access::company(&app, &caller, &company_id).await?;
+    access::company_scope(&app, &caller, &company_id).await?;
     let statuses = match &query.status {
         Some(csv) => csv
             .split(',')

@@ -26,7 +26,7 @@ async fn list_labels(
     caller: Caller,
     Path(company_id): Path<String>,
 ) -> ApiResult<Json<Vec<Label>>> {
-    access::company(&app, &caller, &company_id).await?;
+    access::company_scope(&app, &caller, &company_id).await?;
     Ok(Json(labels::list(&app.store, &company_id).await?))
 }
 

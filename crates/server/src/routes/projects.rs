@@ -26,7 +26,7 @@ async fn list_projects(
     caller: Caller,
     Path(company_id): Path<String>,
 ) -> ApiResult<Json<Vec<Project>>> {
-    access::company(&app, &caller, &company_id).await?;
+    access::company_scope(&app, &caller, &company_id).await?;
     Ok(Json(projects::list(&app.store, &company_id).await?))
 }
 

@@ -130,7 +130,7 @@ async fn test_environment(
     JsonBody(input): JsonBody<TestEnvironment>,
 ) -> ApiResult<Json<EnvironmentReport>> {
     caller.require_board()?;
-    access::company(&app, &caller, &company_id).await?;
+    access::company_scope(&app, &caller, &company_id).await?;
     let Some(adapter) = app.runtime.adapter(&kind) else {
         return Err(ApiError::new(
             axum::http::StatusCode::NOT_FOUND,

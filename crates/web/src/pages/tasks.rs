@@ -1,4 +1,5 @@
-//! Tasks: a filterable list, and a board with a column per status where a
+//! Tasks: a filterable list paged newest first with a count, and a board
+//! with a column per status (each its own newest cards and count) where a
 //! card can be dragged (or moved with the keyboard) to an allowed status.
 
 use axum::extract::{Path, Query, State};
@@ -20,6 +21,21 @@ pub struct Params {
     label: Option<String>,
     q: Option<String>,
     view: Option<String>,
+    /// Tasks numbered below this: the list's next page.
+    cursor: Option<String>,
+}
+
+/// Rows of a list page, cards of a board column.
+const LIST_PAGE: i64 = 200;
+const COLUMN_CARDS: i64 = 50;
+/// Counts stop here (a filter counts its index entries, at most this many).
+const COUNT_CAP: i64 = 10_000;
+
+/// One board column: its newest cards and how many tasks it has.
+struct Column {
+    status: IssueStatus,
+    cards: Vec<Issue>,
+    total: (i64, bool),
 }
 
 /// The board's columns, in working order.
@@ -61,12 +77,49 @@ pub async fn list(
         project_id: blank(&q.project),
         label_id: blank(&q.label),
         q: blank(&q.q),
-        limit: if board { 500 } else { 200 },
+        cursor: q.cursor.as_deref().and_then(|c| c.parse().ok()),
+        limit: LIST_PAGE,
         ..issues::Filter::default()
     };
-    let page = issues::list(store, cid, &filter)
-        .await
-        .map_err(store_failure)?;
+    let (page, columns) = if board {
+        let mut columns = Vec::new();
+        for status in COLUMNS {
+            if !filter.statuses.is_empty() && !filter.statuses.contains(&status) {
+                continue;
+            }
+            let column = issues::Filter {
+                statuses: vec![status],
+                cursor: None,
+                limit: COLUMN_CARDS,
+                ..filter.clone()
+            };
+            let cards = issues::list(store, cid, &column)
+                .await
+                .map_err(store_failure)?;
+            let total = issues::count(store, cid, &column, COUNT_CAP)
+                .await
+                .map_err(store_failure)?;
+            columns.push(Column {
+                status,
+                cards: cards.issues,
+                total,
+            });
+        }
+        (None, columns)
+    } else {
+        let page = issues::list(store, cid, &filter)
+            .await
+            .map_err(store_failure)?;
+        (Some(page), Vec::new())
+    };
+    let total = match &page {
+        Some(_) => Some(
+            issues::count(store, cid, &filter, COUNT_CAP)
+                .await
+                .map_err(store_failure)?,
+        ),
+        None => None,
+    };
     let agents = agents::list(store, cid).await.map_err(store_failure)?;
     let projects = projects::list(store, cid).await.map_err(store_failure)?;
     let labels = labels::list(store, cid).await.map_err(store_failure)?;
@@ -87,6 +140,11 @@ pub async fn list(
         }
         parts.join("&")
     };
+    let query_without_status = query_without_view
+        .split('&')
+        .filter(|part| !part.starts_with("status="))
+        .collect::<Vec<_>>()
+        .join("&");
     let body = html! {
         header.page-head {
             h1 { "Tasks" }
@@ -116,9 +174,19 @@ pub async fn list(
             input type="search" name="q" placeholder="Text" value=[q.q.as_deref()] aria-label="Text";
             button type="submit" { "Filter" }
         }
-        @if board { (board_view(&page.issues, &agents, p)) } @else { (list_view(&page.issues, &agents, p)) }
-        @if page.next_cursor.is_some() {
-            p.hint.muted { "Showing the newest " (page.issues.len()) " matching tasks; narrow them down with the filters." }
+        @if let (Some(page), Some(total)) = (&page, total) {
+            p.count.muted data-task-count=(total.0) { (count_text(total)) " " @if total == (1, false) { "task" } @else { "tasks" } }
+            (list_view(&page.issues, &agents, p))
+            nav.pager {
+                @if filter.cursor.is_some() {
+                    a href={"/" (p) "/tasks?" (query_without_view)} { "← Newest" }
+                }
+                @if let Some(next) = page.next_cursor {
+                    a data-next-page href={"/" (p) "/tasks?" (query_without_view) "&cursor=" (next)} { "Older tasks →" }
+                }
+            }
+        } @else {
+            (board_view(&columns, &agents, p, &query_without_status))
         }
     };
     html(layout::page(&ctx, "tasks", "Tasks", body))
@@ -145,18 +213,39 @@ fn list_view(issues: &[Issue], agents: &[Agent], p: &str) -> Markup {
     }
 }
 
-fn board_view(issues: &[Issue], agents: &[Agent], p: &str) -> Markup {
+fn count_text((n, more): (i64, bool)) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if more {
+        out.push('+');
+    }
+    out
+}
+
+fn board_view(columns: &[Column], agents: &[Agent], p: &str, query: &str) -> Markup {
     let names = by_id(agents);
     html! {
         div.board data-board {
-            @for col in COLUMNS {
-                section.column data-column=(col.as_str()) {
-                    h3 { (col.as_str().replace('_', " ")) span.muted { " " (issues.iter().filter(|i| i.status == col).count()) } }
-                    @for i in issues.iter().filter(|i| i.status == col) {
+            @for column in columns {
+                @let col = column.status;
+                section.column data-column=(col.as_str()) data-column-total=(column.total.0) {
+                    h3 { (col.as_str().replace('_', " ")) span.muted { " " (count_text(column.total)) } }
+                    @for i in &column.cards {
                         article.task-card tabindex="0" draggable="true" data-issue-id=(i.id)
                             data-identifier=(i.identifier) data-status=(i.status) data-allowed=(allowed_moves(i.status).join(" ")) {
                             a href={"/" (p) "/tasks/" (i.identifier)} { span.ident { (i.identifier) } } " " (i.title)
                             div.muted { @if let Some(a) = i.assignee_agent_id.as_deref().and_then(|id| names.get(id)) { (a.name) } }
+                        }
+                    }
+                    @if column.total.0 > column.cards.len() as i64 {
+                        a.more href={"/" (p) "/tasks?" (query) "&status=" (col.as_str())} {
+                            "All " (count_text(column.total)) " in the list →"
                         }
                     }
                 }

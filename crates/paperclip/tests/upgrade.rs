@@ -1,0 +1,152 @@
+//! A database made by the previous release (schema 7: before the scale
+//! indexes and the kept task counts) upgrades in place on start: nothing is
+//! lost, the dashboard's counts are filled from the tasks it holds and stay
+//! right afterwards, and filtered lists answer as before.
+
+mod common;
+
+use common::TestServer;
+use serde_json::{json, Value};
+
+/// Removes everything migrations 8 and 9 made and restores the indexes they
+/// replaced: the schema the previous release created.
+const BACK_TO_7_SQLITE: &[&str] = &[
+    "DROP TRIGGER issue_status_counts_insert",
+    "DROP TRIGGER issue_status_counts_delete",
+    "DROP TRIGGER issue_status_counts_update",
+];
+const BACK_TO_7_POSTGRES: &[&str] = &[
+    "DROP TRIGGER issue_status_counts_insert_delete ON issues",
+    "DROP TRIGGER issue_status_counts_update ON issues",
+    "DROP FUNCTION issue_status_counts_follow()",
+];
+const BACK_TO_7_BOTH: &[&str] = &[
+    "DROP TABLE issue_status_counts",
+    "DROP INDEX issues_company_created",
+    "DROP INDEX issues_company_status_assignee",
+    "DROP INDEX issues_company_assignee_number",
+    "DROP INDEX issues_company_project_number",
+    "DROP INDEX issues_company_parent_number",
+    "DROP INDEX issues_company_status_number",
+    "DROP INDEX heartbeat_runs_company_created",
+    "DROP INDEX cost_events_company_time_cents",
+    "DROP INDEX cost_events_agent_time_cents",
+    "CREATE INDEX issues_company_status ON issues (company_id, status)",
+    "CREATE INDEX cost_events_company_time ON cost_events (company_id, occurred_at)",
+    "CREATE INDEX cost_events_agent_time ON cost_events (agent_id, occurred_at)",
+    "DELETE FROM schema_migrations WHERE version IN (8, 9)",
+];
+
+fn by_status(dashboard: &Value) -> Value {
+    dashboard["tasks"]["byStatus"].clone()
+}
+
+#[tokio::test]
+async fn a_schema_7_database_upgrades_without_loss() {
+    let server = TestServer::start().await;
+    let cid = server.company("Old Co").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let agent = server.agent(&cid, "Ada", None).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut identifiers = Vec::new();
+    for (title, status, assignee) in [
+        ("Write the spec", "todo", Some(agent.as_str())),
+        ("Fix the login", "blocked", Some(agent.as_str())),
+        ("Plan the launch", "backlog", None),
+        ("Price the plans", "todo", None),
+        ("Hire a designer", "cancelled", None),
+    ] {
+        let issue = server
+            .issue(
+                &cid,
+                json!({ "title": title, "status": status, "assigneeAgentId": assignee }),
+            )
+            .await;
+        identifiers.push(issue["identifier"].as_str().unwrap().to_string());
+    }
+    let before = server
+        .ok_get(&format!("/api/companies/{cid}/dashboard"))
+        .await;
+    assert_eq!(
+        by_status(&before),
+        json!({ "backlog": 1, "blocked": 1, "cancelled": 1, "todo": 2 })
+    );
+    let (data_dir, database_url) = server.stop_keeping_data();
+
+    let url = database_url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    let engine_only = if url.starts_with("postgres") {
+        BACK_TO_7_POSTGRES
+    } else {
+        BACK_TO_7_SQLITE
+    };
+    for sql in engine_only.iter().chain(BACK_TO_7_BOTH) {
+        sqlx::query(sql).execute(&pool).await.unwrap();
+    }
+    // A task the old release wrote (no trigger to count it).
+    sqlx::query(
+        "INSERT INTO issues (id, company_id, title, status, priority, issue_number, identifier, \
+         origin_kind, created_at, updated_at) SELECT 'legacy-1', id, 'Legacy chore', 'in_review', \
+         'medium', issue_counter + 1, issue_prefix || '-' || CAST(issue_counter + 1 AS TEXT), 'manual', \
+         '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' FROM companies WHERE id = $1",
+    )
+    .bind(&cid)
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE companies SET issue_counter = issue_counter + 1 WHERE id = $1")
+        .bind(&cid)
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+
+    let server = TestServer::start_with(data_dir, database_url, &[]).await;
+    let after = server
+        .ok_get(&format!("/api/companies/{cid}/dashboard"))
+        .await;
+    assert_eq!(
+        by_status(&after),
+        json!({ "backlog": 1, "blocked": 1, "cancelled": 1, "in_review": 1, "todo": 2 }),
+        "counts filled from the tasks on upgrade"
+    );
+    for identifier in &identifiers {
+        let (status, _) = server.get(&format!("/api/issues/{identifier}")).await;
+        assert_eq!(status, 200, "{identifier} kept");
+    }
+    let mine = server
+        .ok_get(&format!(
+            "/api/companies/{cid}/issues?assigneeAgentId={agent}"
+        ))
+        .await;
+    let titles: Vec<&str> = mine
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["Fix the login", "Write the spec"]);
+
+    // And the kept counts follow changes made after the upgrade.
+    server
+        .ok_patch(
+            &format!("/api/issues/{}", identifiers[0]),
+            json!({ "status": "cancelled" }),
+        )
+        .await;
+    server.issue(&cid, json!({ "title": "New work" })).await;
+    let now = server
+        .ok_get(&format!("/api/companies/{cid}/dashboard"))
+        .await;
+    assert_eq!(
+        by_status(&now),
+        json!({ "backlog": 2, "blocked": 1, "cancelled": 2, "in_review": 1, "todo": 1 })
+    );
+}

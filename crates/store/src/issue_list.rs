@@ -1,0 +1,315 @@
+//! Task lists: the filters, full-text search, the page and its count.
+//!
+//! A page is chosen in two steps: the numbers and text sizes of the matching
+//! tasks, newest first, read from the index of the filter, then the chosen
+//! rows by their numbers, so neither a sparse filter nor a page of long
+//! descriptions reads more than the page.
+
+use paperclip_core::issue::IssueStatus;
+use paperclip_core::limits::ISSUE_PAGE_TEXT_BUDGET;
+use paperclip_core::model::Issue;
+
+use crate::issue_page::{bind_all, page_rows};
+use crate::issues::{attach_relations, map, COLUMNS};
+use crate::row::RowExt;
+use crate::{Result, Store};
+
+#[derive(Debug, Default, Clone)]
+pub struct Filter {
+    pub statuses: Vec<IssueStatus>,
+    pub assignee_agent_id: Option<String>,
+    pub assignee_user_id: Option<String>,
+    pub project_id: Option<String>,
+    pub goal_id: Option<String>,
+    pub parent_id: Option<String>,
+    pub label_id: Option<String>,
+    pub q: Option<String>,
+    /// Issues numbered below this (the previous page's `nextCursor`).
+    pub cursor: Option<i64>,
+    pub limit: i64,
+}
+
+pub struct Page {
+    pub issues: Vec<Issue>,
+    /// Set when more issues match than fit on this page.
+    pub next_cursor: Option<i64>,
+}
+
+/// `FROM issues WHERE ...` of the tasks `filter` matches, with its binds;
+/// `None` when nothing can match (a search of punctuation only).
+async fn matching(
+    store: &Store,
+    company_id: &str,
+    filter: &Filter,
+) -> Result<Option<(String, Vec<Bind>)>> {
+    let mut sql = "FROM issues WHERE company_id = $1".to_string();
+    let mut binds: Vec<Bind> = vec![Bind::Text(company_id.to_string())];
+    let param = |binds: &mut Vec<Bind>, value: Bind| {
+        binds.push(value);
+        format!("${}", binds.len())
+    };
+    if !filter.statuses.is_empty() {
+        let list: Vec<String> = filter
+            .statuses
+            .iter()
+            .map(|s| param(&mut binds, Bind::Text(s.as_str().to_string())))
+            .collect();
+        sql.push_str(&format!(" AND status IN ({})", list.join(", ")));
+    }
+    for (column, value) in [
+        ("assignee_agent_id", &filter.assignee_agent_id),
+        ("assignee_user_id", &filter.assignee_user_id),
+        ("project_id", &filter.project_id),
+        ("goal_id", &filter.goal_id),
+        ("parent_id", &filter.parent_id),
+    ] {
+        if let Some(value) = value {
+            let p = param(&mut binds, Bind::Text(value.clone()));
+            sql.push_str(&format!(" AND {column} = {p}"));
+        }
+    }
+    if let Some(label) = &filter.label_id {
+        let p = param(&mut binds, Bind::Text(label.clone()));
+        sql.push_str(&format!(
+            " AND id IN (SELECT issue_id FROM issue_labels WHERE label_id = {p})"
+        ));
+    }
+    if let Some(ident) = filter.q.as_deref().and_then(as_identifier) {
+        // `ACM-12` names one task: the identifier index finds it at once.
+        let p = param(&mut binds, Bind::Text(ident));
+        sql.push_str(&format!(" AND identifier = {p}"));
+    } else if let Some(q) = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+        let words = search_words(q);
+        if words.is_empty() {
+            // Nothing searchable (only punctuation): nothing matches.
+            return Ok(None);
+        }
+        let (query, clause) = match store.backend() {
+            crate::Backend::Sqlite => (
+                words
+                    .iter()
+                    .map(|w| format!("\"{w}\"*"))
+                    .collect::<Vec<_>>()
+                    .join(" AND "),
+                "rowid IN (SELECT rowid FROM issue_fts WHERE issue_fts MATCH {p} UNION \
+                 SELECT i.rowid FROM comment_fts JOIN issue_comments c ON c.rowid = comment_fts.rowid \
+                 JOIN issues i ON i.id = c.issue_id WHERE comment_fts MATCH {p} AND c.deleted_at IS NULL)",
+            ),
+            crate::Backend::Postgres => (
+                words
+                    .iter()
+                    .map(|w| format!("{w}:*"))
+                    .collect::<Vec<_>>()
+                    .join(" & "),
+                // The expressions of the indexes in migration 7, exactly.
+                "(to_tsvector('simple', regexp_replace(identifier || ' ' || title || ' ' || COALESCE(description, ''), \
+                 '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p}) OR id IN (SELECT issue_id FROM issue_comments \
+                 WHERE company_id = $1 AND deleted_at IS NULL \
+                 AND to_tsvector('simple', regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p})))",
+            ),
+        };
+        let mut clause = clause;
+        match store.backend() {
+            crate::Backend::Sqlite if rare(store, RARE_SQLITE, &query).await? => {
+                // Few matches: they drive (rowid lookups) rather than a walk
+                // of the company's index testing each task; the unary `+`
+                // keeps SQLite off that index. Many: the walk finds a page at once.
+                sql = sql.replacen("WHERE company_id = $1", "WHERE +company_id = $1", 1);
+            }
+            crate::Backend::Postgres if rare(store, RARE_POSTGRES, &query).await? => {
+                // Few matches: collect them through the GIN indexes. Many: the
+                // OR above walks the company's tasks newest first and stops
+                // at a page (the planner cannot use the indexes through it).
+                clause = "id IN (SELECT id FROM issues WHERE to_tsvector('simple', regexp_replace(identifier || ' ' || title \
+                 || ' ' || COALESCE(description, ''), '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p}) \
+                 UNION SELECT issue_id FROM issue_comments WHERE company_id = $1 AND deleted_at IS NULL \
+                 AND to_tsvector('simple', regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p}))";
+            }
+            _ => {}
+        }
+        let p = param(&mut binds, Bind::Text(query));
+        sql.push_str(" AND ");
+        sql.push_str(&clause.replace("{p}", &p));
+    }
+    if let Some(cursor) = filter.cursor {
+        let p = param(&mut binds, Bind::Int(cursor));
+        sql.push_str(&format!(" AND issue_number < {p}"));
+    }
+    Ok(Some((sql, binds)))
+}
+
+/// Newest first (by issue number), so a cursor pages without skips or repeats
+/// while new issues are being created.
+pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Page> {
+    let Some((from, binds)) = matching(store, company_id, filter).await? else {
+        return Ok(Page {
+            issues: Vec::new(),
+            next_cursor: None,
+        });
+    };
+    let mut conn = store.pool().acquire().await?;
+    // First the sizes only, to choose the page's rows without loading their
+    // text: the page stops at `limit` or once its titles and descriptions
+    // pass the budget, whichever comes first.
+    let sizes_sql = format!(
+        "SELECT issue_number, CAST(OCTET_LENGTH(title) + COALESCE(OCTET_LENGTH(description), 0) AS BIGINT) \
+         AS size {from} ORDER BY issue_number DESC LIMIT ${}",
+        binds.len() + 1
+    );
+    // Read to the end (at most `limit + 1` small rows): a SQLite fetch
+    // stream dropped part way has been seen to leave the connection's worker
+    // reading rows of the wrong statement (sqlx-sqlite row.rs panic).
+    let sizes: Vec<(i64, i64)> = bind_all(crate::db::query(&sizes_sql), &binds)
+        .bind(filter.limit + 1)
+        .fetch_map(&mut conn, number_and_size, number_and_size)
+        .await?;
+    let (count, more) = page_rows(&sizes, filter.limit, ISSUE_PAGE_TEXT_BUDGET);
+    if count == 0 {
+        return Ok(Page {
+            issues: Vec::new(),
+            next_cursor: None,
+        });
+    }
+    // The page's rows by their numbers (unique in the company): a sparse
+    // filter (one assignee among a million tasks) spans the company's whole
+    // history, and re-reading its number range would walk all of it again.
+    let low = sizes[count - 1].0;
+    let numbers = json_array(sizes[..count].iter().map(|(n, _)| n));
+    let sql = format!(
+        "SELECT {COLUMNS} FROM issues WHERE company_id = $1 AND issue_number IN {} \
+         ORDER BY issue_number DESC",
+        json_values(store.backend(), "$2", "BIGINT")
+    );
+    let mut issues = crate::db::query(&sql)
+        .bind(company_id)
+        .bind(numbers)
+        .fetch_map(&mut conn, map, map)
+        .await?;
+    let next_cursor = more.then_some(low);
+    attach_relations(&mut conn, &mut issues).await?;
+    Ok(Page {
+        issues,
+        next_cursor,
+    })
+}
+
+/// `(SELECT ...)` of the values of the JSON array bound as `param`, as
+/// `sql_type`: how a list of any length is one parameter on both engines.
+pub(crate) fn json_values(backend: crate::Backend, param: &str, sql_type: &str) -> String {
+    match backend {
+        crate::Backend::Sqlite => format!("(SELECT value FROM json_each({param}))"),
+        crate::Backend::Postgres => format!(
+            "(SELECT CAST(value AS {sql_type}) FROM json_array_elements_text(CAST({param} AS json)))"
+        ),
+    }
+}
+
+pub(crate) fn json_array<T: serde::Serialize>(values: impl Iterator<Item = T>) -> String {
+    serde_json::to_string(&values.collect::<Vec<_>>()).expect("numbers and strings serialise")
+}
+
+fn number_and_size<R: RowExt>(row: &R) -> Result<(i64, i64)> {
+    Ok((row.int(0)?, row.int(1)?))
+}
+
+/// How many tasks `filter` matches (its cursor and limit aside), counted up
+/// to `cap`: `(count, whether there are more)`. Unfiltered or by status only,
+/// the kept counts answer at once at any size; other filters count their
+/// index entries, at most `cap + 1` of them.
+pub async fn count(
+    store: &Store,
+    company_id: &str,
+    filter: &Filter,
+    cap: i64,
+) -> Result<(i64, bool)> {
+    let filter = Filter {
+        cursor: None,
+        ..filter.clone()
+    };
+    let only_status = filter.assignee_agent_id.is_none()
+        && filter.assignee_user_id.is_none()
+        && filter.project_id.is_none()
+        && filter.goal_id.is_none()
+        && filter.parent_id.is_none()
+        && filter.label_id.is_none()
+        && filter.q.as_deref().map(str::trim).unwrap_or("").is_empty();
+    if only_status {
+        let rows: Vec<(String, i64)> =
+            crate::db::query_as("SELECT status, n FROM issue_status_counts WHERE company_id = $1")
+                .bind(company_id)
+                .fetch_all(store.pool())
+                .await?;
+        let n = rows
+            .iter()
+            .filter(|(status, _)| {
+                filter.statuses.is_empty() || filter.statuses.iter().any(|s| s.as_str() == status)
+            })
+            .map(|(_, n)| n)
+            .sum();
+        return Ok((n, false));
+    }
+    let Some((from, binds)) = matching(store, company_id, &filter).await? else {
+        return Ok((0, false));
+    };
+    let sql = format!(
+        "SELECT COUNT(*) FROM (SELECT 1 AS one {from} LIMIT ${}) capped",
+        binds.len() + 1
+    );
+    let (n,): (i64,) = bind_all(crate::db::query_as(&sql), &binds)
+        .bind(cap + 1)
+        .fetch_one(store.pool())
+        .await?;
+    Ok((n.min(cap), n > cap))
+}
+
+/// `acm-12` as the identifier `ACM-12`: letters, a dash, digits, nothing else.
+fn as_identifier(q: &str) -> Option<String> {
+    let (prefix, number) = q.trim().split_once('-')?;
+    let ok = !prefix.is_empty()
+        && prefix.len() <= 10
+        && prefix.chars().all(|c| c.is_ascii_alphabetic())
+        && !number.is_empty()
+        && number.len() <= 18
+        && number.chars().all(|c| c.is_ascii_digit());
+    ok.then(|| format!("{}-{number}", prefix.to_ascii_uppercase()))
+}
+
+/// Up to this many matches, a search is driven by its matches.
+const RARE_MATCHES: i64 = 5_000;
+
+/// Counting the matches of a search, up to a bound, on each engine.
+const RARE_SQLITE: &str = "SELECT (SELECT COUNT(*) FROM (SELECT rowid FROM issue_fts WHERE issue_fts MATCH $1 LIMIT $2)) \
+     + (SELECT COUNT(*) FROM (SELECT rowid FROM comment_fts WHERE comment_fts MATCH $1 LIMIT $2))";
+const RARE_POSTGRES: &str = "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM issues WHERE to_tsvector('simple', \
+     regexp_replace(identifier || ' ' || title || ' ' || COALESCE(description, ''), '[^[:alnum:]]+', ' ', 'g')) \
+     @@ to_tsquery('simple', $1) LIMIT $2) x) + (SELECT COUNT(*) FROM (SELECT 1 FROM issue_comments WHERE \
+     to_tsvector('simple', regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', $1) LIMIT $2) y)";
+
+/// Whether a full-text query matches at most [`RARE_MATCHES`] tasks and
+/// comments (counted up to that bound, so a common word costs no more to
+/// count than a rare one).
+async fn rare(store: &Store, count_sql: &str, query: &str) -> Result<bool> {
+    let (n,): (i64,) = crate::db::query_as(count_sql)
+        .bind(query)
+        .bind(RARE_MATCHES + 1)
+        .fetch_one(store.pool())
+        .await?;
+    Ok(n <= RARE_MATCHES)
+}
+
+/// The words of a search, lower-cased: letters and digits, everything else
+/// separates (as both engines' tokenizers split `ACM-12` into `acm`, `12`).
+/// Each word matches as a prefix; all must match. Bounded, so a pasted
+/// essay cannot become a huge query.
+fn search_words(q: &str) -> Vec<String> {
+    q.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase().chars().take(64).collect())
+        .take(8)
+        .collect()
+}
+
+pub(crate) enum Bind {
+    Text(String),
+    Int(i64),
+}
