@@ -431,7 +431,14 @@ fn outcome(spec: &Spawn, exit: Exit) -> Outcome {
                     msg.push_str(": ");
                     msg.push_str(truncate(line, 500));
                 }
-                Outcome::failed(ErrorCode::NonzeroExit, msg)
+                // A script that calls a model provider can hit its usage
+                // limit like a coding CLI; said so, the runtime waits for the
+                // limit to lift instead of counting a failure.
+                let code = match crate::cli::classify::classify(&msg) {
+                    Some(ErrorCode::RateLimited) => ErrorCode::RateLimited,
+                    _ => ErrorCode::NonzeroExit,
+                };
+                Outcome::failed(code, msg)
             }
             (None, signal) => {
                 let name = signal_name(signal.unwrap_or_default());

@@ -83,6 +83,9 @@ pub struct HeartbeatPolicy {
     /// Runs of this agent that may execute at once, 1..=50. Default 1, so
     /// wakes that arrive during a run coalesce into one follow-up run.
     pub max_concurrent_runs: u32,
+    /// Timer wakes run even with nothing to do (a planner on a schedule).
+    /// Off by default: an idle timer wake is recorded as skipped, `no_work`.
+    pub wake_when_idle: bool,
 }
 
 pub const MIN_INTERVAL_SEC: u64 = 30;
@@ -106,6 +109,7 @@ impl HeartbeatPolicy {
             wake_on_automation: flag("wakeOnAutomation", true),
             cooldown_sec: num("cooldownSec").map_or(0, |n| n.max(0.0) as u64),
             max_concurrent_runs: num("maxConcurrentRuns").map_or(1, |n| n.clamp(1.0, 50.0) as u32),
+            wake_when_idle: flag("wakeWhenIdle", false),
         }
     }
 
@@ -119,12 +123,20 @@ impl HeartbeatPolicy {
     }
 }
 
-/// Why a wake produces no run, if it does not.
+/// Whether a timer wake needs the agent's inbox looked at: only then is
+/// "nothing to do" a reason to skip it.
+pub fn wants_work_check(policy: &HeartbeatPolicy, source: WakeSource) -> bool {
+    source == WakeSource::Timer && !policy.wake_when_idle
+}
+
+/// Why a wake produces no run, if it does not. `idle` says the agent was
+/// found with nothing to act on (checked only where [`wants_work_check`]).
 pub fn skip_reason(
     status: AgentStatus,
     pause_reason: Option<&str>,
     policy: &HeartbeatPolicy,
     source: WakeSource,
+    idle: bool,
 ) -> Option<&'static str> {
     match status {
         AgentStatus::Paused if pause_reason == Some("budget") => Some("budget_blocked"),
@@ -132,6 +144,7 @@ pub fn skip_reason(
         AgentStatus::Terminated => Some("agent_terminated"),
         AgentStatus::PendingApproval => Some("agent_pending_approval"),
         _ if !policy.allows(source) => Some("disabled_by_policy"),
+        _ if idle && wants_work_check(policy, source) => Some("no_work"),
         _ => None,
     }
 }
@@ -160,32 +173,59 @@ mod tests {
     }
 
     #[test]
+    fn idle_timer_wakes_are_skipped_unless_the_agent_wants_them() {
+        let on = json!({ "heartbeat": { "enabled": true } });
+        let p = HeartbeatPolicy::from_runtime_config(&on);
+        assert_eq!(
+            skip_reason(AgentStatus::Idle, None, &p, WakeSource::Timer, true),
+            Some("no_work")
+        );
+        assert_eq!(
+            skip_reason(AgentStatus::Idle, None, &p, WakeSource::Timer, false),
+            None
+        );
+        // Only timer wakes are judged by the inbox: a wake with a cause runs.
+        assert_eq!(
+            skip_reason(AgentStatus::Idle, None, &p, WakeSource::OnDemand, true),
+            None
+        );
+        let planner = HeartbeatPolicy::from_runtime_config(
+            &json!({ "heartbeat": { "enabled": true, "wakeWhenIdle": true } }),
+        );
+        assert!(!wants_work_check(&planner, WakeSource::Timer));
+        assert_eq!(
+            skip_reason(AgentStatus::Idle, None, &planner, WakeSource::Timer, true),
+            None
+        );
+    }
+
+    #[test]
     fn paused_terminated_and_disabled_agents_get_no_runs() {
         let p = HeartbeatPolicy::from_runtime_config(
             &json!({ "heartbeat": { "wakeOnAssignment": false } }),
         );
         assert_eq!(
-            skip_reason(AgentStatus::Paused, None, &p, WakeSource::OnDemand),
+            skip_reason(AgentStatus::Paused, None, &p, WakeSource::OnDemand, false),
             Some("agent_paused")
         );
         assert_eq!(
-            skip_reason(AgentStatus::Terminated, None, &p, WakeSource::OnDemand),
+            skip_reason(AgentStatus::Terminated, None, &p, WakeSource::OnDemand, false),
             Some("agent_terminated")
         );
         assert_eq!(
-            skip_reason(AgentStatus::Idle, None, &p, WakeSource::Assignment),
+            skip_reason(AgentStatus::Idle, None, &p, WakeSource::Assignment, false),
             Some("disabled_by_policy")
         );
         assert_eq!(
-            skip_reason(AgentStatus::Idle, None, &p, WakeSource::Timer),
+            skip_reason(AgentStatus::Idle, None, &p, WakeSource::Timer, false),
             Some("disabled_by_policy")
         );
         assert_eq!(
-            skip_reason(AgentStatus::Running, None, &p, WakeSource::OnDemand),
+            skip_reason(AgentStatus::Running, None, &p, WakeSource::OnDemand, false),
             None
         );
         assert_eq!(
-            skip_reason(AgentStatus::Error, None, &p, WakeSource::OnDemand),
+            skip_reason(AgentStatus::Error, None, &p, WakeSource::OnDemand, false),
             None
         );
         assert_eq!(
@@ -193,7 +233,7 @@ mod tests {
                 AgentStatus::Paused,
                 Some("budget"),
                 &p,
-                WakeSource::OnDemand
+                WakeSource::OnDemand, false
             ),
             Some("budget_blocked")
         );

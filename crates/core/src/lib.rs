@@ -22,3 +22,4 @@ pub mod project;
 pub mod secrets;
 pub mod stored;
 pub mod template;
+pub mod thrift;

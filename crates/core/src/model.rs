@@ -67,6 +67,10 @@ pub struct Agent {
     pub created_at: String,
     pub updated_at: String,
     pub url_key: String,
+    /// The provider refused its last run for a usage limit that lifts at
+    /// this time; its wakes wait until then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage_limited_until: Option<String>,
 }
 
 impl Agent {

@@ -15,6 +15,9 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/health"),
     ("get", "/api/agents/{id}/task-sessions"),
     ("get", "/api/agents/{id}/runtime-state"),
+    ("get", "/api/agents/{id}/wakeup-requests"),
+    ("get", "/api/issues/{id}/diagnostics/wakes"),
+    ("post", "/api/issues/{id}/wake-loop/release"),
     ("post", "/api/agents/{id}/runtime-state/reset-session"),
     (
         "post",

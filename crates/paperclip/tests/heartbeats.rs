@@ -746,7 +746,9 @@ async fn timer_heartbeats_wake_enabled_agents_once_per_interval() {
     server
         .ok_patch(
             &format!("/api/agents/{tid}"),
-            json!({ "runtimeConfig": { "heartbeat": { "enabled": true, "intervalSec": 30 } } }),
+            // It has nothing to do: only an agent that asks for idle timer
+            // wakes gets them (see tests/thrift.rs).
+            json!({ "runtimeConfig": { "heartbeat": { "enabled": true, "intervalSec": 30, "wakeWhenIdle": true } } }),
         )
         .await;
     let runs = server.only_run_succeeded(&cid, tid).await;

@@ -187,7 +187,14 @@ impl Runtime {
                 paperclip_store::agents::brief(&self.inner.store, &run.agent_id).await
             {
                 let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
-                limits.insert(run.agent_id.clone(), policy.max_concurrent_runs);
+                // Under a provider's usage limit the agent's runs wait (kept,
+                // not failed); the poll starts them once it lifts.
+                let slots = if agent.usage_limited_until.is_some() {
+                    0
+                } else {
+                    policy.max_concurrent_runs
+                };
+                limits.insert(run.agent_id.clone(), slots);
             }
         }
         let queue: Vec<Queued> = queued

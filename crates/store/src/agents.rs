@@ -151,10 +151,12 @@ pub struct Brief {
     pub pause_reason: Option<String>,
     pub adapter_type: String,
     pub runtime_config: Value,
+    /// Set while a provider usage limit holds its runs back.
+    pub usage_limited_until: Option<String>,
 }
 
 const BRIEF: &str =
-    "SELECT id, company_id, name, status, pause_reason, adapter_type, runtime_config FROM agents WHERE id = $1";
+    "SELECT id, company_id, name, status, pause_reason, adapter_type, runtime_config, usage_limited_until FROM agents WHERE id = $1";
 
 fn map_brief(row: &DbRow) -> Result<Brief> {
     Ok(Brief {
@@ -165,6 +167,9 @@ fn map_brief(row: &DbRow) -> Result<Brief> {
         pause_reason: row.opt_text("pause_reason")?,
         adapter_type: row.text("adapter_type")?,
         runtime_config: row.json("runtime_config")?,
+        usage_limited_until: row
+            .opt_text("usage_limited_until")?
+            .filter(|t| t.as_str() > crate::now().as_str()),
     })
 }
 
@@ -610,5 +615,9 @@ fn map(row: &DbRow) -> Result<Agent> {
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
         url_key: row.text("url_key")?,
+        // Only a limit still in force is news; a past one is history.
+        usage_limited_until: row
+            .opt_text("usage_limited_until")?
+            .filter(|t| t.as_str() > crate::now().as_str()),
     })
 }

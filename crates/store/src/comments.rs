@@ -66,6 +66,10 @@ pub(crate) async fn insert(
         },
     )
     .await?;
+    if actor.is_board() {
+        // The board joining in is progress: the loop count starts over.
+        crate::wake_loops::reset(tx, issue_id).await?;
+    }
     wake_concerned(tx, actor, issue, &id, &body).await?;
     get_in(tx, &id).await
 }

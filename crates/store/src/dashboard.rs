@@ -24,6 +24,9 @@ pub struct Dashboard {
     pub budgets: BudgetState,
     pub run_activity: RunActivity,
     pub recent_activity: Vec<ActivityEntry>,
+    /// Wakes skipped and why, idle against task spend, spend per finished
+    /// task and tokens per run.
+    pub thrift: crate::thrift::Thrift,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -106,7 +109,9 @@ pub async fn get(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<
         },
     )
     .await?;
+    let thrift = crate::thrift::get(store, company_id, None, now).await?;
     Ok(Dashboard {
+        thrift,
         company_id: company_id.to_string(),
         agents,
         tasks,

@@ -31,6 +31,7 @@ pub const CONTINUATIONS: i64 = 3;
 /// The wake reasons of follow-up runs, which their prompts explain.
 pub const CONTINUE_REASON: &str = "continue_after_restart";
 pub const RETRY_REASON: &str = "retry_failed_run";
+pub const USAGE_LIMIT_REASON: &str = "usage_limit_lifted";
 
 /// What restart recovery did with a lost run's task.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +57,9 @@ pub(crate) async fn settle_task_in(tx: &mut Tx, run: &HeartbeatRun) -> Result<()
     if matches!(issue.status.as_str(), "done" | "cancelled") {
         return Ok(());
     }
+    if run.error_code.as_deref() == Some("rate_limited") {
+        return defer(tx, &issue, run).await;
+    }
     let failed = matches!(run.status.as_str(), "failed" | "timed_out");
     if failed && issue.status == IssueStatus::InProgress {
         let reason = format!(
@@ -71,6 +75,45 @@ pub(crate) async fn settle_task_in(tx: &mut Tx, run: &HeartbeatRun) -> Result<()
         return block(tx, &issue, run, &reason).await;
     }
     release_locks(tx, &issue.id, &run.id).await
+}
+
+/// A run the provider refused for a usage limit did no work: its task is
+/// handed, checkout and all, to a run of the same agent that waits for the
+/// limit to lift (the executor holds it back), so the work is kept, not
+/// failed and not retried in a loop.
+async fn defer(tx: &mut Tx, issue: &Issue, run: &HeartbeatRun) -> Result<()> {
+    let woken = follow_up_wake(
+        tx,
+        &Actor::system(),
+        run,
+        Some(&issue.id),
+        WakeSource::Automation,
+        "system",
+        USAGE_LIMIT_REASON,
+        json!({ "usageLimitedRunId": run.id }),
+    )
+    .await?;
+    let Some(next) = woken.run else {
+        return release_locks(tx, &issue.id, &run.id).await;
+    };
+    hand_checkout(tx, &issue.id, &run.id, &next.id).await
+}
+
+/// Passes the task's checkout from a run that ended to the run carrying on,
+/// so the task is never held by a run that is over and no other run can
+/// take it meanwhile.
+async fn hand_checkout(tx: &mut Tx, issue_id: &str, from: &str, to: &str) -> Result<()> {
+    for column in ["checkout_run_id", "execution_run_id"] {
+        crate::db::query(&format!(
+            "UPDATE issues SET {column} = $3 WHERE id = $1 AND {column} = $2"
+        ))
+        .bind(issue_id)
+        .bind(from)
+        .bind(to)
+        .execute(tx.conn())
+        .await?;
+    }
+    Ok(())
 }
 
 /// Ends a run lost with the previous server process and hands its task on,
@@ -135,18 +178,7 @@ async fn continue_in(tx: &mut Tx, run: &HeartbeatRun, budget: i64) -> Result<Han
     .bind(attempt)
     .execute(tx.conn())
     .await?;
-    // The checkout passes to the continuation, so the task is never held by
-    // a dead run and no other run can take it meanwhile.
-    for column in ["checkout_run_id", "execution_run_id"] {
-        crate::db::query(&format!(
-            "UPDATE issues SET {column} = $3 WHERE id = $1 AND {column} = $2"
-        ))
-        .bind(&issue.id)
-        .bind(&run.id)
-        .bind(&next.id)
-        .execute(tx.conn())
-        .await?;
-    }
+    hand_checkout(tx, &issue.id, &run.id, &next.id).await?;
     activity::record(
         tx,
         &Actor::system(),

@@ -416,6 +416,10 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
         )
         .await?;
     }
+    if changes.contains_key("status") {
+        // Progress: agents waking each other on the task start a new count.
+        crate::wake_loops::reset(&mut tx, &id).await?;
+    }
     if changes.contains_key("assigneeAgentId") {
         wake_assignee(&mut tx, actor, &after).await?;
     }

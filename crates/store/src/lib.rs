@@ -58,6 +58,9 @@ pub mod runs;
 pub mod sessions;
 mod text;
 pub mod ui;
+pub mod idle;
+pub mod thrift;
+pub mod wake_loops;
 mod wake_queue;
 pub mod wakeups;
 

@@ -66,6 +66,11 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0009_issue_counts.postgres.sql"),
         },
     ),
+    (
+        10,
+        "thrift",
+        Sql::Both(include_str!("../migrations/0010_thrift.sql")),
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

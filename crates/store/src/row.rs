@@ -17,6 +17,11 @@ pub(crate) trait RowExt {
     fn opt_json<I: ColIdx>(&self, col: I) -> sqlx::Result<Option<Value>>;
     /// A status, role or level: one the enum names, or an error.
     fn stored<E: Stored, I: ColIdx>(&self, col: I) -> sqlx::Result<E>;
+    fn opt_stored<E: Stored, I: ColIdx>(&self, col: I) -> sqlx::Result<Option<E>> {
+        self.opt_text(col)?
+            .map(|t| E::from_stored(&t).ok_or_else(|| unknown::<E, I>(col, &t)))
+            .transpose()
+    }
 }
 
 impl RowExt for DbRow {

@@ -270,6 +270,36 @@ pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Optio
     Ok(Some(run))
 }
 
+/// Records until when the agent's provider refuses it (the time the CLI
+/// named, else a backoff), so its queued runs wait instead of failing again.
+async fn limit_usage(tx: &mut Tx, run: &HeartbeatRun, finish: &Finish) -> Result<()> {
+    let said = [&finish.error, &finish.stderr_excerpt, &finish.stdout_excerpt]
+        .iter()
+        .filter_map(|t| t.as_deref())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let until = paperclip_core::thrift::usage_limit_lifts_at(&said, chrono::Utc::now())
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string();
+    crate::db::query("UPDATE agents SET usage_limited_until = $2 WHERE id = $1")
+        .bind(&run.agent_id)
+        .bind(&until)
+        .execute(tx.conn())
+        .await?;
+    activity::record(
+        tx,
+        &Actor::system(),
+        Entry {
+            company_id: &run.company_id,
+            action: "agent.usage_limited",
+            entity_type: "agent",
+            entity_id: &run.agent_id,
+            details: json!({ "runId": run.id, "until": until }),
+        },
+    )
+    .await
+}
+
 /// [`finish`] inside the caller's transaction, leaving the task to it.
 pub(crate) async fn finish_in(
     tx: &mut Tx,
@@ -324,9 +354,15 @@ pub(crate) async fn finish_in(
         .bind(&ts)
         .execute(tx.conn())
         .await?;
-    // A restart is not the agent's failure: it goes back to idle.
+    // A restart is not the agent's failure: it goes back to idle. Nor is a
+    // provider's usage limit: its wakes wait for the limit to lift.
+    let usage_limited = finish.error_code.as_deref() == Some("rate_limited");
     let agent_failed = matches!(finish.status.as_str(), "failed" | "timed_out")
-        && finish.error_code.as_deref() != Some("control_plane_restart");
+        && finish.error_code.as_deref() != Some("control_plane_restart")
+        && !usage_limited;
+    if usage_limited {
+        limit_usage(tx, &run, &finish).await?;
+    }
     settle_agent(
         tx,
         &run.agent_id,

@@ -8,8 +8,8 @@
 //! a wake (an assignment, a comment) and the wake itself commit together.
 
 use crate::db::DbRow;
-use paperclip_core::actor::Actor;
-use paperclip_core::heartbeat::{skip_reason, HeartbeatPolicy, WakeSource};
+use paperclip_core::actor::{Actor, ActorKind};
+use paperclip_core::heartbeat::{skip_reason, wants_work_check, HeartbeatPolicy, WakeSource};
 use paperclip_core::model::{HeartbeatRun, WakeupRequest};
 use serde_json::{json, Value};
 
@@ -46,6 +46,15 @@ pub async fn enqueue(store: &Store, actor: &Actor, wake: Wake) -> Result<Woken> 
 }
 
 pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result<Woken> {
+    // A wake one agent causes another on a task counts toward the task's
+    // loop breaker, whose row is locked before the agent's (see wake_loops).
+    let counted_issue = wake
+        .issue_id
+        .as_deref()
+        .filter(|_| actor.kind == ActorKind::Agent && actor.id != wake.agent_id);
+    if let Some(issue_id) = counted_issue {
+        crate::wake_loops::lock(tx, issue_id).await?;
+    }
     // Lock the agent row before reading its status: a pause committing
     // between the read and the insert would otherwise leave a queued run
     // behind a paused agent (Postgres; SQLite has one writer anyway).
@@ -75,9 +84,28 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
     let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
     let status = agent.status;
     let request_id = new_id();
-    let (request_status, skip, run) = if let Some(reason) =
-        skip_reason(status, agent.pause_reason.as_deref(), &policy, wake.source)
-    {
+    // Only a timer wake asks whether there is anything to do; a wake with a
+    // cause (an assignment, a comment) is the work.
+    let work = if wants_work_check(&policy, wake.source) {
+        crate::idle::work_for(tx, &agent.id).await?
+    } else {
+        None
+    };
+    let idle = wants_work_check(&policy, wake.source) && work.is_none();
+    let mut skip = skip_reason(status, agent.pause_reason.as_deref(), &policy, wake.source, idle);
+    let caused = matches!(wake.source, WakeSource::Assignment | WakeSource::Automation);
+    if skip.is_none() && caused && actor.agent_id() == Some(agent.id.as_str()) {
+        // Nothing an agent does wakes itself: its own comment, mention or
+        // hand-off is already in the run that made it. (An explicit wakeup
+        // it asks for is a request, not a side effect, and stands.)
+        skip = Some("self_wake");
+    }
+    if let (None, Some(issue_id)) = (skip, counted_issue) {
+        if crate::wake_loops::count(tx, actor, issue_id).await? {
+            skip = Some(crate::wake_loops::HELD);
+        }
+    }
+    let (request_status, skip, run) = if let Some(reason) = skip {
         ("skipped", Some(reason), None)
     } else {
         match crate::wake_queue::place(tx, &agent.company_id, &wake, &request_id, &ts).await? {
@@ -128,6 +156,7 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
                 "reason": wake.reason,
                 "issueId": wake.issue_id,
                 "skipReason": skip,
+                "work": work,
             }),
         },
     )
@@ -160,4 +189,76 @@ fn map(row: &DbRow) -> Result<WakeupRequest> {
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
     })
+}
+
+/// One wake of an agent and what became of it: skipped (and why), or the
+/// run that served it and how that run ended.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WakeRecord {
+    #[serde(flatten)]
+    pub request: WakeupRequest,
+    pub run_status: Option<paperclip_core::heartbeat::RunStatus>,
+    pub run_error_code: Option<String>,
+    /// The task's identifier (`ACM-12`), for people.
+    pub issue_identifier: Option<String>,
+}
+
+/// The agent's wakes, newest first; `before` is the `createdAt` of the last
+/// one already seen (the next page).
+pub async fn list(
+    store: &Store,
+    agent_id: &str,
+    status: Option<&str>,
+    before: Option<&str>,
+    limit: i64,
+) -> Result<Vec<WakeRecord>> {
+    let rows = crate::db::query(
+        "SELECT w.*, r.status AS run_status, r.error_code AS run_error_code, i.identifier AS issue_identifier \
+         FROM agent_wakeup_requests w \
+         LEFT JOIN heartbeat_runs r ON r.id = w.run_id \
+         LEFT JOIN issues i ON i.id = w.issue_id \
+         WHERE w.agent_id = $1 AND ($2 IS NULL OR w.status = $2) AND ($3 IS NULL OR w.created_at < $3) \
+         ORDER BY w.created_at DESC, w.id DESC LIMIT $4",
+    )
+    .bind(agent_id)
+    .bind(status)
+    .bind(before)
+    .bind(limit)
+    .fetch_all(store.pool())
+    .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(WakeRecord {
+                request: map(row)?,
+                run_status: row.opt_stored("run_status")?,
+                run_error_code: row.opt_text("run_error_code")?,
+                issue_identifier: row.opt_text("issue_identifier")?,
+            })
+        })
+        .collect()
+}
+
+/// How many of the company's (or one agent's) wakes since `since` were
+/// skipped, per reason, most first.
+pub async fn skipped_since(
+    store: &Store,
+    company_id: &str,
+    agent_id: Option<&str>,
+    since: &str,
+) -> Result<Vec<(String, i64)>> {
+    let rows: Vec<(Option<String>, i64)> = crate::db::query_as(
+        "SELECT skip_reason, COUNT(*) FROM agent_wakeup_requests \
+         WHERE company_id = $1 AND ($2 IS NULL OR agent_id = $2) AND created_at >= $3 AND status = 'skipped' \
+         GROUP BY skip_reason ORDER BY COUNT(*) DESC",
+    )
+    .bind(company_id)
+    .bind(agent_id)
+    .bind(since)
+    .fetch_all(store.pool())
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(r, n)| (r.unwrap_or_else(|| "unknown".into()), n))
+        .collect())
 }

@@ -169,6 +169,7 @@
         wakeOnAssignment: value(form, "hb.wakeOnAssignment"),
         wakeOnOnDemand: value(form, "hb.wakeOnOnDemand"),
         wakeOnAutomation: value(form, "hb.wakeOnAutomation"),
+        wakeWhenIdle: value(form, "hb.wakeWhenIdle"),
         maxConcurrentRuns: Number(value(form, "hb.maxConcurrentRuns") || 1),
       });
       await api("PATCH", form.dataset.url, { adapterType: value(form, "adapterType"), adapterConfig, runtimeConfig });

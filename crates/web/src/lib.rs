@@ -10,6 +10,7 @@ mod fmt;
 mod layout;
 mod markdown;
 mod pages;
+mod thrift;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;

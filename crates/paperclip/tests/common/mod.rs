@@ -319,6 +319,20 @@ impl TestServer {
         .await
     }
 
+    /// A board page's HTML; panics unless it answers 200.
+    pub async fn page(&self, path: &str) -> String {
+        let resp = self
+            .client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request failed");
+        let status = resp.status();
+        let body = resp.text().await.unwrap();
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
+    }
+
     /// Activity actions of a company, oldest first.
     pub async fn actions(&self, company_id: &str) -> Vec<String> {
         let list = self

@@ -20,6 +20,7 @@ mod labels;
 mod projects;
 mod revisions;
 mod sessions;
+mod wakes;
 
 use axum::http::{StatusCode, Uri};
 use utoipa_axum::router::OpenApiRouter;
@@ -48,6 +49,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(costs::router())
         .merge(revisions::router())
         .merge(sessions::router())
+        .merge(wakes::router())
 }
 
 pub async fn not_found(uri: Uri) -> ApiError {

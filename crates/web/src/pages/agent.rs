@@ -64,12 +64,18 @@ pub async fn page(
     let state = sessions::runtime_state(store, &agent)
         .await
         .map_err(store_failure)?;
+    let now = Utc::now();
+    let spend = paperclip_store::thrift::get(store, cid, Some(&agent.id), now)
+        .await
+        .map_err(store_failure)?;
+    let wakes = paperclip_store::wakeups::list(store, &agent.id, None, None, 20)
+        .await
+        .map_err(store_failure)?;
     let task_names: std::collections::HashMap<&str, &str> = tasks
         .issues
         .iter()
         .map(|i| (i.id.as_str(), i.identifier.as_str()))
         .collect();
-    let now = Utc::now();
     let p = &ctx.company.issue_prefix;
     let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
     let template = agent
@@ -89,7 +95,7 @@ pub async fn page(
     let body = html! {
         header.page-head {
             div.muted { a href={"/" (p) "/agents"} { "Agents" } " / " (agent.name) }
-            h1 { (agent.name) " " (pill(&agent.status)) }
+            h1 { (agent.name) " " (pill(&agent.status)) " " (crate::thrift::usage_limit(agent.usage_limited_until.as_deref())) }
             p.muted { (agent.title.as_deref().unwrap_or(agent.role.as_str())) " · " code { (agent.adapter_type) }
                 @if let Some(m) = agent.reports_to.as_deref().and_then(|r| names.get(r)) { " · reports to " a href={"/" (p) "/agents/" (m.url_key)} { (m.name) } } }
             @if let Some(reason) = &agent.error_reason { p.run-error { "Last error: " (reason) } }
@@ -137,6 +143,26 @@ pub async fn page(
                 @if tasks.issues.is_empty() { p.muted { "No tasks assigned." } }
             }
         }
+        (crate::thrift::section(&spend))
+        section data-wakes {
+            h2 { "Wakes" }
+            p.muted { "Every time something tried to wake " (agent.name) ", and what became of it." }
+            table.data {
+                thead { tr { th { "Why" } th { "Task" } th { "Outcome" } th { "When" } } }
+                tbody { @for w in &wakes {
+                    tr data-wake-status=(w.request.status) {
+                        td { (w.request.source) @if let Some(r) = &w.request.reason { span.muted { " · " (r) } } }
+                        td { @match &w.issue_identifier { Some(ident) => a href={"/" (p) "/tasks/" (ident)} { span.ident { (ident) } }, None => span.muted { "—" } } }
+                        td { @match (&w.request.skip_reason, &w.run_status) {
+                            (Some(reason), _) => span.muted data-skip-reason=(reason) { "skipped: " (crate::thrift::skip_reason_text(reason)) },
+                            (None, Some(status)) => (pill(status)),
+                            (None, None) => (pill(&w.request.status)),
+                        } }
+                        td { (time(&w.request.created_at, now)) }
+                    }
+                } @if wakes.is_empty() { tr { td colspan="4" .empty { "No wakes yet." } } } }
+            }
+        }
         section {
             h2 { "Runs" }
             table.data {
@@ -179,6 +205,7 @@ pub async fn page(
                     label.inline { input type="checkbox" name="hb.wakeOnAssignment" checked[policy.wake_on_assignment]; " Wake on assignment" }
                     label.inline { input type="checkbox" name="hb.wakeOnOnDemand" checked[policy.wake_on_on_demand]; " Wake on demand" }
                     label.inline { input type="checkbox" name="hb.wakeOnAutomation" checked[policy.wake_on_automation]; " Wake on automation" }
+                    label.inline title="Off: a timer heartbeat with no assigned task, new comment or missed wake is recorded as skipped and costs nothing." { input type="checkbox" name="hb.wakeWhenIdle" checked[policy.wake_when_idle]; " Run timer heartbeats even with nothing to do" }
                     label { "Max concurrent runs" input type="number" name="hb.maxConcurrentRuns" min="1" value=(policy.max_concurrent_runs); }
                 }
                 button.primary type="submit" { "Save configuration" }

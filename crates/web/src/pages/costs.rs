@@ -44,6 +44,9 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let by_model = costs::breakdown(store, cid, By::Model, &window)
         .await
         .map_err(store_failure)?;
+    let spend = paperclip_store::thrift::get(store, cid, None, Utc::now())
+        .await
+        .map_err(store_failure)?;
     let agents = agents::list(store, cid).await.map_err(store_failure)?;
     let incidents = budgets::incidents(store, cid, Some("open"))
         .await
@@ -73,6 +76,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     };
     let body = html! {
         header.page-head { h1 { "Costs" } p.muted { "Month to date, from " (window.start.get(..10).unwrap_or("")) } }
+        (crate::thrift::section(&spend))
         section.card {
             h2 { "Company budget" }
             p { strong data-counter="company-spend" { (money(summary.spend_cents)) } " spent"

@@ -103,6 +103,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
             }
             a.counter href={"/" (p) "/approvals"} data-counter="pending-approvals" { b { (d.pending_approvals) } span { "pending approvals" } }
         }
+        (crate::thrift::section(&d.thrift))
         section.cards {
             h2 { "Agents" }
             @if agents.is_empty() { p.empty { "No agents yet. Hire one from " a href={"/" (p) "/agents"} { "Agents" } "." } }
@@ -110,7 +111,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                 @for agent in &agents {
                     @let task = working.iter().find(|(id, _, _)| *id == agent.id);
                     a.card.agent-card href={"/" (p) "/agents/" (agent.url_key)} data-live-agent=(agent.id) {
-                        div.card-head { strong { (agent.name) } (pill(&agent.status)) }
+                        div.card-head { strong { (agent.name) } (pill(&agent.status)) (crate::thrift::usage_limit(agent.usage_limited_until.as_deref())) }
                         div.muted { (agent.title.as_deref().unwrap_or(agent.role.as_str())) " · " (agent.adapter_type) }
                         div.working {
                             @match task {

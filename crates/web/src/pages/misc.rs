@@ -39,11 +39,24 @@ pub async fn inbox(State(web): State<Web>, Path(prefix): Path<String>) -> PageRe
     )
     .await
     .map_err(store_failure)?;
+    let held = paperclip_store::wake_loops::held(store, cid)
+        .await
+        .map_err(store_failure)?;
     let agents = agents::list(store, cid).await.map_err(store_failure)?;
     let names = super::by_id(&agents);
     let p = &ctx.company.issue_prefix;
     let body = html! {
         header.page-head { h1 { "Inbox" } }
+        @if !held.is_empty() {
+            section data-held-loops { h2 { "Agents waking each other" }
+                p.muted { "Agents woke each other on these tasks again and again without progress; further wakes between them are held until you step in." }
+                ul.tasklist { @for h in &held { li data-held-issue=(h.identifier) {
+                    a href={"/" (p) "/tasks/" (h.identifier)} { span.ident { (h.identifier) } " " (h.title) }
+                    span.muted { " · " (h.wakes) " wakes in " (h.window_minutes) " min" @if h.held_wakes > 0 { ", " (h.held_wakes) " held" } }
+                    " " button.small type="button" data-action="POST" data-url={"/api/issues/" (h.issue_id) "/wake-loop/release"} data-body="{}" data-done="Released" { "Let them carry on" }
+                } } }
+            }
+        }
         section { h2 { "Approvals" }
             @if pending.is_empty() { p.empty { "None pending." } }
             ul { @for a in &pending { li { a href={"/" (p) "/approvals"} { (a.kind.replace('_', " ")) } } } } }

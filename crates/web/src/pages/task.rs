@@ -75,6 +75,10 @@ pub async fn page(
     let (cost, cost_events) = ui::issue_cost(store, &issue.id)
         .await
         .map_err(store_failure)?;
+    let wake_loop = paperclip_store::wake_loops::state(store, &issue.id)
+        .await
+        .map_err(store_failure)?
+        .filter(|l| l.held_at.is_some());
     let names = by_id(&agents);
     let now = Utc::now();
     let p = &ctx.company.issue_prefix;
@@ -110,6 +114,15 @@ pub async fn page(
                                 div.doc-body { @if d.format == "markdown" { (markdown::render(&d.body)) } @else { pre { (d.body) } } }
                             }
                         }
+                    }
+                }
+                @if let Some(held) = &wake_loop {
+                    div.run-error.wake-loop data-wake-loop-held=(held.held_at.as_deref().unwrap_or("")) {
+                        p { strong { "Agents are waiting on the board: " }
+                            "they woke each other " (held.wakes) " times within " (held.window_minutes) " minutes without changing the task's status, so further wakes between agents are held"
+                            @if held.held_wakes > 0 { " (" (held.held_wakes) " so far)" } ". "
+                            "Comment to give direction, change the status, or let them carry on." }
+                        button.small type="button" data-action="POST" data-url={"/api/issues/" (issue.id) "/wake-loop/release"} data-body="{}" data-done="Released" { "Let them carry on" }
                     }
                 }
                 @if let Some(run) = task_runs.first().filter(|r| issue.status == IssueStatus::Blocked && matches!(r.status, RunStatus::Failed | RunStatus::TimedOut)) {
