@@ -429,7 +429,7 @@ impl Window {
 }
 
 /// (utime + stime, stime, cutime + cstime) of `pid`, in clock ticks.
-fn cpu_ticks(pid: u32) -> anyhow::Result<(u64, u64, u64)> {
+pub(crate) fn cpu_ticks(pid: u32) -> anyhow::Result<(u64, u64, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .context("reading /proc/<pid>/stat (Linux only)")?;
     // Fields after the parenthesised command name, which may contain spaces:

@@ -24,6 +24,7 @@ mod load;
 mod pages;
 mod report;
 mod server;
+mod thrift;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -83,6 +84,9 @@ enum Suite {
     /// A very large company (1M tasks by default), built through the API and
     /// set-based SQL, then every board page and API route timed.
     Scale(ScaleArgs),
+    /// Idle heartbeats: agents on the shortest timer, a tenth with work,
+    /// our policy beside wake-always; model requests and spawns.
+    Thrift(thrift::ThriftArgs),
 }
 
 #[derive(clap::Args)]
@@ -144,6 +148,7 @@ async fn main() -> anyhow::Result<()> {
         Some(Suite::Pages(p)) => pages::run(&args.server, args.database_url.as_deref(), p).await,
         Some(Suite::Chaos(c)) => chaos(&args, c).await,
         Some(Suite::Scale(s)) => scale(&args, s).await,
+        Some(Suite::Thrift(t)) => thrift::run(&args.server, args.database_url.as_deref(), t).await,
         None => crud(args).await,
     }
 }

@@ -59,9 +59,10 @@ pub(crate) async fn lock(tx: &mut Tx, issue_id: &str) -> Result<()> {
     Ok(())
 }
 
-/// Counts one agent-caused wake on the task (locked by [`lock`]); `true`
-/// when it must be held.
-pub(crate) async fn count(tx: &mut Tx, actor: &Actor, issue_id: &str) -> Result<bool> {
+/// Counts one agent-caused wake on the task (locked by [`lock`]), made at
+/// `ts` (its request's time, so a hold starts with the wake that tripped
+/// it); `true` when it must be held.
+pub(crate) async fn count(tx: &mut Tx, actor: &Actor, issue_id: &str, ts: &str) -> Result<bool> {
     let row = crate::db::query(
         "SELECT company_id, window_started_at, wake_count, held_at FROM issue_wake_loops WHERE issue_id = $1",
     )
@@ -81,8 +82,7 @@ pub(crate) async fn count(tx: &mut Tx, actor: &Actor, issue_id: &str) -> Result<
             held: row.opt_text("held_at")?.is_some(),
         }),
     };
-    let now_at = Utc::now();
-    let ts = now();
+    let now_at = parse(ts)?;
     let (window, tripped) = match thrift::count_wake(current, now_at) {
         LoopVerdict::Held => return Ok(true),
         LoopVerdict::Deliver(w) => (w, false),
@@ -96,7 +96,7 @@ pub(crate) async fn count(tx: &mut Tx, actor: &Actor, issue_id: &str) -> Result<
     .bind(stamp(window.started_at))
     .bind(window.wakes)
     .bind(tripped)
-    .bind(&ts)
+    .bind(ts)
     .execute(tx.conn())
     .await?;
     if tripped {

@@ -101,7 +101,7 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
         skip = Some("self_wake");
     }
     if let (None, Some(issue_id)) = (skip, counted_issue) {
-        if crate::wake_loops::count(tx, actor, issue_id).await? {
+        if crate::wake_loops::count(tx, actor, issue_id, &ts).await? {
             skip = Some(crate::wake_loops::HELD);
         }
     }
