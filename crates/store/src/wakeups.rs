@@ -84,9 +84,12 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
     let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
     let status = agent.status;
     let request_id = new_id();
-    // Only a timer wake asks whether there is anything to do; a wake with a
-    // cause (an assignment, a comment) is the work.
-    let work = if wants_work_check(&policy, wake.source) {
+    // Only a timer wake of an agent that may run asks whether there is
+    // anything to do; a wake with a cause (an assignment, a comment) is the
+    // work.
+    let runnable =
+        skip_reason(status, agent.pause_reason.as_deref(), &policy, wake.source, false).is_none();
+    let work = if runnable && wants_work_check(&policy, wake.source) {
         crate::idle::work_for(tx, &agent.id).await?
     } else {
         None

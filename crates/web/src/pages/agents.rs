@@ -44,7 +44,7 @@ pub async fn list(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                 @for a in &agents {
                     tr data-live-agent=(a.id) {
                         td { a href={"/" (p) "/agents/" (a.url_key)} { strong { (a.name) } } div.muted { (a.title.as_deref().unwrap_or(a.role.as_str())) } }
-                        td { (pill(&a.status)) @if let Some(r) = &a.pause_reason { span.muted { " (" (r) ")" } } }
+                        td { (pill(&a.status)) @if let Some(r) = &a.pause_reason { span.muted { " (" (r) ")" } } " " (crate::thrift::usage_limit(a.usage_limited_until.as_deref())) }
                         td { code { (a.adapter_type) } }
                         td { @match a.reports_to.as_deref().and_then(|id| names.get(id)) { Some(m) => (m.name), None => span.muted { "—" } } }
                         td { @match working.iter().find(|(id, _, _)| *id == a.id) {
