@@ -116,6 +116,18 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
             Placed::Coalesced(run) => ("coalesced", None, Some(run)),
         }
     };
+    // An idle agent's timer is skipped every interval; the feed gets one
+    // row when it goes idle, not one per interval (the wake list has each).
+    let quiet = skip == Some("no_work") && {
+        let last: Option<(Option<String>,)> = crate::db::query_as(
+            "SELECT skip_reason FROM agent_wakeup_requests WHERE agent_id = $1 \
+             ORDER BY created_at DESC, id DESC LIMIT 1",
+        )
+        .bind(&agent.id)
+        .fetch_optional(tx.conn())
+        .await?;
+        matches!(last, Some((Some(r),)) if r == "no_work")
+    };
     crate::db::query(
         "INSERT INTO agent_wakeup_requests (id, company_id, agent_id, source, trigger_detail, reason, \
          payload, issue_id, requested_by_actor_type, requested_by_actor_id, idempotency_key, status, \
@@ -144,26 +156,28 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
         "coalesced" => "heartbeat.coalesced",
         _ => "heartbeat.queued",
     };
-    activity::record(
-        tx,
-        actor,
-        Entry {
-            company_id: &agent.company_id,
-            action,
-            entity_type: "agent",
-            entity_id: &agent.id,
-            details: json!({
-                "wakeupRequestId": request_id,
-                "runId": run.as_ref().map(|r| r.id.clone()),
-                "source": wake.source.as_str(),
-                "reason": wake.reason,
-                "issueId": wake.issue_id,
-                "skipReason": skip,
-                "work": work,
-            }),
-        },
-    )
-    .await?;
+    if !quiet {
+        activity::record(
+            tx,
+            actor,
+            Entry {
+                company_id: &agent.company_id,
+                action,
+                entity_type: "agent",
+                entity_id: &agent.id,
+                details: json!({
+                    "wakeupRequestId": request_id,
+                    "runId": run.as_ref().map(|r| r.id.clone()),
+                    "source": wake.source.as_str(),
+                    "reason": wake.reason,
+                    "issueId": wake.issue_id,
+                    "skipReason": skip,
+                    "work": work,
+                }),
+            },
+        )
+        .await?;
+    }
     let row = crate::db::query("SELECT * FROM agent_wakeup_requests WHERE id = $1")
         .bind(&request_id)
         .fetch_one(tx.conn())
