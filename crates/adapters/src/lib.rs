@@ -176,6 +176,36 @@ pub trait RunSink: Send + Sync {
     fn log(&self, stream: Stream, chunk: &str);
     fn event(&self, event_type: &str, level: &str, message: &str, payload: Value);
     fn process_started(&self, pid: u32, process_group_id: u32);
+    /// The run's usage so far, each time the agent's output carries more:
+    /// what lets the runtime stop a run at a budget before it ends.
+    fn usage(&self, _usage: &UsageSoFar) {}
+}
+
+/// A run's cumulative usage while it runs (not a delta).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageSoFar {
+    /// Who bills it (`anthropic`, `openai`, ...).
+    pub provider: String,
+    pub model: Option<String>,
+    pub input_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub output_tokens: u64,
+    /// `None` when neither the CLI nor a price table prices the model: the
+    /// tokens still count, the money is unknown.
+    pub cost_usd: Option<f64>,
+}
+
+impl UsageSoFar {
+    /// Whole cents as a cost event records them.
+    pub fn cost_cents(&self) -> Option<u64> {
+        self.cost_usd.map(usd_to_cents)
+    }
+}
+
+/// Dollars to whole cents, rounded; the one conversion used for the cost
+/// event and for the budget check, so both agree on when a limit is reached.
+pub fn usd_to_cents(usd: f64) -> u64 {
+    (usd * 100.0).round().max(0.0) as u64
 }
 
 /// One configuration problem: the JSON path inside `adapterConfig` and why.

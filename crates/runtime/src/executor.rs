@@ -356,7 +356,15 @@ impl Runtime {
         if live.cancel.is_cancelled() {
             return Ok(Some(stopped_before_start(live.stop_reason())));
         }
-        let sink = Arc::new(RunSinkImpl::new(self.inner.clone(), run.clone(), redactor)?);
+        let budget =
+            crate::budget::RunBudget::start(store, &self.inner.live, run, &agent, issue.as_ref())
+                .await;
+        let sink = Arc::new(RunSinkImpl::new(
+            self.inner.clone(),
+            run.clone(),
+            redactor,
+            budget,
+        )?);
         let invocation = Invocation {
             run_id: run.id.clone(),
             agent_id: agent.id.clone(),
@@ -394,7 +402,11 @@ impl Runtime {
         Ok(Some(Finish {
             status,
             error,
-            error_code: outcome.error_code.map(|c| c.as_str().to_string()),
+            // A stop with a code of its own (a budget) is not a plain cancel.
+            error_code: match (outcome.status, live.stop_code()) {
+                (OutcomeStatus::Cancelled, Some(code)) => Some(code.to_string()),
+                _ => outcome.error_code.map(|c| c.as_str().to_string()),
+            },
             exit_code: outcome.exit_code.map(i64::from),
             signal: outcome.signal,
             usage: outcome.usage.map(|u| sink.redact_json(&u)),

@@ -33,9 +33,13 @@ pub(crate) struct LiveRuns {
     runs: Mutex<HashMap<String, Entry>>,
 }
 
+/// Why a run was stopped, and the `errorCode` it records when the stop
+/// is not a plain cancel (a budget).
+type Reason = Arc<Mutex<Option<(String, Option<&'static str>)>>>;
+
 struct Entry {
     cancel: CancellationToken,
-    reason: Arc<Mutex<Option<String>>>,
+    reason: Reason,
     settled: watch::Receiver<bool>,
 }
 
@@ -46,7 +50,7 @@ pub(crate) struct LiveRun {
     owner: Arc<LiveRuns>,
     run_id: String,
     pub(crate) cancel: CancellationToken,
-    reason: Arc<Mutex<Option<String>>>,
+    reason: Reason,
     settled: watch::Sender<bool>,
 }
 
@@ -84,13 +88,23 @@ impl LiveRuns {
     /// Cancels a run owned here; `None` if this process does not drive it.
     /// The first reason given wins: it is what the run records.
     pub(crate) fn stop(&self, run_id: &str, reason: &str) -> Option<Stopping> {
+        self.stop_with_code(run_id, reason, None)
+    }
+
+    /// [`LiveRuns::stop`] recording `code` as the run's `errorCode`.
+    pub(crate) fn stop_with_code(
+        &self,
+        run_id: &str,
+        reason: &str,
+        code: Option<&'static str>,
+    ) -> Option<Stopping> {
         let runs = self.runs.lock().expect("live runs lock");
         let entry = runs.get(run_id)?;
         entry
             .reason
             .lock()
             .expect("reason lock")
-            .get_or_insert_with(|| reason.to_string());
+            .get_or_insert_with(|| (reason.to_string(), code));
         entry.cancel.cancel();
         Some(Stopping(entry.settled.clone()))
     }
@@ -104,7 +118,14 @@ impl LiveRuns {
 impl LiveRun {
     /// Why the run was stopped, if it was.
     pub(crate) fn stop_reason(&self) -> Option<String> {
-        self.reason.lock().expect("reason lock").clone()
+        let reason = self.reason.lock().expect("reason lock");
+        reason.as_ref().map(|(text, _)| text.clone())
+    }
+
+    /// The `errorCode` the stop asked for, if not a plain cancel.
+    pub(crate) fn stop_code(&self) -> Option<&'static str> {
+        let reason = self.reason.lock().expect("reason lock");
+        reason.as_ref().and_then(|(_, code)| *code)
     }
 }
 

@@ -176,6 +176,9 @@ pub trait StreamParser: Send {
     /// transcript items it contained.
     fn line(&mut self, line: &str) -> Vec<Item>;
     fn summary(&self) -> Summary;
+    /// The model and the run's cumulative usage as of the last line, read
+    /// after every line (so without copying the whole summary).
+    fn running(&self) -> (Option<&str>, &Usage);
 }
 
 /// Parses `line` as a JSON object, or notes it as other output.
