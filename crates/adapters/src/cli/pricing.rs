@@ -49,10 +49,7 @@ pub fn anthropic(model: &str, tokens: MessageTokens) -> Option<f64> {
     let id = &model[model.find("claude-")?..];
     let (_, input, write, read, output) = RATES
         .iter()
-        .filter(|(prefix, ..)| {
-            id.strip_prefix(prefix)
-                .is_some_and(|rest| suffix_is_not_a_version(rest))
-        })
+        .filter(|(prefix, ..)| id.strip_prefix(prefix).is_some_and(suffix_is_not_a_version))
         .max_by_key(|(prefix, ..)| prefix.len())?;
     let m = 1_000_000.0;
     Some(
