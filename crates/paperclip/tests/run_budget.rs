@@ -77,10 +77,15 @@ async fn setup(runtime_config: Value) -> Option<Setup> {
 impl Setup {
     /// Assigns a task (which wakes the agent) and waits for the run to end.
     async fn run_a_task(&self) -> Value {
+        self.run_a_task_in(None).await
+    }
+
+    async fn run_a_task_in(&self, project_id: Option<&str>) -> Value {
         self.s
             .issue(
                 &self.cid,
-                json!({ "title": "Work through the steps", "status": "todo", "assigneeAgentId": self.aid }),
+                json!({ "title": "Work through the steps", "status": "todo", "assigneeAgentId": self.aid,
+                        "projectId": project_id }),
             )
             .await;
         let path = format!(
@@ -108,15 +113,18 @@ impl Setup {
             .wait_for(
                 &format!("/api/companies/{}/cost-events", self.cid),
                 20,
-                |c| c.as_array().is_some_and(|c| !c.is_empty()),
+                |c| {
+                    c.as_array()
+                        .is_some_and(|c| c.iter().any(|e| e["heartbeatRunId"] == run_id))
+                },
             )
             .await;
-        let events: Vec<Value> = all.as_array().unwrap().clone();
-        assert!(
-            events.iter().all(|e| e["heartbeatRunId"] == run_id),
-            "{events:?}"
-        );
-        events
+        all.as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["heartbeatRunId"] == run_id)
+            .cloned()
+            .collect()
     }
 }
 
@@ -211,4 +219,66 @@ async fn a_run_is_stopped_at_its_per_run_cap_and_the_agent_stays_active() {
         t.s.ok_get(&format!("/api/companies/{}/budget-incidents", t.cid))
             .await;
     assert!(incidents.as_array().unwrap().is_empty(), "{incidents}");
+}
+
+/// A project's budget counts what the month already spent on it: 40 of 60
+/// cents are gone, so the run on one of its tasks is stopped at its second
+/// turn (40 + 36), and the project's hard stop opens; the agent itself has no
+/// budget and is not paused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_budget_counts_the_months_spend_before_the_run() {
+    let Some(t) = setup(json!({})).await else {
+        return;
+    };
+    let project =
+        t.s.ok_post(
+            &format!("/api/companies/{}/projects", t.cid),
+            json!({ "name": "App" }),
+        )
+        .await;
+    let pid = project["id"].as_str().unwrap();
+    t.s.ok_patch(
+        &format!("/api/projects/{pid}/budgets"),
+        json!({ "budgetMonthlyCents": 60 }),
+    )
+    .await;
+    t.s.ok_post(
+        &format!("/api/companies/{}/cost-events", t.cid),
+        json!({ "projectId": pid, "costCents": 40, "model": "earlier-work" }),
+    )
+    .await;
+    let run = t.run_a_task_in(Some(pid)).await;
+    assert_eq!(run["status"], "cancelled", "{run}");
+    assert_eq!(run["errorCode"], "budget_exceeded", "{run}");
+    let error = run["error"].as_str().unwrap();
+    assert!(
+        error.contains("project monthly budget of $0.60")
+            && error.contains("$0.40 spent this month"),
+        "{error}"
+    );
+    assert_eq!(t.provider.turn_requests().len(), 2, "model turns requested");
+    let events = t.cost_events(run["id"].as_str().unwrap()).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["projectId"], pid);
+    let incidents =
+        t.s.wait_for(
+            &format!("/api/companies/{}/budget-incidents", t.cid),
+            20,
+            |i| {
+                i.as_array().unwrap().iter().any(|i| {
+                    i["kind"] == "hard" && i["scopeType"] == "project" && i["status"] == "open"
+                })
+            },
+        )
+        .await;
+    assert!(
+        !incidents
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["scopeType"] == "agent"),
+        "{incidents}"
+    );
+    let agent = t.s.ok_get(&format!("/api/agents/{}", t.aid)).await;
+    assert_ne!(agent["status"], "paused", "{agent}");
 }
