@@ -63,6 +63,10 @@ pub struct Invocation {
     pub default_cwd: PathBuf,
     /// Cancelled when the run must stop (cancel, pause, budget stop, shutdown).
     pub cancel: CancellationToken,
+    /// Cancelled before `cancel` when the stop must not wait `graceSec` for
+    /// the process to finish on its own: a budget reached, where every second
+    /// of grace is more spend (a CLI may keep working after TERM).
+    pub stop_now: CancellationToken,
     /// The CLI session saved for this agent and task, to resume.
     pub session_id: Option<String>,
     /// Directory holding one folder per skill (`paperclip/SKILL.md`), for
@@ -193,6 +197,9 @@ pub struct UsageSoFar {
     /// `None` when neither the CLI nor a price table prices the model: the
     /// tokens still count, the money is unknown.
     pub cost_usd: Option<f64>,
+    /// The CLI reported its run's end with these totals: it is exiting on
+    /// its own, and stopping it now would only mislabel a finished run.
+    pub finished: bool,
 }
 
 impl UsageSoFar {

@@ -119,6 +119,15 @@ async fn claude_reports_each_request_once_and_ends_with_its_own_totals() {
     assert!((costs[0].unwrap() - 0.1).abs() < 1e-9);
     assert!((costs[1].unwrap() - 0.2).abs() < 1e-9);
     assert_eq!(costs[2], Some(0.25));
+    // Only the totals say the run is ending (a stop then would be moot).
+    let finished: Vec<bool> = sink
+        .usage
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|u| u.finished)
+        .collect();
+    assert_eq!(finished, [false, false, true]);
     let usage = out.usage.unwrap();
     assert_eq!(usage["inputTokens"], json!(210_000));
     assert_eq!(usage["costUsd"], json!(0.25));

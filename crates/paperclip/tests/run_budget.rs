@@ -50,7 +50,11 @@ struct Setup {
 }
 
 async fn setup(runtime_config: Value) -> Option<Setup> {
-    let cli = Cli::find("claude_local")?;
+    setup_cli("claude_local", runtime_config).await
+}
+
+async fn setup_cli(kind: &'static str, runtime_config: Value) -> Option<Setup> {
+    let cli = Cli::find(kind)?;
     let provider = ScriptedProvider::start(steps()).await;
     provider.report_usage(TURN);
     let s = TestServer::start().await;
@@ -61,7 +65,7 @@ async fn setup(runtime_config: Value) -> Option<Setup> {
     let agent = s
         .ok_post(
             &format!("/api/companies/{cid}/agents"),
-            json!({ "name": "Coder", "role": "engineer", "adapterType": "claude_local",
+            json!({ "name": "Coder", "role": "engineer", "adapterType": kind,
                     "adapterConfig": cli.config(&provider), "runtimeConfig": runtime_config }),
         )
         .await;
@@ -281,4 +285,28 @@ async fn a_project_budget_counts_the_months_spend_before_the_run() {
     );
     let agent = t.s.ok_get(&format!("/api/agents/{}", t.aid)).await;
     assert_ne!(agent["status"], "paused", "{agent}");
+}
+
+/// OpenCode prices its steps itself (the test config's mock model costs what
+/// claude-sonnet-4-5 does) and reports each as it finishes: the cap stops it
+/// too. Its step's report comes after the step's tool ran, so the CLI may
+/// have sent the next request before the stop lands; none after that: the
+/// stop kills without the grace (OpenCode keeps working after TERM).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_is_stopped_at_its_per_run_cap() {
+    let Some(t) = setup_cli("opencode_local", json!({ "maxCostCentsPerRun": 30 })).await else {
+        return;
+    };
+    let run = t.run_a_task().await;
+    assert_eq!(run["status"], "cancelled", "{run}");
+    assert_eq!(run["errorCode"], "budget_exceeded", "{run}");
+    let requested = t.provider.turn_requests().len();
+    assert!(
+        (2..=3).contains(&requested),
+        "model turns requested: {requested}"
+    );
+    let events = t.cost_events(run["id"].as_str().unwrap()).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    let cents = events[0]["costCents"].as_i64().expect("priced by OpenCode");
+    assert!((30..30 + TURN_CENTS).contains(&cents), "{cents}");
 }

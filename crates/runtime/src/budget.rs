@@ -103,7 +103,9 @@ impl RunBudget {
         };
         let mut state = self.state.lock().expect("budget lock");
         state.cents = state.cents.max(cents);
-        if state.stopped {
+        // A run that has reported its end is over either way; its cost
+        // event (recorded next) applies the monthly budgets' stop.
+        if state.stopped || usage.finished {
             return;
         }
         // The per-run cap needs no store: it is this run's own figure.

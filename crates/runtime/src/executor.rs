@@ -375,6 +375,7 @@ impl Runtime {
             context: run.context_snapshot.clone(),
             default_cwd: self.workspace_dir(&agent.id),
             cancel: live.cancel.clone(),
+            stop_now: live.stop_now.clone(),
             session_id: saved_session.clone(),
             skills_dir: Some(self.skills_dir()),
         };

@@ -39,6 +39,7 @@ type Reason = Arc<Mutex<Option<(String, Option<&'static str>)>>>;
 
 struct Entry {
     cancel: CancellationToken,
+    stop_now: CancellationToken,
     reason: Reason,
     settled: watch::Receiver<bool>,
 }
@@ -50,6 +51,8 @@ pub(crate) struct LiveRun {
     owner: Arc<LiveRuns>,
     run_id: String,
     pub(crate) cancel: CancellationToken,
+    /// Cancelled before `cancel` by a stop that skips the grace.
+    pub(crate) stop_now: CancellationToken,
     reason: Reason,
     settled: watch::Sender<bool>,
 }
@@ -66,12 +69,14 @@ impl LiveRuns {
             return None;
         }
         let cancel = CancellationToken::new();
+        let stop_now = CancellationToken::new();
         let reason = Arc::new(Mutex::new(None));
         let (settled, watcher) = watch::channel(false);
         runs.insert(
             run_id.to_string(),
             Entry {
                 cancel: cancel.clone(),
+                stop_now: stop_now.clone(),
                 reason: reason.clone(),
                 settled: watcher,
             },
@@ -80,6 +85,7 @@ impl LiveRuns {
             owner: self.clone(),
             run_id: run_id.to_string(),
             cancel,
+            stop_now,
             reason,
             settled,
         })
@@ -91,7 +97,8 @@ impl LiveRuns {
         self.stop_with_code(run_id, reason, None)
     }
 
-    /// [`LiveRuns::stop`] recording `code` as the run's `errorCode`.
+    /// [`LiveRuns::stop`] recording `code` as the run's `errorCode`; such a
+    /// stop (a budget) also skips the process's grace: waiting is spending.
     pub(crate) fn stop_with_code(
         &self,
         run_id: &str,
@@ -105,6 +112,9 @@ impl LiveRuns {
             .lock()
             .expect("reason lock")
             .get_or_insert_with(|| (reason.to_string(), code));
+        if code.is_some() {
+            entry.stop_now.cancel();
+        }
         entry.cancel.cancel();
         Some(Stopping(entry.settled.clone()))
     }

@@ -265,6 +265,10 @@ impl StreamParser for ClaudeParser {
     fn running(&self) -> (Option<&str>, &Usage) {
         (self.summary.model.as_deref(), &self.summary.usage)
     }
+
+    fn finished(&self) -> bool {
+        self.finished
+    }
 }
 
 fn errors_text(v: &Value) -> Option<String> {

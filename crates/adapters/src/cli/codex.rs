@@ -262,6 +262,11 @@ impl StreamParser for CodexParser {
         (self.summary.model.as_deref(), &self.summary.usage)
     }
 
+    /// `codex exec` runs one turn: its `turn.completed` is the run's end.
+    fn finished(&self) -> bool {
+        self.summary.completed
+    }
+
     fn summary(&self) -> Summary {
         let mut s = self.summary.clone();
         // A later successful turn supersedes a transient error.

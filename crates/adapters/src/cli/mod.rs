@@ -264,6 +264,7 @@ impl<K: CliKind> CliAdapter<K> {
             stdin: built.prompt_on_stdin.then(|| prompt.clone()),
             timeout: cfg.timeout,
             grace: cfg.grace,
+            stop_now: inv.stop_now.clone(),
         };
         let parser = Arc::new(Mutex::new(self.kind.parser()));
         let exit = process::execute(
@@ -542,23 +543,24 @@ impl<K: CliKind> ParseTap<K> {
             let items = parser.line(line);
             let (model, usage) = parser.running();
             let changed = !usage.is_empty() && self.reported.as_ref() != Some(usage);
+            let finished = parser.finished();
             (
                 items,
-                changed.then(|| (model.map(str::to_string), usage.clone())),
+                changed.then(|| (model.map(str::to_string), usage.clone(), finished)),
             )
         };
         for item in items {
             item.emit(&*self.sink);
         }
-        if let Some((model, usage)) = running {
+        if let Some((model, usage, finished)) = running {
             self.reported = Some(usage.clone());
-            self.sink.usage(&self.so_far(model, usage));
+            self.sink.usage(&self.so_far(model, usage, finished));
         }
     }
 
     /// The usage with what the CLI leaves out (its model, a price) filled in
     /// as the end-of-run summary will be.
-    fn so_far(&self, model: Option<String>, usage: Usage) -> UsageSoFar {
+    fn so_far(&self, model: Option<String>, usage: Usage, finished: bool) -> UsageSoFar {
         let mut s = Summary {
             model,
             usage,
@@ -572,6 +574,7 @@ impl<K: CliKind> ParseTap<K> {
             cached_input_tokens: s.usage.cached_input_tokens,
             output_tokens: s.usage.output_tokens,
             cost_usd: s.usage.cost_usd,
+            finished,
         }
     }
 }

@@ -193,6 +193,11 @@ impl StreamParser for OpenCodeParser {
     fn running(&self) -> (Option<&str>, &Usage) {
         (self.summary.model.as_deref(), &self.summary.usage)
     }
+
+    /// A step that did not end in tool calls is the last one.
+    fn finished(&self) -> bool {
+        self.summary.completed && self.summary.stop_reason.as_deref() != Some("tool-calls")
+    }
 }
 
 #[cfg(test)]

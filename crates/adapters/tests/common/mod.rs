@@ -113,6 +113,7 @@ pub fn invocation(config: Value) -> Invocation {
         // Shared so test runs do not litter the temp dir; creating it is idempotent.
         default_cwd: std::env::temp_dir().join("paperclip-adapters-test-cwd"),
         cancel: CancellationToken::new(),
+        stop_now: CancellationToken::new(),
         session_id: None,
         skills_dir: None,
     }
