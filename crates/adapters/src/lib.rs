@@ -63,6 +63,10 @@ pub struct Invocation {
     pub default_cwd: PathBuf,
     /// Cancelled when the run must stop (cancel, pause, budget stop, shutdown).
     pub cancel: CancellationToken,
+    /// Cancelled before `cancel` when the stop must not wait `graceSec` for
+    /// the process to finish on its own: a budget reached, where every second
+    /// of grace is more spend (a CLI may keep working after TERM).
+    pub stop_now: CancellationToken,
     /// The CLI session saved for this agent and task, to resume.
     pub session_id: Option<String>,
     /// Directory holding one folder per skill (`paperclip/SKILL.md`), for
@@ -176,6 +180,39 @@ pub trait RunSink: Send + Sync {
     fn log(&self, stream: Stream, chunk: &str);
     fn event(&self, event_type: &str, level: &str, message: &str, payload: Value);
     fn process_started(&self, pid: u32, process_group_id: u32);
+    /// The run's usage so far, each time the agent's output carries more:
+    /// what lets the runtime stop a run at a budget before it ends.
+    fn usage(&self, _usage: &UsageSoFar) {}
+}
+
+/// A run's cumulative usage while it runs (not a delta).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageSoFar {
+    /// Who bills it (`anthropic`, `openai`, ...).
+    pub provider: String,
+    pub model: Option<String>,
+    pub input_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub output_tokens: u64,
+    /// `None` when neither the CLI nor a price table prices the model: the
+    /// tokens still count, the money is unknown.
+    pub cost_usd: Option<f64>,
+    /// The CLI reported its run's end with these totals: it is exiting on
+    /// its own, and stopping it now would only mislabel a finished run.
+    pub finished: bool,
+}
+
+impl UsageSoFar {
+    /// Whole cents as a cost event records them.
+    pub fn cost_cents(&self) -> Option<u64> {
+        self.cost_usd.map(usd_to_cents)
+    }
+}
+
+/// Dollars to whole cents, rounded; the one conversion used for the cost
+/// event and for the budget check, so both agree on when a limit is reached.
+pub fn usd_to_cents(usd: f64) -> u64 {
+    (usd * 100.0).round().max(0.0) as u64
 }
 
 /// One configuration problem: the JSON path inside `adapterConfig` and why.

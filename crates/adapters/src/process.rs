@@ -125,6 +125,8 @@ pub(crate) struct Spawn {
     pub stdin: Option<String>,
     pub timeout: Option<Duration>,
     pub grace: Duration,
+    /// See [`crate::Invocation::stop_now`]: a stop without the grace.
+    pub stop_now: CancellationToken,
 }
 
 /// How the process ended.
@@ -175,6 +177,7 @@ async fn run(inv: Invocation, sink: Arc<dyn RunSink>) -> Outcome {
         stdin: inv.prompt.clone(),
         timeout: cfg.timeout,
         grace: cfg.grace,
+        stop_now: inv.stop_now.clone(),
     };
     match execute(&spawn, &inv.cancel, sink, None).await {
         Ok(exit) => outcome(&spawn, exit),
@@ -271,8 +274,14 @@ pub(crate) async fn execute(
             (status, None)
         }
         Err(why) => {
-            let (status, signal) =
-                terminate(&mut child, &guard.tree, spec.grace, why, &*sink).await;
+            let (status, signal) = {
+                let grace = if spec.stop_now.is_cancelled() {
+                    Duration::ZERO
+                } else {
+                    spec.grace
+                };
+                terminate(&mut child, &guard.tree, grace, why, &*sink).await
+            };
             (status, Some((why, signal)))
         }
     };

@@ -221,6 +221,33 @@ async fn child_that_handles_term_ends_with_sigterm_within_grace() {
     assert!(!sink.text(Stream::System).contains("SIGKILL"));
 }
 
+/// A stop that must not wait (a budget reached) kills at once: a child that
+/// keeps working after TERM gets no grace to spend in.
+#[tokio::test]
+async fn a_stop_now_skips_the_grace() {
+    let script = "trap '' TERM; echo ready; while :; do sleep 0.1; done";
+    let inv = sh(script, json!({"graceSec": 30}));
+    let (cancel, stop_now) = (inv.cancel.clone(), inv.stop_now.clone());
+    let sink = RecordingSink::new();
+    let task = tokio::spawn({
+        let sink = sink.clone();
+        async move { ProcessAdapter.invoke(inv, sink).await }
+    });
+    sink.wait_for_line(Stream::Stdout, |l| (l == "ready").then_some(()))
+        .await;
+    let stopped_at = Instant::now();
+    stop_now.cancel();
+    cancel.cancel();
+    let out = task.await.unwrap();
+    assert!(
+        stopped_at.elapsed() < Duration::from_secs(10),
+        "waited for the grace: {:?}",
+        stopped_at.elapsed()
+    );
+    assert_eq!(out.status, OutcomeStatus::Cancelled);
+    assert_eq!(out.signal.as_deref(), Some("SIGKILL"));
+}
+
 #[tokio::test]
 async fn child_that_ignores_term_gets_sigkill_after_grace() {
     let script = "trap '' TERM; echo ready; while :; do sleep 0.1; done";

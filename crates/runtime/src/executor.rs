@@ -363,7 +363,15 @@ impl Runtime {
         if live.cancel.is_cancelled() {
             return Ok(Some(stopped_before_start(live.stop_reason())));
         }
-        let sink = Arc::new(RunSinkImpl::new(self.inner.clone(), run.clone(), redactor)?);
+        let budget =
+            crate::budget::RunBudget::start(store, &self.inner.live, run, &agent, issue.as_ref())
+                .await;
+        let sink = Arc::new(RunSinkImpl::new(
+            self.inner.clone(),
+            run.clone(),
+            redactor,
+            budget,
+        )?);
         let invocation = Invocation {
             run_id: run.id.clone(),
             agent_id: agent.id.clone(),
@@ -374,6 +382,7 @@ impl Runtime {
             context: run.context_snapshot.clone(),
             default_cwd: self.workspace_dir(&agent.id),
             cancel: live.cancel.clone(),
+            stop_now: live.stop_now.clone(),
             session_id: saved_session.clone(),
             skills_dir: Some(self.skills_dir()),
         };
@@ -401,7 +410,11 @@ impl Runtime {
         Ok(Some(Finish {
             status,
             error,
-            error_code: outcome.error_code.map(|c| c.as_str().to_string()),
+            // A stop with a code of its own (a budget) is not a plain cancel.
+            error_code: match (outcome.status, live.stop_code()) {
+                (OutcomeStatus::Cancelled, Some(code)) => Some(code.to_string()),
+                _ => outcome.error_code.map(|c| c.as_str().to_string()),
+            },
             exit_code: outcome.exit_code.map(i64::from),
             signal: outcome.signal,
             usage: outcome.usage.map(|u| sink.redact_json(&u)),

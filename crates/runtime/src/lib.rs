@@ -6,6 +6,7 @@
 //!   output to the [`logs`] store and the live [`hub`], and records the outcome.
 //! - `live` owns every run this process drives, from before its claim until
 //!   its outcome is recorded; cancel, pause and budget stops go through it.
+//! - `budget` stops a run whose streamed cost reaches a budget or its cap.
 //! - [`next`] decides which queued runs to try to start (a pure rule).
 //! - [`scheduler`] turns timer policies into wakes.
 //! - [`recovery`] settles what a previous process left behind.
@@ -16,6 +17,7 @@
 //! inside the transaction that caused them; the runtime learns of them from
 //! the store's commit events and, as a backstop, by polling.
 
+mod budget;
 mod callbacks;
 pub mod executor;
 pub mod hub;

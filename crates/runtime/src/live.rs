@@ -33,9 +33,14 @@ pub(crate) struct LiveRuns {
     runs: Mutex<HashMap<String, Entry>>,
 }
 
+/// Why a run was stopped, and the `errorCode` it records when the stop
+/// is not a plain cancel (a budget).
+type Reason = Arc<Mutex<Option<(String, Option<&'static str>)>>>;
+
 struct Entry {
     cancel: CancellationToken,
-    reason: Arc<Mutex<Option<String>>>,
+    stop_now: CancellationToken,
+    reason: Reason,
     settled: watch::Receiver<bool>,
 }
 
@@ -46,7 +51,9 @@ pub(crate) struct LiveRun {
     owner: Arc<LiveRuns>,
     run_id: String,
     pub(crate) cancel: CancellationToken,
-    reason: Arc<Mutex<Option<String>>>,
+    /// Cancelled before `cancel` by a stop that skips the grace.
+    pub(crate) stop_now: CancellationToken,
+    reason: Reason,
     settled: watch::Sender<bool>,
 }
 
@@ -62,12 +69,14 @@ impl LiveRuns {
             return None;
         }
         let cancel = CancellationToken::new();
+        let stop_now = CancellationToken::new();
         let reason = Arc::new(Mutex::new(None));
         let (settled, watcher) = watch::channel(false);
         runs.insert(
             run_id.to_string(),
             Entry {
                 cancel: cancel.clone(),
+                stop_now: stop_now.clone(),
                 reason: reason.clone(),
                 settled: watcher,
             },
@@ -76,6 +85,7 @@ impl LiveRuns {
             owner: self.clone(),
             run_id: run_id.to_string(),
             cancel,
+            stop_now,
             reason,
             settled,
         })
@@ -84,13 +94,27 @@ impl LiveRuns {
     /// Cancels a run owned here; `None` if this process does not drive it.
     /// The first reason given wins: it is what the run records.
     pub(crate) fn stop(&self, run_id: &str, reason: &str) -> Option<Stopping> {
+        self.stop_with_code(run_id, reason, None)
+    }
+
+    /// [`LiveRuns::stop`] recording `code` as the run's `errorCode`; such a
+    /// stop (a budget) also skips the process's grace: waiting is spending.
+    pub(crate) fn stop_with_code(
+        &self,
+        run_id: &str,
+        reason: &str,
+        code: Option<&'static str>,
+    ) -> Option<Stopping> {
         let runs = self.runs.lock().expect("live runs lock");
         let entry = runs.get(run_id)?;
         entry
             .reason
             .lock()
             .expect("reason lock")
-            .get_or_insert_with(|| reason.to_string());
+            .get_or_insert_with(|| (reason.to_string(), code));
+        if code.is_some() {
+            entry.stop_now.cancel();
+        }
         entry.cancel.cancel();
         Some(Stopping(entry.settled.clone()))
     }
@@ -104,7 +128,14 @@ impl LiveRuns {
 impl LiveRun {
     /// Why the run was stopped, if it was.
     pub(crate) fn stop_reason(&self) -> Option<String> {
-        self.reason.lock().expect("reason lock").clone()
+        let reason = self.reason.lock().expect("reason lock");
+        reason.as_ref().map(|(text, _)| text.clone())
+    }
+
+    /// The `errorCode` the stop asked for, if not a plain cancel.
+    pub(crate) fn stop_code(&self) -> Option<&'static str> {
+        let reason = self.reason.lock().expect("reason lock");
+        reason.as_ref().and_then(|(_, code)| *code)
     }
 }
 

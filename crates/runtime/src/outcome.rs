@@ -37,6 +37,9 @@ impl Runtime {
 
     /// A run's reported usage becomes a cost event of its agent and issue
     /// (which also enforces budgets). Usage without tokens or price is ignored.
+    /// A coding CLI's usage is its own final totals, or, for a run stopped
+    /// before it printed them (a budget stop), the sum its turns streamed:
+    /// either way one event per run.
     pub(crate) async fn report_usage(&self, run: &HeartbeatRun) {
         let Some(usage) = &run.usage_json else { return };
         let int = |keys: &[&str]| {
@@ -48,7 +51,7 @@ impl Runtime {
             usage
                 .get("costUsd")
                 .and_then(Value::as_f64)
-                .map(|usd| (usd * 100.0).round().max(0.0) as u64)
+                .map(paperclip_adapters::usd_to_cents)
         });
         let input = int(&["inputTokens", "input_tokens"]);
         let output = int(&["outputTokens", "output_tokens"]);

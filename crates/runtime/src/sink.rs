@@ -4,11 +4,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use paperclip_adapters::{RunSink, Stream};
+use paperclip_adapters::{RunSink, Stream, UsageSoFar};
 use paperclip_core::model::HeartbeatRun;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use crate::budget::RunBudget;
 use crate::executor::Inner;
 use crate::logs::RunLogWriter;
 use crate::redact::{Redactor, StreamRedactor};
@@ -33,6 +34,8 @@ pub(crate) struct RunSinkImpl {
     stderr: Mutex<Tail>,
     events: Mutex<Option<mpsc::UnboundedSender<EventRow>>>,
     event_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Checks the run's streamed cost against its budgets.
+    budget: Arc<RunBudget>,
 }
 
 struct EventRow {
@@ -55,6 +58,7 @@ impl RunSinkImpl {
         inner: Arc<Inner>,
         run: HeartbeatRun,
         redactor: Redactor,
+        budget: RunBudget,
     ) -> std::io::Result<RunSinkImpl> {
         let writer = inner.logs.writer(&run.company_id, &run.id)?;
         let log_ref = Some(writer.log_ref());
@@ -95,6 +99,7 @@ impl RunSinkImpl {
             stderr: Mutex::new(Tail::default()),
             events: Mutex::new(Some(tx)),
             event_task: Mutex::new(Some(task)),
+            budget: Arc::new(budget),
         })
     }
 
@@ -201,6 +206,10 @@ impl RunSink for RunSinkImpl {
         if let Some(tx) = self.events.lock().expect("events lock").as_ref() {
             let _ = tx.send(row);
         }
+    }
+
+    fn usage(&self, usage: &UsageSoFar) {
+        self.budget.observe(usage);
     }
 
     fn process_started(&self, pid: u32, process_group_id: u32) {

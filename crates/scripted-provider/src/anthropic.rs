@@ -17,7 +17,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use crate::sse::{estimate_tokens, frame, json_error, response};
-use crate::{Api, State, Turn};
+use crate::{Api, State, Turn, TurnUsage};
 
 static IDS: AtomicU64 = AtomicU64::new(1);
 
@@ -63,7 +63,7 @@ async fn messages(AxumState(state): AxumState<Arc<State>>, Json(body): Json<Valu
         .unwrap_or("claude-sonnet-4-5")
         .to_string();
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let input_tokens = estimate_tokens(&body);
+    let estimate = estimate_tokens(&body);
     state.record(
         Api::AnthropicMessages,
         "/v1/messages",
@@ -99,11 +99,20 @@ async fn messages(AxumState(state): AxumState<Arc<State>>, Json(body): Json<Valu
         ),
         Turn::Hang => (Vec::new(), "end_turn"),
     };
-    let output_tokens = 12 + blocks.len() as u64 * 20;
+    let usage = state.usage(
+        is_turn,
+        TurnUsage {
+            input_tokens: estimate,
+            cached_input_tokens: 0,
+            output_tokens: 12 + blocks.len() as u64 * 20,
+        },
+    );
+    let cached = usage.cached_input_tokens.min(usage.input_tokens);
+    let (input_tokens, output_tokens) = (usage.input_tokens - cached, usage.output_tokens);
     let usage = json!({
         "input_tokens": input_tokens,
         "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "cache_read_input_tokens": cached,
         "output_tokens": output_tokens,
     });
     let id = next_id("msg");
@@ -120,7 +129,7 @@ async fn messages(AxumState(state): AxumState<Arc<State>>, Json(body): Json<Valu
             "id": id, "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": null, "stop_sequence": null,
             "usage": { "input_tokens": input_tokens, "cache_creation_input_tokens": 0,
-                       "cache_read_input_tokens": 0, "output_tokens": 1 },
+                       "cache_read_input_tokens": cached, "output_tokens": 1 },
         }}),
     )];
     if matches!(turn, Turn::Hang) {

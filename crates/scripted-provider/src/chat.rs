@@ -19,7 +19,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use crate::sse::{estimate_tokens, frame, json_error, response};
-use crate::{Api, State, Turn};
+use crate::{Api, State, Turn, TurnUsage};
 
 static IDS: AtomicU64 = AtomicU64::new(1);
 
@@ -68,7 +68,16 @@ async fn completions(AxumState(state): AxumState<Arc<State>>, Json(body): Json<V
         .to_string();
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let tool = shell_tool(&body);
-    let prompt_tokens = estimate_tokens(&body);
+    let estimate = estimate_tokens(&body);
+    let usage = state.usage(
+        is_turn,
+        TurnUsage {
+            input_tokens: estimate,
+            cached_input_tokens: estimate / 2,
+            output_tokens: 20,
+        },
+    );
+    let (prompt_tokens, completion_tokens) = (usage.input_tokens, usage.output_tokens);
     state.record(
         Api::ChatCompletions,
         "/v1/chat/completions",
@@ -121,12 +130,11 @@ async fn completions(AxumState(state): AxumState<Arc<State>>, Json(body): Json<V
             )
         }
     };
-    let completion_tokens = 20;
     let usage = json!({
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
-        "prompt_tokens_details": { "cached_tokens": prompt_tokens / 2 },
+        "prompt_tokens_details": { "cached_tokens": usage.cached_input_tokens },
     });
     if !stream {
         return Json(json!({

@@ -41,6 +41,19 @@ pub enum Turn {
     Hang,
 }
 
+/// Tokens every scripted turn reports instead of the provider's estimate,
+/// so a test can make each turn cost a known amount (side requests keep the
+/// estimate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TurnUsage {
+    /// Input tokens of the request, cached ones included (as OpenAI counts).
+    pub input_tokens: u64,
+    /// Of those, read from the prompt cache (Anthropic reports them apart:
+    /// `input_tokens` there is the uncached rest).
+    pub cached_input_tokens: u64,
+    pub output_tokens: u64,
+}
+
 /// Which wire format a request used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Api {
@@ -67,6 +80,7 @@ pub struct Recorded {
 pub(crate) struct State {
     turns: Mutex<VecDeque<Turn>>,
     requests: Mutex<Vec<Recorded>>,
+    usage: Mutex<Option<TurnUsage>>,
 }
 
 impl State {
@@ -80,6 +94,15 @@ impl State {
             .unwrap_or_else(|| Turn::Answer {
                 text: "(the test script has no more turns)".into(),
             })
+    }
+
+    /// The usage a response reports: the scripted one for a turn when the
+    /// test set it, else the format's own estimate.
+    pub(crate) fn usage(&self, is_turn: bool, estimate: TurnUsage) -> TurnUsage {
+        match *self.usage.lock().unwrap() {
+            Some(scripted) if is_turn => scripted,
+            _ => estimate,
+        }
     }
 
     pub(crate) fn record(&self, api: Api, path: &str, body: Value, turn: Option<Turn>) {
@@ -133,6 +156,11 @@ impl ScriptedProvider {
     /// Queues more turns, e.g. for the next wake of the same agent.
     pub fn push(&self, turns: impl IntoIterator<Item = Turn>) {
         self.state.turns.lock().unwrap().extend(turns);
+    }
+
+    /// Every scripted turn from now on reports `usage` (all wire formats).
+    pub fn report_usage(&self, usage: TurnUsage) {
+        *self.state.usage.lock().unwrap() = Some(usage);
     }
 
     /// Turns not yet consumed.

@@ -17,7 +17,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use crate::sse::{estimate_tokens, frame, json_error, response};
-use crate::{Api, State, Turn};
+use crate::{Api, State, Turn, TurnUsage};
 
 static IDS: AtomicU64 = AtomicU64::new(1);
 
@@ -72,7 +72,16 @@ async fn responses(AxumState(state): AxumState<Arc<State>>, Json(body): Json<Val
         .and_then(Value::as_str)
         .unwrap_or("gpt-5")
         .to_string();
-    let input_tokens = estimate_tokens(&body);
+    let estimate = estimate_tokens(&body);
+    let usage = state.usage(
+        is_turn,
+        TurnUsage {
+            input_tokens: estimate,
+            cached_input_tokens: estimate / 2,
+            output_tokens: 25,
+        },
+    );
+    let (input_tokens, output_tokens) = (usage.input_tokens, usage.output_tokens);
     let call = match &turn {
         Turn::Bash { command } => Some(shell_call(&body, command)),
         _ => None,
@@ -130,14 +139,13 @@ async fn responses(AxumState(state): AxumState<Arc<State>>, Json(body): Json<Val
         Some("response.output_item.done"),
         &json!({ "type": "response.output_item.done", "output_index": 0, "item": item }),
     ));
-    let output_tokens = 25;
     frames.push(frame(
         Some("response.completed"),
         &json!({ "type": "response.completed", "response": {
             "id": id, "object": "response", "status": "completed", "model": model, "output": [item],
             "usage": {
                 "input_tokens": input_tokens,
-                "input_tokens_details": { "cached_tokens": input_tokens / 2 },
+                "input_tokens_details": { "cached_tokens": usage.cached_input_tokens },
                 "output_tokens": output_tokens,
                 "output_tokens_details": { "reasoning_tokens": 0 },
                 "total_tokens": input_tokens + output_tokens,

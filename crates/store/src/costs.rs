@@ -177,6 +177,18 @@ pub(crate) async fn spend_in(
     start: &str,
     end: &str,
 ) -> Result<i64> {
+    spend_on(tx.conn(), company_id, scope, start, end).await
+}
+
+/// [`spend_in`] on any connection: a read outside a transaction (a running
+/// run's budget check) must not take SQLite's write lock.
+pub(crate) async fn spend_on<'e>(
+    on: impl crate::db::Exec<'e>,
+    company_id: &str,
+    scope: Scope<'_>,
+    start: &str,
+    end: &str,
+) -> Result<i64> {
     let (column, value) = match scope {
         Scope::Company => ("company_id", company_id),
         Scope::Agent(id) => ("agent_id", id),
@@ -192,7 +204,7 @@ pub(crate) async fn spend_in(
         .bind(value)
         .bind(start)
         .bind(end)
-        .fetch_one(tx.conn())
+        .fetch_one(on)
         .await?;
     Ok(row.int("spend")?)
 }

@@ -53,6 +53,7 @@ pub mod projects;
 mod raw;
 pub mod revisions;
 mod row;
+pub mod run_budget;
 mod run_limit;
 pub mod runs;
 pub mod sessions;

@@ -15,6 +15,45 @@ pub fn money(cents: i64) -> String {
     format!("{sign}${}.{:02}", c / 100, c % 100)
 }
 
+/// `12,345`: token counts are long.
+pub fn count(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    if n < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+/// A run's usage (`usageJson`) in words: its tokens and its price, or that
+/// its model has none (an unpriced run is not shown as $0.00).
+pub fn run_usage(usage: &serde_json::Value) -> Option<String> {
+    let int = |k: &str| {
+        usage
+            .get(k)
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or(0)
+    };
+    let tokens = int("inputTokens") + int("cachedInputTokens") + int("outputTokens");
+    let cost = usage.get("costUsd").and_then(serde_json::Value::as_f64);
+    let model = usage.get("model").and_then(serde_json::Value::as_str);
+    match (tokens, cost) {
+        (0, None) => None,
+        (t, Some(usd)) => Some(format!("{} tokens · ${usd:.4}", count(t))),
+        (t, None) => Some(match model {
+            Some(m) => format!("{} tokens (no price for model {m})", count(t)),
+            None => format!("{} tokens (no price for its model)", count(t)),
+        }),
+    }
+}
+
 /// "just now", "5 min ago", "3 h ago", "2 d ago", or the date.
 pub fn ago(ts: &str, now: DateTime<Utc>) -> String {
     let Ok(t) = DateTime::parse_from_rfc3339(ts) else {
@@ -46,6 +85,20 @@ pub fn percent(part: i64, whole: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_usage_says_when_a_model_has_no_price() {
+        let unpriced = serde_json::json!({ "model": "mock-model", "inputTokens": 12000, "outputTokens": 345, "costUsd": null });
+        assert_eq!(
+            run_usage(&unpriced).as_deref(),
+            Some("12,345 tokens (no price for model mock-model)")
+        );
+        let priced = serde_json::json!({ "inputTokens": 10, "outputTokens": 5, "costUsd": 0.0123 });
+        assert_eq!(run_usage(&priced).as_deref(), Some("15 tokens · $0.0123"));
+        assert_eq!(run_usage(&serde_json::json!({})), None);
+        assert_eq!(count(1_234_567), "1,234,567");
+        assert_eq!(count(999), "999");
+    }
 
     #[test]
     fn money_has_two_decimals() {

@@ -1,14 +1,17 @@
 //! `adapterType: "claude_local"`: Claude Code in print mode,
 //! `claude --print - --output-format stream-json --verbose`, prompt on stdin.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
+
+use super::pricing::{self, MessageTokens};
 
 use super::stream::{json_line, str_at, u64_at, Item, StreamParser, Summary, Usage};
 use super::{Built, CliKind, RunSpec};
 use crate::config::Fields;
 
+#[derive(Clone, Copy)]
 pub struct Claude;
 
 pub struct ClaudeExtra {
@@ -137,6 +140,51 @@ fn claude_skills_root(run: &RunSpec<'_, ClaudeExtra>) -> std::io::Result<Option<
 #[derive(Default)]
 pub struct ClaudeParser {
     summary: Summary,
+    /// Each model request's usage by message id: Claude Code prints one
+    /// `assistant` line per content block, each carrying its message's usage,
+    /// so a message is counted once (its latest figures).
+    turns: HashMap<String, Usage>,
+    /// Usage of assistant lines without a message id, counted as they come.
+    unnamed: Usage,
+    /// The `result` line's totals replaced the per-turn sum.
+    finished: bool,
+}
+
+impl ClaudeParser {
+    /// Takes an assistant message's usage into the running total (until the
+    /// CLI's own totals arrive in its `result` line).
+    fn turn_usage(&mut self, v: &Value) {
+        let Some(u) = v.pointer("/message/usage") else {
+            return;
+        };
+        if self.finished {
+            return;
+        }
+        let tokens = MessageTokens {
+            input: u64_at(u, &["input_tokens"]),
+            cache_write: u64_at(u, &["cache_creation_input_tokens"]),
+            cache_read: u64_at(u, &["cache_read_input_tokens"]),
+            output: u64_at(u, &["output_tokens"]),
+        };
+        let model = str_at(v, &["message", "model"]).or_else(|| self.summary.model.clone());
+        let usage = Usage {
+            input_tokens: tokens.input + tokens.cache_write,
+            cached_input_tokens: tokens.cache_read,
+            output_tokens: tokens.output,
+            cost_usd: model.and_then(|m| pricing::anthropic(&m, tokens)),
+        };
+        match str_at(v, &["message", "id"]) {
+            Some(id) => {
+                self.turns.insert(id, usage);
+            }
+            None => self.unnamed.add(&usage),
+        }
+        let mut total = self.unnamed.clone();
+        for turn in self.turns.values() {
+            total.add(turn);
+        }
+        self.summary.usage = total;
+    }
 }
 
 impl StreamParser for ClaudeParser {
@@ -167,7 +215,10 @@ impl StreamParser for ClaudeParser {
                     tools,
                 }]
             }
-            Some("assistant") => content_items(&v),
+            Some("assistant") => {
+                self.turn_usage(&v);
+                content_items(&v)
+            }
             Some("user") => content_items(&v),
             Some("result") => {
                 s.completed = true;
@@ -175,13 +226,20 @@ impl StreamParser for ClaudeParser {
                 s.stop_reason = str_at(&v, &["stop_reason"]).or_else(|| str_at(&v, &["subtype"]));
                 s.num_turns = v.get("num_turns").and_then(Value::as_u64);
                 let usage = v.get("usage").cloned().unwrap_or(Value::Null);
+                // The CLI's totals (its side requests included) supersede
+                // the per-turn sum; its price too, when it gives one.
+                let streamed_cost = s.usage.cost_usd;
                 s.usage = Usage {
                     input_tokens: u64_at(&usage, &["input_tokens"])
                         + u64_at(&usage, &["cache_creation_input_tokens"]),
                     cached_input_tokens: u64_at(&usage, &["cache_read_input_tokens"]),
                     output_tokens: u64_at(&usage, &["output_tokens"]),
-                    cost_usd: v.get("total_cost_usd").and_then(Value::as_f64),
+                    cost_usd: v
+                        .get("total_cost_usd")
+                        .and_then(Value::as_f64)
+                        .or(streamed_cost),
                 };
+                self.finished = true;
                 let is_error = v.get("is_error").and_then(Value::as_bool).unwrap_or(false);
                 let subtype = str_at(&v, &["subtype"]).unwrap_or_default();
                 if is_error || subtype.starts_with("error") {
@@ -202,6 +260,14 @@ impl StreamParser for ClaudeParser {
 
     fn summary(&self) -> Summary {
         self.summary.clone()
+    }
+
+    fn running(&self) -> (Option<&str>, &Usage) {
+        (self.summary.model.as_deref(), &self.summary.usage)
+    }
+
+    fn finished(&self) -> bool {
+        self.finished
     }
 }
 
@@ -298,5 +364,44 @@ mod tests {
         assert_eq!(s.error.as_deref(), Some("API Error: 404 model not found"));
         assert_eq!(s.last_other_line.as_deref(), Some("not json at all"));
         assert!(matches!(&items[0], Item::Error { .. }));
+    }
+
+    #[test]
+    fn each_model_request_counts_once_while_the_run_goes() {
+        let mut p = ClaudeParser::default();
+        let usage = r#""usage":{"input_tokens":60000,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}"#;
+        p.line(r#"{"type":"system","subtype":"init","session_id":"s","model":"claude-sonnet-4-5","tools":[]}"#);
+        // One request, two content blocks: two lines with the same usage.
+        for block in [
+            r#"{"type":"text","text":"hi"}"#,
+            r#"{"type":"tool_use","id":"t1","name":"Bash","input":{}}"#,
+        ] {
+            p.line(&format!(
+                r#"{{"type":"assistant","message":{{"id":"msg_1","model":"claude-sonnet-4-5","content":[{block}],{usage}}}}}"#
+            ));
+        }
+        let (model, u) = p.running();
+        assert_eq!(model, Some("claude-sonnet-4-5"));
+        assert_eq!(u.input_tokens, 60_000);
+        let one = u.cost_usd.unwrap();
+        assert!((one - (0.18 + 0.000015)).abs() < 1e-9, "{one}");
+        p.line(&format!(
+            r#"{{"type":"assistant","message":{{"id":"msg_2","model":"claude-sonnet-4-5","content":[],{usage}}}}}"#
+        ));
+        assert_eq!(p.running().1.input_tokens, 120_000);
+        assert!((p.running().1.cost_usd.unwrap() - 2.0 * one).abs() < 1e-9);
+        // The CLI's own totals, when it prints them, replace the sum.
+        p.line(r#"{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":0.5,"usage":{"input_tokens":130000,"output_tokens":9}}"#);
+        let s = p.summary();
+        assert_eq!(s.usage.input_tokens, 130_000);
+        assert_eq!(s.usage.cost_usd, Some(0.5));
+    }
+
+    #[test]
+    fn an_unpriced_model_counts_tokens_without_a_cost() {
+        let mut p = ClaudeParser::default();
+        p.line(r#"{"type":"assistant","message":{"id":"m","model":"claude-next-9","content":[],"usage":{"input_tokens":10,"output_tokens":2}}}"#);
+        let (_, u) = p.running();
+        assert_eq!((u.input_tokens, u.output_tokens, u.cost_usd), (10, 2, None));
     }
 }

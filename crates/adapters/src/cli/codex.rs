@@ -10,6 +10,7 @@ use super::stream::{json_line, str_at, u64_at, Item, StreamParser, Summary, Usag
 use super::{Built, CliConfig, CliKind, RunSpec};
 use crate::config::Fields;
 
+#[derive(Clone, Copy)]
 pub struct Codex;
 
 pub struct CodexExtra {
@@ -255,6 +256,15 @@ impl StreamParser for CodexParser {
             }
             _ => Vec::new(),
         }
+    }
+
+    fn running(&self) -> (Option<&str>, &Usage) {
+        (self.summary.model.as_deref(), &self.summary.usage)
+    }
+
+    /// `codex exec` runs one turn: its `turn.completed` is the run's end.
+    fn finished(&self) -> bool {
+        self.summary.completed
     }
 
     fn summary(&self) -> Summary {

@@ -8,6 +8,7 @@ pub mod classify;
 pub mod claude;
 pub mod codex;
 pub mod opencode;
+pub mod pricing;
 pub mod stream;
 
 use std::collections::BTreeMap;
@@ -22,9 +23,9 @@ use crate::environment::{self, Check, Level, Report};
 use crate::process::{self, Exit, Spawn, Stop};
 use crate::{
     Adapter, BoxFuture, Capabilities, ConfigError, ErrorCode, Invocation, Outcome, OutcomeStatus,
-    RunLimits, RunSink, Stream,
+    RunLimits, RunSink, Stream, UsageSoFar,
 };
-use stream::{Lines, StreamParser, Summary};
+use stream::{Lines, StreamParser, Summary, Usage};
 
 /// Config keys every CLI adapter understands (upstream's names).
 #[derive(Debug, Clone)]
@@ -65,7 +66,7 @@ pub struct Built {
     pub notes: Vec<String>,
 }
 
-pub trait CliKind: Send + Sync + 'static {
+pub trait CliKind: Clone + Send + Sync + 'static {
     type Extra: Send + Sync;
     fn kind(&self) -> &'static str;
     fn default_command(&self) -> &'static str;
@@ -263,13 +264,21 @@ impl<K: CliKind> CliAdapter<K> {
             stdin: built.prompt_on_stdin.then(|| prompt.clone()),
             timeout: cfg.timeout,
             grace: cfg.grace,
+            stop_now: inv.stop_now.clone(),
         };
         let parser = Arc::new(Mutex::new(self.kind.parser()));
         let exit = process::execute(
             &spawn,
             &inv.cancel,
             sink.clone(),
-            Some(tap(parser.clone(), sink.clone())),
+            Some(Box::new(ParseTap {
+                lines: Lines::default(),
+                parser: parser.clone(),
+                sink: sink.clone(),
+                kind: self.kind.clone(),
+                config: cfg.clone(),
+                reported: None,
+            })),
         )
         .await;
         let mut summary = parser.lock().unwrap().summary();
@@ -515,22 +524,62 @@ fn auth_env_var(kind: &str) -> Option<&'static str> {
 }
 
 /// Feeds stdout into the parser line by line and reports each transcript
-/// item as it is read, so the UI sees steps while the CLI still runs.
-struct ParseTap {
+/// item as it is read, so the UI sees steps while the CLI still runs, and
+/// the run's usage each time it grows, so budgets act while it runs.
+struct ParseTap<K: CliKind> {
     lines: Lines,
     parser: Arc<Mutex<Box<dyn StreamParser>>>,
     sink: Arc<dyn RunSink>,
+    kind: K,
+    config: CliConfig,
+    /// The usage last reported, so an unchanged total is not reported again.
+    reported: Option<Usage>,
 }
 
-impl ParseTap {
+impl<K: CliKind> ParseTap<K> {
     fn feed(&mut self, line: &str) {
-        for item in self.parser.lock().unwrap().line(line) {
+        let (items, running) = {
+            let mut parser = self.parser.lock().unwrap();
+            let items = parser.line(line);
+            let (model, usage) = parser.running();
+            let changed = !usage.is_empty() && self.reported.as_ref() != Some(usage);
+            let finished = parser.finished();
+            (
+                items,
+                changed.then(|| (model.map(str::to_string), usage.clone(), finished)),
+            )
+        };
+        for item in items {
             item.emit(&*self.sink);
+        }
+        if let Some((model, usage, finished)) = running {
+            self.reported = Some(usage.clone());
+            self.sink.usage(&self.so_far(model, usage, finished));
+        }
+    }
+
+    /// The usage with what the CLI leaves out (its model, a price) filled in
+    /// as the end-of-run summary will be.
+    fn so_far(&self, model: Option<String>, usage: Usage, finished: bool) -> UsageSoFar {
+        let mut s = Summary {
+            model,
+            usage,
+            ..Summary::default()
+        };
+        self.kind.complete(&mut s, &self.config);
+        UsageSoFar {
+            provider: self.kind.provider(s.model.as_deref()).to_string(),
+            model: s.model,
+            input_tokens: s.usage.input_tokens,
+            cached_input_tokens: s.usage.cached_input_tokens,
+            output_tokens: s.usage.output_tokens,
+            cost_usd: s.usage.cost_usd,
+            finished,
         }
     }
 }
 
-impl process::Tap for ParseTap {
+impl<K: CliKind> process::Tap for ParseTap<K> {
     fn text(&mut self, text: &str) {
         for line in self.lines.push(text) {
             self.feed(&line);
@@ -542,12 +591,4 @@ impl process::Tap for ParseTap {
             self.feed(&line);
         }
     }
-}
-
-fn tap(parser: Arc<Mutex<Box<dyn StreamParser>>>, sink: Arc<dyn RunSink>) -> Box<dyn process::Tap> {
-    Box::new(ParseTap {
-        lines: Lines::default(),
-        parser,
-        sink,
-    })
 }

@@ -9,6 +9,7 @@ use super::stream::{json_line, str_at, u64_at, Item, StreamParser, Summary, Usag
 use super::{Built, CliConfig, CliKind, RunSpec};
 use crate::config::Fields;
 
+#[derive(Clone, Copy)]
 pub struct OpenCode;
 
 pub struct OpenCodeExtra {
@@ -187,6 +188,15 @@ impl StreamParser for OpenCodeParser {
 
     fn summary(&self) -> Summary {
         self.summary.clone()
+    }
+
+    fn running(&self) -> (Option<&str>, &Usage) {
+        (self.summary.model.as_deref(), &self.summary.usage)
+    }
+
+    /// A step that did not end in tool calls is the last one.
+    fn finished(&self) -> bool {
+        self.summary.completed && self.summary.stop_reason.as_deref() != Some("tool-calls")
     }
 }
 

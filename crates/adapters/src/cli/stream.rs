@@ -176,6 +176,11 @@ pub trait StreamParser: Send {
     /// transcript items it contained.
     fn line(&mut self, line: &str) -> Vec<Item>;
     fn summary(&self) -> Summary;
+    /// The model and the run's cumulative usage as of the last line, read
+    /// after every line (so without copying the whole summary).
+    fn running(&self) -> (Option<&str>, &Usage);
+    /// Whether the CLI printed its end (its totals, its last step).
+    fn finished(&self) -> bool;
 }
 
 /// Parses `line` as a JSON object, or notes it as other output.

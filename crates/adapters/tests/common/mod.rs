@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use paperclip_adapters::{CancellationToken, Invocation, RunSink, Stream};
+use paperclip_adapters::{CancellationToken, Invocation, RunSink, Stream, UsageSoFar};
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone)]
@@ -22,6 +22,7 @@ pub struct RecordingSink {
     pub logs: Mutex<Vec<(Stream, String)>>,
     pub events: Mutex<Vec<Event>>,
     pub started: Mutex<Option<(u32, u32)>>,
+    pub usage: Mutex<Vec<UsageSoFar>>,
 }
 
 impl RecordingSink {
@@ -81,6 +82,10 @@ impl RunSink for RecordingSink {
     fn process_started(&self, pid: u32, process_group_id: u32) {
         *self.started.lock().unwrap() = Some((pid, process_group_id));
     }
+
+    fn usage(&self, usage: &UsageSoFar) {
+        self.usage.lock().unwrap().push(usage.clone());
+    }
 }
 
 /// A fresh directory under the system temp dir, unique per call.
@@ -108,6 +113,7 @@ pub fn invocation(config: Value) -> Invocation {
         // Shared so test runs do not litter the temp dir; creating it is idempotent.
         default_cwd: std::env::temp_dir().join("paperclip-adapters-test-cwd"),
         cancel: CancellationToken::new(),
+        stop_now: CancellationToken::new(),
         session_id: None,
         skills_dir: None,
     }

@@ -274,14 +274,6 @@ fn is_step(kind: &str) -> bool {
 }
 
 fn outcome_line(run: &HeartbeatRun) -> String {
-    let usage = run.usage_json.as_ref();
-    let tokens = usage.map(|u| {
-        u.get("inputTokens").and_then(|v| v.as_i64()).unwrap_or(0)
-            + u.get("outputTokens").and_then(|v| v.as_i64()).unwrap_or(0)
-    });
-    let cost = usage
-        .and_then(|u| u.get("costUsd"))
-        .and_then(|v| v.as_f64());
     let mut line = match run.status.as_str() {
         "succeeded" => "finished".to_string(),
         "running" => "is working".into(),
@@ -302,11 +294,8 @@ fn outcome_line(run: &HeartbeatRun) -> String {
     if let Some(reason) = &run.wake_reason {
         line.push_str(&format!(" · woken by {}", reason.replace('_', " ")));
     }
-    if let Some(t) = tokens.filter(|t| *t > 0) {
-        line.push_str(&format!(" · {t} tokens"));
-    }
-    if let Some(c) = cost.filter(|c| *c > 0.0) {
-        line.push_str(&format!(" · ${c:.4}"));
+    if let Some(usage) = run.usage_json.as_ref().and_then(crate::fmt::run_usage) {
+        line.push_str(&format!(" · {usage}"));
     }
     line
 }
