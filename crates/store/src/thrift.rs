@@ -1,6 +1,8 @@
 //! What the company (or one agent) spends for what: wakes skipped and why,
 //! spend on tasks against spend with no task, spend per finished task and
-//! tokens per run. Each figure is one indexed, grouped query.
+//! tokens per run. Each figure is one indexed, grouped query; each value is
+//! capped as every spend sum is (rows from before the input bounds may hold
+//! i64::MAX), so a sum cannot overflow.
 
 use std::collections::BTreeMap;
 
@@ -55,8 +57,20 @@ pub async fn get(
          CAST(COALESCE(SUM(",
         capped!("cost_cents"),
         "), 0) AS BIGINT) AS cents, \
-         CAST(COALESCE(SUM(input_tokens + cached_input_tokens + output_tokens), 0) AS BIGINT) AS tokens, \
-         CAST(COALESCE(SUM(CASE WHEN cost_cents IS NULL THEN input_tokens + cached_input_tokens + output_tokens ELSE 0 END), 0) AS BIGINT) AS unpriced \
+         CAST(COALESCE(SUM(",
+        capped!("input_tokens"),
+        " + ",
+        capped!("cached_input_tokens"),
+        " + ",
+        capped!("output_tokens"),
+        "), 0) AS BIGINT) AS tokens, \
+         CAST(COALESCE(SUM(CASE WHEN cost_cents IS NULL THEN ",
+        capped!("input_tokens"),
+        " + ",
+        capped!("cached_input_tokens"),
+        " + ",
+        capped!("output_tokens"),
+        " ELSE 0 END), 0) AS BIGINT) AS unpriced \
          FROM cost_events WHERE company_id = $1 AND ($2 IS NULL OR agent_id = $2) \
          AND occurred_at >= $3 AND occurred_at < $4 GROUP BY on_task"
     ))
