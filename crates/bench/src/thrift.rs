@@ -142,9 +142,13 @@ pub async fn run(binary: &Path, db: Option<&str>, args: &ThriftArgs) -> anyhow::
     paperclip_bench::poll::until(60, async || {
         let mut live = 0;
         for (side, _) in &sides {
-            let v = get(&client, &server, &format!("/api/companies/{}/live-runs", side.company))
-                .await
-                .ok()?;
+            let v = get(
+                &client,
+                &server,
+                &format!("/api/companies/{}/live-runs", side.company),
+            )
+            .await
+            .ok()?;
             live += v.as_array().map_or(0, Vec::len);
         }
         (live == 0).then_some(())

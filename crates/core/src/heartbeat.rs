@@ -209,7 +209,13 @@ mod tests {
             Some("agent_paused")
         );
         assert_eq!(
-            skip_reason(AgentStatus::Terminated, None, &p, WakeSource::OnDemand, false),
+            skip_reason(
+                AgentStatus::Terminated,
+                None,
+                &p,
+                WakeSource::OnDemand,
+                false
+            ),
             Some("agent_terminated")
         );
         assert_eq!(
@@ -233,7 +239,8 @@ mod tests {
                 AgentStatus::Paused,
                 Some("budget"),
                 &p,
-                WakeSource::OnDemand, false
+                WakeSource::OnDemand,
+                false
             ),
             Some("budget_blocked")
         );

@@ -89,9 +89,15 @@ fn epoch_after_bar(text: &str) -> Option<DateTime<Utc>> {
 
 /// "in 2 hours 5 minutes", "after 30 seconds", "in 45s".
 fn relative(text: &str) -> Option<Duration> {
-    let start = ["try again in ", "retry in ", "retry after ", "again in ", "resets in "]
-        .iter()
-        .find_map(|p| text.find(p).map(|i| i + p.len()))?;
+    let start = [
+        "try again in ",
+        "retry in ",
+        "retry after ",
+        "again in ",
+        "resets in ",
+    ]
+    .iter()
+    .find_map(|p| text.find(p).map(|i| i + p.len()))?;
     let mut total = Duration::zero();
     let mut words = text[start..]
         .split(|c: char| c.is_whitespace() || c == ',' || c == '.')
@@ -99,7 +105,9 @@ fn relative(text: &str) -> Option<Duration> {
         .peekable();
     let mut any = false;
     while let Some(word) = words.next() {
-        let split = word.find(|c: char| !c.is_ascii_digit()).unwrap_or(word.len());
+        let split = word
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(word.len());
         let Ok(n) = word[..split].parse::<i64>() else {
             break;
         };
@@ -130,7 +138,9 @@ fn clock_time(text: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         .find_map(|p| text.find(p).map(|i| i + p.len()))?;
     let rest = text[start..].trim_start();
     let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == ':' || c == ' ' || c == 'a' || c == 'p' || c == 'm'))
+        .find(|c: char| {
+            !(c.is_ascii_digit() || c == ':' || c == ' ' || c == 'a' || c == 'p' || c == 'm')
+        })
         .unwrap_or(rest.len());
     let spec = rest[..end].replace(' ', "");
     let (clock, pm) = if let Some(c) = spec.strip_suffix("pm") {
@@ -181,7 +191,10 @@ mod tests {
             panic!("the wake past the limit trips");
         };
         assert!(w.held);
-        assert_eq!(count_wake(Some(w), t0 + Duration::hours(5)), LoopVerdict::Held);
+        assert_eq!(
+            count_wake(Some(w), t0 + Duration::hours(5)),
+            LoopVerdict::Held
+        );
     }
 
     #[test]
@@ -207,9 +220,18 @@ mod tests {
     fn reset_times_are_read_from_what_the_cli_said() {
         let now = at("2026-12-03T10:00:00Z");
         let cases = [
-            ("Claude AI usage limit reached|1796296800", "2026-12-03T11:20:00Z"),
-            ("You've hit your usage limit. Try again in 2 hours 5 minutes.", "2026-12-03T12:05:00Z"),
-            ("429 Too Many Requests, retry after 30 seconds", "2026-12-03T10:00:30Z"),
+            (
+                "Claude AI usage limit reached|1796296800",
+                "2026-12-03T11:20:00Z",
+            ),
+            (
+                "You've hit your usage limit. Try again in 2 hours 5 minutes.",
+                "2026-12-03T12:05:00Z",
+            ),
+            (
+                "429 Too Many Requests, retry after 30 seconds",
+                "2026-12-03T10:00:30Z",
+            ),
             ("rate limited; try again in 45s", "2026-12-03T10:00:45Z"),
             ("5-hour limit reached ∙ resets 3pm", "2026-12-03T15:00:00Z"),
             ("usage limit, resets at 9:30 am", "2026-12-04T09:30:00Z"),

@@ -39,9 +39,15 @@ async fn timer(server: &TestServer, agent: &str, extra: Value) {
 async fn idle_timers_spawn_nothing_while_agents_with_work_still_wake() {
     let server = TestServer::start().await;
     let cid = id(&server.company("Thrift Co").await);
-    let idle = id(&server.script_agent(&cid, "Idle", "echo tick\n", json!({})).await);
-    let busy = id(&server.script_agent(&cid, "Busy", "echo tick\n", json!({})).await);
-    let planner = id(&server.script_agent(&cid, "Planner", "echo plan\n", json!({})).await);
+    let idle = id(&server
+        .script_agent(&cid, "Idle", "echo tick\n", json!({}))
+        .await);
+    let busy = id(&server
+        .script_agent(&cid, "Busy", "echo tick\n", json!({}))
+        .await);
+    let planner = id(&server
+        .script_agent(&cid, "Planner", "echo plan\n", json!({}))
+        .await);
     // Busy has a task it has not finished (its script does not touch it), so
     // each of its timer wakes has something to act on.
     server
@@ -71,7 +77,10 @@ async fn idle_timers_spawn_nothing_while_agents_with_work_still_wake() {
         "an idle agent's timer spawns nothing"
     );
     assert!(
-        wakes(&server, &idle, "").await.iter().all(|w| w["status"] == "skipped"),
+        wakes(&server, &idle, "")
+            .await
+            .iter()
+            .all(|w| w["status"] == "skipped"),
         "every wake of the idle agent was skipped"
     );
     // The activity row says the same, for the board's feed: once when the
@@ -105,12 +114,14 @@ async fn idle_timers_spawn_nothing_while_agents_with_work_still_wake() {
         assert!(!runs.is_empty());
     }
     let busy_wakes = wakes(&server, &busy, "").await;
-    assert!(busy_wakes
-        .iter()
-        .any(|w| w["source"] == "timer" && w["runStatus"] == "succeeded" && w["skipReason"].is_null()));
+    assert!(busy_wakes.iter().any(|w| w["source"] == "timer"
+        && w["runStatus"] == "succeeded"
+        && w["skipReason"].is_null()));
     // Bad filters are refused with the field named.
     let (status, body) = server
-        .get(&format!("/api/agents/{idle}/wakeup-requests?status=sleeping"))
+        .get(&format!(
+            "/api/agents/{idle}/wakeup-requests?status=sleeping"
+        ))
         .await;
     assert_eq!(status, 400, "{body}");
     assert!(body.to_string().contains("status"), "{body}");
@@ -123,7 +134,10 @@ async fn idle_timers_spawn_nothing_while_agents_with_work_still_wake() {
         .ok_get(&format!("/api/companies/{cid}/dashboard"))
         .await;
     assert!(
-        dash["thrift"]["wakesSkipped24h"]["no_work"].as_i64().unwrap() >= 3,
+        dash["thrift"]["wakesSkipped24h"]["no_work"]
+            .as_i64()
+            .unwrap()
+            >= 3,
         "{dash}"
     );
     let prefix = server.ok_get(&format!("/api/companies/{cid}")).await["issuePrefix"]
@@ -162,7 +176,9 @@ api POST "/api/issues/$PAPERCLIP_TASK_ID/checkout" "{\"agentId\":\"$PAPERCLIP_AG
             until(30, "runs settled", async || {
                 let runs = server.runs_of(&cid, &agent).await;
                 let done = runs.iter().filter(|r| r["status"] == "succeeded").count();
-                let live = runs.iter().any(|r| r["status"] == "queued" || r["status"] == "running");
+                let live = runs
+                    .iter()
+                    .any(|r| r["status"] == "queued" || r["status"] == "running");
                 (done >= n && !live).then_some(runs)
             })
             .await
@@ -172,11 +188,17 @@ api POST "/api/issues/$PAPERCLIP_TASK_ID/checkout" "{\"agentId\":\"$PAPERCLIP_AG
     // Its own comment, task and checkout left nothing queued behind the run.
     assert_eq!(runs.len(), 1, "{runs:?}");
     let comments = server.ok_get(&format!("/api/issues/{iid}/comments")).await;
-    assert!(comments.to_string().contains("note to self"), "the script ran: {comments}");
+    assert!(
+        comments.to_string().contains("note to self"),
+        "the script ran: {comments}"
+    );
     // A board comment is what wakes it next; that run's own actions again
     // wake nothing.
     server
-        .ok_post(&format!("/api/issues/{iid}/comments"), json!({ "body": "board here" }))
+        .ok_post(
+            &format!("/api/issues/{iid}/comments"),
+            json!({ "body": "board here" }),
+        )
         .await;
     let runs = settled(2).await;
     assert_eq!(runs.len(), 2, "{runs:?}");
@@ -197,9 +219,16 @@ fn ping_pong(other: &str) -> String {
 async fn agents_mentioning_each_other_are_held_and_the_board_is_told() {
     let server = TestServer::start().await;
     let company = server.company("Loop Co").await;
-    let (cid, prefix) = (id(&company), company["issuePrefix"].as_str().unwrap().to_string());
-    let ping = id(&server.script_agent(&cid, "Ping", &ping_pong("Pong"), json!({})).await);
-    let pong = id(&server.script_agent(&cid, "Pong", &ping_pong("Ping"), json!({})).await);
+    let (cid, prefix) = (
+        id(&company),
+        company["issuePrefix"].as_str().unwrap().to_string(),
+    );
+    let ping = id(&server
+        .script_agent(&cid, "Ping", &ping_pong("Pong"), json!({}))
+        .await);
+    let pong = id(&server
+        .script_agent(&cid, "Pong", &ping_pong("Ping"), json!({}))
+        .await);
     let issue = server
         .issue(
             &cid,
@@ -213,19 +242,29 @@ async fn agents_mentioning_each_other_are_held_and_the_board_is_told() {
         .wait_for(&diag, 90, |d| !d["wakeLoop"]["heldAt"].is_null())
         .await;
     let limit = held["wakeLoop"]["limit"].as_i64().unwrap();
-    assert_eq!(held["wakeLoop"]["wakes"].as_i64().unwrap(), limit + 1, "{held}");
+    assert_eq!(
+        held["wakeLoop"]["wakes"].as_i64().unwrap(),
+        limit + 1,
+        "{held}"
+    );
     // Once the runs in flight end, nothing more starts: the loop is over.
     let total = until(30, "no live runs", async || {
-        let live = server.ok_get(&format!("/api/companies/{cid}/live-runs")).await;
+        let live = server
+            .ok_get(&format!("/api/companies/{cid}/live-runs"))
+            .await;
         if !live.as_array().unwrap().is_empty() {
             return None;
         }
-        let runs = server.runs_of(&cid, &ping).await.len() + server.runs_of(&cid, &pong).await.len();
+        let runs =
+            server.runs_of(&cid, &ping).await.len() + server.runs_of(&cid, &pong).await.len();
         Some(runs)
     })
     .await;
     // The assignment run plus one run per delivered agent-caused wake.
-    assert!(total as i64 <= limit + 1, "{total} runs for a limit of {limit}");
+    assert!(
+        total as i64 <= limit + 1,
+        "{total} runs for a limit of {limit}"
+    );
     let mut held_count = 0;
     for agent in [&ping, &pong] {
         held_count += wakes(&server, agent, "?status=skipped")
@@ -236,19 +275,35 @@ async fn agents_mentioning_each_other_are_held_and_the_board_is_told() {
     }
     assert!(held_count >= 1, "the wake that tripped the breaker is held");
     // The board sees it: in the activity feed, the inbox and on the task.
-    assert!(server.actions(&cid).await.iter().any(|a| a == "issue.wake_loop_held"));
+    assert!(server
+        .actions(&cid)
+        .await
+        .iter()
+        .any(|a| a == "issue.wake_loop_held"));
     let inbox = server.page(&format!("/{prefix}/inbox")).await;
-    assert!(inbox.contains(&format!("data-held-issue=\"{ident}\"")), "{inbox}");
+    assert!(
+        inbox.contains(&format!("data-held-issue=\"{ident}\"")),
+        "{inbox}"
+    );
     let task = server.page(&format!("/{prefix}/tasks/{ident}")).await;
     assert!(task.contains("data-wake-loop-held"), "{task}");
     // An agent cannot lift the hold; the board can, once.
     let key = server.key(&ping).await;
     let release = format!("/api/issues/{iid}/wake-loop/release");
-    let (status, _) = server.as_agent(&key, None, "POST", &release, Some(json!({}))).await;
+    let (status, _) = server
+        .as_agent(&key, None, "POST", &release, Some(json!({})))
+        .await;
     assert_eq!(status, 403);
     let released = server.ok_post(&release, json!({})).await;
-    assert!(!released["runIds"].as_array().unwrap().is_empty(), "{released}");
-    assert!(server.actions(&cid).await.iter().any(|a| a == "issue.wake_loop_released"));
+    assert!(
+        !released["runIds"].as_array().unwrap().is_empty(),
+        "{released}"
+    );
+    assert!(server
+        .actions(&cid)
+        .await
+        .iter()
+        .any(|a| a == "issue.wake_loop_released"));
     // A task that is not held has nothing to release.
     let calm = id(&server.issue(&cid, json!({ "title": "Calm" })).await);
     let (status, body) = server
@@ -257,7 +312,10 @@ async fn agents_mentioning_each_other_are_held_and_the_board_is_told() {
     assert_eq!(status, 409, "{body}");
     // A status change is progress: the count starts over.
     server
-        .ok_patch(&format!("/api/issues/{iid}"), json!({ "status": "cancelled" }))
+        .ok_patch(
+            &format!("/api/issues/{iid}"),
+            json!({ "status": "cancelled" }),
+        )
         .await;
     let after = server.ok_get(&diag).await;
     assert!(
@@ -279,7 +337,9 @@ async fn a_usage_limited_run_defers_the_agents_work_to_the_reset_time() {
 fi
 echo done
 "#;
-    let agent = id(&server.script_agent(&cid, "Limited", script, json!({})).await);
+    let agent = id(&server
+        .script_agent(&cid, "Limited", script, json!({}))
+        .await);
     let issue = server
         .issue(
             &cid,
@@ -294,14 +354,23 @@ echo done
     .await;
     assert_eq!(first["errorCode"], "rate_limited", "{first}");
     let limited = server.ok_get(&format!("/api/agents/{agent}")).await;
-    let until_at = limited["usageLimitedUntil"].as_str().expect("limit recorded").to_string();
-    assert_eq!(limited["status"], "idle", "a usage limit is not the agent's error");
+    let until_at = limited["usageLimitedUntil"]
+        .as_str()
+        .expect("limit recorded")
+        .to_string();
+    assert_eq!(
+        limited["status"], "idle",
+        "a usage limit is not the agent's error"
+    );
     // The work is kept: a run waits for the reset, holding the task.
     let task = server.ok_get(&format!("/api/issues/{iid}")).await;
     assert_ne!(task["status"], "blocked", "{task}");
     // A wake meanwhile joins the waiting run instead of failing again.
     server
-        .ok_post(&format!("/api/issues/{iid}/comments"), json!({ "body": "any news?" }))
+        .ok_post(
+            &format!("/api/issues/{iid}/comments"),
+            json!({ "body": "any news?" }),
+        )
         .await;
     let runs = server.runs_of(&cid, &agent).await;
     assert!(

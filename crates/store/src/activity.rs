@@ -68,25 +68,32 @@ pub struct Filter {
 }
 
 /// Newest first. Ids are time-ordered, so `before` pages without gaps.
+/// Only the filters given become conditions: `($n IS NULL OR col = $n)`
+/// hides the entity index from the planner, and one task's history among
+/// millions of rows was then a scan of the company's (4 s at 1.3M rows).
 pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Vec<ActivityEntry>> {
-    let rows = crate::db::query(
-        "SELECT * FROM activity_log WHERE company_id = $1 \
-         AND ($2 IS NULL OR entity_type = $2) AND ($3 IS NULL OR entity_id = $3) \
-         AND ($4 IS NULL OR action = $4) AND ($5 IS NULL OR actor_type = $5) \
-         AND ($6 IS NULL OR agent_id = $6) AND ($7 IS NULL OR run_id = $7) \
-         AND ($8 IS NULL OR id < $8) ORDER BY id DESC LIMIT $9",
-    )
-    .bind(company_id)
-    .bind(filter.entity_type.as_deref())
-    .bind(filter.entity_id.as_deref())
-    .bind(filter.action.as_deref())
-    .bind(filter.actor_type.as_deref())
-    .bind(filter.agent_id.as_deref())
-    .bind(filter.run_id.as_deref())
-    .bind(filter.before.as_deref())
-    .bind(filter.limit)
-    .fetch_all(store.pool())
-    .await?;
+    let mut sql = String::from("SELECT * FROM activity_log WHERE company_id = $1");
+    let mut values: Vec<&str> = Vec::new();
+    for (column, op, value) in [
+        ("entity_type", "=", &filter.entity_type),
+        ("entity_id", "=", &filter.entity_id),
+        ("action", "=", &filter.action),
+        ("actor_type", "=", &filter.actor_type),
+        ("agent_id", "=", &filter.agent_id),
+        ("run_id", "=", &filter.run_id),
+        ("id", "<", &filter.before),
+    ] {
+        if let Some(value) = value {
+            values.push(value);
+            sql.push_str(&format!(" AND {column} {op} ${}", values.len() + 1));
+        }
+    }
+    sql.push_str(&format!(" ORDER BY id DESC LIMIT ${}", values.len() + 2));
+    let mut query = crate::db::query(&sql).bind(company_id);
+    for value in values {
+        query = query.bind(value);
+    }
+    let rows = query.bind(filter.limit).fetch_all(store.pool()).await?;
     rows.iter().map(map).collect()
 }
 

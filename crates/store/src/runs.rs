@@ -48,19 +48,30 @@ pub struct Filter {
 
 /// Newest first.
 pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Vec<HeartbeatRun>> {
-    let rows = crate::db::query(
-        "SELECT * FROM heartbeat_runs WHERE company_id = $1 AND ($2 IS NULL OR agent_id = $2) \
-         AND ($3 IS NULL OR status = $3) AND ($4 IS NULL OR issue_id = $4) \
-         AND ($5 = 0 OR status IN ('queued', 'running')) ORDER BY id DESC LIMIT $6",
-    )
-    .bind(company_id)
-    .bind(filter.agent_id.as_deref())
-    .bind(filter.status.as_deref())
-    .bind(filter.issue_id.as_deref())
-    .bind(i64::from(filter.live_only))
-    .bind(filter.limit)
-    .fetch_all(store.pool())
-    .await?;
+    // Only the filters given become conditions, so the planner can use the
+    // agent, task or status index (`$n IS NULL OR ...` hides them: a task's
+    // runs took 300 ms among 100,000 runs).
+    let mut sql = String::from("SELECT * FROM heartbeat_runs WHERE company_id = $1");
+    let mut values: Vec<&str> = Vec::new();
+    for (column, value) in [
+        ("agent_id", &filter.agent_id),
+        ("status", &filter.status),
+        ("issue_id", &filter.issue_id),
+    ] {
+        if let Some(value) = value {
+            values.push(value);
+            sql.push_str(&format!(" AND {column} = ${}", values.len() + 1));
+        }
+    }
+    if filter.live_only {
+        sql.push_str(" AND status IN ('queued', 'running')");
+    }
+    sql.push_str(&format!(" ORDER BY id DESC LIMIT ${}", values.len() + 2));
+    let mut query = crate::db::query(&sql).bind(company_id);
+    for value in values {
+        query = query.bind(value);
+    }
+    let rows = query.bind(filter.limit).fetch_all(store.pool()).await?;
     rows.iter().map(map).collect()
 }
 
@@ -273,14 +284,19 @@ pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Optio
 /// Records until when the agent's provider refuses it (the time the CLI
 /// named, else a backoff), so its queued runs wait instead of failing again.
 async fn limit_usage(tx: &mut Tx, run: &HeartbeatRun, finish: &Finish) -> Result<()> {
-    let said = [&finish.error, &finish.stderr_excerpt, &finish.stdout_excerpt]
-        .iter()
-        .filter_map(|t| t.as_deref())
-        .collect::<Vec<_>>()
-        .join("\n");
-    let until = paperclip_core::thrift::usage_limit_lifts_at(&said, chrono::Utc::now())
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string();
+    let said = [
+        &finish.error,
+        &finish.stderr_excerpt,
+        &finish.stdout_excerpt,
+    ]
+    .iter()
+    .filter_map(|t| t.as_deref())
+    .collect::<Vec<_>>()
+    .join("\n");
+    let until = paperclip_core::budget::stamp(paperclip_core::thrift::usage_limit_lifts_at(
+        &said,
+        chrono::Utc::now(),
+    ));
     crate::db::query("UPDATE agents SET usage_limited_until = $2 WHERE id = $1")
         .bind(&run.agent_id)
         .bind(&until)

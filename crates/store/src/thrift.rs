@@ -90,25 +90,23 @@ pub async fn get(
         out.tokens += row.int("tokens")?;
         out.unpriced_tokens += row.int("unpriced")?;
     }
-    let (runs,): (i64,) = crate::db::query_as(
+    let runs = month_count(
+        store,
         "SELECT COUNT(*) FROM heartbeat_runs WHERE company_id = $1 AND ($2 IS NULL OR agent_id = $2) \
          AND created_at >= $3 AND created_at < $4",
+        company_id,
+        agent_id,
+        &month,
     )
-    .bind(company_id)
-    .bind(agent_id)
-    .bind(&month.start)
-    .bind(&month.end)
-    .fetch_one(store.pool())
     .await?;
-    let (done,): (i64,) = crate::db::query_as(
+    let done = month_count(
+        store,
         "SELECT COUNT(*) FROM issues WHERE company_id = $1 AND ($2 IS NULL OR assignee_agent_id = $2) \
          AND completed_at >= $3 AND completed_at < $4 AND status = 'done'",
+        company_id,
+        agent_id,
+        &month,
     )
-    .bind(company_id)
-    .bind(agent_id)
-    .bind(&month.start)
-    .bind(&month.end)
-    .fetch_one(store.pool())
     .await?;
     out.runs = runs;
     out.tasks_done = done;
@@ -116,4 +114,22 @@ pub async fn get(
     out.spend_per_done_task_cents = (done > 0).then(|| spend / done);
     out.tokens_per_run = (runs > 0).then(|| out.tokens / runs);
     Ok(out)
+}
+
+/// `sql`'s count, given the company, the agent (or none) and the month.
+async fn month_count(
+    store: &Store,
+    sql: &str,
+    company_id: &str,
+    agent_id: Option<&str>,
+    month: &Window,
+) -> Result<i64> {
+    let (n,): (i64,) = crate::db::query_as(sql)
+        .bind(company_id)
+        .bind(agent_id)
+        .bind(&month.start)
+        .bind(&month.end)
+        .fetch_one(store.pool())
+        .await?;
+    Ok(n)
 }

@@ -7,6 +7,7 @@
 
 use chrono::{DateTime, Utc};
 use paperclip_core::actor::Actor;
+use paperclip_core::budget::stamp;
 use paperclip_core::heartbeat::WakeSource;
 use paperclip_core::thrift::{self, LoopVerdict, LoopWindow};
 use serde::Serialize;
@@ -201,10 +202,12 @@ const STATE: &str = "SELECT l.issue_id, i.identifier, i.title, l.wake_count, l.w
 
 /// The task's state, if agents have woken each other on it since its last progress.
 pub async fn state(store: &Store, issue_id: &str) -> Result<Option<LoopState>> {
-    let row = crate::db::query(&format!("{STATE} WHERE l.issue_id = $1 AND l.wake_count > 0"))
-        .bind(issue_id)
-        .fetch_optional(store.pool())
-        .await?;
+    let row = crate::db::query(&format!(
+        "{STATE} WHERE l.issue_id = $1 AND l.wake_count > 0"
+    ))
+    .bind(issue_id)
+    .fetch_optional(store.pool())
+    .await?;
     row.as_ref().map(map).transpose()
 }
 
@@ -236,9 +239,9 @@ fn map(row: &crate::db::DbRow) -> Result<LoopState> {
 fn parse(ts: &str) -> Result<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(ts)
         .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| Error::Database(sqlx::Error::Decode(format!("bad stored time {ts:?}: {e}").into())))
-}
-
-fn stamp(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+        .map_err(|e| {
+            Error::Database(sqlx::Error::Decode(
+                format!("bad stored time {ts:?}: {e}").into(),
+            ))
+        })
 }

@@ -87,15 +87,27 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
     // Only a timer wake of an agent that may run asks whether there is
     // anything to do; a wake with a cause (an assignment, a comment) is the
     // work.
-    let runnable =
-        skip_reason(status, agent.pause_reason.as_deref(), &policy, wake.source, false).is_none();
+    let runnable = skip_reason(
+        status,
+        agent.pause_reason.as_deref(),
+        &policy,
+        wake.source,
+        false,
+    )
+    .is_none();
     let work = if runnable && wants_work_check(&policy, wake.source) {
         crate::idle::work_for(tx, &agent.id).await?
     } else {
         None
     };
     let idle = wants_work_check(&policy, wake.source) && work.is_none();
-    let mut skip = skip_reason(status, agent.pause_reason.as_deref(), &policy, wake.source, idle);
+    let mut skip = skip_reason(
+        status,
+        agent.pause_reason.as_deref(),
+        &policy,
+        wake.source,
+        idle,
+    );
     let caused = matches!(wake.source, WakeSource::Assignment | WakeSource::Automation);
     if skip.is_none() && caused && actor.agent_id() == Some(agent.id.as_str()) {
         // Nothing an agent does wakes itself: its own comment, mention or

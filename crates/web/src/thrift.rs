@@ -80,7 +80,11 @@ pub fn usage_limit(until: Option<&str>) -> Markup {
         return html! {};
     };
     let hhmm = chrono::DateTime::parse_from_rfc3339(until)
-        .map(|t| t.with_timezone(&chrono::Utc).format("%H:%M UTC").to_string())
+        .map(|t| {
+            t.with_timezone(&chrono::Utc)
+                .format("%H:%M UTC")
+                .to_string()
+        })
         .unwrap_or_else(|_| until.to_string());
     html! {
         span.pill.s-blocked data-usage-limited=(until) title="The provider refused the last run for a usage limit; its runs wait and start when it lifts." {

@@ -137,6 +137,9 @@ async fn release(
     let woken = wake_loops::release(&app.store, actor, &issue.id).await?;
     Ok(Json(Released {
         issue_id: issue.id,
-        run_ids: woken.into_iter().filter_map(|w| w.run.map(|r| r.id)).collect(),
+        run_ids: woken
+            .into_iter()
+            .filter_map(|w| w.run.map(|r| r.id))
+            .collect(),
     }))
 }
