@@ -23,3 +23,11 @@ CREATE INDEX agent_wakeup_requests_agent_created ON agent_wakeup_requests (agent
 CREATE INDEX agent_wakeup_requests_company_created ON agent_wakeup_requests (company_id, created_at);
 -- Tasks finished this month, for spend per finished task.
 CREATE INDEX issues_company_completed ON issues (company_id, completed_at);
+-- One task's or one agent's history, newest first, at scale: the company
+-- prefix and the id order in one index, so the planner does not walk the
+-- company's whole history by id (4 s for one task's activity at 1.3M rows,
+-- 260 ms for its runs among 100,000).
+CREATE INDEX activity_company_entity ON activity_log (company_id, entity_type, entity_id, id);
+CREATE INDEX heartbeat_runs_company_issue ON heartbeat_runs (company_id, issue_id, id);
+CREATE INDEX heartbeat_runs_company_agent ON heartbeat_runs (company_id, agent_id, id);
+CREATE INDEX heartbeat_runs_company_status ON heartbeat_runs (company_id, status, id);
