@@ -48,6 +48,22 @@ pub struct Filter {
 
 /// Newest first.
 pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Vec<HeartbeatRun>> {
+    if filter.live_only && filter.status.is_none() {
+        // One equality per status: with `IN` and the id order, SQLite walks
+        // the company's whole history by id (300 ms among 100,000 runs).
+        let mut live = Vec::new();
+        for status in ["running", "queued"] {
+            let one = Filter {
+                status: Some(status.to_string()),
+                live_only: false,
+                ..filter.clone()
+            };
+            live.extend(Box::pin(list(store, company_id, &one)).await?);
+        }
+        live.sort_by(|a, b| b.id.cmp(&a.id));
+        live.truncate(usize::try_from(filter.limit).unwrap_or(0));
+        return Ok(live);
+    }
     // Only the filters given become conditions, so the planner can use the
     // agent, task or status index (`$n IS NULL OR ...` hides them: a task's
     // runs took 300 ms among 100,000 runs).
