@@ -566,13 +566,31 @@
       dropped = true;
       if (state) { state.textContent = "reconnecting…"; state.className = "live-state off"; }
     };
-    for (const kind of KINDS) source.addEventListener(kind, () => refreshSoon(250));
+    for (const kind of KINDS) {
+      source.addEventListener(kind, (ev) => {
+        refreshSoon(250);
+        let data = null;
+        try { data = JSON.parse(ev.data); } catch (_) { data = null; }
+        for (const fn of eventHandlers) {
+          try { fn(kind, data); } catch (e) { console.error(e); }
+        }
+      });
+    }
     source.addEventListener("heartbeat.run.log", () => {
       const now = Date.now();
       if (now - lastLog > 1000) { lastLog = now; refreshSoon(400); }
     });
     window.paperclipEvents = source;
   }
+
+  // The helpers feature scripts (loaded after this one) build on; a feature
+  // adds its form handlers to `forms` and its reactions to `onEvent`.
+  const eventHandlers = [];
+  window.Paperclip = {
+    $, $$, api, act, toast, refreshSoon, forms, value, optional, parseJson,
+    openDialog, closeDialog, companyId, prefix,
+    onEvent: (fn) => eventHandlers.push(fn),
+  };
 
   document.addEventListener("DOMContentLoaded", () => {
     connect();

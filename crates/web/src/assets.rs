@@ -1,11 +1,18 @@
-//! The stylesheet and script, compiled into the binary so the product runs
-//! without a build step or files beside it.
+//! The stylesheet, scripts and icon, compiled into the binary so the product
+//! runs without a build step or files beside it.
 
-use axum::http::header;
-use axum::response::IntoResponse;
+use axum::extract::Path;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 
 const CSS: &str = include_str!("../assets/app.css");
-const JS: &str = include_str!("../assets/app.js");
+
+/// The board's scripts, loaded in this order by every page. `app.js` is the
+/// core (API calls, toasts, forms, live updates) and exposes its helpers as
+/// `window.Paperclip`; each other file is one feature built on them.
+pub const SCRIPTS: &[(&str, &str)] = &[("app.js", include_str!("../assets/app.js"))];
+
+const FAVICON: &str = include_str!("../assets/favicon.svg");
 
 // Short max-age: the binary can be replaced under the same URL; a reload
 // after an upgrade should pick the new assets up within minutes.
@@ -21,12 +28,26 @@ pub async fn css() -> impl IntoResponse {
     )
 }
 
-pub async fn js() -> impl IntoResponse {
+pub async fn script(Path(name): Path<String>) -> Response {
+    match SCRIPTS.iter().find(|(n, _)| *n == name) {
+        Some((_, body)) => (
+            [
+                (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+                (header::CACHE_CONTROL, CACHE),
+            ],
+            *body,
+        )
+            .into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+pub async fn favicon() -> impl IntoResponse {
     (
         [
-            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CONTENT_TYPE, "image/svg+xml"),
             (header::CACHE_CONTROL, CACHE),
         ],
-        JS,
+        FAVICON,
     )
 }

@@ -24,8 +24,12 @@ fn head(title: &str) -> Markup {
             meta charset="utf-8";
             meta name="viewport" content="width=device-width, initial-scale=1";
             title { (title) " · Paperclip" }
+            meta name="color-scheme" content="light dark";
+            link rel="icon" type="image/svg+xml" href="/ui/favicon.svg";
             link rel="stylesheet" href="/ui/app.css";
-            script src="/ui/app.js" defer {}
+            @for (name, _) in crate::assets::SCRIPTS {
+                script src={"/ui/" (name)} defer {}
+            }
         }
     }
 }
