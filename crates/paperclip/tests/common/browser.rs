@@ -1,0 +1,72 @@
+//! Runs one headless-Chromium scenario (`tests/browser/<name>.mjs`, Playwright
+//! driving Debian's Chromium) against a server. A scenario is called as
+//! `node <name>.mjs <base-url> <screenshot-dir>`, prints `step: ...` lines,
+//! and ends with a line `ok`; anything else fails the test with its output.
+//!
+//! Without Chromium or `tests/browser/node_modules` the scenario is skipped
+//! with a message, unless `PAPERCLIP_REQUIRE_BROWSER=1` (CI), where that is a
+//! failure.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::Command;
+
+pub fn scenarios_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/browser")
+}
+
+/// Whether the browser scenarios can run here; panics in CI when they cannot.
+pub fn ready() -> bool {
+    let chromium = std::env::var_os("CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    let ok = chromium.exists() && scenarios_dir().join("node_modules/playwright-core").exists();
+    if !ok {
+        let why = "needs /usr/bin/chromium and `npm install --prefix tests/browser`";
+        if std::env::var("PAPERCLIP_REQUIRE_BROWSER").as_deref() == Ok("1") {
+            panic!("browser test required but not runnable: {why}");
+        }
+        eprintln!("skipping the browser test: {why}");
+    }
+    ok
+}
+
+/// Where a scenario's screenshots go: `target/tmp/ui-screenshots/<name>`.
+pub fn shots_dir(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("ui-screenshots")
+        .join(name)
+}
+
+/// Runs `tests/browser/<name>.mjs` against `base` to its end (at most
+/// `limit`), panicking with its output and screenshot folder on failure.
+/// Returns its stdout.
+pub async fn run(name: &str, base: &str, limit: Duration) -> String {
+    let shots = shots_dir(name);
+    let _ = std::fs::remove_dir_all(&shots);
+    let child = Command::new("node")
+        .arg(format!("{name}.mjs"))
+        .arg(base)
+        .arg(&shots)
+        .current_dir(scenarios_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run node");
+    let out = tokio::time::timeout(limit, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("browser scenario {name} hung past {limit:?}"))
+        .expect("wait for node");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.trim_end().ends_with("ok"),
+        "browser scenario {name} failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}\nscreenshots in {}",
+        shots.display()
+    );
+    stdout
+}

@@ -1,0 +1,60 @@
+// Shared by the browser scenarios: launches Debian's Chromium, and gives a
+// scenario its page, named steps, screenshots (desktop and phone width) and
+// a uniform ending. Usage in a scenario:
+//   const s = await start();            // reads <base-url> <screenshot-dir>
+//   s.step("..."); await s.page.goto(s.base + "/"); await s.shot("name");
+//   await s.finish(async () => { ...steps... });
+import { chromium } from "playwright-core";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+export async function start() {
+  const [base, shots] = process.argv.slice(2);
+  if (!base || !shots) {
+    console.error("usage: node <scenario>.mjs <base-url> <screenshot-dir>");
+    process.exit(2);
+  }
+  mkdirSync(shots, { recursive: true });
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: [
+      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    ],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  const page = await context.newPage();
+  const problems = [];
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("dialog", (d) => d.accept());
+  let stepName = "start";
+  const s = {
+    base, shots, browser, context, page, problems,
+    step(name) { stepName = name; console.log(`step: ${name}`); },
+    shot: (name) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true }),
+    // The page at desktop width and again at phone width.
+    async shotBoth(name) {
+      await s.shot(name);
+      const size = page.viewportSize();
+      await page.setViewportSize({ width: 390, height: 800 });
+      await s.shot(`phone-${name}`);
+      await page.setViewportSize(size);
+    },
+    toast: (text) => page.locator("#toasts .toast", { hasText: text }),
+    async finish(body) {
+      try {
+        await body();
+        if (problems.length) throw new Error(problems.join("; "));
+        console.log("ok");
+      } catch (e) {
+        console.error(`failed at "${stepName}": ${e.stack || e.message}`);
+        await s.shot("failure").catch(() => {});
+        await browser.close();
+        process.exit(1);
+      }
+      await browser.close();
+      process.exit(0);
+    },
+  };
+  return s;
+}
