@@ -33,6 +33,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(store: Store) -> Router<S> {
         .route("/ui/app.css", get(assets::css))
         .route("/ui/{script}", get(assets::script))
         .route("/favicon.ico", get(assets::favicon))
+        .route("/ui/preview", axum::routing::post(preview))
         .route("/ui/favicon.svg", get(assets::favicon))
         .route("/{prefix}", get(company_root))
         .route("/{prefix}/dashboard", get(pages::dashboard::page))
@@ -127,6 +128,26 @@ async fn home(State(web): State<Web>) -> PageResult {
         Some(c) => Ok(Redirect::to(&format!("/{}/dashboard", c.issue_prefix)).into_response()),
         None => html(layout::welcome()),
     }
+}
+
+/// Longest description the preview renders: the API's own cap on a
+/// description is far above what a person previews while typing.
+const PREVIEW_MAX: usize = 256 * 1024;
+
+/// Renders Markdown exactly as the task page will (the editor's Preview tab),
+/// so what a person sees before saving is what everyone sees after.
+/// JSON like every other write, so the server's cross-site checks (JSON
+/// only, same origin) cover it too.
+async fn preview(axum::Json(body): axum::Json<Preview>) -> Response {
+    if body.markdown.len() > PREVIEW_MAX {
+        return (StatusCode::PAYLOAD_TOO_LARGE, "Too long to preview").into_response();
+    }
+    markdown::render(&body.markdown).into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct Preview {
+    markdown: String,
 }
 
 async fn company_root(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {

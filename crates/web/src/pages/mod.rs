@@ -10,6 +10,7 @@ pub mod dashboard;
 pub mod misc;
 pub mod org;
 pub mod task;
+pub mod task_props;
 pub mod tasks;
 
 use std::collections::HashMap;

@@ -10,9 +10,9 @@ use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::issue::{IssuePriority, IssueStatus};
 use paperclip_core::model::{HeartbeatRun, RunEvent};
 use paperclip_store::comments::Order;
-use paperclip_store::{agents, comments, documents, goals, issues, projects, runs, ui};
+use paperclip_store::{agents, comments, documents, goals, issues, labels, projects, runs, ui};
 
-use super::by_id;
+use super::{by_id, task_props};
 use super::tasks::allowed_moves;
 use crate::fmt::{money, pill, time};
 use crate::{html, layout, markdown, store_failure, PageResult, Web};
@@ -79,17 +79,10 @@ pub async fn page(
         .await
         .map_err(store_failure)?
         .filter(|l| l.held_at.is_some());
+    let all_labels = labels::list(store, cid).await.map_err(store_failure)?;
     let names = by_id(&agents);
     let now = Utc::now();
     let p = &ctx.company.issue_prefix;
-    let project = issue
-        .project_id
-        .as_deref()
-        .and_then(|id| projects.iter().find(|x| x.id == id));
-    let goal = issue
-        .goal_id
-        .as_deref()
-        .and_then(|id| goals.iter().find(|x| x.id == id));
     let moves = allowed_moves(issue.status);
 
     let body = html! {
@@ -98,6 +91,7 @@ pub async fn page(
                 header.page-head {
                     div.muted { a href={"/" (p) "/tasks"} { "Tasks" } " / " span.ident { (issue.identifier) } }
                     h1 { span.ident { (issue.identifier) } " " (issue.title) }
+                    button.small type="button" data-edit-task=(issue.id) title="Edit the title and description" { "Edit" }
                 }
                 article.description {
                     @match issue.description.as_deref().filter(|d| !d.trim().is_empty()) {
@@ -151,53 +145,23 @@ pub async fn page(
                     @if thread.is_empty() { p.muted { "No comments yet." } }
                 }
             }
-            aside.properties {
-                h2 { "Properties" }
-                dl {
-                    dt { "Status" }
-                    dd {
-                        (pill(&issue.status))
-                        @if !moves.is_empty() {
-                            select aria-label="Change status" data-patch-issue=(issue.id) data-field="status" {
-                                option value="" { "Move to…" }
-                                @for m in &moves { option value=(m) { (m.replace('_', " ")) } }
-                            }
-                        }
-                    }
-                    dt { "Priority" }
-                    dd { select aria-label="Priority" data-patch-issue=(issue.id) data-field="priority" {
-                        @for pr in [IssuePriority::Low, IssuePriority::Medium, IssuePriority::High, IssuePriority::Critical] { option value=(pr) selected[issue.priority == pr] { (pr) } }
-                    } }
-                    dt { "Assignee" }
-                    dd { select aria-label="Assignee" data-patch-issue=(issue.id) data-field="assigneeAgentId" {
-                        option value="" { "Unassigned" }
-                        @for a in agents.iter().filter(|a| a.status != AgentStatus::Terminated) {
-                            option value=(a.id) selected[issue.assignee_agent_id.as_deref() == Some(a.id.as_str())] { (a.name) }
-                        }
-                    } }
-                    dt { "Project" } dd { @match project { Some(x) => (x.name), None => span.muted { "None" } } }
-                    dt { "Goal" } dd { @match goal { Some(g) => (g.title), None => span.muted { "None" } } }
-                    dt { "Parent" } dd { @match &parent {
-                        Some(par) => a href={"/" (p) "/tasks/" (par.identifier)} { span.ident { (par.identifier) } " " (par.title) },
-                        None => span.muted { "None" } } }
-                    dt { "Labels" } dd { @for l in &issue.labels { span.label style={"--c:" (l.color)} { (l.name) } " " } @if issue.labels.is_empty() { span.muted { "None" } } }
-                    dt { "Blocked by" } dd { @for b in &issue.blocked_by { a href={"/" (p) "/tasks/" (b.identifier)} { span.ident { (b.identifier) } } " " (pill(&b.status)) " " } @if issue.blocked_by.is_empty() { span.muted { "Nothing" } } }
-                    dt { "Sub-tasks" } dd { @for c in &children.issues { div { a href={"/" (p) "/tasks/" (c.identifier)} { span.ident { (c.identifier) } " " (c.title) } " " (pill(&c.status)) } } @if children.issues.is_empty() { span.muted { "None" } } }
-                    @if let Some(a) = issue.assignee_agent_id.as_deref().and_then(|id| names.get(id)).filter(|a| a.adapter_type.ends_with("_local")) {
-                        dt { "Session" }
-                        dd { button.small type="button" data-action="POST" data-url={"/api/agents/" (a.id) "/runtime-state/reset-session"}
-                            data-body=(serde_json::json!({ "taskKey": issue.id }))
-                            data-confirm={"Forget " (a.name) "'s conversation on this task? Its next run here starts fresh."} data-done="Session reset" { "Reset session" } }
-                    }
-                    dt { "Cost so far" } dd { (money(cost)) span.muted { " · " (cost_events) @if cost_events == 1 { " cost event" } @else { " cost events" } } }
-                }
-            }
+            (task_props::panel(&issue, &task_props::Props {
+                prefix: p,
+                agents: &agents,
+                projects: &projects,
+                goals: &goals,
+                labels: &all_labels,
+                parent: parent.as_ref(),
+                children: &children.issues,
+                moves: &moves,
+                cost: (cost, cost_events),
+            }))
         }
     };
     // The composer sits outside the live region so typing survives updates.
     let composer = html! {
         form.composer data-api-form="comment" data-issue-id=(issue.id) {
-            label { "Comment (Markdown; @name mentions an agent and wakes it)" textarea name="body" rows="4" required {} }
+            label { "Comment (Markdown; @name mentions an agent and wakes it; Ctrl+Enter sends)" textarea name="body" rows="4" required {} }
             div.mentions { @for a in agents.iter().filter(|a| a.status != AgentStatus::Terminated) { button type="button" data-mention=(a.name) { "@" (a.name) } } }
             button.primary type="submit" { "Comment" }
             @if let Some(run) = task_runs.iter().find(|r| r.status == RunStatus::Running) {
@@ -205,8 +169,34 @@ pub async fn page(
             }
         }
     };
+    let fixed = html! { (composer) (edit_dialog(&issue.id)) };
     let title = format!("{} {}", issue.identifier, issue.title);
-    html(layout::page_with(&ctx, "tasks", &title, body, composer))
+    html(layout::page_with(&ctx, "tasks", &title, body, fixed))
+}
+
+/// Title and description are edited in a dialog outside the live region, so
+/// a live update never resets what the person is writing. The script fills it
+/// from the API when it opens and checks for someone else's change on save.
+fn edit_dialog(issue_id: &str) -> Markup {
+    html! {
+        dialog #edit-task {
+            form data-api-form="edit-task" data-issue-id=(issue_id) method="dialog" {
+                h2 { "Edit task" }
+                div.conflict.run-error hidden {}
+                label { "Title" input name="title" required maxlength="500"; }
+                div.tabs role="tablist" {
+                    button.tab.active type="button" role="tab" data-edit-tab="write" aria-selected="true" { "Write" }
+                    button.tab type="button" role="tab" data-edit-tab="preview" aria-selected="false" { "Preview" }
+                }
+                label.edit-write { "Description (Markdown)" textarea name="description" rows="12" {} }
+                div.edit-preview.description hidden {}
+                div.actions {
+                    button type="button" data-close-dialog { "Cancel" }
+                    button.primary type="submit" { "Save" }
+                }
+            }
+        }
+    }
 }
 
 /// One run: outcome line, then steps, then the raw log.
