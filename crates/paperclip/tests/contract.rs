@@ -18,6 +18,12 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/agents/{id}/wakeup-requests"),
     ("get", "/api/issues/{id}/diagnostics/wakes"),
     ("post", "/api/issues/{id}/wake-loop/release"),
+    ("get", "/api/companies/{companyId}/inbox-dismissals"),
+    ("post", "/api/companies/{companyId}/inbox-dismissals"),
+    (
+        "delete",
+        "/api/companies/{companyId}/inbox-dismissals/{itemKey}",
+    ),
     ("post", "/api/agents/{id}/runtime-state/reset-session"),
     (
         "post",

@@ -26,7 +26,10 @@ async fn the_task_page_edits_every_field() {
         )
         .await;
     let page = server
-        .page(&format!("/{prefix}/tasks/{}", task["identifier"].as_str().unwrap()))
+        .page(&format!(
+            "/{prefix}/tasks/{}",
+            task["identifier"].as_str().unwrap()
+        ))
         .await;
     for control in [
         "data-edit-task",
@@ -53,7 +56,10 @@ async fn the_task_page_edits_every_field() {
         .await;
     assert_eq!(updated["assigneeUserId"], "local-board");
     let page = server
-        .page(&format!("/{prefix}/tasks/{}", task["identifier"].as_str().unwrap()))
+        .page(&format!(
+            "/{prefix}/tasks/{}",
+            task["identifier"].as_str().unwrap()
+        ))
         .await;
     assert!(
         page.contains(r#"<option value="user:local-board" selected>"#),
@@ -74,7 +80,10 @@ async fn the_preview_renders_markdown_and_refuses_abuse() {
     assert_eq!(res.status(), StatusCode::OK);
     let html = res.text().await.unwrap();
     assert!(html.contains("<strong>Tuesday</strong>"), "{html}");
-    assert!(!html.contains("<script>"), "the preview let markup through: {html}");
+    assert!(
+        !html.contains("<script>"),
+        "the preview let markup through: {html}"
+    );
 
     let res = client
         .post(server.url("/ui/preview"))

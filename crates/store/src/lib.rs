@@ -42,6 +42,7 @@ mod error;
 pub mod follow_up;
 pub mod goals;
 pub mod idle;
+pub mod inbox;
 mod issue_graph;
 mod issue_list;
 mod issue_page;

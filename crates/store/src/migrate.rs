@@ -71,6 +71,11 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
         "thrift",
         Sql::Both(include_str!("../migrations/0010_thrift.sql")),
     ),
+    (
+        11,
+        "inbox",
+        Sql::Both(include_str!("../migrations/0011_inbox.sql")),
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -13,6 +13,7 @@ const CSS: &str = include_str!("../assets/app.css");
 pub const SCRIPTS: &[(&str, &str)] = &[
     ("app.js", include_str!("../assets/app.js")),
     ("task-edit.js", include_str!("../assets/task-edit.js")),
+    ("notices.js", include_str!("../assets/notices.js")),
 ];
 
 const FAVICON: &str = include_str!("../assets/favicon.svg");

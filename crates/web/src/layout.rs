@@ -68,6 +68,9 @@ pub fn page_with(ctx: &Ctx, active: &str, title: &str, body: Markup, fixed: Mark
                                 li {
                                     a href={"/" (prefix) "/" (key)} class=@if *key == active { "active" } {
                                         (label)
+                                        @if *key == "inbox" && ctx.open_failures > 0 {
+                                            span.badge.bad #open-failures title="Failed runs not yet looked at" { (ctx.open_failures) }
+                                        }
                                         @if *key == "approvals" && ctx.pending_approvals > 0 {
                                             span.badge #pending-approvals { (ctx.pending_approvals) }
                                         }

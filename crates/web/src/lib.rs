@@ -37,7 +37,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(store: Store) -> Router<S> {
         .route("/ui/favicon.svg", get(assets::favicon))
         .route("/{prefix}", get(company_root))
         .route("/{prefix}/dashboard", get(pages::dashboard::page))
-        .route("/{prefix}/inbox", get(pages::misc::inbox))
+        .route("/{prefix}/inbox", get(pages::inbox::page))
         .route("/{prefix}/tasks", get(pages::tasks::list))
         .route("/{prefix}/tasks/{identifier}", get(pages::task::page))
         .route("/{prefix}/projects", get(pages::misc::projects))
@@ -70,6 +70,8 @@ pub(crate) struct Ctx {
     pub companies: Vec<Company>,
     pub company: Company,
     pub pending_approvals: usize,
+    /// Failed runs in the board's inbox (not dismissed, not since fixed).
+    pub open_failures: usize,
 }
 
 /// A page or a page-shaped error.
@@ -112,10 +114,20 @@ impl Web {
             .await
             .map_err(store_failure)?
             .len();
+        let open_failures = paperclip_store::inbox::failed_runs(
+            &self.store,
+            &company.id,
+            paperclip_core::actor::LOCAL_BOARD_USER_ID,
+            false,
+        )
+        .await
+        .map_err(store_failure)?
+        .len();
         Ok(Ctx {
             companies,
             company,
             pending_approvals: pending,
+            open_failures,
         })
     }
 }

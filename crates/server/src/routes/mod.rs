@@ -13,6 +13,7 @@ mod events;
 mod goals;
 mod health;
 mod heartbeats;
+mod inbox;
 mod interrupt;
 mod issues;
 mod keys;
@@ -50,6 +51,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(revisions::router())
         .merge(sessions::router())
         .merge(wakes::router())
+        .merge(inbox::router())
 }
 
 pub async fn not_found(uri: Uri) -> ApiError {

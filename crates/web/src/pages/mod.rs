@@ -7,6 +7,7 @@ pub mod agents;
 pub mod approvals;
 pub mod costs;
 pub mod dashboard;
+pub mod inbox;
 pub mod misc;
 pub mod org;
 pub mod task;

@@ -7,14 +7,14 @@ use chrono::Utc;
 use maud::{html, Markup};
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::heartbeat::RunStatus;
-use paperclip_core::issue::{IssuePriority, IssueStatus};
+use paperclip_core::issue::IssueStatus;
 use paperclip_core::model::{HeartbeatRun, RunEvent};
 use paperclip_store::comments::Order;
 use paperclip_store::{agents, comments, documents, goals, issues, labels, projects, runs, ui};
 
-use super::{by_id, task_props};
 use super::tasks::allowed_moves;
-use crate::fmt::{money, pill, time};
+use super::{by_id, task_props};
+use crate::fmt::{pill, time};
 use crate::{html, layout, markdown, store_failure, PageResult, Web};
 
 pub async fn page(

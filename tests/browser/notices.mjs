@@ -1,0 +1,43 @@
+// A run fails while the person is on another page: a toast names the agent
+// and the task and links to the run, the Inbox badge appears, and the
+// inbox item can be dismissed (the badge goes with it).
+import { start } from "./lib.mjs";
+
+const s = await start();
+const { page, base } = s;
+const post = async (path, data) => {
+  const res = await page.request.post(base + path, { data });
+  if (!res.ok()) throw new Error(`POST ${path}: ${res.status()} ${await res.text()}`);
+  return res.json();
+};
+
+await s.finish(async () => {
+  s.step("a company with an agent that will fail");
+  const company = await post("/api/companies", { name: "Notice Works" });
+  const p = company.issuePrefix;
+  const agent = await post(`/api/companies/${company.id}/agents`, {
+    name: "Flaky", adapterType: "process",
+    adapterConfig: { command: "sh", args: ["-c", "echo 'disk full' >&2; exit 3"] },
+  });
+  await page.goto(`${base}/${p}/costs`);
+  await page.locator("#live-state.on").waitFor();
+
+  s.step("the failure is noticed on the costs page");
+  const task = await post(`/api/companies/${company.id}/issues`, { title: "Fill the disk", status: "todo", assigneeAgentId: agent.id });
+  const toast = page.locator("#toasts .toast.notice", { hasText: `Flaky failed on ${task.identifier}` });
+  await toast.waitFor();
+  const href = await toast.locator("a").getAttribute("href");
+  if (!href.startsWith(`/${p}/agents/${agent.id}/runs/`)) throw new Error(`the toast links to ${href}`);
+  await page.locator("#open-failures", { hasText: "1" }).waitFor();
+  await s.shot("failure-toast");
+
+  s.step("the inbox shows it, and Dismiss clears the badge");
+  await page.goto(`${base}/${p}/inbox`);
+  await page.locator("[data-failed-run]", { hasText: task.identifier }).waitFor();
+  await s.shotBoth("inbox");
+  await page.click("[data-failed-run] button[data-dismiss]");
+  await page.locator("[data-failures] p.empty").waitFor();
+  await page.locator("#open-failures").waitFor({ state: "detached" });
+  await page.goto(`${base}/${p}/inbox?tab=dismissed`);
+  await page.locator("[data-failed-run]", { hasText: task.identifier }).waitFor();
+});
