@@ -50,6 +50,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(revisions::router())
         .merge(sessions::router())
         .merge(wakes::router())
+        .merge(crate::sample::router())
 }
 
 pub async fn not_found(uri: Uri) -> ApiError {
