@@ -78,7 +78,9 @@ impl Adapter for ProcessAdapter {
             cancellable: true,
             async_callback: false,
             sessions: false,
-            needs_prompt: false,
+            // A script reads the task from stdin like a CLI does; without a
+            // template it gets the default prompt, as the agent page says.
+            needs_prompt: true,
         }
     }
 

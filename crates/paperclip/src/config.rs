@@ -38,6 +38,10 @@ pub struct RunArgs {
     /// Live event subscribers (SSE and WebSocket) allowed per company.
     #[arg(long, env = "PAPERCLIP_MAX_SUBSCRIBERS", default_value_t = 1000)]
     max_subscribers: usize,
+    /// Create the sample company (two script agents working on a few tasks,
+    /// no model key needed) unless it exists already.
+    #[arg(long)]
+    sample: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -57,6 +61,7 @@ pub struct Config {
     postgres_url: Option<String>,
     pub public_url: Option<String>,
     pub limits: paperclip_server::Limits,
+    pub sample: bool,
 }
 
 impl Config {
@@ -119,6 +124,7 @@ impl Config {
             postgres_url,
             public_url: args.public_url,
             limits,
+            sample: args.sample,
         })
     }
 

@@ -29,6 +29,9 @@ struct Cli {
 enum Command {
     /// Start the server (API on http://127.0.0.1:3100 by default).
     Run(RunArgs),
+    /// Print the example agent: a POSIX shell script (sh and curl only) that
+    /// does one heartbeat; the sample company's agents run it.
+    ExampleAgent,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -41,6 +44,10 @@ fn main() -> anyhow::Result<()> {
                 .build()
                 .context("starting the async runtime")?
                 .block_on(run(config))
+        }
+        Command::ExampleAgent => {
+            print!("{}", paperclip_server::sample::EXAMPLE_AGENT);
+            Ok(())
         }
     }
 }
@@ -92,8 +99,30 @@ async fn run(config: Config) -> anyhow::Result<()> {
             config.public_url.as_deref(),
         )),
     };
+    // The example agent is rewritten at every start, so sample agents keep
+    // working after an upgrade or with the binary moved elsewhere.
+    paperclip_server::sample::install_example_agent(&config.data_dir).with_context(|| {
+        format!(
+            "writing the example agent into {}",
+            config.data_dir.display()
+        )
+    })?;
+    let sample = if config.sample {
+        let (company, created) =
+            paperclip_server::sample::ensure_for_board(&store, &config.data_dir)
+                .await
+                .context("creating the sample company")?;
+        state.runtime.kick();
+        Some((company.issue_prefix, created))
+    } else {
+        None
+    };
     // Tests and scripts wait for this line; keep its shape.
     println!("Paperclip listening on http://{addr}");
+    if let Some((prefix, created)) = sample {
+        let how = if created { "created" } else { "already there" };
+        println!("Sample company ({how}): http://{addr}/{prefix}/dashboard");
+    }
     println!(
         "Data: {} ({})",
         config.data_dir.display(),

@@ -130,6 +130,8 @@ const ROUTES: &[(&str, &str)] = &[
         "/api/agents/{id}/config-revisions/{revisionId}/rollback",
     ),
     ("get", "/api/agents/{id}/configuration"),
+    // Ours, not upstream's: the sample company of the first run.
+    ("post", "/api/sample-company"),
 ];
 
 #[tokio::test]

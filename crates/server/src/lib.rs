@@ -12,6 +12,7 @@ pub mod guard;
 pub mod limits;
 pub mod local_peer;
 pub mod routes;
+pub mod sample;
 mod serve;
 
 pub use guard::{Limits, Security};

@@ -14,6 +14,7 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("app.js", include_str!("../assets/app.js")),
     ("task-edit.js", include_str!("../assets/task-edit.js")),
     ("notices.js", include_str!("../assets/notices.js")),
+    ("sample.js", include_str!("../assets/sample.js")),
 ];
 
 const FAVICON: &str = include_str!("../assets/favicon.svg");

@@ -134,6 +134,7 @@ fn new_company_dialog() -> Markup {
                 label { "Name" input name="name" required; }
                 label { "Goal / description" textarea name="description" rows="3" {} }
                 div.actions {
+                    button type="button" data-sample-company title="Two script agents at work, no model key needed" { "Try a sample company" }
                     button type="button" data-close-dialog { "Cancel" }
                     button.primary type="submit" { "Create company" }
                 }
@@ -174,6 +175,11 @@ pub fn welcome() -> Markup {
                         label { "Name" input name="name" required; }
                         label { "Goal / description" textarea name="description" rows="3" {} }
                         button.primary type="submit" { "Create company" }
+                    }
+                    section.card {
+                        h2 { "Or look around first" }
+                        p { "A sample company with a goal, a CEO and an engineer, and three tasks. Its agents run Paperclip's example agent, a shell script, so within a minute you see tasks picked up, commented on and done. No model or API key needed." }
+                        button.primary type="button" data-sample-company { "Try a sample company" }
                     }
                 }
                 div #toasts aria-live="polite" {}

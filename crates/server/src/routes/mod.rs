@@ -52,6 +52,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(sessions::router())
         .merge(wakes::router())
         .merge(inbox::router())
+        .merge(crate::sample::router())
 }
 
 pub async fn not_found(uri: Uri) -> ApiError {

@@ -88,7 +88,9 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let budget = d.costs.budget_cents;
 
     let body = html! {
-        header.page-head { h1 { "Dashboard" } p.muted { (ctx.company.name) @if let Some(goal) = &ctx.company.description { " — " (goal) } } }
+        header.page-head { h1 { "Dashboard" } p.muted { (ctx.company.name) @if let Some(goal) = &ctx.company.description { " — " (goal) } }
+            // What curl examples and the paperclipai CLI (`-C`) ask for.
+            p.muted.api-id { "Company id for the API: " code #company-id { (ctx.company.id) } } }
         section.counters {
             div.counter data-counter="agents-enabled" { b { (enabled) } span { "agents enabled" } }
             div.counter data-counter="agents-running" { b { (count(a, "running")) } span { "running" } }
