@@ -174,28 +174,25 @@ impl Runtime {
     async fn dispatch(&self) -> anyhow::Result<()> {
         let queued = runs::queued(&self.inner.store, 500).await?;
         let mut running: HashMap<String, u32> = HashMap::new();
-        let mut limits: HashMap<String, u32> = HashMap::new();
         for (run, running_count) in &queued {
             running
                 .entry(run.agent_id.clone())
                 .or_insert(u32::try_from(*running_count).unwrap_or(u32::MAX));
-            if limits.contains_key(&run.agent_id) {
-                continue;
-            }
-            // An agent that cannot be loaded (deleted meanwhile) starts nothing.
-            if let Ok(agent) =
-                paperclip_store::agents::brief(&self.inner.store, &run.agent_id).await
-            {
-                let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
-                // Under a provider's usage limit the agent's runs wait (kept,
-                // not failed); the poll starts them once it lifts.
-                let slots = if agent.usage_limited_until.is_some() {
-                    0
-                } else {
-                    policy.max_concurrent_runs
-                };
-                limits.insert(run.agent_id.clone(), slots);
-            }
+        }
+        // Every agent with queued runs, in one query. An agent that is gone
+        // (deleted meanwhile) gets no limit, so it starts nothing.
+        let ids: Vec<&str> = running.keys().map(String::as_str).collect();
+        let mut limits: HashMap<String, u32> = HashMap::new();
+        for agent in paperclip_store::agents::briefs(&self.inner.store, &ids).await? {
+            let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
+            // Under a provider's usage limit the agent's runs wait (kept,
+            // not failed); the poll starts them once it lifts.
+            let slots = if agent.usage_limited_until.is_some() {
+                0
+            } else {
+                policy.max_concurrent_runs
+            };
+            limits.insert(agent.id, slots);
         }
         let queue: Vec<Queued> = queued
             .iter()

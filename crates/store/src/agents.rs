@@ -177,6 +177,25 @@ pub async fn brief(store: &Store, id: &str) -> Result<Brief> {
     brief_from(store.pool(), id).await
 }
 
+/// The briefs of `ids` in one query (the ids bound as one JSON array); an id
+/// with no agent is left out. How the executor reads every agent with queued
+/// runs at once instead of one query per agent.
+pub async fn briefs(store: &Store, ids: &[&str]) -> Result<Vec<Brief>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list = crate::issue_list::json_values(store.backend(), "$1", "TEXT");
+    let sql = format!(
+        "SELECT id, company_id, name, status, pause_reason, adapter_type, runtime_config, usage_limited_until \
+         FROM agents WHERE id IN {list}"
+    );
+    let rows = crate::db::query(&sql)
+        .bind(crate::issue_list::json_array(ids.iter()))
+        .fetch_all(store.pool())
+        .await?;
+    rows.iter().map(map_brief).collect()
+}
+
 pub(crate) async fn brief_in(tx: &mut Tx, id: &str) -> Result<Brief> {
     brief_from(tx.conn(), id).await
 }
