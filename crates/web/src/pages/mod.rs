@@ -7,8 +7,10 @@ pub mod agents;
 pub mod approvals;
 pub mod costs;
 pub mod dashboard;
+pub mod hire;
 pub mod misc;
 pub mod org;
+pub mod settings;
 pub mod task;
 pub mod tasks;
 
