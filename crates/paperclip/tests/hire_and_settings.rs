@@ -281,3 +281,29 @@ async fn a_company_is_archived_and_restored_from_its_settings() {
         .await
         .contains("Archive company"));
 }
+
+/// `tests/browser/hire_and_settings.mjs` in headless Chromium; what it did
+/// is then read back through the API.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_hires_through_the_checked_form_and_renames_the_company() {
+    if !common::browser::ready() {
+        return;
+    }
+    let s = TestServer::start().await;
+    common::browser::run(
+        "hire_and_settings",
+        &s.base,
+        std::time::Duration::from_secs(120),
+    )
+    .await;
+    let companies = s.ok_get("/api/companies").await;
+    let company = &companies[0];
+    assert_eq!(company["name"], "Globex Corporation");
+    assert_eq!(company["budgetMonthlyCents"], 25000);
+    let cid = company["id"].as_str().unwrap();
+    let agents = s.ok_get(&format!("/api/companies/{cid}/agents")).await;
+    let agents = agents.as_array().unwrap();
+    assert_eq!(agents.len(), 1, "only the checked hire went through");
+    assert_eq!(agents[0]["adapterType"], "process");
+    assert_eq!(agents[0]["adapterConfig"], json!({ "command": "true" }));
+}

@@ -89,6 +89,8 @@
     box.hidden = !message;
     box.textContent = message || "";
     field.classList.toggle("invalid", !!message);
+    const more = field.closest("details");
+    if (message && more) more.open = true;
   }
 
   const showJson = (form) => { jsonArea(form).value = JSON.stringify(config(form), null, 2); };
@@ -98,6 +100,9 @@
     for (const field of fieldsOf(form)) {
       write(field, cfg[field.dataset.key]);
       fieldError(field, "");
+      // A value set in the JSON view is not hidden behind "More options".
+      const more = field.closest("details");
+      if (more && cfg[field.dataset.key] !== undefined) more.open = true;
     }
   }
 
@@ -229,6 +234,8 @@
     box.replaceChildren(el("p", "env-summary", SUMMARY[report.status] || report.status), list);
     const anyway = $(".hire-anyway", form);
     if (report.status === "fail") anyway.hidden = false;
+    box.scrollIntoView({ block: "nearest" });
+    anyway.scrollIntoView({ block: "nearest" });
   }
 
   async function checkEnvironment(form) {

@@ -319,13 +319,14 @@ const OPENCODE: &[Field] = &[
     PROMPT,
 ];
 
-/// Adapter types in the order offered, with a one-line description.
-const ADAPTERS: &[(&str, &str, &[Field])] = &[
-    ("claude_local", "Claude Code on this machine", CLAUDE),
-    ("codex_local", "Codex CLI on this machine", CODEX),
-    ("opencode_local", "OpenCode on this machine", OPENCODE),
-    ("process", "Any local command", PROCESS),
-    ("http", "An agent behind an HTTP endpoint", HTTP),
+/// Adapter types in the order offered, with a one-line description, their
+/// fields, and how many of those are shown before "More options".
+const ADAPTERS: &[(&str, &str, &[Field], usize)] = &[
+    ("claude_local", "Claude Code on this machine", CLAUDE, 5),
+    ("codex_local", "Codex CLI on this machine", CODEX, 5),
+    ("opencode_local", "OpenCode on this machine", OPENCODE, 3),
+    ("process", "Any local command", PROCESS, 3),
+    ("http", "An agent behind an HTTP endpoint", HTTP, 3),
 ];
 
 const ROLES: [AgentRole; 12] = [
@@ -359,7 +360,7 @@ fn field(kind_name: &str, fd: &Field) -> Markup {
                     @if fd.required { span.required title="Required" { " *" } }
                     @match fd.kind {
                         Kind::Lines | Kind::Pairs | Kind::Json | Kind::Multiline => {
-                            textarea #(id) rows="3" placeholder=(fd.placeholder) aria-describedby=(help_id)
+                            textarea #(id) rows="2" placeholder=(fd.placeholder) aria-describedby=(help_id)
                                 required[fd.required] {}
                         }
                         Kind::Choice(options) => {
@@ -383,6 +384,11 @@ fn field(kind_name: &str, fd: &Field) -> Markup {
             div.field-error hidden {}
         }
     }
+}
+
+fn more_names(fields: &[Field]) -> String {
+    let names: Vec<String> = fields.iter().map(|f| f.label.to_lowercase()).collect();
+    names.join(", ")
 }
 
 fn kind_attr(kind: Kind) -> &'static str {
@@ -420,20 +426,24 @@ pub(crate) fn dialog(ctx: &Ctx, agents: &[Agent]) -> Markup {
                 }
                 div.row {
                     label { "Adapter" select name="adapterType" data-hire-type {
-                        @for (k, what, _) in ADAPTERS { option value=(k) { (k) " — " (what) } }
+                        @for (k, what, _, _) in ADAPTERS { option value=(k) { (k) " — " (what) } }
                     } }
                     label { "Monthly budget ($)" input name="budgetDollars" type="number" min="0" step="0.01" placeholder="0 = no limit"; }
                 }
-                @for (k, _, fields) in ADAPTERS {
+                @for (k, _, fields, main) in ADAPTERS {
                     fieldset.adapter-fields data-adapter=(k) hidden[*k != first] {
                         legend { (k) " configuration" }
-                        @for fd in *fields { (field(k, fd)) }
+                        @for fd in &fields[..*main] { (field(k, fd)) }
+                        details.more-fields {
+                            summary { "More options: " (more_names(&fields[*main..])) }
+                            @for fd in &fields[*main..] { (field(k, fd)) }
+                        }
                     }
                 }
                 details.advanced {
                     summary { "Advanced (JSON)" }
                     label { "adapterConfig"
-                        textarea name="adapterConfig" rows="8" spellcheck="false" data-hire-json { "{}" }
+                        textarea name="adapterConfig" rows="5" spellcheck="false" data-hire-json { "{}" }
                     }
                     div.field-error data-json-error hidden {}
                 }
