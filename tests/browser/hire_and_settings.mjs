@@ -2,7 +2,8 @@
 // A person fills a claude_local hire whose working directory does not exist:
 // the environment check fails in words and blocks the hire; switching to a
 // process agent with a command that exists hires it. Then the company is
-// renamed in settings and the sidebar shows the new name.
+// renamed in settings and the sidebar shows the new name; it is archived
+// and restored from the danger zone.
 // Usage: node hire_and_settings.mjs <base-url> <screenshot-dir>
 import { start } from "./lib.mjs";
 
@@ -60,11 +61,15 @@ await s.finish(async () => {
   await s.toast("Coder is hired").waitFor();
   await page.locator("#live-body table.data tr", { hasText: "Coder" }).waitFor();
   must(!(await page.locator("#hire").evaluate((d) => d.open)), "the dialog stayed open after hiring");
+  must(await page.locator("#hire select[name=reportsTo] option", { hasText: "Coder" }).count() === 1,
+    "the new agent is not offered as the next hire's manager");
 
   s.step("rename the company in settings");
   await page.click(`ul.nav a[href="/${prefix}/company/settings"]`);
   await page.waitForURL(/\/company\/settings$/);
   must((await page.locator("#company-id").innerText()).trim() === companyId, "the page shows another company id");
+  await page.click("[data-copy='#company-id']");
+  await page.locator("#toasts .toast", { hasText: /Company id copied|Ctrl\+C/ }).waitFor();
   await page.fill("form.settings input[name=name]", "");
   await page.click("form.settings button[type=submit]");
   await s.toast("a company needs a name").waitFor();
@@ -80,4 +85,13 @@ await s.finish(async () => {
   must((await page.inputValue("form.settings input[name=budgetDollars]")) === "250.00", "budget not saved");
   await page.locator("#company-switcher option:checked", { hasText: "Globex Corporation" }).waitFor({ state: "attached" });
   await s.shotBoth("company-settings");
+
+  s.step("archive the company, then restore it");
+  await page.click("[data-company-status=archived]");
+  await s.toast("Company archived").waitFor();
+  await page.locator("[data-company-status=active]", { hasText: "Restore company" }).waitFor();
+  await page.locator("#live-body .pill", { hasText: /archived/i }).waitFor();
+  await page.click("[data-company-status=active]");
+  await s.toast("Company restored").waitFor();
+  await page.locator("[data-company-status=archived]").waitFor();
 });

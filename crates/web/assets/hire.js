@@ -320,6 +320,10 @@
       const why = (r.data && r.data.error) || `Request failed (${r.status})`;
       throw new Error(words.length ? `${why}: ${words.join("; ")}` : why);
     }
+    // The new agent can be the next hire's manager without a reload.
+    const agent = r.data && r.data.agent;
+    const managers = $("select[name=reportsTo]", form);
+    if (agent && managers) managers.add(new Option(agent.name, agent.id));
     closeDialog(form);
     reset(form);
     toast(r.data && r.data.approval ? `${name} waits for board approval` : `${name} is hired`);
