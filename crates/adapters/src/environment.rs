@@ -285,6 +285,30 @@ mod tests {
     }
 
     #[test]
+    fn a_process_report_names_a_missing_command_and_cwd() {
+        let codes = |r: &Report| r.checks.iter().map(|c| c.code.clone()).collect::<Vec<_>>();
+        let ws = Path::new("/tmp/ws");
+        let bad = process(
+            &serde_json::json!({ "command": "no-such-xyz", "cwd": "/no/such" }),
+            ws,
+        );
+        assert_eq!(bad.status, "fail");
+        assert_eq!(
+            codes(&bad),
+            [
+                "config_valid",
+                "invalid_working_directory",
+                "adapter_not_installed"
+            ]
+        );
+        let good = process(&serde_json::json!({ "command": "/bin/sh", "cwd": "/" }), ws);
+        assert_eq!(good.status, "pass");
+        assert_eq!(codes(&good), ["config_valid", "cwd_valid", "command_found"]);
+        let invalid = process(&serde_json::json!({}), ws);
+        assert_eq!(codes(&invalid), ["invalid_config"]);
+    }
+
+    #[test]
     fn commands_resolve_on_path_or_as_paths() {
         let cwd = Path::new("/");
         assert!(resolve_command("sh", Some("/usr/bin:/bin"), cwd).is_some());
