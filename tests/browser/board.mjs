@@ -73,6 +73,7 @@ try {
   await page.fill("#hire input[name=name]", "Builder");
   await page.fill("#hire input[name=title]", "Founding engineer");
   await page.selectOption("#hire select[name=adapterType]", "process");
+  await page.locator("#hire details.advanced").evaluate((d) => { d.open = true; }); // the JSON view under the fields
   await page.fill("#hire textarea[name=adapterConfig]", JSON.stringify({ command: "sh", args: ["-c", AGENT_SCRIPT] }));
   await page.click("#hire button[type=submit]");
   await toastText("Builder is hired").waitFor();
@@ -139,6 +140,7 @@ try {
   await page.fill("#hire input[name=name]", "Reviewer");
   await page.selectOption("#hire select[name=reportsTo]", { label: "Builder" });
   await page.selectOption("#hire select[name=adapterType]", "process");
+  await page.locator("#hire details.advanced").evaluate((d) => { d.open = true; }); // the JSON view under the fields
   await page.fill("#hire textarea[name=adapterConfig]", JSON.stringify({ command: "true" }));
   await page.click("#hire button[type=submit]");
   await toastText("Reviewer waits for board approval").waitFor();

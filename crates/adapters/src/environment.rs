@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Serialize;
+use serde_json::Value;
 
-use crate::ConfigError;
+use crate::{ConfigError, ErrorCode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -107,6 +108,116 @@ pub(crate) fn config_checks(valid: Result<(), Vec<ConfigError>>) -> Vec<Check> {
     }
 }
 
+/// The working directory checks shared by local adapters; returns the
+/// directory a command would be looked up from.
+pub(crate) fn cwd_checks(
+    cwd: Option<&Path>,
+    default_cwd: &Path,
+    checks: &mut Vec<Check>,
+) -> PathBuf {
+    match cwd {
+        Some(cwd) if cwd.is_dir() => {
+            checks.push(Check::new(
+                "cwd_valid",
+                Level::Info,
+                format!("Working directory {} exists", cwd.display()),
+            ));
+            cwd.to_path_buf()
+        }
+        Some(cwd) => {
+            let why = if cwd.exists() {
+                "is not a directory"
+            } else {
+                "does not exist"
+            };
+            checks.push(
+                Check::new(
+                    ErrorCode::InvalidWorkingDirectory.as_str(),
+                    Level::Error,
+                    format!("Working directory {} {why}", cwd.display()),
+                )
+                .hint("Create it, or change cwd to an existing directory"),
+            );
+            default_cwd.to_path_buf()
+        }
+        None => {
+            checks.push(Check::new(
+                "cwd_default",
+                Level::Info,
+                format!(
+                    "No cwd set: runs use the agent's workspace under {}",
+                    default_cwd.display()
+                ),
+            ));
+            std::env::temp_dir()
+        }
+    }
+}
+
+/// `process`: the config, the working directory, and whether the command
+/// can be found. The command is not started: it is the agent's own program,
+/// and running it for a test could do its work.
+pub(crate) fn process(config: &Value, default_cwd: &Path) -> Report {
+    let cfg = match crate::process::ProcessConfig::parse(config) {
+        Ok(cfg) => cfg,
+        Err(errors) => return Report::new("process", config_checks(Err(errors))),
+    };
+    let mut checks = config_checks(Ok(()));
+    let cwd = cwd_checks(cfg.cwd.as_deref(), default_cwd, &mut checks);
+    let path_var = cfg.env.get("PATH").map(String::as_str);
+    match resolve_command(&cfg.command, path_var, &cwd) {
+        Some(program) => checks.push(Check::new(
+            "command_found",
+            Level::Info,
+            format!("Found {}", program.display()),
+        )),
+        None => checks.push(
+            Check::new(
+                ErrorCode::AdapterNotInstalled.as_str(),
+                Level::Error,
+                format!("`{}` is not installed or not on PATH", cfg.command),
+            )
+            .hint("Install it, or set command to its full path"),
+        ),
+    }
+    Report::new("process", checks)
+}
+
+/// `http`: the config, and whether the endpoint accepts connections. An
+/// endpoint that is down today may be up by the first run, so that is a
+/// warning, not a failure.
+pub(crate) async fn http(config: &Value) -> Report {
+    let cfg = match crate::http::HttpConfig::parse(config) {
+        Ok(cfg) => cfg,
+        Err(errors) => return Report::new("http", config_checks(Err(errors))),
+    };
+    let mut checks = config_checks(Ok(()));
+    let host = cfg.url.host_str().unwrap_or_default().to_string();
+    let port = cfg.url.port_or_known_default().unwrap_or(80);
+    let target = format!("{host}:{port}");
+    let connect = tokio::net::TcpStream::connect(target.clone());
+    let failed = match tokio::time::timeout(Duration::from_secs(5), connect).await {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(_) => Some("no answer within 5 s".to_string()),
+    };
+    checks.push(match failed {
+        None => Check::new(
+            "url_reachable",
+            Level::Info,
+            format!("{target} accepts connections"),
+        ),
+        Some(why) => Check::new(
+            "url_unreachable",
+            Level::Warn,
+            format!("Cannot connect to {target}"),
+        )
+        .detail(why)
+        .hint("Check the url and that the agent's service is running; runs fail until it answers"),
+    });
+    Report::new("http", checks)
+}
+
 /// Finds `command` the way a spawn would: a path as given (relative to
 /// `cwd`), or the first executable match on `PATH`.
 pub fn resolve_command(command: &str, path_var: Option<&str>, cwd: &Path) -> Option<PathBuf> {
@@ -171,6 +282,30 @@ mod tests {
             "warn"
         );
         assert_eq!(Report::new("x", vec![warn, err, info]).status, "fail");
+    }
+
+    #[test]
+    fn a_process_report_names_a_missing_command_and_cwd() {
+        let codes = |r: &Report| r.checks.iter().map(|c| c.code.clone()).collect::<Vec<_>>();
+        let ws = Path::new("/tmp/ws");
+        let bad = process(
+            &serde_json::json!({ "command": "no-such-xyz", "cwd": "/no/such" }),
+            ws,
+        );
+        assert_eq!(bad.status, "fail");
+        assert_eq!(
+            codes(&bad),
+            [
+                "config_valid",
+                "invalid_working_directory",
+                "adapter_not_installed"
+            ]
+        );
+        let good = process(&serde_json::json!({ "command": "/bin/sh", "cwd": "/" }), ws);
+        assert_eq!(good.status, "pass");
+        assert_eq!(codes(&good), ["config_valid", "cwd_valid", "command_found"]);
+        let invalid = process(&serde_json::json!({}), ws);
+        assert_eq!(codes(&invalid), ["invalid_config"]);
     }
 
     #[test]

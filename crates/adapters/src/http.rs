@@ -162,6 +162,14 @@ impl Adapter for HttpAdapter {
     ) -> BoxFuture<'a, Outcome> {
         Box::pin(self.run(invocation, sink))
     }
+
+    fn test_environment<'a>(
+        &'a self,
+        config: &'a Value,
+        _default_cwd: &'a std::path::Path,
+    ) -> BoxFuture<'a, crate::environment::Report> {
+        Box::pin(crate::environment::http(config))
+    }
 }
 
 impl HttpAdapter {

@@ -105,6 +105,14 @@ impl Adapter for ProcessAdapter {
     ) -> BoxFuture<'a, Outcome> {
         Box::pin(run(invocation, sink))
     }
+
+    fn test_environment<'a>(
+        &'a self,
+        config: &'a Value,
+        default_cwd: &'a Path,
+    ) -> BoxFuture<'a, crate::environment::Report> {
+        Box::pin(async move { crate::environment::process(config, default_cwd) })
+    }
 }
 
 /// Why we had to stop the process ourselves.

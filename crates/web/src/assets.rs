@@ -15,6 +15,8 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("task-edit.js", include_str!("../assets/task-edit.js")),
     ("notices.js", include_str!("../assets/notices.js")),
     ("sample.js", include_str!("../assets/sample.js")),
+    ("hire.js", include_str!("../assets/hire.js")),
+    ("settings.js", include_str!("../assets/settings.js")),
 ];
 
 const FAVICON: &str = include_str!("../assets/favicon.svg");

@@ -48,6 +48,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(store: Store) -> Router<S> {
         .route("/{prefix}/approvals", get(pages::approvals::page))
         .route("/{prefix}/costs", get(pages::costs::page))
         .route("/{prefix}/activity", get(pages::activity::page))
+        .route("/{prefix}/company/settings", get(pages::settings::page))
         .layer(axum::middleware::from_fn(server_timing))
         .with_state(Web { store })
 }

@@ -418,47 +418,19 @@ impl<K: CliKind> CliAdapter<K> {
             Err(errors) => return Report::new(kind, environment::config_checks(Err(errors))),
         };
         let mut checks = environment::config_checks(Ok(()));
-        let cwd = match &cfg.cwd {
-            Some(cwd) if cwd.is_dir() => {
-                checks.push(Check::new(
-                    "cwd_valid",
-                    Level::Info,
-                    format!("Working directory {} exists", cwd.display()),
-                ));
-                cwd.clone()
-            }
-            Some(cwd) => {
-                checks.push(
-                    Check::new(
-                        ErrorCode::InvalidWorkingDirectory.as_str(),
-                        Level::Error,
-                        format!("Working directory {} does not exist", cwd.display()),
-                    )
-                    .hint("Create it or change adapterConfig.cwd"),
-                );
-                default_cwd.to_path_buf()
-            }
-            None => {
-                checks.push(Check::new(
-                    "cwd_default",
-                    Level::Info,
-                    format!(
-                        "No cwd set: runs use the agent's workspace under {}",
-                        default_cwd.display()
-                    ),
-                ));
-                std::env::temp_dir()
-            }
-        };
+        let cwd = environment::cwd_checks(cfg.cwd.as_deref(), default_cwd, &mut checks);
         let path_var = cfg.env.get("PATH").cloned();
         match environment::resolve_command(&cfg.command, path_var.as_deref(), &cwd) {
             None => checks.push(
                 Check::new(
                     ErrorCode::AdapterNotInstalled.as_str(),
                     Level::Error,
-                    format!("`{}` was not found on PATH", cfg.command),
+                    format!("`{}` is not installed or not on PATH", cfg.command),
                 )
-                .hint(install_hint(kind)),
+                .hint(format!(
+                    "Install it ({}) or set command to the CLI's full path",
+                    install_hint(kind)
+                )),
             ),
             Some(program) => {
                 checks.push(Check::new(

@@ -1,5 +1,6 @@
 //! Agents: everyone hired, with status, adapter, manager and spend, and the
-//! hire form (which goes through approval when the company requires it).
+//! hire dialog (`hire.rs`; it goes through approval when the company
+//! requires it).
 
 use axum::extract::{Path, State};
 use maud::html;
@@ -56,26 +57,7 @@ pub async fn list(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                 @if agents.is_empty() { tr { td colspan="6" .empty { "No agents yet." } } }
             }
         }
-        dialog #hire {
-            form data-api-form="hire" method="dialog" {
-                h2 { "Hire an agent" }
-                @if ctx.company.require_board_approval_for_new_agents { p.muted { "This company requires board approval: the hire waits in Approvals." } }
-                div.row {
-                    label { "Name" input name="name" required; }
-                    label { "Role" input name="role" value="engineer"; }
-                }
-                div.row {
-                    label { "Title" input name="title"; }
-                    label { "Reports to" select name="reportsTo" { option value="" { "Nobody" } @for a in &agents { option value=(a.id) { (a.name) } } } }
-                }
-                label { "Adapter" select name="adapterType" { @for k in ADAPTERS { option value=(k) { (k) } } } }
-                label { "Adapter config (JSON)" textarea name="adapterConfig" rows="6" data-json { "{}" } }
-                div.actions {
-                    button type="button" data-close-dialog { "Cancel" }
-                    button.primary type="submit" { "Hire" }
-                }
-            }
-        }
     };
-    html(layout::page(&ctx, "agents", "Agents", body))
+    let hire = super::hire::dialog(&ctx, &agents);
+    html(layout::page_with(&ctx, "agents", "Agents", body, hire))
 }

@@ -1,0 +1,58 @@
+// Company settings (pages/settings.rs): saving with PATCH /api/companies/{id},
+// archiving and restoring, and copying the company id.
+"use strict";
+
+(() => {
+  const P = window.Paperclip;
+  if (!P) return;
+  const { $, api, act, toast, value, prefix } = P;
+
+  P.forms["company-settings"] = async (form) => {
+    const name = value(form, "name");
+    if (!name) throw new Error("Name: a company needs a name");
+    const dollars = value(form, "budgetDollars");
+    const budget = dollars === "" ? 0 : Number(dollars);
+    if (!(budget >= 0)) throw new Error("Monthly budget: enter 0 (no limit) or a positive amount of dollars");
+    const company = await api("PATCH", `/api/companies/${form.dataset.companyId}`, {
+      name,
+      description: value(form, "description") || null,
+      requireBoardApprovalForNewAgents: value(form, "requireBoardApprovalForNewAgents"),
+      budgetMonthlyCents: Math.round(budget * 100),
+    });
+    // The switcher is outside the re-rendered region; name the company there too.
+    const option = $(`#company-switcher option[value="${prefix}"]`);
+    if (option && company) option.textContent = company.name;
+    toast("Settings saved");
+    P.refreshSoon(50);
+  };
+
+  document.addEventListener("click", async (ev) => {
+    const t = ev.target;
+    const copy = t.closest && t.closest("[data-copy]");
+    if (copy) {
+      const text = ($(copy.dataset.copy) || {}).textContent || "";
+      try {
+        await navigator.clipboard.writeText(text);
+        toast("Company id copied");
+      } catch (_) {
+        // No clipboard access (plain http on another host): select it instead.
+        const range = document.createRange();
+        range.selectNodeContents($(copy.dataset.copy));
+        getSelection().removeAllRanges();
+        getSelection().addRange(range);
+        toast("Press Ctrl+C to copy the selected id");
+      }
+      return;
+    }
+    const status = t.closest && t.closest("[data-company-status]");
+    if (!status) return;
+    if (status.dataset.confirm && !confirm(status.dataset.confirm)) return;
+    const id = status.dataset.companyId;
+    const archive = status.dataset.companyStatus === "archived";
+    const done = await act(status,
+      () => archive ? api("POST", `/api/companies/${id}/archive`) : api("PATCH", `/api/companies/${id}`, { status: "active" }),
+      archive ? "Company archived" : "Company restored");
+    // The danger zone is outside the live region: reload to show the new state.
+    if (done) setTimeout(() => location.reload(), 800);
+  });
+})();

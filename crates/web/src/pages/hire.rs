@@ -1,0 +1,463 @@
+//! The hire dialog: the agent's identity, then the adapter config as fields
+//! of the chosen adapter type (kept in step with an "Advanced (JSON)" view by
+//! `hire.js`), and the environment test, which runs before hiring.
+//!
+//! The fields are the keys each adapter in `paperclip_adapters` reads; the
+//! server validates the same keys, so a field here that an adapter does not
+//! read would be a silent no-op.
+
+use maud::{html, Markup};
+use paperclip_core::agent::AgentRole;
+use paperclip_core::model::Agent;
+
+use crate::Ctx;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Number,
+    /// One string per line: a JSON array of strings.
+    Lines,
+    /// `NAME=value` per line: a JSON object of strings.
+    Pairs,
+    Bool,
+    /// A JSON value typed as text.
+    Json,
+    Multiline,
+    Choice(&'static [&'static str]),
+}
+
+struct Field {
+    key: &'static str,
+    label: &'static str,
+    kind: Kind,
+    required: bool,
+    help: &'static str,
+    placeholder: &'static str,
+}
+
+const fn f(
+    key: &'static str,
+    label: &'static str,
+    kind: Kind,
+    help: &'static str,
+    placeholder: &'static str,
+) -> Field {
+    Field {
+        key,
+        label,
+        kind,
+        required: false,
+        help,
+        placeholder,
+    }
+}
+
+const fn req(
+    key: &'static str,
+    label: &'static str,
+    help: &'static str,
+    ph: &'static str,
+) -> Field {
+    Field {
+        key,
+        label,
+        kind: Kind::Text,
+        required: true,
+        help,
+        placeholder: ph,
+    }
+}
+
+const CWD: Field = f(
+    "cwd",
+    "Working directory",
+    Kind::Text,
+    "Absolute path the agent works in (its repository). Empty: the agent's own workspace.",
+    "/home/me/repo",
+);
+const ENV: Field = f(
+    "env",
+    "Environment",
+    Kind::Pairs,
+    "NAME=value per line, added to the run's environment.",
+    "ANTHROPIC_API_KEY=…",
+);
+const PROMPT: Field = f(
+    "promptTemplate",
+    "Prompt template",
+    Kind::Multiline,
+    "What the agent is told each run; {{variables}} as on the agent page. Empty: the default prompt.",
+    "",
+);
+const MODEL: Field = f(
+    "model",
+    "Model",
+    Kind::Text,
+    "Empty: the CLI's default model.",
+    "",
+);
+const INSTRUCTIONS: Field = f(
+    "instructionsFilePath",
+    "Instructions file",
+    Kind::Text,
+    "Path of an AGENTS.md-style file with the agent's own instructions.",
+    "",
+);
+const EXTRA_ARGS: Field = f(
+    "extraArgs",
+    "Extra arguments",
+    Kind::Lines,
+    "One per line, appended to the generated command line.",
+    "",
+);
+const CLI_TIMEOUT: Field = f(
+    "timeoutSec",
+    "Timeout (seconds)",
+    Kind::Number,
+    "A run is stopped after this long; 0 or empty: no limit.",
+    "0",
+);
+const CLI_GRACE: Field = f(
+    "graceSec",
+    "Stop grace (seconds)",
+    Kind::Number,
+    "Between asking the CLI to stop and killing it. Default 20.",
+    "20",
+);
+
+const fn command(default: &'static str) -> Field {
+    f(
+        "command",
+        "Command",
+        Kind::Text,
+        "The CLI to run: a name on PATH or a full path. Empty: the default.",
+        default,
+    )
+}
+
+const PROCESS: &[Field] = &[
+    req(
+        "command",
+        "Command",
+        "The program to run each heartbeat: a name on PATH or a path.",
+        "/usr/local/bin/my-agent",
+    ),
+    f("args", "Arguments", Kind::Lines, "One per line.", ""),
+    CWD,
+    ENV,
+    f(
+        "timeoutSec",
+        "Timeout (seconds)",
+        Kind::Number,
+        "A run is stopped after this long; 0: no limit. Default 600.",
+        "600",
+    ),
+    f(
+        "graceSec",
+        "Stop grace (seconds)",
+        Kind::Number,
+        "Between TERM and KILL when a run is stopped. Default 10.",
+        "10",
+    ),
+    PROMPT,
+];
+
+const HTTP: &[Field] = &[
+    req(
+        "url",
+        "URL",
+        "The agent's endpoint (http or https); each heartbeat is a request to it.",
+        "https://agents.example.com/wake",
+    ),
+    f(
+        "method",
+        "Method",
+        Kind::Choice(&["POST", "PUT", "PATCH", "GET"]),
+        "Default POST.",
+        "",
+    ),
+    f(
+        "headers",
+        "Headers",
+        Kind::Pairs,
+        "Name=value per line.",
+        "Authorization=Bearer …",
+    ),
+    f(
+        "timeoutMs",
+        "Timeout (ms)",
+        Kind::Number,
+        "How long to wait for the answer; 0: no limit. Default 30000.",
+        "30000",
+    ),
+    f(
+        "payloadTemplate",
+        "Payload template (JSON)",
+        Kind::Json,
+        "The request body, with {{run.id}}-style variables. Empty: run, agent, company and context.",
+        "",
+    ),
+    f(
+        "async",
+        "Finishes by callback",
+        Kind::Bool,
+        "A 202 answer hands the run off; the agent reports its end to the callback route.",
+        "",
+    ),
+    f(
+        "callbackTimeoutSec",
+        "Callback timeout (seconds)",
+        Kind::Number,
+        "How long a handed-off run may wait for its callback. Default 3600.",
+        "3600",
+    ),
+    f(
+        "forwardAuth",
+        "Send the run's API key",
+        Kind::Bool,
+        "As a bearer token, so the agent can call Paperclip back.",
+        "",
+    ),
+];
+
+const CLAUDE: &[Field] = &[
+    CWD,
+    MODEL,
+    f(
+        "effort",
+        "Effort",
+        Kind::Choice(&["low", "medium", "high", "xhigh", "max"]),
+        "Reasoning effort. Empty: the CLI's default.",
+        "",
+    ),
+    f(
+        "maxTurnsPerRun",
+        "Max turns per run",
+        Kind::Number,
+        "A positive whole number. Empty: no limit.",
+        "",
+    ),
+    f(
+        "dangerouslySkipPermissions",
+        "Skip permission prompts",
+        Kind::Bool,
+        "Lets the CLI run tools without asking; nobody is there to answer.",
+        "",
+    ),
+    command("claude"),
+    INSTRUCTIONS,
+    EXTRA_ARGS,
+    ENV,
+    CLI_TIMEOUT,
+    CLI_GRACE,
+    PROMPT,
+];
+
+const CODEX: &[Field] = &[
+    CWD,
+    MODEL,
+    f(
+        "modelReasoningEffort",
+        "Reasoning effort",
+        Kind::Choice(&["minimal", "low", "medium", "high"]),
+        "Empty: the CLI's default.",
+        "",
+    ),
+    f(
+        "search",
+        "Web search",
+        Kind::Bool,
+        "Lets the agent search the web.",
+        "",
+    ),
+    f(
+        "dangerouslyBypassApprovalsAndSandbox",
+        "Bypass approvals and sandbox",
+        Kind::Bool,
+        "Runs commands without Codex's sandbox or prompts.",
+        "",
+    ),
+    f(
+        "configOverrides",
+        "Config overrides",
+        Kind::Pairs,
+        "dotted.key=value per line, passed as -c.",
+        "",
+    ),
+    command("codex"),
+    INSTRUCTIONS,
+    EXTRA_ARGS,
+    ENV,
+    CLI_TIMEOUT,
+    CLI_GRACE,
+    PROMPT,
+];
+
+const OPENCODE: &[Field] = &[
+    CWD,
+    f(
+        "model",
+        "Model",
+        Kind::Text,
+        "provider/model, e.g. anthropic/claude-sonnet-4-5. Empty: OpenCode's default.",
+        "anthropic/claude-sonnet-4-5",
+    ),
+    f(
+        "variant",
+        "Variant",
+        Kind::Text,
+        "The model variant, if the provider has them.",
+        "",
+    ),
+    command("opencode"),
+    INSTRUCTIONS,
+    EXTRA_ARGS,
+    ENV,
+    CLI_TIMEOUT,
+    CLI_GRACE,
+    PROMPT,
+];
+
+/// Adapter types in the order offered, with a one-line description, their
+/// fields, and how many of those are shown before "More options".
+const ADAPTERS: &[(&str, &str, &[Field], usize)] = &[
+    ("claude_local", "Claude Code on this machine", CLAUDE, 5),
+    ("codex_local", "Codex CLI on this machine", CODEX, 5),
+    ("opencode_local", "OpenCode on this machine", OPENCODE, 3),
+    ("process", "Any local command", PROCESS, 3),
+    ("http", "An agent behind an HTTP endpoint", HTTP, 3),
+];
+
+const ROLES: [AgentRole; 12] = [
+    AgentRole::Engineer,
+    AgentRole::Ceo,
+    AgentRole::Cto,
+    AgentRole::Cmo,
+    AgentRole::Cfo,
+    AgentRole::Security,
+    AgentRole::Designer,
+    AgentRole::Pm,
+    AgentRole::Qa,
+    AgentRole::Devops,
+    AgentRole::Researcher,
+    AgentRole::General,
+];
+
+fn field(kind_name: &str, fd: &Field) -> Markup {
+    let id = format!("hire-{kind_name}-{}", fd.key);
+    let help_id = format!("{id}-help");
+    html! {
+        div.hire-field data-key=(fd.key) data-kind=(kind_attr(fd.kind)) {
+            @if fd.kind == Kind::Bool {
+                label.inline for=(id) {
+                    input #(id) type="checkbox" aria-describedby=(help_id);
+                    " " (fd.label)
+                }
+            } @else {
+                label for=(id) {
+                    (fd.label)
+                    @if fd.required { span.required title="Required" { " *" } }
+                    @match fd.kind {
+                        Kind::Lines | Kind::Pairs | Kind::Json | Kind::Multiline => {
+                            textarea #(id) rows="2" placeholder=(fd.placeholder) aria-describedby=(help_id)
+                                required[fd.required] {}
+                        }
+                        Kind::Choice(options) => {
+                            select #(id) aria-describedby=(help_id) {
+                                option value="" { "Default" }
+                                @for o in options { option value=(o) { (o) } }
+                            }
+                        }
+                        Kind::Number => {
+                            input #(id) type="number" min="0" step="any" placeholder=(fd.placeholder)
+                                aria-describedby=(help_id);
+                        }
+                        _ => {
+                            input #(id) type="text" placeholder=(fd.placeholder) aria-describedby=(help_id)
+                                required[fd.required] autocomplete="off";
+                        }
+                    }
+                }
+            }
+            div.help #(help_id) { (fd.help) }
+            div.field-error hidden {}
+        }
+    }
+}
+
+fn more_names(fields: &[Field]) -> String {
+    let names: Vec<String> = fields.iter().map(|f| f.label.to_lowercase()).collect();
+    names.join(", ")
+}
+
+fn kind_attr(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Text | Kind::Choice(_) | Kind::Multiline => "text",
+        Kind::Number => "number",
+        Kind::Lines => "lines",
+        Kind::Pairs => "pairs",
+        Kind::Bool => "bool",
+        Kind::Json => "json",
+    }
+}
+
+/// The dialog; it sits outside the live region so a live update never
+/// resets what is being typed.
+pub(crate) fn dialog(ctx: &Ctx, agents: &[Agent]) -> Markup {
+    let first = ADAPTERS[0].0;
+    html! {
+        dialog #hire .wide {
+            form data-api-form="hire" method="dialog" novalidate {
+                h2 { "Hire an agent" }
+                @if ctx.company.require_board_approval_for_new_agents {
+                    p.muted { "This company requires board approval: the hire waits in Approvals." }
+                }
+                div.row {
+                    label { "Name" span.required title="Required" { " *" } input name="name" required autocomplete="off"; }
+                    label { "Title" input name="title" placeholder="e.g. Founding Engineer"; }
+                }
+                div.row {
+                    label { "Role" select name="role" { @for r in ROLES { option value=(r.as_str()) { (r.as_str()) } } } }
+                    label { "Reports to" select name="reportsTo" {
+                        option value="" { "Nobody" }
+                        @for a in agents.iter().filter(|a| a.status.as_str() != "terminated") { option value=(a.id) { (a.name) } }
+                    } }
+                }
+                div.row {
+                    label { "Adapter" select name="adapterType" data-hire-type {
+                        @for (k, what, _, _) in ADAPTERS { option value=(k) { (k) " — " (what) } }
+                    } }
+                    label { "Monthly budget ($)" input name="budgetDollars" type="number" min="0" step="0.01" placeholder="0 = no limit"; }
+                }
+                @for (k, _, fields, main) in ADAPTERS {
+                    fieldset.adapter-fields data-adapter=(k) hidden[*k != first] {
+                        legend { (k) " configuration" }
+                        @for fd in &fields[..*main] { (field(k, fd)) }
+                        details.more-fields {
+                            summary { "More options: " (more_names(&fields[*main..])) }
+                            @for fd in &fields[*main..] { (field(k, fd)) }
+                        }
+                    }
+                }
+                details.advanced {
+                    summary { "Advanced (JSON)" }
+                    label { "adapterConfig"
+                        textarea name="adapterConfig" rows="5" spellcheck="false" data-hire-json { "{}" }
+                    }
+                    div.field-error data-json-error hidden {}
+                }
+                div.env-report #hire-env aria-live="polite" hidden {}
+                label.inline.hire-anyway hidden {
+                    input type="checkbox" name="hireAnyway";
+                    " Hire anyway, although the environment check failed"
+                }
+                div.actions {
+                    button type="button" data-close-dialog { "Cancel" }
+                    button type="button" data-hire-check { "Check environment" }
+                    button.primary type="submit" { "Hire" }
+                }
+            }
+        }
+    }
+}
