@@ -137,6 +137,9 @@ pub async fn run(binary: &Path, db: Option<&str>, args: &PagesArgs) -> anyhow::R
         "approvals".into(),
         "costs".into(),
         "activity".into(),
+        "projects".into(),
+        "goals".into(),
+        "company/settings".into(),
     ];
     println!("| Page | Server p50 | Server p95 | Server max | Round trip p50 | HTML |");
     println!("|---|---|---|---|---|---|");

@@ -108,6 +108,8 @@ pub fn paths(
         format!("/{pfx}/approvals"),
         format!("/{pfx}/costs"),
         format!("/{pfx}/activity"),
+        format!("/{pfx}/inbox?tab=dismissed"),
+        format!("/{pfx}/company/settings"),
     ];
     api.into_iter()
         .map(|p| ("api", p))
