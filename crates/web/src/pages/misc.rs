@@ -59,7 +59,7 @@ pub async fn inbox(State(web): State<Web>, Path(prefix): Path<String>) -> PageRe
         }
         section { h2 { "Approvals" }
             @if pending.is_empty() { p.empty { "None pending." } }
-            ul { @for a in &pending { li { a href={"/" (p) "/approvals"} { (a.kind.replace('_', " ")) } } } } }
+            ul { @for a in &pending { li { a href={"/" (p) "/approvals/" (a.id)} { (a.kind.replace('_', " ")) } } } } }
         section { h2 { "Tasks waiting on you" }
             @if waiting.issues.is_empty() { p.empty { "Nothing in review or blocked." } }
             ul.tasklist { @for i in &waiting.issues { li { a href={"/" (p) "/tasks/" (i.identifier)} { span.ident { (i.identifier) } " " (i.title) } " " (pill(&i.status)) } } } }
@@ -68,6 +68,7 @@ pub async fn inbox(State(web): State<Web>, Path(prefix): Path<String>) -> PageRe
             ul { @for r in &failed { li {
                 strong { (names.get(r.agent_id.as_str()).map(|a| a.name.as_str()).unwrap_or("Agent")) } " "
                 span.run-error { (r.error_code.as_deref().unwrap_or("failed")) ": " (r.error.as_deref().unwrap_or("")) }
+                @if let Some(a) = names.get(r.agent_id.as_str()) { " " a href={"/" (p) "/agents/" (a.url_key) "/runs/" (r.id)} { "details" } }
             } } } }
     };
     html(layout::page(&ctx, "inbox", "Inbox", body))
@@ -86,7 +87,7 @@ pub async fn projects(State(web): State<Web>, Path(prefix): Path<String>) -> Pag
             button type="submit" { "Add project" }
         }
         table.data { thead { tr { th { "Project" } th { "Status" } th { "" } } }
-            tbody { @for pr in &list { tr { td { strong { (pr.name) } div.muted { (pr.description.as_deref().unwrap_or("")) } } td { (pill(&pr.status)) }
+            tbody { @for pr in &list { tr { td { a href={"/" (p) "/projects/" (pr.url_key)} { strong { (pr.name) } } div.muted { (pr.description.as_deref().unwrap_or("")) } } td { (pill(&pr.status)) }
                 td { a href={"/" (p) "/tasks?project=" (pr.id)} { "Tasks" } } } }
                 @if list.is_empty() { tr { td colspan="3" .empty { "No projects yet." } } } } }
     };
@@ -105,7 +106,7 @@ pub async fn goals(State(web): State<Web>, Path(prefix): Path<String>) -> PageRe
             button type="submit" { "Add goal" }
         }
         table.data { thead { tr { th { "Goal" } th { "Level" } th { "Status" } } }
-            tbody { @for g in &list { tr { td { strong { (g.title) } div.muted { (g.description.as_deref().unwrap_or("")) } } td { (g.level) } td { (pill(&g.status)) } } }
+            tbody { @for g in &list { tr { td { a href={"/" (ctx.company.issue_prefix) "/goals/" (g.id)} { strong { (g.title) } } div.muted { (g.description.as_deref().unwrap_or("")) } } td { (g.level) } td { (pill(&g.status)) } } }
                 @if list.is_empty() { tr { td colspan="3" .empty { "No goals yet." } } } } }
     };
     html(layout::page(&ctx, "goals", "Goals", body))

@@ -4,11 +4,17 @@
 pub mod activity;
 pub mod agent;
 pub mod agents;
+pub mod approval;
 pub mod approvals;
 pub mod costs;
 pub mod dashboard;
+pub mod goal;
+pub mod links;
 pub mod misc;
 pub mod org;
+pub mod project;
+pub mod run;
+pub mod runs;
 pub mod task;
 pub mod tasks;
 

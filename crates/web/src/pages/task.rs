@@ -257,7 +257,7 @@ pub fn run_view<'a>(
 
 /// The lifecycle record of a stopped run says `error` (every unsuccessful end
 /// does, in the store); on the page a stop is not an error.
-fn step_level<'a>(run: &HeartbeatRun, e: &'a RunEvent) -> &'a str {
+pub(crate) fn step_level<'a>(run: &HeartbeatRun, e: &'a RunEvent) -> &'a str {
     if run.status == RunStatus::Cancelled && e.event_type == "lifecycle" && e.level == "error" {
         "info"
     } else {
@@ -265,7 +265,7 @@ fn step_level<'a>(run: &HeartbeatRun, e: &'a RunEvent) -> &'a str {
     }
 }
 
-fn is_step(kind: &str) -> bool {
+pub(crate) fn is_step(kind: &str) -> bool {
     kind.starts_with("transcript.")
         || matches!(
             kind,
@@ -300,7 +300,7 @@ fn outcome_line(run: &HeartbeatRun) -> String {
     line
 }
 
-fn step(e: &RunEvent) -> Markup {
+pub(crate) fn step(e: &RunEvent) -> Markup {
     let payload = e.payload.clone().unwrap_or_default();
     let text = |k: &str| {
         payload

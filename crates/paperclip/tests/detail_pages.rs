@@ -1,0 +1,387 @@
+//! Detail pages (a run, an agent's runs, an approval, a project, a goal)
+//! and the original Paperclip's board links (`/ACM/issues/ACM-1`, ...) that
+//! its agents write into comments, over plain HTTP. (In a browser:
+//! `detail_pages_browser` below.)
+
+mod common;
+
+use std::time::Duration;
+
+use common::TestServer;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+/// Status, final path (after redirects) and body of a page.
+async fn open(server: &TestServer, path: &str) -> (StatusCode, String, String) {
+    let resp = server.client().get(server.url(path)).send().await.unwrap();
+    let status = resp.status();
+    let landed = resp.url().path().to_string();
+    (status, landed, resp.text().await.unwrap())
+}
+
+/// What a person reads: the markup without its tags and attributes.
+fn visible_text(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                out.push(' ');
+            }
+            _ if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn s(v: &Value) -> &str {
+    v.as_str().unwrap()
+}
+
+#[tokio::test]
+async fn the_originals_links_resolve_and_each_detail_page_reads_in_words() {
+    let server = TestServer::start().await;
+    let company = server.company("Acme").await;
+    let cid = s(&company["id"]);
+    let p = s(&company["issuePrefix"]);
+    let lead = server.agent(cid, "Lead", None).await;
+    let lead_key = s(&lead["urlKey"]);
+    let top = server
+        .ok_post(
+            &format!("/api/companies/{cid}/goals"),
+            json!({ "title": "Win the market", "description": "Be **first**" }),
+        )
+        .await;
+    let sub = server
+        .ok_post(
+            &format!("/api/companies/{cid}/goals"),
+            json!({ "title": "Ship the website", "parentId": top["id"] }),
+        )
+        .await;
+    let project = server
+        .ok_post(
+            &format!("/api/companies/{cid}/projects"),
+            json!({ "name": "Website Relaunch", "description": "A faster site", "goalId": sub["id"] }),
+        )
+        .await;
+    let task = server
+        .issue(
+            cid,
+            json!({ "title": "Draft the homepage", "projectId": project["id"],
+                "goalId": sub["id"], "status": "backlog" }),
+        )
+        .await;
+    let ident = s(&task["identifier"]);
+
+    // The original's task links: any case, by id, and the list.
+    for link in [
+        format!("/{p}/issues/{ident}"),
+        format!("/{p}/issues/{}", ident.to_lowercase()),
+        format!("/{}/issues/{ident}", p.to_lowercase()),
+        format!("/{p}/issues/{}", s(&task["id"])),
+    ] {
+        let (status, landed, body) = open(&server, &link).await;
+        assert_eq!(status, 200, "{link}: {body}");
+        assert_eq!(landed, format!("/{p}/tasks/{ident}"), "{link}");
+        assert!(body.contains("Draft the homepage"), "{link}");
+    }
+    let (status, landed, _) = open(&server, &format!("/{p}/issues?q=homepage")).await;
+    assert_eq!(
+        (status.as_u16(), landed.as_str()),
+        (200, &*format!("/{p}/tasks"))
+    );
+    let (status, _, body) = open(&server, &format!("/{p}/issues/{p}-999")).await;
+    assert_eq!(status, 404);
+    assert!(body.contains("No such task"), "{body}");
+
+    // Agent tabs of the original land on the agent's page.
+    let (status, landed, _) = open(&server, &format!("/{p}/agents/{lead_key}/dashboard")).await;
+    assert_eq!(status, 200);
+    assert_eq!(landed, format!("/{p}/agents/{lead_key}"));
+
+    // Project: by url key or id; its `issues` tab is its task list.
+    let key = s(&project["urlKey"]);
+    for link in [
+        format!("/{p}/projects/{key}"),
+        format!("/{p}/projects/{}", s(&project["id"])),
+    ] {
+        let (status, _, body) = open(&server, &link).await;
+        assert_eq!(status, 200, "{link}: {body}");
+        let text = visible_text(&body);
+        for words in [
+            "Website Relaunch",
+            "A faster site",
+            ident,
+            "Draft the homepage",
+            "Ship the website",
+            "backlog",
+        ] {
+            assert!(text.contains(words), "{link} lacks {words:?}");
+        }
+        assert!(
+            !text.contains(s(&task["id"])),
+            "tasks are named by identifier"
+        );
+    }
+    let (status, landed, _) = open(&server, &format!("/{p}/projects/{key}/issues")).await;
+    assert_eq!(status, 200);
+    assert_eq!(landed, format!("/{p}/tasks"));
+    let projects = server.page(&format!("/{p}/projects")).await;
+    assert!(projects.contains(&format!("href=\"/{p}/projects/{key}\"")));
+
+    // Goal: description, the goal above and below, its tasks.
+    let top_page = visible_text(&server.page(&format!("/{p}/goals/{}", s(&top["id"]))).await);
+    assert!(top_page.contains("Win the market") && top_page.contains("Ship the website"));
+    assert!(top_page.contains("A top-level goal"));
+    let sub_html = server.page(&format!("/{p}/goals/{}", s(&sub["id"]))).await;
+    let sub_page = visible_text(&sub_html);
+    for words in [
+        "Ship the website",
+        "Win the market",
+        ident,
+        "Website Relaunch",
+    ] {
+        assert!(sub_page.contains(words), "goal page lacks {words:?}");
+    }
+    assert!(sub_html.contains("data-parent-goal"));
+    let goals = server.page(&format!("/{p}/goals")).await;
+    assert!(goals.contains(&format!("href=\"/{p}/goals/{}\"", s(&sub["id"]))));
+
+    // Approval: a hire in words, its decision buttons, comments and tasks.
+    server
+        .ok_patch(
+            &format!("/api/companies/{cid}"),
+            json!({ "requireBoardApprovalForNewAgents": true }),
+        )
+        .await;
+    let hire = server
+        .ok_post(
+            &format!("/api/companies/{cid}/agent-hires"),
+            json!({ "name": "Analyst", "role": "researcher", "reportsTo": lead["id"], "budgetMonthlyCents": 5000,
+                "adapterType": "process", "adapterConfig": { "command": "true" } }),
+        )
+        .await;
+    let approval_id = s(&hire["approval"]["id"]);
+    server
+        .ok_post(
+            &format!("/api/issues/{}/approvals", s(&task["id"])),
+            json!({ "approvalId": approval_id }),
+        )
+        .await;
+    server
+        .ok_post(
+            &format!("/api/approvals/{approval_id}/comments"),
+            json!({ "body": "Is the budget enough?" }),
+        )
+        .await;
+    let html = server.page(&format!("/{p}/approvals/{approval_id}")).await;
+    let text = visible_text(&html);
+    for words in [
+        "Hire Analyst",
+        "Reports to",
+        "Lead",
+        "Monthly budget",
+        "$50.00",
+        "Adapter",
+        "process",
+        "researcher",
+        "Is the budget enough?",
+        ident,
+        "Approve",
+        "Request revision",
+        "Reject",
+    ] {
+        assert!(
+            text.contains(words),
+            "approval page lacks {words:?}: {text}"
+        );
+    }
+    for raw in [
+        "reportsTo",
+        "budgetMonthlyCents",
+        "null",
+        s(&lead["id"]),
+        s(&task["id"]),
+    ] {
+        assert!(!text.contains(raw), "approval page shows {raw:?}");
+    }
+    assert!(html.contains(&format!("data-approval=\"{approval_id}\"")));
+    let list = server.page(&format!("/{p}/approvals")).await;
+    assert!(list.contains(&format!("href=\"/{p}/approvals/{approval_id}\"")));
+    server
+        .ok_post(
+            &format!("/api/approvals/{approval_id}/approve"),
+            json!({ "decisionNote": "Welcome aboard" }),
+        )
+        .await;
+    let decided = visible_text(&server.page(&format!("/{p}/approvals/{approval_id}")).await);
+    assert!(decided.contains("Welcome aboard") && decided.contains("by the board"));
+    assert!(
+        !decided.contains("Request revision"),
+        "a decided approval has no buttons"
+    );
+
+    // Missing things are 404 pages that say what is missing.
+    for (link, words) in [
+        (
+            format!("/{p}/approvals/no-such-approval"),
+            "No such approval",
+        ),
+        (format!("/{p}/goals/no-such-goal"), "No such goal"),
+        (format!("/{p}/projects/no-such-project"), "No such project"),
+        (format!("/{p}/agents/nobody/runs"), "No such agent"),
+        (format!("/{p}/agents/nobody/runs/x"), "No such agent"),
+        (
+            format!("/{p}/agents/{lead_key}/runs/no-such-run"),
+            "No such run",
+        ),
+        (format!("/{p}/agents/nobody/configuration"), "No such agent"),
+    ] {
+        let (status, _, body) = open(&server, &link).await;
+        assert_eq!(status, 404, "{link}: {body}");
+        assert!(body.contains(words), "{link}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn a_failed_run_has_its_own_page_and_retry_queues_a_new_run() {
+    let server = TestServer::start().await;
+    let company = server.company("Acme").await;
+    let cid = s(&company["id"]);
+    let p = s(&company["issuePrefix"]);
+    let agent = server
+        .script_agent(
+            cid,
+            "Builder",
+            "echo working on it\necho the build broke >&2\nexit 3\n",
+            json!({}),
+        )
+        .await;
+    let aid = s(&agent["id"]);
+    let key = s(&agent["urlKey"]);
+    let task = server
+        .issue(
+            cid,
+            json!({ "title": "Build it", "assigneeAgentId": aid, "status": "todo" }),
+        )
+        .await;
+    let ident = s(&task["identifier"]);
+    let runs_path = format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}");
+    let runs = server
+        .wait_for(&runs_path, 60, |r| r[0]["status"] == "failed")
+        .await;
+    let failed = runs[0].clone();
+    let run_id = s(&failed["id"]);
+
+    let html = server
+        .page(&format!("/{p}/agents/{key}/runs/{run_id}"))
+        .await;
+    let text = visible_text(&html);
+    for words in [
+        "Failed.",
+        "nonzero_exit",
+        "What to do",
+        ident,
+        "Build it",
+        "Started",
+        "Finished",
+        "Duration",
+        "exited with code 3",
+        "working on it",
+        "the build broke",
+        "Retry",
+    ] {
+        assert!(text.contains(words), "run page lacks {words:?}: {text}");
+    }
+    assert!(
+        !text.contains(s(&task["id"])),
+        "the task is named by identifier"
+    );
+    assert!(html.contains(&format!("data-retry-run=\"{run_id}\"")));
+    // By the agent's id too, and its whole log as text.
+    let (status, _, _) = open(&server, &format!("/{p}/agents/{aid}/runs/{run_id}")).await;
+    assert_eq!(status, 200);
+    let log = server
+        .page(&format!("/{p}/agents/{key}/runs/{run_id}/log"))
+        .await;
+    assert!(
+        log.contains("working on it") && log.contains("the build broke"),
+        "{log}"
+    );
+    // A run of another agent is not this agent's.
+    let other = server.agent(cid, "Other", None).await;
+    let (status, _, _) = open(
+        &server,
+        &format!("/{p}/agents/{}/runs/{run_id}", s(&other["urlKey"])),
+    )
+    .await;
+    assert_eq!(status, 404);
+
+    // The agent page opens the run page, with when and how long.
+    let agent_page = server.page(&format!("/{p}/agents/{key}")).await;
+    assert!(agent_page.contains(&format!("href=\"/{p}/agents/{key}/runs/{run_id}\"")));
+    assert!(!agent_page.contains(&format!("/api/heartbeat-runs/{run_id}/log\"")));
+    assert!(agent_page.contains("data-duration"));
+
+    // Retry: the route the page's button calls queues a new run of the task.
+    let retry = server
+        .ok_post(
+            &format!("/api/agents/{aid}/wakeup"),
+            json!({ "failedRunId": run_id, "reason": "retry_failed_run" }),
+        )
+        .await;
+    let retry_id = s(&retry["id"]).to_string();
+    assert_ne!(retry_id, run_id);
+    assert_eq!(retry["retryOfRunId"], run_id);
+    let runs = server
+        .wait_for(&runs_path, 60, |r| {
+            r.as_array().unwrap().len() == 2
+                && r[0]["id"] == retry_id.as_str()
+                && r[0]["status"] != "queued"
+        })
+        .await;
+    assert_eq!(runs[0]["issueId"], task["id"]);
+    let old = server
+        .page(&format!("/{p}/agents/{key}/runs/{run_id}"))
+        .await;
+    assert!(
+        old.contains(&format!("href=\"/{p}/agents/{key}/runs/{retry_id}\"")),
+        "the failed run links its retry"
+    );
+    let new = visible_text(
+        &server
+            .page(&format!("/{p}/agents/{key}/runs/{retry_id}"))
+            .await,
+    );
+    assert!(new.contains("Retry of") && new.contains(ident), "{new}");
+
+    // The runs list: newest first, each row opens its run; `before` pages.
+    let list = server.page(&format!("/{p}/agents/{key}/runs")).await;
+    let (at_new, at_old) = (
+        list.find(&format!("/runs/{retry_id}\""))
+            .expect("retry listed"),
+        list.find(&format!("/runs/{run_id}\""))
+            .expect("failed run listed"),
+    );
+    assert!(at_new < at_old, "newest first");
+    assert!(visible_text(&list).contains(ident));
+    let older = server
+        .page(&format!("/{p}/agents/{key}/runs?before={retry_id}"))
+        .await;
+    assert!(
+        older.contains(&format!("/runs/{run_id}\""))
+            && !older.contains(&format!("/runs/{retry_id}\""))
+    );
+}
+
+#[tokio::test]
+async fn detail_pages_browser() {
+    if !common::browser::ready() {
+        return;
+    }
+    let server = TestServer::start().await;
+    common::browser::run("detail_pages", &server.base, Duration::from_secs(180)).await;
+}
