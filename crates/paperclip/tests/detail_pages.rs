@@ -88,6 +88,15 @@ async fn the_originals_links_resolve_and_each_detail_page_reads_in_words() {
         assert_eq!(landed, format!("/{p}/tasks/{ident}"), "{link}");
         assert!(body.contains("Draft the homepage"), "{link}");
     }
+    // A comment link of the original: `#comment-<id>` is an anchor on the page.
+    let comment = server
+        .ok_post(
+            &format!("/api/issues/{}/comments", s(&task["id"])),
+            json!({ "body": "See the draft" }),
+        )
+        .await;
+    let task_page = server.page(&format!("/{p}/tasks/{ident}")).await;
+    assert!(task_page.contains(&format!("id=\"comment-{}\"", s(&comment["id"]))));
     let (status, landed, _) = open(&server, &format!("/{p}/issues?q=homepage")).await;
     assert_eq!(
         (status.as_u16(), landed.as_str()),
@@ -358,6 +367,10 @@ async fn a_failed_run_has_its_own_page_and_retry_queues_a_new_run() {
     );
     assert!(new.contains("Retry of") && new.contains(ident), "{new}");
 
+    // The task page's run opens the run page (relative to `/{p}/tasks/`).
+    let task_page = server.page(&format!("/{p}/tasks/{ident}")).await;
+    assert!(task_page.contains(&format!("href=\"../agents/{key}/runs/{run_id}\"")));
+
     // The runs list: newest first, each row opens its run; `before` pages.
     let list = server.page(&format!("/{p}/agents/{key}/runs")).await;
     let (at_new, at_old) = (
@@ -384,4 +397,58 @@ async fn detail_pages_browser() {
     }
     let server = TestServer::start().await;
     common::browser::run("detail_pages", &server.base, Duration::from_secs(180)).await;
+}
+
+#[tokio::test]
+async fn a_huge_log_shows_its_end_and_links_the_rest() {
+    let server = TestServer::start().await;
+    let company = server.company("Acme").await;
+    let cid = s(&company["id"]);
+    let p = s(&company["issuePrefix"]);
+    // About 500 KB of output, then the line that says what went wrong.
+    let agent = server
+        .script_agent(
+            cid,
+            "Chatty",
+            "seq 1 9000 | sed 's/$/ of a long log, padded to be long enough to add up/'\necho LAST WORDS >&2\nexit 1\n",
+            json!({}),
+        )
+        .await;
+    let aid = s(&agent["id"]);
+    server
+        .ok_post(
+            &format!("/api/agents/{aid}/wakeup"),
+            json!({ "reason": "manual" }),
+        )
+        .await;
+    let runs = server
+        .wait_for(
+            &format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}"),
+            60,
+            |r| r[0]["status"] == "failed",
+        )
+        .await;
+    let run_id = s(&runs[0]["id"]);
+    assert!(
+        runs[0]["logBytes"].as_i64().unwrap() > 400_000,
+        "{}",
+        runs[0]
+    );
+    let path = format!("/{p}/agents/{}/runs/{run_id}", s(&agent["urlKey"]));
+    let html = server.page(&path).await;
+    assert!(
+        html.len() < 200_000,
+        "the page stays small: {} bytes",
+        html.len()
+    );
+    let text = visible_text(&html);
+    assert!(
+        text.contains("LAST WORDS") && text.contains("Showing the last"),
+        "{text}"
+    );
+    assert!(!text.contains("\n1 of a long log"), "the start is left out");
+    assert!(text.contains("No task"), "a run without a task says so");
+    let full = server.page(&format!("{path}/log")).await;
+    assert!(full.starts_with("1 of a long log") || full.contains("\n1 of a long log"));
+    assert!(full.contains("9000 of a long log") && full.contains("LAST WORDS"));
 }
