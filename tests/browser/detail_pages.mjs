@@ -97,6 +97,9 @@ await s.finish(async () => {
   await page.locator("form[data-api-form=approval-comment] button[type=submit]").click();
   await page.locator(".comment-body", { hasText: "Is the budget enough?" }).waitFor();
   await s.shotBoth("approval");
+  await page.locator("input[name=decisionNote]").fill("Welcome aboard");
+  await page.locator("button[data-decide=approve]").click();
+  await page.locator('[data-decision="approved"]', { hasText: "Welcome aboard" }).waitFor();
 
   s.step("the project and goal pages");
   await page.goto(`${base}/${p}/projects`);

@@ -452,3 +452,56 @@ async fn a_huge_log_shows_its_end_and_links_the_rest() {
     assert!(full.starts_with("1 of a long log") || full.contains("\n1 of a long log"));
     assert!(full.contains("9000 of a long log") && full.contains("LAST WORDS"));
 }
+
+#[tokio::test]
+async fn an_agents_runs_are_listed_fifty_a_page() {
+    let server = TestServer::start().await;
+    let company = server.company("Acme").await;
+    let cid = s(&company["id"]);
+    let p = s(&company["issuePrefix"]);
+    let agent = server.agent(cid, "Worker", None).await;
+    let aid = s(&agent["id"]);
+    let runs_path = format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}&limit=100");
+    // One at a time: a wake while a run waits folds into it.
+    for n in 1..=51 {
+        server
+            .ok_post(
+                &format!("/api/agents/{aid}/wakeup"),
+                json!({ "reason": "manual" }),
+            )
+            .await;
+        server
+            .wait_for(&runs_path, 30, |r| {
+                r.as_array().unwrap().len() == n && r[0]["status"] == "succeeded"
+            })
+            .await;
+    }
+    let all = server.ok_get(&runs_path).await;
+    let ids: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| s(&r["id"]))
+        .collect();
+    let base = format!("/{p}/agents/{}/runs", s(&agent["urlKey"]));
+    let first = server.page(&base).await;
+    let rows = |html: &str| {
+        ids.iter()
+            .filter(|id| html.contains(&format!("/runs/{id}\"")))
+            .count()
+    };
+    assert_eq!(rows(&first), 50);
+    assert!(
+        !first.contains(&format!("/runs/{}\"", ids[50])),
+        "the oldest is on the next page"
+    );
+    let next = format!("{base}?before={}", ids[49]);
+    assert!(
+        first.contains(&format!("href=\"{next}\"")),
+        "a link to the next page"
+    );
+    let second = server.page(&next).await;
+    assert_eq!(rows(&second), 1);
+    assert!(second.contains(&format!("/runs/{}\"", ids[50])));
+    assert!(!second.contains("Older runs"), "the last page has no next");
+}

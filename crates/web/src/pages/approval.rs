@@ -200,7 +200,10 @@ fn fields(v: &Value, names: &Names, depth: usize) -> Markup {
     };
     let mut keys: Vec<&String> = map
         .keys()
-        .filter(|k| !(depth == 0 && HIDDEN.contains(&k.as_str())) && !empty(&map[*k]))
+        .filter(|k| {
+            let hidden = depth == 0 && HIDDEN.contains(&k.as_str());
+            !hidden && !empty(&map[*k])
+        })
         .collect();
     keys.sort_by_key(|k| FIRST.iter().position(|f| f == k).unwrap_or(FIRST.len()));
     if keys.is_empty() {
