@@ -505,3 +505,58 @@ async fn an_agents_runs_are_listed_fifty_a_page() {
     assert!(second.contains(&format!("/runs/{}\"", ids[50])));
     assert!(!second.contains("Older runs"), "the last page has no next");
 }
+
+#[tokio::test]
+async fn a_live_run_with_a_long_log_stays_a_small_page_with_stop_not_retry() {
+    let server = TestServer::start().await;
+    let company = server.company("Acme").await;
+    let cid = s(&company["id"]);
+    let p = s(&company["issuePrefix"]);
+    let gate = std::env::temp_dir().join(format!("gate-{}", uuid::Uuid::new_v4().simple()));
+    let script = format!(
+        "seq 1 9000 | sed 's/$/ of a long log, padded to be long enough to add up/'\n\
+         i=0; while [ ! -e {gate} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\nexit 0\n",
+        gate = gate.display()
+    );
+    let agent = server.script_agent(cid, "Talker", &script, json!({})).await;
+    let aid = s(&agent["id"]);
+    server
+        .ok_post(
+            &format!("/api/agents/{aid}/wakeup"),
+            json!({ "reason": "manual" }),
+        )
+        .await;
+    let runs_path = format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}");
+    let runs = server
+        .wait_for(&runs_path, 30, |r| r[0]["status"] == "running")
+        .await;
+    let path = format!(
+        "/{p}/agents/{}/runs/{}",
+        s(&agent["urlKey"]),
+        s(&runs[0]["id"])
+    );
+    // Once the output is written, the page shows part of it and says so.
+    let html = common::until(30, "the log to show", async || {
+        let html = server.page(&path).await;
+        let shown = html.contains("9000 of a long log") || html.contains("Showing the first");
+        shown.then_some(html)
+    })
+    .await;
+    assert!(
+        html.len() < 200_000,
+        "the page stays small: {} bytes",
+        html.len()
+    );
+    let text = visible_text(&html);
+    assert!(text.contains("Working.") && text.contains("Stop"), "{text}");
+    assert!(!html.contains("data-retry-run"), "a live run has no Retry");
+    assert!(
+        text.contains("Showing the first") || text.contains("Showing the last"),
+        "the page says the log is cut: {text}"
+    );
+    std::fs::write(&gate, "").unwrap();
+    server
+        .wait_for(&runs_path, 60, |r| r[0]["status"] == "succeeded")
+        .await;
+    let _ = std::fs::remove_file(&gate);
+}

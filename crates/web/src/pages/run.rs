@@ -74,7 +74,7 @@ pub async fn page(
     let body = html! {
         header.page-head {
             div.muted { a href={"/" (p) "/agents"} { "Agents" } " / " a href=(base) { (agent.name) } " / " a href={(base) "/runs"} { "Runs" } }
-            h1 { "Run of " (agent.name) " " (pill(&run.status)) }
+            h1 { "Run of " (agent.name) @if let Some(t) = &task { " on " span.ident { (t.identifier) } } " " (pill(&run.status)) }
             p.run-outcome data-run-id=(run.id) data-run-status=(run.status) { strong { (status_words(run.status)) } " " (summary(&run, now)) }
             div.actions {
                 @if retryable(run.status) {
@@ -139,6 +139,7 @@ pub async fn page(
             @match &log {
                 Ok(tail) => {
                     @if tail.skipped > 0 { p.muted { "Showing the last " (kib(LOG_SHOWN)) " of " (kib(tail.total)) "." } }
+                    @if tail.more_after { p.muted { "Showing the first " (kib(LOG_SHOWN)) "; the run is still writing, and the full log has the rest." } }
                     @if tail.lines.is_empty() { p.muted { @if live { "Nothing logged yet." } @else { "The run logged nothing." } } }
                     @else { pre.log { @for (stream, text) in &tail.lines { @if stream == "stderr" { span.log-err { (text) } } @else { (text) } } } }
                 }
@@ -151,7 +152,10 @@ pub async fn page(
         }
     };
     let _ = names;
-    let title = format!("Run of {}", agent.name);
+    let title = match &task {
+        Some(t) => format!("Run of {} on {}", agent.name, t.identifier),
+        None => format!("Run of {}", agent.name),
+    };
     html(layout::page(&ctx, "agents", &title, body))
 }
 
@@ -203,6 +207,8 @@ struct Tail {
     lines: Vec<(String, String)>,
     total: u64,
     skipped: u64,
+    /// A live run's log (size not yet known) goes on past what is shown.
+    more_after: bool,
 }
 
 fn log_ref(run: &HeartbeatRun) -> String {
@@ -218,8 +224,14 @@ async fn read_tail(web: &Web, run: &HeartbeatRun) -> Result<Tail, String> {
     let from = total.saturating_sub(LOG_SHOWN);
     let reader = web.logs.clone();
     let log_ref = log_ref(run);
-    let read = tokio::task::spawn_blocking(move || reader(&log_ref, from, LOG_SHOWN)).await;
-    let (content, _) = match read {
+    let read = tokio::task::spawn_blocking(move || {
+        let (content, next) = reader(&log_ref, from, LOG_SHOWN)?;
+        // Size unknown (a live run): whether anything follows the page.
+        let more = total == 0 && reader(&log_ref, next, 4)?.1 > next;
+        Ok::<_, std::io::Error>((content, more))
+    })
+    .await;
+    let (content, more_after) = match read {
         Ok(Ok(page)) => page,
         Ok(Err(e)) => return Err(e.to_string()),
         Err(e) => return Err(e.to_string()),
@@ -242,6 +254,7 @@ async fn read_tail(web: &Web, run: &HeartbeatRun) -> Result<Tail, String> {
         lines: merged,
         total,
         skipped: from,
+        more_after,
     })
 }
 
