@@ -381,7 +381,7 @@ async fn a_stopped_run_is_shown_neutral_and_is_not_a_failure() {
     );
     let inbox = page(&server, &format!("/{prefix}/inbox")).await;
     assert!(
-        inbox.contains("No failures."),
+        inbox.contains("No failures waiting for you."),
         "the inbox lists the stop as a failure"
     );
 }

@@ -61,7 +61,12 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::router())
         .split_for_parts();
     let api = Arc::new(api);
-    let web = paperclip_web::router(state.store.clone()).layer(
+    let logs = state.runtime.logs().clone();
+    let read_log: paperclip_web::LogReader = Arc::new(move |log_ref, offset, limit| {
+        logs.read(log_ref, offset, limit)
+            .map(|page| (page.content, page.next_offset))
+    });
+    let web = paperclip_web::router(state.store.clone(), read_log).layer(
         axum::middleware::from_fn_with_state(state.clone(), board_only),
     );
     router

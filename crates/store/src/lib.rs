@@ -37,6 +37,7 @@ pub mod companies;
 pub mod costs;
 pub mod dashboard;
 pub mod db;
+pub mod detail;
 pub mod documents;
 mod error;
 pub mod follow_up;

@@ -17,6 +17,7 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("sample.js", include_str!("../assets/sample.js")),
     ("hire.js", include_str!("../assets/hire.js")),
     ("settings.js", include_str!("../assets/settings.js")),
+    ("detail.js", include_str!("../assets/detail.js")),
 ];
 
 const FAVICON: &str = include_str!("../assets/favicon.svg");

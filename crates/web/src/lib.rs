@@ -24,10 +24,17 @@ use paperclip_store::Store;
 #[derive(Clone)]
 pub(crate) struct Web {
     pub store: Store,
+    pub logs: LogReader,
 }
 
+/// Reads part of a run's log (NDJSON lines) by its `logRef`: `(ref, offset,
+/// limit)` to `(whole lines, next offset)`. The runtime's log store behind a
+/// function, so the UI does not depend on the runtime.
+pub type LogReader =
+    std::sync::Arc<dyn Fn(&str, u64, u64) -> std::io::Result<(String, u64)> + Send + Sync>;
+
 /// The UI's routes, with their state applied so the server can merge them.
-pub fn router<S: Clone + Send + Sync + 'static>(store: Store) -> Router<S> {
+pub fn router<S: Clone + Send + Sync + 'static>(store: Store, logs: LogReader) -> Router<S> {
     Router::new()
         .route("/", get(home))
         .route("/ui/app.css", get(assets::css))
@@ -41,16 +48,38 @@ pub fn router<S: Clone + Send + Sync + 'static>(store: Store) -> Router<S> {
         .route("/{prefix}/tasks", get(pages::tasks::list))
         .route("/{prefix}/tasks/{identifier}", get(pages::task::page))
         .route("/{prefix}/projects", get(pages::misc::projects))
+        .route("/{prefix}/projects/{key}", get(pages::project::page))
+        .route(
+            "/{prefix}/projects/{key}/{tab}",
+            get(pages::links::project_tab),
+        )
         .route("/{prefix}/goals", get(pages::misc::goals))
+        .route("/{prefix}/goals/{id}", get(pages::goal::page))
         .route("/{prefix}/agents", get(pages::agents::list))
         .route("/{prefix}/agents/{url_key}", get(pages::agent::page))
+        .route("/{prefix}/agents/{url_key}/runs", get(pages::runs::list))
+        .route(
+            "/{prefix}/agents/{url_key}/runs/{run_id}",
+            get(pages::run::page),
+        )
+        .route(
+            "/{prefix}/agents/{url_key}/runs/{run_id}/log",
+            get(pages::run::full_log),
+        )
+        .route(
+            "/{prefix}/agents/{url_key}/{tab}",
+            get(pages::links::agent_tab),
+        )
+        .route("/{prefix}/issues", get(pages::links::issues))
+        .route("/{prefix}/issues/{identifier}", get(pages::links::issue))
         .route("/{prefix}/org", get(pages::org::page))
         .route("/{prefix}/approvals", get(pages::approvals::page))
+        .route("/{prefix}/approvals/{id}", get(pages::approval::page))
         .route("/{prefix}/costs", get(pages::costs::page))
         .route("/{prefix}/activity", get(pages::activity::page))
         .route("/{prefix}/company/settings", get(pages::settings::page))
         .layer(axum::middleware::from_fn(server_timing))
-        .with_state(Web { store })
+        .with_state(Web { store, logs })
 }
 
 /// `Server-Timing: render;dur=<ms>` on every page: the time from the request
@@ -84,6 +113,11 @@ pub(crate) fn html(markup: Markup) -> PageResult {
 
 pub(crate) fn failure(status: StatusCode, title: &str, detail: &str) -> Response {
     (status, layout::bare(title, detail)).into_response()
+}
+
+/// The 404 page of something a link named that is not there.
+pub(crate) fn not_found(title: &str, detail: &str) -> Response {
+    failure(StatusCode::NOT_FOUND, title, detail)
 }
 
 pub(crate) fn store_failure(err: paperclip_store::Error) -> Response {

@@ -71,10 +71,17 @@ pub async fn page(
     let wakes = paperclip_store::wakeups::list(store, &agent.id, None, None, 20)
         .await
         .map_err(store_failure)?;
-    let task_names: std::collections::HashMap<&str, &str> = tasks
-        .issues
+    // Runs may be on tasks no longer among its recent ones: one lookup.
+    let run_tasks: Vec<&str> = agent_runs
         .iter()
-        .map(|i| (i.id.as_str(), i.identifier.as_str()))
+        .filter_map(|r| r.issue_id.as_deref())
+        .collect();
+    let run_idents = paperclip_store::detail::identifiers(store, cid, &run_tasks)
+        .await
+        .map_err(store_failure)?;
+    let task_names: std::collections::HashMap<&str, &str> = run_idents
+        .iter()
+        .map(|(id, ident)| (id.as_str(), ident.as_str()))
         .collect();
     let p = &ctx.company.issue_prefix;
     let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
@@ -122,7 +129,7 @@ pub async fn page(
                 h2 { "Current run" }
                 @match current {
                     Some(r) => p { (pill(&r.status)) " " @match r.issue_id.as_deref().and_then(|i| task_names.get(i)) {
-                        Some(ident) => a href={"/" (p) "/tasks/" (ident)} { span.ident { (ident) } }, None => span.muted { "no task" } } " · started " (time(r.started_at.as_deref().unwrap_or(&r.created_at), now))
+                        Some(ident) => a href={"/" (p) "/tasks/" (ident)} { span.ident { (ident) } }, None => span.muted { "no task" } } " · started " (time(r.started_at.as_deref().unwrap_or(&r.created_at), now)) " · " a href={"/" (p) "/agents/" (agent.url_key) "/runs/" (r.id)} { "watch" }
                         " " button.small type="button" data-action="POST" data-url={"/api/heartbeat-runs/" (r.id) "/cancel"} data-confirm="Cancel this run?" data-done="Cancelled" { "Cancel" } },
                     None => p.muted { "Idle." },
                 }
@@ -164,16 +171,16 @@ pub async fn page(
             }
         }
         section {
-            h2 { "Runs" }
+            h2 { "Runs" " " a.small href={"/" (p) "/agents/" (agent.url_key) "/runs"} { "all runs" } }
             table.data {
-                thead { tr { th { "Run" } th { "Task" } th { "Outcome" } th { "When" } th { "Log" } } }
+                thead { tr { th { "Run" } th { "Task" } th { "Outcome" } th { "Started · took" } th { "Details" } } }
                 tbody { @for r in &agent_runs {
                     tr data-run-status=(r.status) {
                         td { (pill(&r.status)) }
                         td { @match r.issue_id.as_deref().and_then(|i| task_names.get(i)) { Some(ident) => a href={"/" (p) "/tasks/" (ident)} { span.ident { (ident) } }, None => span.muted { "—" } } }
                         td { @match (&r.error_code, &r.error) { (_, Some(e)) if r.status == RunStatus::Cancelled => span.muted { "stopped: " (e) }, (Some(code), Some(e)) => span.run-error { strong { (code) } ": " (e) }, _ => span.muted { (r.wake_reason.as_deref().unwrap_or("")) } } }
-                        td { (time(&r.created_at, now)) }
-                        td { a href={"/api/heartbeat-runs/" (r.id) "/log"} { "log" } }
+                        td { (crate::pages::run::when_and_how_long(r, now)) }
+                        td { a href={"/" (p) "/agents/" (agent.url_key) "/runs/" (r.id)} { "steps and log" } }
                     }
                 } }
             }

@@ -52,7 +52,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
             @if pending.is_empty() { p.empty { "Nothing waits for the board." } }
             @for a in &pending {
                 article.card.approval data-approval-id=(a.id) {
-                    header { strong { (a.kind.replace('_', " ")) } " " (pill(&a.status)) span.muted { " requested by " (who(a)) " " (time(&a.created_at, now)) } }
+                    header { a href={"/" (ctx.company.issue_prefix) "/approvals/" (a.id)} { strong { (a.kind.replace('_', " ")) } } " " (pill(&a.status)) span.muted { " requested by " (who(a)) " " (time(&a.created_at, now)) } }
                     (payload(&a.redacted_payload()))
                     form.decide data-approval=(a.id) {
                         label { "Note" input name="decisionNote" placeholder="Optional note"; }
@@ -70,7 +70,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
             table.data {
                 thead { tr { th { "Request" } th { "Status" } th { "Note" } th { "Decided" } } }
                 tbody { @for a in &done { tr {
-                    td { (a.kind.replace('_', " ")) span.muted { " by " (who(a)) } }
+                    td { a href={"/" (ctx.company.issue_prefix) "/approvals/" (a.id)} { (a.kind.replace('_', " ")) } span.muted { " by " (who(a)) } }
                     td { (pill(&a.status)) } td { (a.decision_note.as_deref().unwrap_or("")) }
                     td { @if let Some(t) = &a.decided_at { (time(t, now)) } }
                 } } @if done.is_empty() { tr { td colspan="4" .empty { "No decisions yet." } } } }

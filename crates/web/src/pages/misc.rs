@@ -20,7 +20,7 @@ pub async fn projects(State(web): State<Web>, Path(prefix): Path<String>) -> Pag
             button type="submit" { "Add project" }
         }
         table.data { thead { tr { th { "Project" } th { "Status" } th { "" } } }
-            tbody { @for pr in &list { tr { td { strong { (pr.name) } div.muted { (pr.description.as_deref().unwrap_or("")) } } td { (pill(&pr.status)) }
+            tbody { @for pr in &list { tr { td { a href={"/" (p) "/projects/" (pr.url_key)} { strong { (pr.name) } } div.muted { (pr.description.as_deref().unwrap_or("")) } } td { (pill(&pr.status)) }
                 td { a href={"/" (p) "/tasks?project=" (pr.id)} { "Tasks" } } } }
                 @if list.is_empty() { tr { td colspan="3" .empty { "No projects yet." } } } } }
     };
@@ -39,7 +39,7 @@ pub async fn goals(State(web): State<Web>, Path(prefix): Path<String>) -> PageRe
             button type="submit" { "Add goal" }
         }
         table.data { thead { tr { th { "Goal" } th { "Level" } th { "Status" } } }
-            tbody { @for g in &list { tr { td { strong { (g.title) } div.muted { (g.description.as_deref().unwrap_or("")) } } td { (g.level) } td { (pill(&g.status)) } } }
+            tbody { @for g in &list { tr { td { a href={"/" (ctx.company.issue_prefix) "/goals/" (g.id)} { strong { (g.title) } } div.muted { (g.description.as_deref().unwrap_or("")) } } td { (g.level) } td { (pill(&g.status)) } } }
                 @if list.is_empty() { tr { td colspan="3" .empty { "No goals yet." } } } } }
     };
     html(layout::page(&ctx, "goals", "Goals", body))

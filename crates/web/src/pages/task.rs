@@ -103,7 +103,7 @@ pub async fn page(
                     section.documents {
                         h2 { "Documents" }
                         @for d in &docs {
-                            details.doc {
+                            details.doc id={"document-" (d.key)} {
                                 summary { strong { (d.title.as_deref().unwrap_or(&d.key)) } span.muted { " · " (d.key) " · rev " (d.latest_revision_number) } }
                                 div.doc-body { @if d.format == "markdown" { (markdown::render(&d.body)) } @else { pre { (d.body) } } }
                             }
@@ -134,7 +134,8 @@ pub async fn page(
                 section.comments {
                     h2 { "Comments" }
                     @for c in &thread {
-                        article.comment data-comment-id=(c.id) {
+                        // `#comment-<id>`: the anchor the original's links use.
+                        article.comment data-comment-id=(c.id) id={"comment-" (c.id)} {
                             header {
                                 strong { @match c.author_agent_id.as_deref().and_then(|id| names.get(id)) { Some(a) => (a.name), None => "Board" } }
                                 " " (time(&c.created_at, now))
@@ -239,7 +240,9 @@ pub fn run_view<'a>(
                 summary { "Raw log" }
                 @if let Some(out) = &run.stdout_excerpt { h4 { "stdout" } pre { (out) } }
                 @if let Some(err) = &run.stderr_excerpt { h4 { "stderr" } pre { (err) } }
-                p { a href={"/api/heartbeat-runs/" (run.id) "/log"} { "Full log (NDJSON)" } }
+                // Relative: the task page is `/{prefix}/tasks/{identifier}`.
+                @let key = names.get(run.agent_id.as_str()).map(|a| a.url_key.as_str()).unwrap_or(run.agent_id.as_str());
+                p { a href={"../agents/" (key) "/runs/" (run.id)} data-run-page { "Run page (timing, full log)" } }
             }
         }
     }
@@ -247,7 +250,7 @@ pub fn run_view<'a>(
 
 /// The lifecycle record of a stopped run says `error` (every unsuccessful end
 /// does, in the store); on the page a stop is not an error.
-fn step_level<'a>(run: &HeartbeatRun, e: &'a RunEvent) -> &'a str {
+pub(crate) fn step_level<'a>(run: &HeartbeatRun, e: &'a RunEvent) -> &'a str {
     if run.status == RunStatus::Cancelled && e.event_type == "lifecycle" && e.level == "error" {
         "info"
     } else {
@@ -255,7 +258,7 @@ fn step_level<'a>(run: &HeartbeatRun, e: &'a RunEvent) -> &'a str {
     }
 }
 
-fn is_step(kind: &str) -> bool {
+pub(crate) fn is_step(kind: &str) -> bool {
     kind.starts_with("transcript.")
         || matches!(
             kind,
@@ -290,7 +293,7 @@ fn outcome_line(run: &HeartbeatRun) -> String {
     line
 }
 
-fn step(e: &RunEvent) -> Markup {
+pub(crate) fn step(e: &RunEvent) -> Markup {
     let payload = e.payload.clone().unwrap_or_default();
     let text = |k: &str| {
         payload

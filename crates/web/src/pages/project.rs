@@ -1,0 +1,140 @@
+//! One project at `/{prefix}/projects/{projectKey}` (url key or id): its
+//! description, status, lead and goals, and its tasks (newest 50 a page,
+//! with how many there are).
+
+use axum::extract::{Path, Query, State};
+use maud::{html, Markup};
+use paperclip_core::model::Agent;
+use paperclip_store::{agents, goals, issues};
+use serde::Deserialize;
+
+use super::by_id;
+use super::links::project_by_key;
+use crate::fmt::pill;
+use crate::{html, layout, markdown, store_failure, Ctx, PageResult, Web};
+
+/// Tasks a page shows; counts stop at [`COUNT_CAP`].
+pub(crate) const TASKS_PAGE: i64 = 50;
+const COUNT_CAP: i64 = 10_000;
+
+#[derive(Deserialize, Default)]
+pub struct Params {
+    /// Tasks numbered below this: the next page.
+    pub(crate) cursor: Option<String>,
+}
+
+pub async fn page(
+    State(web): State<Web>,
+    Path((prefix, key)): Path<(String, String)>,
+    Query(q): Query<Params>,
+) -> PageResult {
+    let ctx = web.ctx(&prefix).await?;
+    let project = project_by_key(&web, &ctx, &key).await?;
+    let store = &web.store;
+    let cid = &ctx.company.id;
+    let filter = issues::Filter {
+        project_id: Some(project.id.clone()),
+        ..issues::Filter::default()
+    };
+    let tasks = TaskPage::load(&web, &ctx, filter, q.cursor.as_deref()).await?;
+    let all_agents = agents::list(store, cid).await.map_err(store_failure)?;
+    let names = by_id(&all_agents);
+    let all_goals = goals::list(store, cid).await.map_err(store_failure)?;
+    let p = &ctx.company.issue_prefix;
+    let its_goals: Vec<_> = all_goals
+        .iter()
+        .filter(|g| {
+            project.goal_id.as_deref() == Some(g.id.as_str()) || project.goal_ids.contains(&g.id)
+        })
+        .collect();
+    let lead = project.lead_agent_id.as_deref().and_then(|a| names.get(a));
+    let body = html! {
+        header.page-head {
+            div.muted { a href={"/" (p) "/projects"} { "Projects" } " / " (project.name) }
+            h1 { (project.name) " " (pill(&project.status)) }
+        }
+        article.description {
+            @match project.description.as_deref().filter(|d| !d.trim().is_empty()) {
+                Some(d) => (markdown::render(d)),
+                None => p.muted { "No description." },
+            }
+        }
+        dl.kv {
+            dt { "Lead" } dd { @match lead { Some(a) => a href={"/" (p) "/agents/" (a.url_key)} { (a.name) }, None => span.muted { "None" } } }
+            dt { "Goals" } dd { @for g in &its_goals { a href={"/" (p) "/goals/" (g.id)} { (g.title) } " " } @if its_goals.is_empty() { span.muted { "None" } } }
+            @if let Some(t) = &project.target_date { dt { "Target date" } dd { (t) } }
+            @if project.archived_at.is_some() { dt { "Archived" } dd { "yes" } }
+        }
+        (tasks.render(&ctx, &names, &format!("/{p}/projects/{}", project.url_key), Some(&format!("/{p}/tasks?project={}", project.id))))
+    };
+    html(layout::page(&ctx, "projects", &project.name, body))
+}
+
+/// A page of the tasks a filter matches, newest first, and their count.
+pub(crate) struct TaskPage {
+    issues: Vec<paperclip_core::model::Issue>,
+    next_cursor: Option<i64>,
+    total: (i64, bool),
+    paged: bool,
+}
+
+impl TaskPage {
+    pub(crate) async fn load(
+        web: &Web,
+        ctx: &Ctx,
+        filter: issues::Filter,
+        cursor: Option<&str>,
+    ) -> Result<TaskPage, axum::response::Response> {
+        let filter = issues::Filter {
+            cursor: cursor.and_then(|c| c.parse().ok()),
+            limit: TASKS_PAGE,
+            ..filter
+        };
+        let cid = &ctx.company.id;
+        let page = issues::list(&web.store, cid, &filter)
+            .await
+            .map_err(store_failure)?;
+        let total = issues::count(&web.store, cid, &filter, COUNT_CAP)
+            .await
+            .map_err(store_failure)?;
+        Ok(TaskPage {
+            issues: page.issues,
+            next_cursor: page.next_cursor,
+            total,
+            paged: filter.cursor.is_some(),
+        })
+    }
+
+    /// The tasks section: `here` is this page's path (for the pager),
+    /// `all` the task list filtered the same way, where it can be.
+    pub(crate) fn render(
+        &self,
+        ctx: &Ctx,
+        names: &std::collections::HashMap<&str, &Agent>,
+        here: &str,
+        all: Option<&str>,
+    ) -> Markup {
+        let p = &ctx.company.issue_prefix;
+        let (n, more) = self.total;
+        html! {
+            section.tasks-of {
+                h2 { "Tasks " span.muted data-task-count=(n) { "(" (n) @if more { "+" } ")" } @if let Some(all) = all { " " a.small href=(all) { "open in the task list" } } }
+                table.data {
+                    thead { tr { th { "Task" } th { "Status" } th { "Assignee" } } }
+                    tbody {
+                        @for i in &self.issues { tr {
+                            td { a href={"/" (p) "/tasks/" (i.identifier)} { span.ident { (i.identifier) } " " (i.title) } }
+                            td { (pill(&i.status)) }
+                            td { @match i.assignee_agent_id.as_deref().and_then(|a| names.get(a)) { Some(a) => (a.name), None => span.muted { "—" } } }
+                        } }
+                        @if self.issues.is_empty() { tr { td colspan="3" .empty { "No tasks." } } }
+                    }
+                }
+                nav.pager {
+                    @if self.paged { a href=(here) { "Newest tasks" } " " }
+                    @if let Some(c) = self.next_cursor { a href={(here) "?cursor=" (c)} rel="next" { "Older tasks →" } }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,403 @@
+//! One run, at the original's path `/{prefix}/agents/{agentKey}/runs/{runId}`:
+//! its outcome first (status in words, the error with what to do about it,
+//! the task, why it woke), then its timing and cost, then its steps, then
+//! the end of its raw log (capped; the whole log is a link away).
+
+use axum::extract::{Path, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use maud::{html, Markup};
+use paperclip_core::heartbeat::RunStatus;
+use paperclip_core::model::{Agent, HeartbeatRun};
+use paperclip_store::{detail, issues, runs};
+
+use super::links::agent_by_key;
+use super::task::{is_step, step, step_level};
+use crate::fmt::{pill, time};
+use crate::{html, layout, not_found, store_failure, Ctx, PageResult, Web};
+
+/// How much of the log the page shows: its end, where failures are.
+const LOG_SHOWN: u64 = 64 * 1024;
+/// Steps shown on the page.
+const STEPS_SHOWN: i64 = 1000;
+/// The plain-text full log stops here (the API pages through the rest).
+const FULL_LOG_MAX: u64 = 32 * 1024 * 1024;
+
+/// The run `run_id` of the agent `key`, or a 404 page.
+async fn load(
+    web: &Web,
+    ctx: &Ctx,
+    key: &str,
+    run_id: &str,
+) -> Result<(HeartbeatRun, Agent, Vec<Agent>), Response> {
+    let (agent, all) = agent_by_key(web, ctx, key).await?;
+    let missing = || {
+        not_found(
+            "No such run",
+            &format!("{} has no run {run_id}.", agent.name),
+        )
+    };
+    match runs::get(&web.store, run_id).await {
+        Ok(run) if run.company_id == ctx.company.id && run.agent_id == agent.id => {
+            Ok((run, agent, all))
+        }
+        Ok(_) | Err(paperclip_store::Error::NotFound(_)) => Err(missing()),
+        Err(e) => Err(store_failure(e)),
+    }
+}
+
+pub async fn page(
+    State(web): State<Web>,
+    Path((prefix, key, run_id)): Path<(String, String, String)>,
+) -> PageResult {
+    let ctx = web.ctx(&prefix).await?;
+    let (run, agent, all) = load(&web, &ctx, &key, &run_id).await?;
+    let store = &web.store;
+    let task = match &run.issue_id {
+        Some(id) => issues::get(store, id).await.ok(),
+        None => None,
+    };
+    let events = runs::events(store, &run.id, 0, STEPS_SHOWN)
+        .await
+        .map_err(store_failure)?;
+    let retries = detail::retries_of(store, &ctx.company.id, &agent.id, &run.id)
+        .await
+        .map_err(store_failure)?;
+    let log = read_tail(&web, &run).await;
+    let now = Utc::now();
+    let p = &ctx.company.issue_prefix;
+    let base = format!("/{p}/agents/{}", agent.url_key);
+    let live = matches!(run.status, RunStatus::Running | RunStatus::Queued);
+    let steps: Vec<_> = events.iter().filter(|e| is_step(&e.event_type)).collect();
+    let names = super::by_id(&all);
+    let body = html! {
+        header.page-head {
+            div.muted { a href={"/" (p) "/agents"} { "Agents" } " / " a href=(base) { (agent.name) } " / " a href={(base) "/runs"} { "Runs" } }
+            h1 { "Run of " (agent.name) @if let Some(t) = &task { " on " span.ident { (t.identifier) } } " " (pill(&run.status)) }
+            p.run-outcome data-run-id=(run.id) data-run-status=(run.status) { strong { (status_words(run.status)) } " " (summary(&run, now)) }
+            div.actions {
+                @if retryable(run.status) {
+                    button.primary type="button" data-retry-run=(run.id) data-agent-id=(agent.id) data-agent-key=(agent.url_key) { "Retry" }
+                }
+                @if live {
+                    button type="button" data-action="POST" data-url={"/api/heartbeat-runs/" (run.id) "/cancel"} data-confirm="Stop this run?" data-done="Stopped" { "Stop" }
+                }
+            }
+        }
+        section.run-detail {
+            h2 { "Outcome" }
+            @if let Some(err) = &run.error {
+                @if run.status == RunStatus::Cancelled { p.run-note { "Stopped: " (err) } }
+                @else {
+                    p.run-error data-error-code=(run.error_code.as_deref().unwrap_or("")) { strong { (run.error_code.as_deref().unwrap_or("error")) ": " } (err) }
+                    p.hint { strong { "What to do: " } (what_to_do(run.error_code.as_deref())) }
+                }
+            }
+            dl.kv {
+                dt { "Task" } dd { @match &task {
+                    Some(t) => { a href={"/" (p) "/tasks/" (t.identifier)} { span.ident { (t.identifier) } " " (t.title) } " " (pill(&t.status)) },
+                    None => span.muted { "No task (a heartbeat with nothing assigned)" },
+                } }
+                dt { "Woken by" } dd { (wake_words(&run)) }
+                @if run.exit_code.is_some() || run.signal.is_some() {
+                    dt { "Process" } dd { @if let Some(c) = run.exit_code { "exited with code " (c) } @if let Some(s) = &run.signal { " killed by " (s) } }
+                }
+                @if let Some(prev) = &run.retry_of_run_id {
+                    dt { @if run.continuation_attempt > 0 { "Continues" } @else { "Retry of" } }
+                    dd { a href={(base) "/runs/" (prev)} { "an earlier run" } }
+                }
+                @if !retries.is_empty() {
+                    dt { "Retried as" }
+                    dd { @for (id, status) in &retries { a href={(base) "/runs/" (id)} data-retry-link { "a newer run" } " " (pill(status)) " " } }
+                }
+                @if run.coalesced_count > 0 { dt { "Folded in" } dd { (run.coalesced_count) " later wakes" } }
+            }
+            h2 { "Timing and cost" }
+            dl.kv {
+                dt { "Queued" } dd { (exact(&run.created_at, now)) }
+                dt { "Started" } dd { @match &run.started_at { Some(t) => (exact(t, now)), None => span.muted { "not yet" } } }
+                dt { "Finished" } dd { @match &run.finished_at { Some(t) => (exact(t, now)), None => span.muted { @if live { "still working" } @else { "—" } } } }
+                dt { "Duration" } dd data-duration { (duration(&run, now).unwrap_or_else(|| "—".into())) }
+                dt { "Cost" } dd { (run.usage_json.as_ref().and_then(crate::fmt::run_usage).unwrap_or_else(|| "no usage reported".into())) }
+                @if run.session_id_before.is_some() || run.session_id_after.is_some() {
+                    dt { "Session" } dd { code { (run.session_id_after.as_deref().or(run.session_id_before.as_deref()).unwrap_or("")) }
+                        @if run.session_id_before.is_some() && run.session_id_before == run.session_id_after { span.muted { " (resumed)" } } }
+                }
+            }
+        }
+        section.runs {
+            h2 { "Steps" }
+            ol.steps {
+                @for e in &steps { li class={"step " (e.event_type.replace('.', "-")) " lvl-" (step_level(&run, e))} { (step(e)) } }
+                @if steps.is_empty() { li.muted { @if live { "Waiting for the agent's first step…" } @else { "No steps recorded." } } }
+            }
+            @if events.len() as i64 >= STEPS_SHOWN { p.muted { "Only the first " (STEPS_SHOWN) " events are shown; the full log below has everything." } }
+        }
+        section.run-log {
+            h2 { "Log" }
+            @match &log {
+                Ok(tail) => {
+                    @if tail.skipped > 0 { p.muted { "Showing the last " (kib(LOG_SHOWN)) " of " (kib(tail.total)) "." } }
+                    @if tail.more_after { p.muted { "Showing the first " (kib(LOG_SHOWN)) "; the run is still writing, and the full log has the rest." } }
+                    @if tail.lines.is_empty() { p.muted { @if live { "Nothing logged yet." } @else { "The run logged nothing." } } }
+                    @else { pre.log { @for (stream, text) in &tail.lines { @if stream == "stderr" { span.log-err { (text) } } @else { (text) } } } }
+                }
+                Err(e) => p.run-error { "The log could not be read: " (e) }
+            }
+            @if let Some(err) = run.stderr_excerpt.as_ref().filter(|_| log.as_ref().map(|t| t.lines.is_empty()).unwrap_or(true)) {
+                h3 { "stderr (excerpt)" } pre { (err) }
+            }
+            p { a href={(base) "/runs/" (run.id) "/log"} { "Full log (text)" } " · " a.muted href={"/api/heartbeat-runs/" (run.id) "/log"} { "as JSON" } }
+        }
+    };
+    let _ = names;
+    let title = match &task {
+        Some(t) => format!("Run of {} on {}", agent.name, t.identifier),
+        None => format!("Run of {}", agent.name),
+    };
+    html(layout::page(&ctx, "agents", &title, body))
+}
+
+/// The run's whole log as plain text (stdout and stderr as they came),
+/// up to [`FULL_LOG_MAX`].
+pub async fn full_log(
+    State(web): State<Web>,
+    Path((prefix, key, run_id)): Path<(String, String, String)>,
+) -> PageResult {
+    let ctx = web.ctx(&prefix).await?;
+    let (run, _, _) = load(&web, &ctx, &key, &run_id).await?;
+    let log_ref = log_ref(&run);
+    let reader = web.logs.clone();
+    let text = tokio::task::spawn_blocking(move || {
+        let mut out = String::new();
+        let mut offset = 0;
+        while offset < FULL_LOG_MAX {
+            let (content, next) = reader(&log_ref, offset, 1024 * 1024)?;
+            if next == offset {
+                return Ok(out);
+            }
+            for (_, chunk) in lines(&content) {
+                out.push_str(&chunk);
+            }
+            offset = next;
+        }
+        out.push_str(&format!(
+            "\n[the log goes on past {}; page through it with GET /api/heartbeat-runs/{}/log?offset={offset}]\n",
+            kib(FULL_LOG_MAX),
+            run.id
+        ));
+        Ok::<_, std::io::Error>(out)
+    })
+    .await;
+    match text {
+        Ok(Ok(text)) => {
+            Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
+        }
+        _ => Err(crate::failure(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "The log could not be read",
+            "The run's log file could not be read; see the server's log.",
+        )),
+    }
+}
+
+/// The end of a log: its lines as `(stream, text)`, and how much was left out.
+struct Tail {
+    lines: Vec<(String, String)>,
+    total: u64,
+    skipped: u64,
+    /// A live run's log (size not yet known) goes on past what is shown.
+    more_after: bool,
+}
+
+fn log_ref(run: &HeartbeatRun) -> String {
+    run.log_ref
+        .clone()
+        .unwrap_or_else(|| format!("{}/{}.ndjson", run.company_id, run.id))
+}
+
+/// The last [`LOG_SHOWN`] bytes of the log. A finished run knows its log's
+/// size; a live one is read from its start (its steps show what it does).
+async fn read_tail(web: &Web, run: &HeartbeatRun) -> Result<Tail, String> {
+    let total = u64::try_from(run.log_bytes).unwrap_or(0);
+    let from = total.saturating_sub(LOG_SHOWN);
+    let reader = web.logs.clone();
+    let log_ref = log_ref(run);
+    let read = tokio::task::spawn_blocking(move || {
+        let (content, next) = reader(&log_ref, from, LOG_SHOWN)?;
+        // Size unknown (a live run): whether anything follows the page.
+        let more = total == 0 && reader(&log_ref, next, 4)?.1 > next;
+        Ok::<_, std::io::Error>((content, more))
+    })
+    .await;
+    let (content, more_after) = match read {
+        Ok(Ok(page)) => page,
+        Ok(Err(e)) => return Err(e.to_string()),
+        Err(e) => return Err(e.to_string()),
+    };
+    // Read from the middle of the log: its first line may be a part.
+    let content = if from > 0 {
+        content.split_once('\n').map(|(_, rest)| rest).unwrap_or("")
+    } else {
+        &content
+    };
+    // Consecutive chunks of one stream read as one block.
+    let mut merged: Vec<(String, String)> = Vec::new();
+    for (stream, chunk) in lines(content) {
+        match merged.last_mut() {
+            Some((s, text)) if *s == stream => text.push_str(&chunk),
+            _ => merged.push((stream, chunk)),
+        }
+    }
+    Ok(Tail {
+        lines: merged,
+        total,
+        skipped: from,
+        more_after,
+    })
+}
+
+/// `(stream, chunk)` of each NDJSON line `{ts, stream, chunk, seq}`.
+fn lines(content: &str) -> impl Iterator<Item = (String, String)> + '_ {
+    content.lines().filter_map(|line| {
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        let text = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
+        Some((text("stream"), text("chunk")))
+    })
+}
+
+fn kib(bytes: u64) -> String {
+    if bytes >= 1024 * 1024 {
+        format!("{:.1} MB", bytes as f64 / (1024.0 * 1024.0))
+    } else {
+        format!("{} KB", bytes.div_ceil(1024))
+    }
+}
+
+pub(crate) fn retryable(status: RunStatus) -> bool {
+    matches!(
+        status,
+        RunStatus::Failed | RunStatus::TimedOut | RunStatus::Cancelled
+    )
+}
+
+pub(crate) fn status_words(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Queued => "Queued: waiting to start.",
+        RunStatus::Running => "Working.",
+        RunStatus::Succeeded => "Succeeded.",
+        RunStatus::Failed => "Failed.",
+        RunStatus::TimedOut => "Timed out.",
+        RunStatus::Cancelled => "Stopped.",
+    }
+}
+
+/// One line: when it ran and for how long.
+fn summary(run: &HeartbeatRun, now: DateTime<Utc>) -> String {
+    let when = |ts: &str| crate::fmt::ago(ts, now);
+    match (&run.started_at, duration(run, now)) {
+        (Some(start), Some(d)) if run.finished_at.is_some() => {
+            format!("Started {}, took {d}.", when(start))
+        }
+        (Some(start), Some(d)) => format!("Started {}, working for {d}.", when(start)),
+        _ => format!("Queued {}.", when(&run.created_at)),
+    }
+}
+
+fn wake_words(run: &HeartbeatRun) -> String {
+    let source = match run.invocation_source.as_str() {
+        "timer" => "its heartbeat timer",
+        "assignment" => "a task assignment",
+        "on_demand" => "a request",
+        "automation" => "an automation",
+        other => other,
+    };
+    match &run.wake_reason {
+        Some(reason) => format!("{source} ({})", reason.replace('_', " ")),
+        None => source.to_string(),
+    }
+}
+
+/// What a person can do about a failure with this code.
+pub(crate) fn what_to_do(code: Option<&str>) -> &'static str {
+    match code.unwrap_or("") {
+        "adapter_not_installed" => "the agent's program is not installed on this machine: install it, or change the adapter in the agent's configuration, then retry.",
+        "invalid_working_directory" => "the working directory in the agent's configuration is missing or unusable: fix it, then retry.",
+        "spawn_failed" => "the agent's process could not be started: check the command and its arguments in the agent's configuration, then retry.",
+        "timeout" => "the run went past its time limit: raise the adapter's timeout in the agent's configuration, or split the task, then retry.",
+        "nonzero_exit" => "the agent's process ended with an error: read the end of the log below for its cause, fix that, then retry.",
+        "output_parse_error" => "the agent's output could not be understood: check the adapter and its version; the log below shows what it printed.",
+        "http_error" => "the agent's endpoint answered with an error: check its URL and that the service is up, then retry.",
+        "resume_session_invalid" | "context_window_exceeded" => "the saved conversation cannot be continued: reset the agent's session on its page, then retry.",
+        "model_unavailable" => "the provider refused the model: choose another model in the agent's configuration, then retry.",
+        "auth_required" => "the agent has no working credentials: log its CLI in or set its API key, then retry.",
+        "rate_limited" => "the provider's rate or usage limit was reached: retry once it resets.",
+        "budget_exceeded" | "budget_blocked" => "the budget is spent: raise the agent's or the company's monthly budget, then retry.",
+        "control_plane_restart" => "the server restarted while the run was working: retry it.",
+        "callback_timeout" => "the remote agent never reported back: check it is running and can reach this server, then retry.",
+        _ => "read the log below for the cause, fix it, then retry.",
+    }
+}
+
+fn parse(ts: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(ts)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// `2026-12-03 21:40:05 UTC (5 min ago)`.
+fn exact(ts: &str, now: DateTime<Utc>) -> Markup {
+    match parse(ts) {
+        Some(t) => {
+            html! { time datetime=(ts) { (t.format("%Y-%m-%d %H:%M:%S UTC")) } span.muted { " · " (crate::fmt::ago(ts, now)) } }
+        }
+        None => html! { (ts) },
+    }
+}
+
+/// How long the run took (or has been working): `850 ms`, `12.4 s`,
+/// `3 min 5 s`, `2 h 10 min`; none before it started.
+pub(crate) fn duration(run: &HeartbeatRun, now: DateTime<Utc>) -> Option<String> {
+    let start = parse(run.started_at.as_deref()?)?;
+    let end = match &run.finished_at {
+        Some(t) => parse(t)?,
+        None => now,
+    };
+    let ms = (end - start).num_milliseconds().max(0);
+    Some(match ms {
+        m if m < 1000 => format!("{m} ms"),
+        m if m < 60_000 => format!("{:.1} s", m as f64 / 1000.0),
+        m if m < 3_600_000 => format!("{} min {} s", m / 60_000, (m % 60_000) / 1000),
+        m => format!("{} h {} min", m / 3_600_000, (m % 3_600_000) / 60_000),
+    })
+}
+
+/// The start time and duration of a run row: `5 min ago · 12.4 s`.
+pub(crate) fn when_and_how_long(run: &HeartbeatRun, now: DateTime<Utc>) -> Markup {
+    html! {
+        (time(run.started_at.as_deref().unwrap_or(&run.created_at), now))
+        @if let Some(d) = duration(run, now) { span.muted data-duration { " · " (d) } }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_lines_keep_their_stream_and_text() {
+        let content = "{\"ts\":\"t\",\"stream\":\"stdout\",\"chunk\":\"hi\\n\",\"seq\":1}\nnot json\n{\"stream\":\"stderr\",\"chunk\":\"oops\"}\n";
+        let got: Vec<_> = lines(content).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("stdout".to_string(), "hi\n".to_string()),
+                ("stderr".to_string(), "oops".to_string())
+            ]
+        );
+        assert_eq!(kib(1), "1 KB");
+        assert_eq!(kib(64 * 1024), "64 KB");
+        assert_eq!(kib(3 * 1024 * 1024), "3.0 MB");
+    }
+}
