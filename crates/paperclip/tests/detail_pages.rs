@@ -220,6 +220,14 @@ async fn the_originals_links_resolve_and_each_detail_page_reads_in_words() {
     assert!(html.contains(&format!("data-approval=\"{approval_id}\"")));
     let list = server.page(&format!("/{p}/approvals")).await;
     assert!(list.contains(&format!("href=\"/{p}/approvals/{approval_id}\"")));
+    // The list reads the pending request in words too.
+    let list_text = visible_text(&list);
+    for words in ["Hire Analyst", "Reports to", "$50.00"] {
+        assert!(list_text.contains(words), "approvals list lacks {words:?}");
+    }
+    for raw in ["reportsTo", "budgetMonthlyCents", s(&lead["id"])] {
+        assert!(!list_text.contains(raw), "approvals list shows {raw:?}");
+    }
     server
         .ok_post(
             &format!("/api/approvals/{approval_id}/approve"),

@@ -148,7 +148,7 @@ pub(crate) fn kind_words(kind: &str) -> String {
     }
 }
 
-fn headline(a: &Approval, payload: &Value) -> String {
+pub(crate) fn headline(a: &Approval, payload: &Value) -> String {
     let text = |k: &str| {
         payload
             .get(k)
@@ -163,13 +163,13 @@ fn headline(a: &Approval, payload: &Value) -> String {
 }
 
 /// What names ids in a request.
-struct Names<'a> {
-    agents: &'a HashMap<&'a str, &'a Agent>,
-    tasks: &'a HashMap<String, String>,
-    prefix: &'a str,
+pub(crate) struct Names<'a> {
+    pub agents: &'a HashMap<&'a str, &'a Agent>,
+    pub tasks: &'a HashMap<String, String>,
+    pub prefix: &'a str,
 }
 
-fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>, depth: usize) {
+pub(crate) fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>, depth: usize) {
     match v {
         Value::String(s) if s.len() <= 64 => out.push(s),
         Value::Object(map) if depth < 3 => map
@@ -194,7 +194,7 @@ fn empty(v: &Value) -> bool {
 }
 
 /// The request's fields as a list of labels and values.
-fn fields(v: &Value, names: &Names, depth: usize) -> Markup {
+pub(crate) fn fields(v: &Value, names: &Names, depth: usize) -> Markup {
     let Value::Object(map) = v else {
         return html! { span.muted { "No details." } };
     };

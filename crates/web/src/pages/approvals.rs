@@ -1,27 +1,18 @@
 //! Approvals: pending first with approve / reject / request revision, then
-//! history. Payloads (e.g. a proposed hire) are shown as readable fields.
+//! history. Requests (e.g. a proposed hire) read in words, as on the
+//! approval's own page: labels, names for ids, dollars, nothing empty.
+
+use std::collections::HashMap;
 
 use axum::extract::{Path, State};
 use chrono::Utc;
-use maud::{html, Markup};
-use paperclip_store::{agents, approvals};
+use maud::html;
+use paperclip_store::{agents, approvals, detail};
 use serde_json::Value;
 
-use super::by_id;
+use super::{approval, by_id};
 use crate::fmt::{pill, time};
 use crate::{html, layout, store_failure, PageResult, Web};
-
-fn payload(v: &Value) -> Markup {
-    match v {
-        Value::Object(map) if !map.is_empty() => html! {
-            dl.kv { @for (k, val) in map {
-                dt { (k) }
-                dd { @match val { Value::String(s) => (s), Value::Object(_) | Value::Array(_) => code { (val.to_string()) }, other => (other.to_string()) } }
-            } }
-        },
-        _ => html! { span.muted { "No details." } },
-    }
-}
 
 pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
@@ -32,6 +23,23 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let agents = agents::list(&web.store, cid).await.map_err(store_failure)?;
     let names = by_id(&agents);
     let now = Utc::now();
+    let payloads: HashMap<&str, Value> = all
+        .iter()
+        .map(|a| (a.id.as_str(), a.redacted_payload()))
+        .collect();
+    // Task ids the pending requests mention, named in one lookup.
+    let mut strings = Vec::new();
+    for p in payloads.values() {
+        approval::collect_strings(p, &mut strings, 0);
+    }
+    let idents = detail::identifiers(&web.store, cid, &strings)
+        .await
+        .map_err(store_failure)?;
+    let names_of = approval::Names {
+        agents: &names,
+        tasks: &idents,
+        prefix: &ctx.company.issue_prefix,
+    };
     let (pending, done): (Vec<_>, Vec<_>) = all
         .iter()
         .partition(|a| a.status == "pending" || a.status == "revision_requested");
@@ -52,8 +60,8 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
             @if pending.is_empty() { p.empty { "Nothing waits for the board." } }
             @for a in &pending {
                 article.card.approval data-approval-id=(a.id) {
-                    header { a href={"/" (ctx.company.issue_prefix) "/approvals/" (a.id)} { strong { (a.kind.replace('_', " ")) } } " " (pill(&a.status)) span.muted { " requested by " (who(a)) " " (time(&a.created_at, now)) } }
-                    (payload(&a.redacted_payload()))
+                    header { a href={"/" (ctx.company.issue_prefix) "/approvals/" (a.id)} { strong { (approval::headline(a, &payloads[a.id.as_str()])) } } " " (pill(&a.status)) span.muted { " requested by " (who(a)) " " (time(&a.created_at, now)) } }
+                    (approval::fields(&payloads[a.id.as_str()], &names_of, 0))
                     form.decide data-approval=(a.id) {
                         label { "Note" input name="decisionNote" placeholder="Optional note"; }
                         div.actions {
@@ -70,7 +78,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
             table.data {
                 thead { tr { th { "Request" } th { "Status" } th { "Note" } th { "Decided" } } }
                 tbody { @for a in &done { tr {
-                    td { a href={"/" (ctx.company.issue_prefix) "/approvals/" (a.id)} { (a.kind.replace('_', " ")) } span.muted { " by " (who(a)) } }
+                    td { a href={"/" (ctx.company.issue_prefix) "/approvals/" (a.id)} { (approval::headline(a, &payloads[a.id.as_str()])) } span.muted { " by " (who(a)) } }
                     td { (pill(&a.status)) } td { (a.decision_note.as_deref().unwrap_or("")) }
                     td { @if let Some(t) = &a.decided_at { (time(t, now)) } }
                 } } @if done.is_empty() { tr { td colspan="4" .empty { "No decisions yet." } } } }
