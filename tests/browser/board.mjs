@@ -51,7 +51,7 @@ page.on("dialog", (d) => d.accept());
 
 let stepName = "start";
 const step = (name) => { stepName = name; console.log(`step: ${name}`); };
-const shot = (name) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+const shot = (name) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true, animations: "disabled" });
 const counter = async (name) => (await page.locator(`[data-counter="${name}"] b`).innerText()).trim();
 const toastText = (text) => page.locator("#toasts .toast", { hasText: text });
 
@@ -243,7 +243,13 @@ try {
   await page.goto(at("/dashboard"));
   await page.click("[data-toggle-sidebar]");
   await page.locator("#sidebar.open").waitFor();
-  await shot("phone-dashboard");
+  await shot("phone-dashboard-menu");
+  // Every main page at phone width too (the feature scenarios shoot theirs).
+  for (const name of ["dashboard", "inbox", "tasks", "tasks?view=board", "projects", "goals", "agents", "org",
+    "approvals", "costs", "activity", "company/settings"]) {
+    await page.goto(at(`/${name}`));
+    await shot(`phone-${name.replace(/[^a-z]+/g, "-")}`);
+  }
 
   if (problems.length) throw new Error(problems.join("; "));
   console.log("ok");

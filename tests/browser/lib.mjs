@@ -31,7 +31,8 @@ export async function start() {
   const s = {
     base, shots, browser, context, page, problems,
     step(name) { stepName = name; console.log(`step: ${name}`); },
-    shot: (name) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true }),
+    // Transitions finished, so a phone-width shot does not catch the sidebar mid-slide.
+    shot: (name) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true, animations: "disabled" }),
     // The page at desktop width and again at phone width.
     async shotBoth(name) {
       await s.shot(name);
