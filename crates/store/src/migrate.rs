@@ -71,6 +71,11 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
         "thrift",
         Sql::Both(include_str!("../migrations/0010_thrift.sql")),
     ),
+    (
+        12,
+        "list_orders",
+        Sql::Both(include_str!("../migrations/0012_list_orders.sql")),
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {
