@@ -10,7 +10,10 @@ const CSS: &str = include_str!("../assets/app.css");
 /// The board's scripts, loaded in this order by every page. `app.js` is the
 /// core (API calls, toasts, forms, live updates) and exposes its helpers as
 /// `window.Paperclip`; each other file is one feature built on them.
-pub const SCRIPTS: &[(&str, &str)] = &[("app.js", include_str!("../assets/app.js"))];
+pub const SCRIPTS: &[(&str, &str)] = &[
+    ("app.js", include_str!("../assets/app.js")),
+    ("palette.js", include_str!("../assets/palette.js")),
+];
 
 const FAVICON: &str = include_str!("../assets/favicon.svg");
 
