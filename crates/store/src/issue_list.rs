@@ -298,9 +298,9 @@ pub async fn list_sorted(
     let down = sort.descending() != backward;
     let (dir, cmp) = if down { ("DESC", "<") } else { ("ASC", ">") };
     let key = sort.key();
+    // Parameters are numbered in the order they first appear in the text:
+    // SQLite numbers `$n` names by appearance, not by their digits.
     if let Some((position, _)) = at {
-        binds.push(Bind::Int(position.number));
-        let n = format!("${}", binds.len());
         match (key, &position.key) {
             (Some(expr), Some(value)) => {
                 binds.push(match sort {
@@ -308,13 +308,18 @@ pub async fn list_sorted(
                     _ => Bind::Text(value.clone()),
                 });
                 let k = format!("${}", binds.len());
+                binds.push(Bind::Int(position.number));
+                let n = format!("${}", binds.len());
                 // The first condition bounds the index walk; the second
                 // steps past the tasks of the same key already shown.
                 from.push_str(&format!(
                     " AND {expr} {cmp}= {k} AND ({expr} {cmp} {k} OR issue_number {cmp} {n})"
                 ));
             }
-            _ => from.push_str(&format!(" AND issue_number {cmp} {n}")),
+            _ => {
+                binds.push(Bind::Int(position.number));
+                from.push_str(&format!(" AND issue_number {cmp} ${}", binds.len()));
+            }
         }
     }
     let (key_col, order) = match key {

@@ -22,7 +22,10 @@ pub fn ready() -> bool {
     let chromium = std::env::var_os("CHROMIUM")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
-    let ok = chromium.exists() && scenarios_dir().join("node_modules/playwright-core").exists();
+    let ok = chromium.exists()
+        && scenarios_dir()
+            .join("node_modules/playwright-core")
+            .exists();
     if !ok {
         let why = "needs /usr/bin/chromium and `npm install --prefix tests/browser`";
         if std::env::var("PAPERCLIP_REQUIRE_BROWSER").as_deref() == Ok("1") {

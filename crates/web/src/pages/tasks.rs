@@ -241,8 +241,8 @@ fn pager(
     html! {
         nav.pager aria-label="Pages" {
             @if dir.is_some() { a data-first-page href=(base) { "⇤ " (sort_label(sort)) } }
-            @if let Some(at) = prev { a data-prev-page rel="prev" href=(link("before", at)) { "← Previous" } }
-            @if let Some(at) = next { a data-next-page rel="next" href=(link("cursor", at)) { "Next →" } }
+            @if let Some(at) = prev { a data-prev-page href=(link("before", at)) rel="prev" { "← Previous" } }
+            @if let Some(at) = next { a data-next-page href=(link("cursor", at)) rel="next" { "Next →" } }
         }
     }
 }
