@@ -284,3 +284,39 @@ async fn the_org_chart_draws_one_tree_per_top_level_agent() {
     );
     assert!(roots[0].contains("data-org-agent=\"Helper\""));
 }
+
+/// `tests/browser/find.mjs`: the palette, paging, the skip link and dark
+/// mode in Chromium, on a company of 210 tasks and two top-level agents.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_finds_things_by_keyboard_in_a_browser() {
+    if !common::browser::ready() {
+        return;
+    }
+    let server = TestServer::start().await;
+    let company = server.company("Find Co").await;
+    let cid = company["id"].as_str().unwrap();
+    let chief = server.agent(cid, "Chief", None).await;
+    server
+        .agent(cid, "Builder", Some(chief["id"].as_str().unwrap()))
+        .await;
+    server.agent(cid, "Auditor", None).await;
+    let mut fifth = None;
+    for n in 1..=210 {
+        let issue = server
+            .issue(cid, json!({ "title": format!("Task {n}") }))
+            .await;
+        if n == 5 {
+            fifth = Some(issue);
+        }
+    }
+    let fifth = fifth.unwrap();
+    for _ in 0..3 {
+        server
+            .ok_post(
+                &format!("/api/issues/{}/comments", fifth["id"].as_str().unwrap()),
+                json!({ "body": "Checked the zanzibarish supplier list." }),
+            )
+            .await;
+    }
+    common::browser::run("find", &server.base, std::time::Duration::from_secs(180)).await;
+}

@@ -184,6 +184,12 @@
   }
 
   function onKey(ev) {
+    // A search input would take the first Esc to clear itself.
+    if (ev.key === "Escape") {
+      ev.preventDefault();
+      dialog.close();
+      return;
+    }
     if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
       ev.preventDefault();
       if (!items.length) return;
