@@ -168,6 +168,21 @@ async fn a_thousand_tasks_page_both_ways_in_every_sort() {
         next.contains("sort=priority") && next.contains("status=backlog"),
         "{next}"
     );
+    // Filtered (a filter matching few tasks is sorted apart from the
+    // order's index): the same order, every task once, both ways.
+    let pages = walk(
+        &server,
+        &format!("/{prefix}/tasks?sort=priority&status=backlog"),
+        "data-next-page",
+    )
+    .await;
+    let seen: Vec<(String, String)> = pages.iter().flatten().cloned().collect();
+    assert_eq!(
+        seen.iter().map(|(i, _)| i).collect::<HashSet<_>>().len(),
+        1000
+    );
+    assert!(seen.windows(2).all(|w| rank(&w[0].1) > rank(&w[1].1)
+        || (rank(&w[0].1) == rank(&w[1].1) && number(&w[0].0) > number(&w[1].0))));
     // An unknown sort or cursor is the first page, newest first, not an error.
     let odd = server
         .page(&format!("/{prefix}/tasks?sort=nonsense&cursor=zz~x"))

@@ -276,6 +276,21 @@ pub struct SortedPage {
     pub more: bool,
 }
 
+/// Up to this many matches, a filtered list in a keyed order is sorted in
+/// memory on SQLite rather than found by walking the order's index.
+const SORT_IN_MEMORY: i64 = 10_000;
+
+fn filtered(f: &Filter) -> bool {
+    !f.statuses.is_empty()
+        || f.assignee_agent_id.is_some()
+        || f.assignee_user_id.is_some()
+        || f.project_id.is_some()
+        || f.goal_id.is_some()
+        || f.parent_id.is_some()
+        || f.label_id.is_some()
+        || f.q.as_deref().is_some_and(|q| !q.trim().is_empty())
+}
+
 /// A page of the tasks `filter` matches (its `cursor` aside) in `sort`
 /// order, after or before `at` (from the start without it).
 pub async fn list_sorted(
@@ -297,7 +312,25 @@ pub async fn list_sorted(
     let backward = matches!(at, Some((_, Direction::Before)));
     let down = sort.descending() != backward;
     let (dir, cmp) = if down { ("DESC", "<") } else { ("ASC", ">") };
-    let key = sort.key();
+    // SQLite plans without statistics: it would walk the order's index
+    // testing each task against the filter, a walk of the company's whole
+    // history for a filter matching few tasks. Those few are read by the
+    // filter's own index and sorted instead (a unary `+` keeps SQLite off
+    // the order's index); a filter matching many walks it to a page.
+    let few = match (sort.key(), store.backend()) {
+        (Some(_), crate::Backend::Sqlite) if filtered(filter) => {
+            !count(store, company_id, filter, SORT_IN_MEMORY).await?.1
+        }
+        _ => false,
+    };
+    let key = sort.key().map(|expr| {
+        if few {
+            format!("+{expr}")
+        } else {
+            expr.to_string()
+        }
+    });
+    let key = key.as_deref();
     // Parameters are numbered in the order they first appear in the text:
     // SQLite numbers `$n` names by appearance, not by their digits.
     if let Some((position, _)) = at {
