@@ -331,30 +331,6 @@ pub async fn list_sorted(
         }
     });
     let key = key.as_deref();
-    // Parameters are numbered in the order they first appear in the text:
-    // SQLite numbers `$n` names by appearance, not by their digits.
-    if let Some((position, _)) = at {
-        match (key, &position.key) {
-            (Some(expr), Some(value)) => {
-                binds.push(match sort {
-                    Sort::Priority => Bind::Int(value.parse().unwrap_or(0)),
-                    _ => Bind::Text(value.clone()),
-                });
-                let k = format!("${}", binds.len());
-                binds.push(Bind::Int(position.number));
-                let n = format!("${}", binds.len());
-                // The first condition bounds the index walk; the second
-                // steps past the tasks of the same key already shown.
-                from.push_str(&format!(
-                    " AND {expr} {cmp}= {k} AND ({expr} {cmp} {k} OR issue_number {cmp} {n})"
-                ));
-            }
-            _ => {
-                binds.push(Bind::Int(position.number));
-                from.push_str(&format!(" AND issue_number {cmp} ${}", binds.len()));
-            }
-        }
-    }
     let (key_col, order) = match key {
         Some(expr) => (
             format!("CAST({expr} AS TEXT)"),
@@ -362,22 +338,64 @@ pub async fn list_sorted(
         ),
         None => ("''".to_string(), format!("issue_number {dir}")),
     };
+    // Past a position in a keyed order, two index ranges in turn: the rest
+    // of the position's key (key equal, number past it), then the keys past
+    // it. As one condition (`key <= k AND (key < k OR number < n)`) the walk
+    // would step over every task of the key already shown: 95 ms among a
+    // million tasks on Postgres.
+    // Parameters are numbered in the order they first appear in the text:
+    // SQLite numbers `$n` names by appearance, not by their digits.
+    let mut parts: Vec<(String, Vec<Bind>)> = Vec::new();
+    match (at, key) {
+        (None, _) => parts.push((from, binds)),
+        (Some((position, _)), Some(expr)) => {
+            let value = position.key.clone().unwrap_or_default();
+            let bind = || match sort {
+                Sort::Priority => Bind::Int(value.parse().unwrap_or(0)),
+                _ => Bind::Text(value.clone()),
+            };
+            let mut same = binds.clone();
+            same.push(bind());
+            same.push(Bind::Int(position.number));
+            let (k, n) = (same.len() - 1, same.len());
+            parts.push((
+                format!("{from} AND {expr} = ${k} AND issue_number {cmp} ${n}"),
+                same,
+            ));
+            binds.push(bind());
+            let k = binds.len();
+            parts.push((format!("{from} AND {expr} {cmp} ${k}"), binds));
+        }
+        (Some((position, _)), None) => {
+            binds.push(Bind::Int(position.number));
+            from.push_str(&format!(" AND issue_number {cmp} ${}", binds.len()));
+            parts.push((from, binds));
+        }
+    }
     let mut conn = store.pool().acquire().await?;
     // First the sizes only, to choose the page's rows without loading their
     // text: the page stops at `limit` or once its titles and descriptions
     // pass the budget, whichever comes first.
-    let sizes_sql = format!(
-        "SELECT issue_number, CAST(OCTET_LENGTH(title) + COALESCE(OCTET_LENGTH(description), 0) AS BIGINT) \
-         AS size, {key_col} AS sort_key {from} ORDER BY {order} LIMIT ${}",
-        binds.len() + 1
-    );
-    // Read to the end (at most `limit + 1` small rows): a SQLite fetch
-    // stream dropped part way has been seen to leave the connection's worker
-    // reading rows of the wrong statement (sqlx-sqlite row.rs panic).
-    let rows: Vec<(i64, i64, String)> = bind_all(crate::db::query(&sizes_sql), &binds)
-        .bind(filter.limit + 1)
-        .fetch_map(&mut conn, number_size_key, number_size_key)
-        .await?;
+    let mut rows: Vec<(i64, i64, String)> = Vec::new();
+    for (from, binds) in &parts {
+        let wanted = filter.limit + 1 - rows.len() as i64;
+        if wanted <= 0 {
+            break;
+        }
+        let sizes_sql = format!(
+            "SELECT issue_number, CAST(OCTET_LENGTH(title) + COALESCE(OCTET_LENGTH(description), 0) AS BIGINT) \
+             AS size, {key_col} AS sort_key {from} ORDER BY {order} LIMIT ${}",
+            binds.len() + 1
+        );
+        // Read to the end (at most `limit + 1` small rows): a SQLite fetch
+        // stream dropped part way has been seen to leave the connection's
+        // worker reading rows of the wrong statement (sqlx-sqlite row.rs panic).
+        let part: Vec<(i64, i64, String)> = bind_all(crate::db::query(&sizes_sql), binds)
+            .bind(wanted)
+            .fetch_map(&mut conn, number_size_key, number_size_key)
+            .await?;
+        rows.extend(part);
+    }
     let sizes: Vec<(i64, i64)> = rows.iter().map(|(n, s, _)| (*n, *s)).collect();
     let (count, more) = page_rows(&sizes, filter.limit, ISSUE_PAGE_TEXT_BUDGET);
     if count == 0 {
@@ -532,6 +550,7 @@ fn search_words(q: &str) -> Vec<String> {
         .collect()
 }
 
+#[derive(Clone)]
 pub(crate) enum Bind {
     Text(String),
     Int(i64),
