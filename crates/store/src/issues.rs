@@ -15,7 +15,9 @@ use serde_json::{json, Map, Value};
 
 use crate::activity::{self, Entry};
 use crate::companies::diff;
-pub use crate::issue_list::{count, list, Filter, Page};
+pub use crate::issue_list::{
+    count, list, list_sorted, Direction, Filter, Page, Position, Sort, SortedPage,
+};
 use crate::issue_list::{json_array, json_values};
 use crate::row::RowExt;
 use crate::{new_id, now, placeholders, Error, Result, Store, Tx};

@@ -50,6 +50,7 @@ mod issue_page;
 pub mod issues;
 pub mod keys;
 pub mod labels;
+pub mod mentions;
 mod migrate;
 mod ownership;
 pub mod projects;

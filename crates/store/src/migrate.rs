@@ -76,6 +76,11 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
         "inbox",
         Sql::Both(include_str!("../migrations/0011_inbox.sql")),
     ),
+    (
+        12,
+        "list_orders",
+        Sql::Both(include_str!("../migrations/0012_list_orders.sql")),
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

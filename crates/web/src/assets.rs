@@ -18,6 +18,7 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("hire.js", include_str!("../assets/hire.js")),
     ("settings.js", include_str!("../assets/settings.js")),
     ("detail.js", include_str!("../assets/detail.js")),
+    ("palette.js", include_str!("../assets/palette.js")),
 ];
 
 const FAVICON: &str = include_str!("../assets/favicon.svg");

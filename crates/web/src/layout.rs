@@ -50,6 +50,7 @@ pub fn page_with(ctx: &Ctx, active: &str, title: &str, body: Markup, fixed: Mark
         html lang="en" {
             (head(title))
             body data-company-id=(ctx.company.id) data-prefix=(prefix) {
+                a.skip-link href="#live" { "Skip to content" }
                 div.shell {
                     nav.sidebar #sidebar {
                         div.brand { a href="/" { "Paperclip" } }
@@ -61,6 +62,7 @@ pub fn page_with(ctx: &Ctx, active: &str, title: &str, body: Markup, fixed: Mark
                             option value="__new" { "+ New company" }
                         }
                         button.primary.wide type="button" data-open-dialog="new-task" { "New Task" }
+                        button.wide.palette-open type="button" data-open-palette aria-keyshortcuts="Control+K Meta+K" { "Find anything… " kbd { "Ctrl K" } }
                         form.search action={"/" (prefix) "/tasks"} method="get" {
                             input type="search" name="q" placeholder="Search tasks" aria-label="Search tasks";
                         }
@@ -82,7 +84,7 @@ pub fn page_with(ctx: &Ctx, active: &str, title: &str, body: Markup, fixed: Mark
                         div.live-state #live-state title="Live updates" { "connecting…" }
                     }
                     button.menu-toggle type="button" data-toggle-sidebar aria-label="Menu" { "☰" }
-                    main #live {
+                    main #live tabindex="-1" {
                         div #live-body { (body) }
                         (fixed)
                     }

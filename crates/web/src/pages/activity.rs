@@ -1,16 +1,21 @@
-//! Activity: the audit stream, newest first, filterable by entity, actor and action.
+//! Activity: the audit stream, newest first, filterable by entity, actor and
+//! action. Each row is a sentence ("Coder moved ACM-3 Fix login to done")
+//! naming and linking what it is about; repeats in a row (same actor, action
+//! and item) collapse into one with a count.
 
 use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
+use axum::response::Response;
 use chrono::Utc;
 use maud::{html, Markup};
 use paperclip_core::model::{ActivityEntry, Agent};
-use paperclip_store::{activity, agents};
+use paperclip_store::{activity, agents, mentions, Store};
 use serde::Deserialize;
+use serde_json::Value;
 
 use super::by_id;
-use crate::fmt::time;
+use crate::fmt::{money, time};
 use crate::{html, layout, store_failure, PageResult, Web};
 
 #[derive(Deserialize, Default)]
@@ -18,36 +23,268 @@ pub struct Params {
     entity: Option<String>,
     actor: Option<String>,
     action: Option<String>,
+    /// Older rows: those before this entry id.
+    before: Option<String>,
 }
 
-/// "Coder checked out ACM-3": actor, what happened, and a link to the entity
-/// named by identifier (or name), never by id.
-pub fn describe(e: &ActivityEntry, names: &HashMap<&str, &Agent>, prefix: &str) -> Markup {
+const PAGE: i64 = 200;
+
+/// Everything a feed's sentences name, loaded once for a page of rows.
+pub struct Names<'a> {
+    agents: HashMap<&'a str, &'a Agent>,
+    items: mentions::Named,
+}
+
+/// The names `entries` mention: agents from `agents`, the rest in one
+/// query per kind.
+pub async fn names<'a>(
+    store: &Store,
+    company_id: &str,
+    agents: &'a [Agent],
+    entries: &[ActivityEntry],
+) -> Result<Names<'a>, Response> {
+    let mut wanted = mentions::Wanted::default();
+    for e in entries {
+        let id = e.entity_id.clone();
+        match e.entity_type.as_str() {
+            "issue" => wanted.issues.push(id),
+            "approval" => wanted.approvals.push(id),
+            "project" => wanted.projects.push(id),
+            "goal" => wanted.goals.push(id),
+            _ => {}
+        }
+        if let Some(issue) = detail(e, "issueId") {
+            wanted.issues.push(issue.to_string());
+        }
+    }
+    let items = mentions::load(store, company_id, &wanted)
+        .await
+        .map_err(store_failure)?;
+    Ok(Names {
+        agents: by_id(agents),
+        items,
+    })
+}
+
+fn detail<'e>(e: &'e ActivityEntry, key: &str) -> Option<&'e str> {
+    e.details.get(key).and_then(Value::as_str)
+}
+
+fn words(s: &str) -> String {
+    s.replace(['_', '.'], " ")
+}
+
+fn task(id: &str, e: &ActivityEntry, names: &Names, p: &str) -> Markup {
+    match names.items.issues.get(id) {
+        Some((ident, title)) => html! {
+            a.item href={"/" (p) "/tasks/" (ident)} { span.ident { (ident) } " " (title) }
+        },
+        // Deleted since: its identifier and title were kept in the row.
+        None => match detail(e, "identifier") {
+            Some(ident) => {
+                html! { span.item { span.ident { (ident) } " " (detail(e, "title").unwrap_or("")) } }
+            }
+            None => html! { span.muted { "a task" } },
+        },
+    }
+}
+
+fn agent(id: Option<&str>, e: &ActivityEntry, names: &Names, p: &str) -> Markup {
+    match id.and_then(|id| names.agents.get(id)) {
+        Some(a) => html! { a.item href={"/" (p) "/agents/" (a.url_key)} { (a.name) } },
+        None => match detail(e, "name") {
+            Some(name) => html! { span.item { (name) } },
+            None => html! { span.muted { "an agent" } },
+        },
+    }
+}
+
+/// "the hire of Coder", "the CEO strategy": what an approval asks for.
+fn approval(id: &str, e: &ActivityEntry, names: &Names, p: &str) -> Markup {
+    let (kind, name) = match names.items.approvals.get(id) {
+        Some((kind, name)) => (kind.as_str(), name.as_deref()),
+        None => (detail(e, "type").unwrap_or("request"), None),
+    };
+    let what = match (kind, name) {
+        ("hire_agent", Some(name)) => format!("the hire of {name}"),
+        ("hire_agent", None) => "a hire".to_string(),
+        ("approve_ceo_strategy", _) => "the CEO strategy".to_string(),
+        (other, _) => format!("the {} request", words(other)),
+    };
+    html! { a.item href={"/" (p) "/approvals"} { (what) } }
+}
+
+/// The item a row is about, named and linked.
+fn item(e: &ActivityEntry, names: &Names, p: &str) -> Markup {
+    let id = e.entity_id.as_str();
+    match e.entity_type.as_str() {
+        "issue" => task(id, e, names, p),
+        "agent" => agent(Some(id), e, names, p),
+        "approval" => approval(id, e, names, p),
+        "project" => match names.items.projects.get(id) {
+            Some(name) => html! { "project " a.item href={"/" (p) "/projects"} { (name) } },
+            None => html! { "project " (detail(e, "name").unwrap_or("(deleted)")) },
+        },
+        "goal" => match names.items.goals.get(id) {
+            Some(title) => html! { "goal " a.item href={"/" (p) "/goals"} { (title) } },
+            None => html! { "goal " (detail(e, "title").unwrap_or("(deleted)")) },
+        },
+        "heartbeat_run" => html! {
+            "a run of " (agent(detail(e, "agentId"), e, names, p))
+            @if let Some(issue) = detail(e, "issueId") { " on " (task(issue, e, names, p)) }
+        },
+        "cost_event" => agent(detail(e, "agentId"), e, names, p),
+        "company" => html! { "the company" },
+        "label" => html! { "label " (detail(e, "name").unwrap_or("")) },
+        other => html! { span.muted { (words(other)) } },
+    }
+}
+
+/// What changed, in words: "to done", "(title, priority)".
+fn changes(e: &ActivityEntry) -> Option<String> {
+    let changes = e.details.get("changes")?.as_object()?;
+    if let Some(status) = changes.get("status") {
+        let to = status
+            .get("to")
+            .and_then(Value::as_str)
+            .or(status.as_str())?;
+        return Some(format!("to {}", words(to)));
+    }
+    let keys: Vec<String> = changes.keys().map(|k| camel_words(k)).collect();
+    (!keys.is_empty()).then(|| format!("({})", keys.join(", ")))
+}
+
+/// `assigneeAgentId` as "assignee agent".
+fn camel_words(k: &str) -> String {
+    let k = k.strip_suffix("Ids").or(k.strip_suffix("Id")).unwrap_or(k);
+    let mut out = String::new();
+    for c in k.chars() {
+        if c.is_ascii_uppercase() {
+            out.push(' ');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// "Coder moved ACM-3 Fix login to done": the actor, what happened, and a
+/// link to the item, named (identifier and title, agent name, what an
+/// approval requests), never by id.
+pub fn describe(e: &ActivityEntry, names: &Names, p: &str) -> Markup {
     let actor = match e.actor_type.as_str() {
         "agent" => names
+            .agents
             .get(e.actor_id.as_str())
             .map(|a| a.name.clone())
             .unwrap_or_else(|| "An agent".into()),
         "system" => "Paperclip".into(),
         _ => "Board".into(),
     };
-    let verb = e
-        .action
-        .rsplit('.')
-        .next()
-        .unwrap_or(&e.action)
-        .replace('_', " ");
-    let identifier = e.details.get("identifier").and_then(|v| v.as_str());
-    html! {
-        span.actor { (actor) } " " span.action title=(e.action) { (verb) } " "
-        @match (e.entity_type.as_str(), identifier) {
-            (_, Some(ident)) => a href={"/" (prefix) "/tasks/" (ident)} { span.ident { (ident) } },
-            ("agent", _) => @match names.get(e.entity_id.as_str()) {
-                Some(a) => a href={"/" (prefix) "/agents/" (a.url_key)} { (a.name) },
-                None => span.muted { "an agent" },
-            },
-            (kind, _) => span.muted { (kind.replace('_', " ")) },
+    let it = item(e, names, p);
+    let on_task = |word: &'static str| {
+        detail(e, "issueId").map(|issue| html! { " " (word) " " (task(issue, e, names, p)) })
+    };
+    let (verb, after): (String, Option<Markup>) = match e.action.as_str() {
+        "issue.created" => ("created".into(), None),
+        "issue.updated" => match changes(e) {
+            Some(c) if c.starts_with("to ") => ("moved".into(), Some(html! { " " (c) })),
+            Some(c) => ("edited".into(), Some(html! { " " span.muted { (c) } })),
+            None => ("edited".into(), None),
+        },
+        "issue.comment_added" => ("commented on".into(), None),
+        "issue.comment_deleted" => ("deleted a comment on".into(), None),
+        "issue.checked_out" => ("started work on".into(), None),
+        "issue.released" => ("released".into(), None),
+        "issue.admin_force_release" => ("force-released".into(), None),
+        "issue.document_created" => ("added a document to".into(), None),
+        "issue.document_updated" => ("revised a document of".into(), None),
+        "issue.document_deleted" => ("deleted a document of".into(), None),
+        "issue.wake_loop_held" => ("held repeated wakes on".into(), None),
+        "issue.wake_loop_released" => ("released held wakes on".into(), None),
+        "agent.created" => ("added".into(), None),
+        "agent.updated" => (
+            "updated".into(),
+            changes(e).map(|c| html! { " " span.muted { (c) } }),
+        ),
+        "agent.deleted" => ("removed".into(), None),
+        "agent.key_created" => ("created an API key for".into(), None),
+        "agent.key_revoked" => ("revoked an API key of".into(), None),
+        "agent.usage_limited" => ("noted a usage limit of".into(), None),
+        "agent.config_rolled_back" => ("rolled back the configuration of".into(), None),
+        "agent.runtime_state.session_reset" => ("reset the session of".into(), None),
+        "heartbeat.queued" => ("woke".into(), on_task("for")),
+        "heartbeat.skipped" => ("skipped a wake of".into(), on_task("for")),
+        "heartbeat.coalesced" => ("merged a wake of".into(), on_task("for")),
+        "heartbeat.finished" => {
+            let status = detail(e, "status").unwrap_or("finished");
+            ("finished".into(), Some(html! { " — " (words(status)) }))
         }
+        "approval.created" => ("requested".into(), None),
+        "approval.revision_requested" => ("asked for a revision of".into(), None),
+        "approval.comment_added" => ("commented on".into(), None),
+        "approval.issue_linked" => ("linked".into(), on_task("to")),
+        "approval.issue_unlinked" => ("unlinked".into(), on_task("for")),
+        "cost.reported" => {
+            let cents = e
+                .details
+                .get("costCents")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            (format!("reported {} spent by", money(cents)), None)
+        }
+        "budget.soft_alert" => ("warned that the budget is nearly spent for".into(), None),
+        "budget.hard_stop" => ("stopped work: the budget is spent for".into(), None),
+        "budget.incident_resolved" => ("resolved a budget stop of".into(), None),
+        "budget.month_rollover" => ("started a new budget month for".into(), None),
+        a if a.ends_with(".budget_updated") => {
+            let cents = e
+                .details
+                .get("budgetMonthlyCents")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            (
+                "set the monthly budget of".into(),
+                Some(html! { " to " (money(cents)) }),
+            )
+        }
+        a if a.starts_with("company.") && a != "company.created" => {
+            ("changed the settings of".into(), None)
+        }
+        // Paused, resumed, terminated, approved, rejected, retried, ...: the
+        // action's last word says it.
+        other => (words(other.rsplit('.').next().unwrap_or(other)), None),
+    };
+    html! {
+        span.actor { (actor) } " " span.action title=(e.action) { (verb) } " " (it)
+        @if let Some(after) = after { (after) }
+    }
+}
+
+/// Runs of identical rows (same actor, action and item), newest first,
+/// each with how many it stands for.
+pub fn collapse(entries: &[ActivityEntry]) -> Vec<(&ActivityEntry, usize)> {
+    let mut out: Vec<(&ActivityEntry, usize)> = Vec::new();
+    let same = |a: &ActivityEntry, b: &ActivityEntry| {
+        a.actor_type == b.actor_type
+            && a.actor_id == b.actor_id
+            && a.action == b.action
+            && a.entity_type == b.entity_type
+            && a.entity_id == b.entity_id
+    };
+    for e in entries {
+        match out.last_mut() {
+            Some((first, n)) if same(first, e) => *n += 1,
+            _ => out.push((e, 1)),
+        }
+    }
+    out
+}
+
+/// One feed row's sentence with its repeat count ("×5").
+pub fn row(e: &ActivityEntry, n: usize, names: &Names, p: &str) -> Markup {
+    html! {
+        (describe(e, names, p))
+        @if n > 1 { " " span.repeat.muted title={(n) " times in a row"} data-repeat=(n) { "×" (n) } }
     }
 }
 
@@ -62,43 +299,64 @@ pub async fn page(
     let filter = activity::Filter {
         entity_type: blank(&q.entity),
         actor_type: blank(&q.actor),
-        limit: 200,
+        before: blank(&q.before),
+        limit: PAGE,
         ..activity::Filter::default()
     };
     let mut entries = activity::list(&web.store, cid, &filter)
         .await
         .map_err(store_failure)?;
+    let older = (entries.len() as i64 == PAGE)
+        .then(|| entries.last().map(|e| e.id.clone()))
+        .flatten();
     if let Some(action) = blank(&q.action) {
         entries.retain(|e| e.action.contains(&action));
     }
     let agents = agents::list(&web.store, cid).await.map_err(store_failure)?;
-    let names = by_id(&agents);
+    let names = names(&web.store, cid, &agents, &entries).await?;
+    let rows = collapse(&entries);
     let now = Utc::now();
     let p = &ctx.company.issue_prefix;
     let sel = |v: &Option<String>, x: &str| v.as_deref() == Some(x);
+    let query: String = [
+        ("entity", &q.entity),
+        ("actor", &q.actor),
+        ("action", &q.action),
+    ]
+    .iter()
+    .filter_map(|(k, v)| blank(v).map(|v| format!("{k}={}", super::tasks::urlencode(&v))))
+    .collect::<Vec<_>>()
+    .join("&");
     let body = html! {
         header.page-head { h1 { "Activity" } }
         form.filters method="get" {
-            select name="entity" aria-label="Entity" {
-                option value="" { "All entities" }
+            label { "Item" select name="entity" {
+                option value="" { "All items" }
                 @for k in ["issue", "agent", "approval", "company", "project", "goal", "heartbeat_run", "budget"] {
-                    option value=(k) selected[sel(&q.entity, k)] { (k.replace('_', " ")) }
+                    option value=(k) selected[sel(&q.entity, k)] { (if k == "issue" { "task".to_string() } else { words(k) }) }
                 }
-            }
-            select name="actor" aria-label="Actor" {
+            } }
+            label { "Actor" select name="actor" {
                 option value="" { "Anyone" }
-                @for k in ["user", "agent", "system"] { option value=(k) selected[sel(&q.actor, k)] { (k) } }
-            }
-            input name="action" placeholder="Action contains…" value=[q.action.as_deref()];
+                @for (k, label) in [("user", "board"), ("agent", "agents"), ("system", "Paperclip")] {
+                    option value=(k) selected[sel(&q.actor, k)] { (label) }
+                }
+            } }
+            label { "Action contains" input name="action" placeholder="e.g. comment" value=[q.action.as_deref()]; }
             button type="submit" { "Filter" }
         }
-        table.data {
-            thead { tr { th { "What" } th { "Action" } th { "When" } } }
+        table.data.activity {
+            thead { tr { th { "What happened" } th { "When" } } }
             tbody {
-                @for e in &entries {
-                    tr { td { (describe(e, &names, p)) } td.muted { code { (e.action) } } td { (time(&e.created_at, now)) } }
+                @for (e, n) in &rows {
+                    tr data-activity=(e.action) { td { (row(e, *n, &names, p)) } td { (time(&e.created_at, now)) } }
                 }
-                @if entries.is_empty() { tr { td colspan="3" .empty { "Nothing matches." } } }
+                @if rows.is_empty() { tr { td colspan="2" .empty { "Nothing matches." } } }
+            }
+        }
+        @if let Some(before) = older {
+            nav.pager aria-label="Pages" {
+                a data-next-page href={"/" (p) "/activity?" (query) "&before=" (before)} { "Older activity →" }
             }
         }
     };

@@ -9,7 +9,7 @@ use paperclip_store::{agents, dashboard, issues, ui};
 
 use super::by_id;
 use crate::fmt::{money, percent, pill, time};
-use crate::pages::activity::describe;
+use crate::pages::activity;
 use crate::{charts, html, layout, store_failure, PageResult, Web};
 
 pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
@@ -40,6 +40,10 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     .await
     .map_err(store_failure)?;
     let names = by_id(&agents);
+    let feed = activity::collapse(&d.recent_activity);
+    let feed = &feed[..feed.len().min(10)];
+    let feed_entries: Vec<_> = feed.iter().map(|(e, _)| (*e).clone()).collect();
+    let feed_names = activity::names(store, cid, &agents, &feed_entries).await?;
     let p = &ctx.company.issue_prefix;
 
     let days: Vec<String> = (0..14)
@@ -135,8 +139,8 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
             section {
                 h2 { "Recent activity" }
                 ul.feed {
-                    @for e in d.recent_activity.iter().take(10) {
-                        li { (describe(e, &names, p)) " " (time(&e.created_at, now)) }
+                    @for (e, n) in feed {
+                        li { (activity::row(e, *n, &feed_names, p)) " " (time(&e.created_at, now)) }
                     }
                 }
             }

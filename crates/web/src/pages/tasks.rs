@@ -21,8 +21,12 @@ pub struct Params {
     label: Option<String>,
     q: Option<String>,
     view: Option<String>,
-    /// Tasks numbered below this: the list's next page.
+    /// `newest` (default), `oldest`, `identifier` (oldest), `updated`, `priority`.
+    sort: Option<String>,
+    /// The list's next page: tasks after this place in the sort order.
     cursor: Option<String>,
+    /// The list's previous page: tasks before this place.
+    before: Option<String>,
 }
 
 /// Rows of a list page, cards of a board column.
@@ -68,6 +72,14 @@ pub async fn list(
     let cid = &ctx.company.id;
     let blank = |s: &Option<String>| s.clone().filter(|v| !v.is_empty());
     let board = q.view.as_deref() == Some("board");
+    let sort = blank(&q.sort)
+        .and_then(|s| issues::Sort::parse(&s))
+        .unwrap_or_default();
+    let at = match (blank(&q.before), blank(&q.cursor)) {
+        (Some(b), _) => issues::Position::parse(sort, &b).map(|p| (p, issues::Direction::Before)),
+        (None, Some(c)) => issues::Position::parse(sort, &c).map(|p| (p, issues::Direction::After)),
+        _ => None,
+    };
     let filter = issues::Filter {
         statuses: blank(&q.status)
             .and_then(|s| IssueStatus::parse(&s))
@@ -77,7 +89,6 @@ pub async fn list(
         project_id: blank(&q.project),
         label_id: blank(&q.label),
         q: blank(&q.q),
-        cursor: q.cursor.as_deref().and_then(|c| c.parse().ok()),
         limit: LIST_PAGE,
         ..issues::Filter::default()
     };
@@ -107,9 +118,10 @@ pub async fn list(
         }
         (None, columns)
     } else {
-        let page = issues::list(store, cid, &filter)
-            .await
-            .map_err(store_failure)?;
+        let page =
+            issues::list_sorted(store, cid, &filter, sort, at.as_ref().map(|(p, d)| (p, *d)))
+                .await
+                .map_err(store_failure)?;
         (Some(page), Vec::new())
     };
     let total = match &page {
@@ -137,6 +149,9 @@ pub async fn list(
             if let Some(v) = blank(v) {
                 parts.push(format!("{k}={}", urlencode(&v)));
             }
+        }
+        if sort != issues::Sort::default() {
+            parts.push(format!("sort={}", sort.as_str()));
         }
         parts.join("&")
     };
@@ -172,24 +187,64 @@ pub async fn list(
                 @for l in &labels { option value=(l.id) selected[sel(&q.label, &l.id)] { (l.name) } }
             }
             input type="search" name="q" placeholder="Text" value=[q.q.as_deref()] aria-label="Text";
+            @if !board {
+                select name="sort" aria-label="Sort" {
+                    @for s in issues::Sort::ALL { option value=(s.as_str()) selected[s == sort] { (sort_label(s)) } }
+                }
+            }
             button type="submit" { "Filter" }
         }
         @if let (Some(page), Some(total)) = (&page, total) {
             p.count.muted data-task-count=(total.0) { (count_text(total)) " " @if total == (1, false) { "task" } @else { "tasks" } }
             (list_view(&page.issues, &agents, p))
-            nav.pager {
-                @if filter.cursor.is_some() {
-                    a href={"/" (p) "/tasks?" (query_without_view)} { "← Newest" }
-                }
-                @if let Some(next) = page.next_cursor {
-                    a data-next-page href={"/" (p) "/tasks?" (query_without_view) "&cursor=" (next)} { "Older tasks →" }
-                }
-            }
+            (pager(page, sort, at.as_ref().map(|(_, d)| *d), &format!("/{p}/tasks?{query_without_view}")))
         } @else {
             (board_view(&columns, &agents, p, &query_without_status))
         }
     };
     html(layout::page(&ctx, "tasks", "Tasks", body))
+}
+
+fn sort_label(sort: issues::Sort) -> &'static str {
+    match sort {
+        issues::Sort::Newest => "Newest first",
+        issues::Sort::Oldest => "Oldest first (by identifier)",
+        issues::Sort::Updated => "Recently updated",
+        issues::Sort::Priority => "Priority, highest first",
+    }
+}
+
+/// Previous / next links of a list page read `dir` of a cursor (from the
+/// start without one), each carrying the filters and sort in `base`.
+fn pager(
+    page: &issues::SortedPage,
+    sort: issues::Sort,
+    dir: Option<issues::Direction>,
+    base: &str,
+) -> Markup {
+    use issues::Direction::{After, Before};
+    let link =
+        |name: &str, at: &issues::Position| format!("{base}&{name}={}", urlencode(&at.to_string()));
+    // Read backwards, `more` means more before; forwards, more after. The
+    // other side has tasks whenever the page was reached by a cursor.
+    let (prev, next) = match dir {
+        None => (None, page.more.then_some(()).and(page.last.as_ref())),
+        Some(After) => (
+            page.first.as_ref(),
+            page.more.then_some(()).and(page.last.as_ref()),
+        ),
+        Some(Before) => (
+            page.more.then_some(()).and(page.first.as_ref()),
+            page.last.as_ref(),
+        ),
+    };
+    html! {
+        nav.pager aria-label="Pages" {
+            @if dir.is_some() { a data-first-page href=(base) { "⇤ " (sort_label(sort)) } }
+            @if let Some(at) = prev { a data-prev-page href=(link("before", at)) rel="prev" { "← Previous" } }
+            @if let Some(at) = next { a data-next-page href=(link("cursor", at)) rel="next" { "Next →" } }
+        }
+    }
 }
 
 fn list_view(issues: &[Issue], agents: &[Agent], p: &str) -> Markup {
