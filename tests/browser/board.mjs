@@ -4,7 +4,7 @@
 // page is screenshotted. Usage: node board.mjs <base-url> <screenshot-dir>
 // Exits non-zero with the failed step on stderr. It prints
 // `restart-server <issue id>` once and waits for `restarted` on stdin.
-import { chromium } from "playwright-core";
+import { launch } from "./lib.mjs";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -36,18 +36,7 @@ const AGENT_SCRIPT = [
   `api PATCH "/api/issues/$PAPERCLIP_TASK_ID" '{"status":"done"}' >/dev/null`,
 ].join("\n");
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-  ],
-});
-const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-const page = await context.newPage();
-const problems = [];
-page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-page.on("dialog", (d) => d.accept());
+const { browser, page, problems } = await launch();
 
 let stepName = "start";
 const step = (name) => { stepName = name; console.log(`step: ${name}`); };

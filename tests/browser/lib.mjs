@@ -8,13 +8,8 @@ import { chromium } from "playwright-core";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 
-export async function start() {
-  const [base, shots] = process.argv.slice(2);
-  if (!base || !shots) {
-    console.error("usage: node <scenario>.mjs <base-url> <screenshot-dir>");
-    process.exit(2);
-  }
-  mkdirSync(shots, { recursive: true });
+/// Debian's Chromium, headless, with one page whose errors are collected.
+export async function launch() {
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     args: [
@@ -27,6 +22,17 @@ export async function start() {
   const problems = [];
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   page.on("dialog", (d) => d.accept());
+  return { browser, context, page, problems };
+}
+
+export async function start() {
+  const [base, shots] = process.argv.slice(2);
+  if (!base || !shots) {
+    console.error("usage: node <scenario>.mjs <base-url> <screenshot-dir>");
+    process.exit(2);
+  }
+  mkdirSync(shots, { recursive: true });
+  const { browser, context, page, problems } = await launch();
   let stepName = "start";
   const s = {
     base, shots, browser, context, page, problems,

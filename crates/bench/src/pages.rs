@@ -116,14 +116,30 @@ pub async fn run(binary: &Path, db: Option<&str>, args: &PagesArgs) -> anyhow::R
             .await?;
         }
     }
-    post(
+    let approval = post(
         format!("/api/companies/{cid}/approvals"),
         json!({ "type": "hire_agent", "payload": { "name": "Candidate", "role": "designer" } }),
     )
-    .await
-    .ok();
+    .await?;
+    let project = post(
+        format!("/api/companies/{cid}/projects"),
+        json!({ "name": "Launch" }),
+    )
+    .await?;
+    let goal = post(
+        format!("/api/companies/{cid}/goals"),
+        json!({ "title": "Ship the kit" }),
+    )
+    .await?;
     // Let the first agent's runs settle so the pages read a quiet store.
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let runs: Value = client
+        .get(server.url(&format!("/api/companies/{cid}/heartbeat-runs?limit=1")))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let run = runs[0]["id"].as_str().context("a run of agent 0")?.to_string();
 
     let pages = [
         "dashboard".to_string(),
@@ -140,6 +156,12 @@ pub async fn run(binary: &Path, db: Option<&str>, args: &PagesArgs) -> anyhow::R
         "projects".into(),
         "goals".into(),
         "company/settings".into(),
+        "tasks?sort=priority".into(),
+        "agents/agent-0/runs".into(),
+        format!("agents/agent-0/runs/{run}"),
+        format!("approvals/{}", approval["id"].as_str().context("approval id")?),
+        format!("projects/{}", project["id"].as_str().context("project id")?),
+        format!("goals/{}", goal["id"].as_str().context("goal id")?),
     ];
     println!("| Page | Server p50 | Server p95 | Server max | Round trip p50 | HTML |");
     println!("|---|---|---|---|---|---|");

@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::visible_text;
+
 use std::time::Duration;
 
 use common::TestServer;
@@ -19,23 +21,6 @@ async fn open(server: &TestServer, path: &str) -> (StatusCode, String, String) {
     (status, landed, resp.text().await.unwrap())
 }
 
-/// What a person reads: the markup without its tags and attributes.
-fn visible_text(html: &str) -> String {
-    let mut out = String::with_capacity(html.len());
-    let mut in_tag = false;
-    for c in html.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' => {
-                in_tag = false;
-                out.push(' ');
-            }
-            _ if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    out
-}
 
 fn s(v: &Value) -> &str {
     v.as_str().unwrap()

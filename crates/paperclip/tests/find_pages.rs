@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::visible_text;
+
 use std::collections::HashSet;
 
 use common::TestServer;
@@ -17,23 +19,6 @@ fn attr(html: &str, name: &str) -> Option<String> {
     Some(rest[..rest.find('"').unwrap()].replace("&amp;", "&"))
 }
 
-/// What a person reads: the markup without its tags and attributes.
-fn visible_text(html: &str) -> String {
-    let mut out = String::with_capacity(html.len());
-    let mut in_tag = false;
-    for c in html.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' => {
-                in_tag = false;
-                out.push(' ');
-            }
-            _ if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    out.split_whitespace().collect::<Vec<_>>().join(" ")
-}
 
 /// Task rows of a list page, in order: (identifier, priority).
 fn rows(html: &str) -> Vec<(String, String)> {

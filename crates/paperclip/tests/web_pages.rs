@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::visible_text;
+
 use common::TestServer;
 use reqwest::StatusCode;
 use serde_json::json;
@@ -20,23 +22,6 @@ async fn page(server: &TestServer, path: &str) -> (StatusCode, String, String) {
     (status, kind, resp.text().await.unwrap())
 }
 
-/// What a person reads: the markup without its tags and attributes.
-fn visible_text(html: &str) -> String {
-    let mut out = String::with_capacity(html.len());
-    let mut in_tag = false;
-    for c in html.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' => {
-                in_tag = false;
-                out.push(' ');
-            }
-            _ if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    out
-}
 
 /// The number a dashboard counter shows.
 fn counter(html: &str, name: &str) -> String {

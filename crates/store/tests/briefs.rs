@@ -6,26 +6,14 @@ mod common;
 use common::store;
 
 use paperclip_core::actor::Actor;
-use paperclip_core::input::{NewAgent, NewCompany};
-use paperclip_store::{agents, companies};
+use paperclip_core::input::NewAgent;
+use paperclip_store::agents;
 
 #[tokio::test]
 async fn briefs_of_many_agents_in_one_query() {
     let store = store().await;
     let board = Actor::local_board();
-    let company = companies::create(
-        &store,
-        &board,
-        NewCompany {
-            name: "Briefs Co".into(),
-            description: None,
-            budget_monthly_cents: None,
-            default_responsible_user_id: None,
-            require_board_approval_for_new_agents: None,
-        },
-    )
-    .await
-    .unwrap();
+    let company = common::company(&store, "Briefs Co").await;
     let mut ids = Vec::new();
     for name in ["Ada", "Brian", "Cleo"] {
         let spec: NewAgent = serde_json::from_value(serde_json::json!({
@@ -34,7 +22,7 @@ async fn briefs_of_many_agents_in_one_query() {
         }))
         .unwrap();
         ids.push(
-            agents::create(&store, &board, &company.id, spec)
+            agents::create(&store, &board, &company, spec)
                 .await
                 .unwrap()
                 .id,

@@ -110,6 +110,14 @@ pub fn paths(
         format!("/{pfx}/activity"),
         format!("/{pfx}/inbox?tab=dismissed"),
         format!("/{pfx}/company/settings"),
+        format!("/{pfx}/tasks?sort=updated"),
+        format!("/{pfx}/tasks?sort=priority"),
+        format!("/{pfx}/issues/{}", today.parent_identifier),
+        format!("/{pfx}/agents/{}/runs", seed.agent_keys[0]),
+        format!("/{pfx}/agents/{}/runs/{run}", seed.agent_keys[0]),
+        format!("/{pfx}/approvals/{}", today.approval_id),
+        format!("/{pfx}/projects/{}", seed.projects[1]),
+        format!("/{pfx}/goals/{}", seed.goals[0]),
     ];
     api.into_iter()
         .map(|p| ("api", p))

@@ -421,3 +421,21 @@ pub async fn create_pg_database(admin_url: &str) -> String {
         None => panic!("PAPERCLIP_TEST_PG_URL must end in /<database>"),
     }
 }
+
+/// What a person reads: the markup without its tags and attributes.
+pub fn visible_text(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                out.push(' ');
+            }
+            _ if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}

@@ -1,7 +1,9 @@
 //! A fresh store per test: SQLite in a temp dir, or a new database on the
 //! Postgres server named by `PAPERCLIP_TEST_PG_URL`.
 
-use paperclip_store::Store;
+use paperclip_core::actor::Actor;
+use paperclip_core::input::NewCompany;
+use paperclip_store::{companies, Store};
 use sqlx::Connection;
 
 pub async fn store() -> Store {
@@ -28,4 +30,23 @@ pub async fn store() -> Store {
             .unwrap()
         }
     }
+}
+
+/// A new company named `name`, made by the board; returns its id.
+#[allow(dead_code)]
+pub async fn company(store: &Store, name: &str) -> String {
+    companies::create(
+        store,
+        &Actor::local_board(),
+        NewCompany {
+            name: name.into(),
+            description: None,
+            budget_monthly_cents: None,
+            default_responsible_user_id: None,
+            require_board_approval_for_new_agents: None,
+        },
+    )
+    .await
+    .unwrap()
+    .id
 }

@@ -100,16 +100,7 @@ pub async fn page(
                     @if let Some(note) = approval.decision_note.as_deref().filter(|n| !n.is_empty()) { ": " q { (note) } } },
                 None => p.muted { @if open { "Waiting for the board." } @else { "No decision recorded." } },
             }
-            @if open {
-                form.decide data-approval=(approval.id) {
-                    label { "Note" input name="decisionNote" placeholder="Optional note"; }
-                    div.actions {
-                        button.primary type="button" data-decide="approve" { "Approve" }
-                        button type="button" data-decide="request-revision" { "Request revision" }
-                        button.danger type="button" data-decide="reject" { "Reject" }
-                    }
-                }
-            }
+            @if open { (decide_form(&approval.id)) }
         }
         section {
             h2 { "Linked tasks" }
@@ -136,6 +127,21 @@ pub async fn page(
     };
     let title = format!("{} · approval", kind_words(&approval.kind));
     html(layout::page_with(&ctx, "approvals", &title, body, composer))
+}
+
+/// Approve / request revision / reject with an optional note (app.js sends
+/// the decision).
+pub(crate) fn decide_form(approval_id: &str) -> Markup {
+    html! {
+        form.decide data-approval=(approval_id) {
+            label { "Note" input name="decisionNote" placeholder="Optional note"; }
+            div.actions {
+                button.primary type="button" data-decide="approve" { "Approve" }
+                button type="button" data-decide="request-revision" { "Request revision" }
+                button.danger type="button" data-decide="reject" { "Reject" }
+            }
+        }
+    }
 }
 
 pub(crate) fn kind_words(kind: &str) -> String {

@@ -62,14 +62,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                 article.card.approval data-approval-id=(a.id) {
                     header { a href={"/" (ctx.company.issue_prefix) "/approvals/" (a.id)} { strong { (approval::headline(a, &payloads[a.id.as_str()])) } } " " (pill(&a.status)) span.muted { " requested by " (who(a)) " " (time(&a.created_at, now)) } }
                     (approval::fields(&payloads[a.id.as_str()], &names_of, 0))
-                    form.decide data-approval=(a.id) {
-                        label { "Note" input name="decisionNote" placeholder="Optional note"; }
-                        div.actions {
-                            button.primary type="button" data-decide="approve" { "Approve" }
-                            button type="button" data-decide="request-revision" { "Request revision" }
-                            button.danger type="button" data-decide="reject" { "Reject" }
-                        }
-                    }
+                    (approval::decide_form(&a.id))
                 }
             }
         }
