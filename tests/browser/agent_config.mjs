@@ -33,6 +33,13 @@ await s.finish(async () => {
   await report.locator(".hint", { hasText: "How to fix" }).first().waitFor();
   await s.shotBoth("agent-config");
 
+  s.step("a live re-render keeps the unsaved change and the report");
+  const agentId = await page.getAttribute("form.config", "data-agent-id");
+  await page.request.post(`${s.base}/api/agents/${agentId}/wakeup`, { data: { reason: "manual" } });
+  await page.locator("#live-body tr[data-run-status]").first().waitFor();
+  must((await command.inputValue()) === "no-such-agent-cli-xyz", "a re-render lost the edited command");
+  await page.locator("#cfg-env.env-fail", { hasText: "not installed" }).waitFor();
+
   s.step("save: warned, not blocked");
   await page.click("form.config button[type=submit]");
   await s.toast("Configuration saved").waitFor();

@@ -1,6 +1,7 @@
 //! One agent: overview and actions, current run, recent tasks and runs,
-//! costs and budget, API keys, the config editor (adapter, heartbeat policy,
-//! prompt template with variable pills) and config revisions.
+//! costs and budget, API keys, the config editor (the hire form's fields of
+//! the adapter type with its JSON view and environment check, heartbeat
+//! policy, prompt template with variable pills) and config revisions.
 
 use axum::extract::{Path, State};
 use chrono::Utc;

@@ -1,6 +1,7 @@
 //! The hire dialog: the agent's identity, then the adapter config as fields
 //! of the chosen adapter type (kept in step with an "Advanced (JSON)" view by
-//! `hire.js`), and the environment test, which runs before hiring.
+//! `hire.js`), and the environment test, which runs before hiring. The same
+//! editor ([`editor`]) edits an existing agent's config on its page.
 //!
 //! The fields are the keys each adapter in `paperclip_adapters` reads; the
 //! server validates the same keys, so a field here that an adapter does not
