@@ -201,10 +201,12 @@ try {
   await page.goto(at("/agents/builder"));
   await page.fill("form.config textarea[name=promptTemplate]", "Work on {{nonsense}}");
   await page.locator(".template-error", { hasText: "nonsense" }).waitFor();
+  // The JSON view is the adapter form's "Advanced" part.
+  await page.click("form.config details.advanced summary");
   await page.fill("form.config textarea[name=adapterConfig]", "{ not json");
   await page.fill("form.config textarea[name=promptTemplate]", "");
   await page.click("form.config button[type=submit]");
-  await toastText("adapterConfig must be a JSON object").waitFor();
+  await toastText("Advanced (JSON) is not a valid JSON object").waitFor();
   // The server is the judge too: a template smuggled in through the JSON
   // is refused, and its reason shown.
   await page.fill("form.config textarea[name=adapterConfig]", JSON.stringify({ command: "true", promptTemplate: "Do {{nonsense}}" }));

@@ -172,7 +172,9 @@
         wakeWhenIdle: value(form, "hb.wakeWhenIdle"),
         maxConcurrentRuns: Number(value(form, "hb.maxConcurrentRuns") || 1),
       });
-      await api("PATCH", form.dataset.url, { adapterType: value(form, "adapterType"), adapterConfig, runtimeConfig });
+      // The form holds the whole config (unknown keys too), so it replaces
+      // the stored one: a cleared field or template is really cleared.
+      await api("PATCH", form.dataset.url, { adapterType: value(form, "adapterType"), adapterConfig, replaceAdapterConfig: true, runtimeConfig });
       toast("Configuration saved");
       refreshSoon(50);
     },

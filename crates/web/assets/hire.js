@@ -1,8 +1,11 @@
-// The hire dialog (pages/hire.rs): per-adapter fields and an "Advanced
-// (JSON)" view of the same adapterConfig, kept in step both ways; the
-// environment test on "Check environment" and before every hire, whose
-// failure blocks hiring unless "Hire anyway" is ticked; field errors from the
-// server shown beside the field they name. Replaces Paperclip.forms.hire.
+// The adapter config editor (pages/hire.rs `editor`) of the hire dialog and
+// of the agent page's configuration form: per-adapter fields and an
+// "Advanced (JSON)" view of the same adapterConfig, kept in step both ways;
+// the environment test on "Check environment" and before every save. A
+// failed test blocks a hire unless "Hire anyway" is ticked, and only warns
+// on the agent page (the agent exists already). Field errors from the server
+// are shown beside the field they name. Replaces Paperclip.forms.hire and
+// wraps Paperclip.forms.config.
 "use strict";
 
 (() => {
@@ -15,6 +18,12 @@
     if (!configs.has(form)) configs.set(form, {});
     return configs.get(form);
   };
+  // Any form holding the editor: the hire dialog or an agent's config form.
+  const editorOf = (el) => {
+    const form = el && el.closest && el.closest("form");
+    return form && $("[data-hire-type]", form) ? form : null;
+  };
+  const isHire = (form) => form.dataset.apiForm === "hire";
   const typeOf = (form) => $("[data-hire-type]", form).value;
   const fieldsOf = (form, type = typeOf(form)) => $$(`fieldset[data-adapter="${type}"] .hire-field`, form);
   const jsonArea = (form) => $("[data-hire-json]", form);
@@ -26,13 +35,21 @@
 
   // ---- field <-> JSON value ------------------------------------------------------
 
-  // {unset} | {value} | {error}
-  function read(field) {
+  // How a pairs field shows one entry; an env binding object ({type, value}
+  // or a secret reference) shows its value, or itself as JSON.
+  const pairText = (x) => x && typeof x === "object"
+    ? ("value" in x ? String(x.value ?? "") : JSON.stringify(x))
+    : String(x);
+
+  // {unset} | {value} | {error}. `prev` is the value the config held: a
+  // field never turns what it cannot show into something else.
+  function read(field, prev) {
     const input = control(field);
     const raw = input.value;
     switch (field.dataset.kind) {
       case "bool":
-        return input.checked ? { value: true } : { unset: true };
+        if (input.checked) return { value: true };
+        return prev === undefined ? { unset: true } : { value: false };
       case "number": {
         if (!raw.trim()) return { unset: true };
         const n = Number(raw);
@@ -48,7 +65,11 @@
           if (!line.trim()) continue;
           const i = line.indexOf("=");
           if (i <= 0) return { error: `"${line.trim()}" is not NAME=value` };
-          out[line.slice(0, i).trim()] = line.slice(i + 1).trim();
+          const name = line.slice(0, i).trim();
+          const text = line.slice(i + 1).trim();
+          // An unchanged binding object (an env secret reference) stays as it was.
+          const old = prev && typeof prev === "object" ? prev[name] : undefined;
+          out[name] = old && typeof old === "object" && pairText(old) === text ? old : text;
         }
         return Object.keys(out).length ? { value: out } : { unset: true };
       }
@@ -72,7 +93,7 @@
         return;
       case "pairs":
         input.value = none ? "" : typeof v === "object"
-          ? Object.entries(v).map(([k, x]) => `${k}=${x && typeof x === "object" ? x.value ?? "" : x}`).join("\n")
+          ? Object.entries(v).map(([k, x]) => `${k}=${pairText(x)}`).join("\n")
           : String(v);
         return;
       case "json":
@@ -108,25 +129,89 @@
 
   // Anything edited makes the last environment report stale.
   function stale(form) {
-    const report = $("#hire-env", form);
+    const report = $("[data-env-report]", form);
     report.hidden = true;
     report.replaceChildren();
     const anyway = $(".hire-anyway", form);
+    if (!anyway) return;
     anyway.hidden = true;
     $("input", anyway).checked = false;
   }
 
-  function switchType(form) {
+  const showType = (form) => {
     const type = typeOf(form);
     $$("fieldset[data-adapter]", form).forEach((fs) => { fs.hidden = fs.dataset.adapter !== type; });
-    // Keep what the new type also reads (cwd, env, command ...), drop the rest.
+  };
+
+  const saved = new WeakMap(); // agent form -> {type, config} as stored
+
+  function switchType(form) {
+    showType(form);
+    const type = typeOf(form);
     const keys = new Set(fieldsOf(form).map((f) => f.dataset.key));
-    const kept = {};
+    // Keep what the new type also reads (cwd, env, command ...), drop the
+    // rest; back on the agent's own type, its other settings come back.
+    const stored = saved.get(form);
+    const kept = stored && stored.type === type ? { ...stored.config } : {};
     for (const [k, v] of Object.entries(config(form))) if (keys.has(k)) kept[k] = v;
     configs.set(form, kept);
     fillFields(form);
     showJson(form);
     stale(form);
+  }
+
+  // An agent's form starts from the config it shows in the JSON view, every
+  // key of it, including those no field shows.
+  function startAgentForm(form) {
+    let cfg = {};
+    try { cfg = JSON.parse(jsonArea(form).value || "{}") || {}; } catch (_) { cfg = {}; }
+    saved.set(form, { type: typeOf(form), config: { ...cfg } });
+    // What the server rendered: a draft made on another version of the
+    // config (rolled back, changed elsewhere) is not put back on this one.
+    form.dataset.base = jsonArea(form).value + form.dataset.runtimeConfig + typeOf(form);
+    configs.set(form, cfg);
+    showType(form);
+    fillFields(form);
+    restoreDraft(form);
+  }
+
+  // ---- the agent page's form across live re-renders ------------------------------
+  // A live update re-renders the page (a person typing is left alone, but a
+  // ticked box, a chosen type or a shown report would be lost): what was
+  // changed since the last save is put back on the new form.
+
+  const drafts = new Map(); // form url -> {values, type, config, report}
+  const draftKey = (form) => form.dataset.url;
+
+  function saveDraft(form, extra) {
+    if (isHire(form)) return;
+    const values = {};
+    for (const el of form.elements) {
+      if (!el.name || el.name === "adapterConfig" || el.name === "adapterType") continue;
+      values[el.name] = el.type === "checkbox" ? el.checked : el.value;
+    }
+    const prev = drafts.get(draftKey(form)) || {};
+    drafts.set(draftKey(form), { ...prev, base: form.dataset.base, values, type: typeOf(form), config: { ...config(form) }, ...extra });
+  }
+
+  function restoreDraft(form) {
+    const draft = drafts.get(draftKey(form));
+    if (!draft) return;
+    // Just saved: the first render after the save is the saved config.
+    if (draft.base === "saved") draft.base = form.dataset.base;
+    if (draft.base !== form.dataset.base) { drafts.delete(draftKey(form)); return; }
+    if (draft.values) {
+      for (const el of form.elements) {
+        if (!(el.name in draft.values)) continue;
+        if (el.type === "checkbox") el.checked = draft.values[el.name]; else el.value = draft.values[el.name];
+      }
+      $("[data-hire-type]", form).value = draft.type;
+      configs.set(form, { ...draft.config });
+      showType(form);
+      fillFields(form);
+      showJson(form);
+    }
+    if (draft.report) showReport(form, draft.report, false);
   }
 
   function reset(form) {
@@ -137,17 +222,18 @@
   }
 
   document.addEventListener("input", (ev) => {
-    const form = ev.target.closest && ev.target.closest("form[data-api-form=hire]");
+    const form = editorOf(ev.target);
     if (!form) return;
     const field = ev.target.closest(".hire-field");
     if (field) {
-      const r = read(field);
+      const cfg = config(form);
+      const r = read(field, cfg[field.dataset.key]);
       fieldError(field, r.error ? `${labelOf(field)} ${r.error}` : "");
       if (r.error) return;
-      const cfg = config(form);
       if (r.unset) delete cfg[field.dataset.key]; else cfg[field.dataset.key] = r.value;
       showJson(form);
       stale(form);
+      saveDraft(form, { report: null });
       return;
     }
     if (ev.target.matches("[data-hire-json]")) {
@@ -161,15 +247,23 @@
       configs.set(form, parsed);
       fillFields(form);
       stale(form);
+      saveDraft(form, { report: null });
+      return;
     }
+    // The template and heartbeat settings of an agent's form.
+    saveDraft(form);
   });
 
   document.addEventListener("change", (ev) => {
-    const form = ev.target.closest && ev.target.closest("form[data-api-form=hire]");
+    const form = editorOf(ev.target);
     if (!form) return;
-    if (ev.target.matches("[data-hire-type]")) switchType(form);
-    else if (ev.target.closest(".hire-field") && ev.target.type === "checkbox") {
+    if (ev.target.matches("[data-hire-type]")) {
+      switchType(form);
+      saveDraft(form, { report: null });
+    } else if (ev.target.closest(".hire-field") && ev.target.type === "checkbox") {
       ev.target.dispatchEvent(new Event("input", { bubbles: true }));
+    } else if (ev.target.type === "checkbox" || ev.target.tagName === "SELECT") {
+      saveDraft(form);
     }
   });
 
@@ -209,8 +303,8 @@
   };
   const MARK = { info: "✓", warn: "!", error: "✗" };
 
-  function showReport(form, report) {
-    const box = $("#hire-env", form);
+  function showReport(form, report, scroll = true) {
+    const box = $("[data-env-report]", form);
     box.hidden = false;
     box.className = `env-report env-${report.status}`;
     const list = el("ul");
@@ -233,15 +327,18 @@
     }
     box.replaceChildren(el("p", "env-summary", SUMMARY[report.status] || report.status), list);
     const anyway = $(".hire-anyway", form);
-    if (report.status === "fail") anyway.hidden = false;
+    if (anyway && report.status === "fail") anyway.hidden = false;
+    if (!scroll) return;
     box.scrollIntoView({ block: "nearest" });
-    anyway.scrollIntoView({ block: "nearest" });
+    if (anyway) anyway.scrollIntoView({ block: "nearest" });
   }
 
   async function checkEnvironment(form) {
     const type = typeOf(form);
+    // An agent's id lets the server test with the secrets the page only
+    // shows redacted.
     const r = await send("POST", `/api/companies/${companyId}/adapters/${type}/test-environment`,
-      { adapterConfig: config(form) });
+      { adapterConfig: config(form), agentId: form.dataset.agentId });
     if (!r.ok) {
       const report = { status: "fail", checks: [{ level: "error", code: "test_failed",
         message: `The environment check could not run: ${(r.data && r.data.error) || `status ${r.status}`}` }] };
@@ -249,13 +346,15 @@
       return report;
     }
     showReport(form, r.data);
+    saveDraft(form, { report: r.data });
     return r.data;
   }
 
   document.addEventListener("click", async (ev) => {
     const button = ev.target.closest && ev.target.closest("[data-hire-check]");
     if (!button) return;
-    const form = button.closest("form");
+    const form = editorOf(button);
+    if (!form) return;
     button.disabled = true;
     try {
       if (!pending(form)) await checkEnvironment(form);
@@ -269,9 +368,10 @@
   // A field or the JSON view that does not parse: say so instead of testing
   // or hiring with the last good value.
   function pending(form) {
-    const bad = fieldsOf(form).filter((f) => read(f).error);
-    bad.forEach((f) => fieldError(f, `${labelOf(f)} ${read(f).error}`));
-    if (bad.length) { toast(`${labelOf(bad[0])} ${read(bad[0]).error}`, "error"); return true; }
+    const error = (f) => read(f, config(form)[f.dataset.key]).error;
+    const bad = fieldsOf(form).filter(error);
+    bad.forEach((f) => fieldError(f, `${labelOf(f)} ${error(f)}`));
+    if (bad.length) { toast(`${labelOf(bad[0])} ${error(bad[0])}`, "error"); return true; }
     if (!$("[data-json-error]", form).hidden) {
       $("details.advanced", form).open = true;
       toast("Advanced (JSON) is not a valid JSON object", "error");
@@ -282,13 +382,17 @@
 
   // ---- hiring --------------------------------------------------------------------------
 
+  function requireFields(form) {
+    const missing = fieldsOf(form).filter((f) => control(f).required && read(f).unset);
+    missing.forEach((f) => fieldError(f, `${labelOf(f)} is required`));
+    if (missing.length) throw new Error(`${labelOf(missing[0])} is required for ${typeOf(form)}`);
+  }
+
   P.forms.hire = async (form) => {
     if (pending(form)) return;
     const name = value(form, "name");
     if (!name) throw new Error("Name is required");
-    const missing = fieldsOf(form).filter((f) => control(f).required && read(f).unset);
-    missing.forEach((f) => fieldError(f, `${labelOf(f)} is required`));
-    if (missing.length) throw new Error(`${labelOf(missing[0])} is required for ${typeOf(form)}`);
+    requireFields(form);
     const dollars = value(form, "budgetDollars");
     const budget = dollars === "" ? undefined : Number(dollars);
     if (budget !== undefined && !(budget >= 0)) throw new Error("Monthly budget must be 0 or more dollars");
@@ -330,7 +434,31 @@
     refreshSoon(50);
   };
 
-  document.addEventListener("DOMContentLoaded", () => {
-    $$("form[data-api-form=hire]").forEach((form) => switchType(form));
-  });
+  // ---- saving an agent's configuration ------------------------------------------------
+
+  // app.js's handler sends the form (the JSON view is the config, the
+  // template and heartbeat fields beside it); the check runs first, and a
+  // failure is shown and said but does not stop the save.
+  const saveConfig = P.forms.config;
+  P.forms.config = async (form, submitter) => {
+    if (!$("[data-hire-type]", form)) return saveConfig(form, submitter);
+    if (pending(form)) return;
+    requireFields(form);
+    let report = null;
+    try { report = await checkEnvironment(form); } catch (_) { report = null; }
+    await saveConfig(form, submitter);
+    // The saved form is what the page re-renders; only the report is kept.
+    drafts.set(draftKey(form), { report, base: "saved" });
+    if (report && report.status === "fail") {
+      toast("Saved, but the environment check failed: runs will fail until what is marked ✗ is fixed", "error");
+    }
+  };
+
+  function start() {
+    $$("form").filter((f) => $("[data-hire-type]", f) && !configs.has(f)).forEach((form) => {
+      if (isHire(form)) switchType(form); else startAgentForm(form);
+    });
+  }
+  document.addEventListener("DOMContentLoaded", start);
+  document.addEventListener("paperclip:refreshed", start);
 })();

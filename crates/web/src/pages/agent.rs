@@ -1,6 +1,7 @@
 //! One agent: overview and actions, current run, recent tasks and runs,
-//! costs and budget, API keys, the config editor (adapter, heartbeat policy,
-//! prompt template with variable pills) and config revisions.
+//! costs and budget, API keys, the config editor (the hire form's fields of
+//! the adapter type with its JSON view and environment check, heartbeat
+//! policy, prompt template with variable pills) and config revisions.
 
 use axum::extract::{Path, State};
 use chrono::Utc;
@@ -11,7 +12,7 @@ use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::template::CATALOG;
 use paperclip_store::{agents, issues, keys, revisions, runs, sessions};
 
-use super::by_id;
+use super::{by_id, hire};
 use crate::fmt::{money, percent, pill, time};
 use crate::{html, layout, store_failure, PageResult, Web};
 
@@ -201,9 +202,10 @@ pub async fn page(
         }
         section {
             h2 { "Configuration" }
-            form.config data-api-form="config" data-url={"/api/agents/" (id)} data-runtime-config=(agent.redacted_runtime_config().to_string()) {
-                label { "Adapter" select name="adapterType" { @for k in crate::pages::agents::ADAPTERS { option value=(k) selected[*k == agent.adapter_type] { (k) } } } }
-                label { "Adapter config (JSON)" textarea name="adapterConfig" rows="8" data-json { (serde_json::to_string_pretty(&config).unwrap_or_default()) } }
+            form.config data-api-form="config" data-url={"/api/agents/" (id)} data-agent-id=(id) data-runtime-config=(agent.redacted_runtime_config().to_string()) novalidate {
+                label { "Adapter" (hire::adapter_select(&agent.adapter_type)) }
+                // The hire form's fields; the template has its own editor below.
+                (hire::editor("cfg", &agent.adapter_type, &["promptTemplate"], &config))
                 (template_editor(template))
                 fieldset {
                     legend { "Heartbeat policy" }
@@ -215,7 +217,10 @@ pub async fn page(
                     label.inline title="Off: a timer heartbeat with no assigned task, new comment or missed wake is recorded as skipped and costs nothing." { input type="checkbox" name="hb.wakeWhenIdle" checked[policy.wake_when_idle]; " Run timer heartbeats even with nothing to do" }
                     label { "Max concurrent runs" input type="number" name="hb.maxConcurrentRuns" min="1" value=(policy.max_concurrent_runs); }
                 }
-                button.primary type="submit" { "Save configuration" }
+                div.actions {
+                    button type="button" data-hire-check { "Check environment" }
+                    button.primary type="submit" { "Save configuration" }
+                }
             }
             h3 { "Revisions" }
             table.data {

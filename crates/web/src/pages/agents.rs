@@ -10,14 +10,6 @@ use super::by_id;
 use crate::fmt::{money, pill};
 use crate::{html, layout, store_failure, PageResult, Web};
 
-pub const ADAPTERS: &[&str] = &[
-    "claude_local",
-    "codex_local",
-    "opencode_local",
-    "process",
-    "http",
-];
-
 pub async fn list(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let cid = &ctx.company.id;

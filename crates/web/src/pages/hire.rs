@@ -1,6 +1,7 @@
 //! The hire dialog: the agent's identity, then the adapter config as fields
 //! of the chosen adapter type (kept in step with an "Advanced (JSON)" view by
-//! `hire.js`), and the environment test, which runs before hiring.
+//! `hire.js`), and the environment test, which runs before hiring. The same
+//! editor ([`editor`]) edits an existing agent's config on its page.
 //!
 //! The fields are the keys each adapter in `paperclip_adapters` reads; the
 //! server validates the same keys, so a field here that an adapter does not
@@ -9,6 +10,7 @@
 use maud::{html, Markup};
 use paperclip_core::agent::AgentRole;
 use paperclip_core::model::Agent;
+use serde_json::Value;
 
 use crate::Ctx;
 
@@ -344,14 +346,15 @@ const ROLES: [AgentRole; 12] = [
     AgentRole::General,
 ];
 
-fn field(kind_name: &str, fd: &Field) -> Markup {
-    let id = format!("hire-{kind_name}-{}", fd.key);
+fn field(prefix: &str, kind_name: &str, fd: &Field, value: Option<&Value>) -> Markup {
+    let id = format!("{prefix}-{kind_name}-{}", fd.key);
     let help_id = format!("{id}-help");
+    let text = value.map(|v| shown(fd.kind, v)).unwrap_or_default();
     html! {
         div.hire-field data-key=(fd.key) data-kind=(kind_attr(fd.kind)) {
             @if fd.kind == Kind::Bool {
                 label.inline for=(id) {
-                    input #(id) type="checkbox" aria-describedby=(help_id);
+                    input #(id) type="checkbox" aria-describedby=(help_id) checked[value == Some(&Value::Bool(true))];
                     " " (fd.label)
                 }
             } @else {
@@ -361,21 +364,25 @@ fn field(kind_name: &str, fd: &Field) -> Markup {
                     @match fd.kind {
                         Kind::Lines | Kind::Pairs | Kind::Json | Kind::Multiline => {
                             textarea #(id) rows="2" placeholder=(fd.placeholder) aria-describedby=(help_id)
-                                required[fd.required] {}
+                                required[fd.required] { (text) }
                         }
                         Kind::Choice(options) => {
                             select #(id) aria-describedby=(help_id) {
                                 option value="" { "Default" }
-                                @for o in options { option value=(o) { (o) } }
+                                @for o in options { option value=(o) selected[*o == text] { (o) } }
+                                // A stored value the list lacks is still shown, not lost.
+                                @if !text.is_empty() && !options.contains(&text.as_str()) {
+                                    option value=(text) selected { (text) }
+                                }
                             }
                         }
                         Kind::Number => {
                             input #(id) type="number" min="0" step="any" placeholder=(fd.placeholder)
-                                aria-describedby=(help_id);
+                                aria-describedby=(help_id) value=(text);
                         }
                         _ => {
                             input #(id) type="text" placeholder=(fd.placeholder) aria-describedby=(help_id)
-                                required[fd.required] autocomplete="off";
+                                required[fd.required] autocomplete="off" value=(text);
                         }
                     }
                 }
@@ -386,7 +393,32 @@ fn field(kind_name: &str, fd: &Field) -> Markup {
     }
 }
 
-fn more_names(fields: &[Field]) -> String {
+/// A stored value as its field shows it; `hire.js` writes the same text.
+/// Values arrive already redacted, so a secret shows as its placeholder.
+fn shown(kind: Kind, v: &Value) -> String {
+    let plain = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match (kind, v) {
+        (Kind::Lines, Value::Array(items)) => {
+            items.iter().map(plain).collect::<Vec<_>>().join("\n")
+        }
+        (Kind::Pairs, Value::Object(map)) => map
+            .iter()
+            .map(|(k, x)| match x.get("value") {
+                Some(inner) if x.is_object() => format!("{k}={}", plain(inner)),
+                _ if x.is_object() => format!("{k}={x}"),
+                _ => format!("{k}={}", plain(x)),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        (Kind::Json, v) => serde_json::to_string_pretty(v).unwrap_or_default(),
+        (_, v) => plain(v),
+    }
+}
+
+fn more_names(fields: &[&Field]) -> String {
     let names: Vec<String> = fields.iter().map(|f| f.label.to_lowercase()).collect();
     names.join(", ")
 }
@@ -404,6 +436,51 @@ fn kind_attr(kind: Kind) -> &'static str {
 
 /// The dialog; it sits outside the live region so a live update never
 /// resets what is being typed.
+/// The adapter type picker the editor switches on; an agent's type that
+/// this build has no fields for stays selectable, so a save keeps it.
+pub(crate) fn adapter_select(selected: &str) -> Markup {
+    let known = ADAPTERS.iter().any(|(k, ..)| *k == selected);
+    html! {
+        select name="adapterType" data-hire-type {
+            @for (k, what, _, _) in ADAPTERS { option value=(k) selected[*k == selected] { (k) " — " (what) } }
+            @if !known { option value=(selected) selected { (selected) } }
+        }
+    }
+}
+
+/// The adapter config editor shared by the hire dialog and the agent page:
+/// a fieldset per adapter type (only `selected` shown, its fields filled
+/// from `config`), the "Advanced (JSON)" view of the whole config and the
+/// environment report. `skip` leaves out fields the page edits elsewhere.
+/// `hire.js` keeps fields and JSON in step and runs the check.
+pub(crate) fn editor(prefix: &str, selected: &str, skip: &[&str], config: &Value) -> Markup {
+    let known = ADAPTERS.iter().any(|(k, ..)| *k == selected);
+    let json = serde_json::to_string_pretty(config).unwrap_or_else(|_| "{}".into());
+    html! {
+        @for (k, _, fields, main) in ADAPTERS {
+            @let visible: Vec<&Field> = fields.iter().filter(|f| !skip.contains(&f.key)).collect();
+            @let main = visible.iter().filter(|f| fields[..*main].iter().any(|m| m.key == f.key)).count();
+            @let value = |fd: &Field| if *k == selected { config.get(fd.key) } else { None };
+            fieldset.adapter-fields data-adapter=(k) hidden[*k != selected] {
+                legend { (k) " configuration" }
+                @for fd in &visible[..main] { (field(prefix, k, fd, value(fd))) }
+                details.more-fields {
+                    summary { "More options: " (more_names(&visible[main..])) }
+                    @for fd in &visible[main..] { (field(prefix, k, fd, value(fd))) }
+                }
+            }
+        }
+        details.advanced open[!known] {
+            summary { "Advanced (JSON)" }
+            label { "adapterConfig"
+                textarea name="adapterConfig" rows="5" spellcheck="false" data-hire-json { (json) }
+            }
+            div.field-error data-json-error hidden {}
+        }
+        div.env-report #{(prefix) "-env"} data-env-report aria-live="polite" hidden {}
+    }
+}
+
 pub(crate) fn dialog(ctx: &Ctx, agents: &[Agent]) -> Markup {
     let first = ADAPTERS[0].0;
     html! {
@@ -425,29 +502,10 @@ pub(crate) fn dialog(ctx: &Ctx, agents: &[Agent]) -> Markup {
                     } }
                 }
                 div.row {
-                    label { "Adapter" select name="adapterType" data-hire-type {
-                        @for (k, what, _, _) in ADAPTERS { option value=(k) { (k) " — " (what) } }
-                    } }
+                    label { "Adapter" (adapter_select(first)) }
                     label { "Monthly budget ($)" input name="budgetDollars" type="number" min="0" step="0.01" placeholder="0 = no limit"; }
                 }
-                @for (k, _, fields, main) in ADAPTERS {
-                    fieldset.adapter-fields data-adapter=(k) hidden[*k != first] {
-                        legend { (k) " configuration" }
-                        @for fd in &fields[..*main] { (field(k, fd)) }
-                        details.more-fields {
-                            summary { "More options: " (more_names(&fields[*main..])) }
-                            @for fd in &fields[*main..] { (field(k, fd)) }
-                        }
-                    }
-                }
-                details.advanced {
-                    summary { "Advanced (JSON)" }
-                    label { "adapterConfig"
-                        textarea name="adapterConfig" rows="5" spellcheck="false" data-hire-json { "{}" }
-                    }
-                    div.field-error data-json-error hidden {}
-                }
-                div.env-report #hire-env aria-live="polite" hidden {}
+                (editor("hire", first, &[], &Value::Object(Default::default())))
                 label.inline.hire-anyway hidden {
                     input type="checkbox" name="hireAnyway";
                     " Hire anyway, although the environment check failed"
