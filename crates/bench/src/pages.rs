@@ -139,7 +139,10 @@ pub async fn run(binary: &Path, db: Option<&str>, args: &PagesArgs) -> anyhow::R
         .await?
         .json()
         .await?;
-    let run = runs[0]["id"].as_str().context("a run of agent 0")?.to_string();
+    let run = runs[0]["id"]
+        .as_str()
+        .context("a run of agent 0")?
+        .to_string();
 
     let pages = [
         "dashboard".to_string(),
@@ -159,7 +162,10 @@ pub async fn run(binary: &Path, db: Option<&str>, args: &PagesArgs) -> anyhow::R
         "tasks?sort=priority".into(),
         "agents/agent-0/runs".into(),
         format!("agents/agent-0/runs/{run}"),
-        format!("approvals/{}", approval["id"].as_str().context("approval id")?),
+        format!(
+            "approvals/{}",
+            approval["id"].as_str().context("approval id")?
+        ),
         format!("projects/{}", project["id"].as_str().context("project id")?),
         format!("goals/{}", goal["id"].as_str().context("goal id")?),
     ];

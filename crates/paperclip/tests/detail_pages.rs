@@ -21,7 +21,6 @@ async fn open(server: &TestServer, path: &str) -> (StatusCode, String, String) {
     (status, landed, resp.text().await.unwrap())
 }
 
-
 fn s(v: &Value) -> &str {
     v.as_str().unwrap()
 }

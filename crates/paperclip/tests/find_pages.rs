@@ -19,7 +19,6 @@ fn attr(html: &str, name: &str) -> Option<String> {
     Some(rest[..rest.find('"').unwrap()].replace("&amp;", "&"))
 }
 
-
 /// Task rows of a list page, in order: (identifier, priority).
 fn rows(html: &str) -> Vec<(String, String)> {
     html.split("<tr data-issue-id=")

@@ -22,7 +22,6 @@ async fn page(server: &TestServer, path: &str) -> (StatusCode, String, String) {
     (status, kind, resp.text().await.unwrap())
 }
 
-
 /// The number a dashboard counter shows.
 fn counter(html: &str, name: &str) -> String {
     let at = html

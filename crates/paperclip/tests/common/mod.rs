@@ -422,7 +422,8 @@ pub async fn create_pg_database(admin_url: &str) -> String {
     }
 }
 
-/// What a person reads: the markup without its tags and attributes.
+/// What a person reads: the markup without its tags and attributes, each
+/// run of whitespace as one space.
 pub fn visible_text(html: &str) -> String {
     let mut out = String::with_capacity(html.len());
     let mut in_tag = false;
@@ -437,5 +438,5 @@ pub fn visible_text(html: &str) -> String {
             _ => {}
         }
     }
-    out
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
