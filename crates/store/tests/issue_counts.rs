@@ -8,29 +8,12 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::store;
+use common::{company, store};
 
 use paperclip_core::actor::Actor;
-use paperclip_core::input::{IssuePatch, NewCompany, NewIssue};
+use paperclip_core::input::{IssuePatch, NewIssue};
 use paperclip_core::issue::IssueStatus;
-use paperclip_store::{companies, dashboard, db, issues, Store};
-
-async fn company(store: &Store, name: &str) -> String {
-    companies::create(
-        store,
-        &Actor::local_board(),
-        NewCompany {
-            name: name.into(),
-            description: None,
-            budget_monthly_cents: None,
-            default_responsible_user_id: None,
-            require_board_approval_for_new_agents: None,
-        },
-    )
-    .await
-    .unwrap()
-    .id
-}
+use paperclip_store::{dashboard, db, issues, Store};
 
 async fn task(store: &Store, company_id: &str, status: IssueStatus) -> String {
     issues::create(
