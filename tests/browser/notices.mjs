@@ -1,6 +1,7 @@
 // A run fails while the person is on another page: a toast names the agent
 // and the task and links to the run, the Inbox badge appears, and the
-// inbox item can be dismissed (the badge goes with it).
+// inbox item is New until the inbox has been seen, and can be dismissed
+// (the badge goes with it).
 import { start } from "./lib.mjs";
 
 const s = await start();
@@ -33,8 +34,12 @@ await s.finish(async () => {
 
   s.step("the inbox shows it, and Dismiss clears the badge");
   await page.goto(`${base}/${p}/inbox`);
-  await page.locator("[data-failed-run]", { hasText: task.identifier }).waitFor();
+  await page.locator("[data-failed-run].unread .new-tag", { hasText: "New" }).waitFor();
   await s.shotBoth("inbox");
+  // Seen once, it is read on the next visit.
+  await page.reload();
+  await page.locator("[data-failed-run]", { hasText: task.identifier }).waitFor();
+  if (await page.locator("[data-failed-run].unread").count()) throw new Error("a seen failure is still New");
   await page.click("[data-failed-run] button[data-dismiss]");
   await page.locator("[data-failures] p.empty").waitFor();
   await page.locator("#open-failures").waitFor({ state: "detached" });

@@ -32,6 +32,32 @@
     setTimeout(() => el.remove(), 15000);
   }
 
+  // Read and unread in the inbox, per browser: what arrived after the
+  // person's previous visit is marked New; opening the inbox reads it.
+  const SEEN_KEY = `paperclip:inbox-seen:${P.companyId}`;
+  let lastVisit = null;
+  function markUnread() {
+    if (lastVisit === null) return;
+    for (const item of P.$$(".inbox-item[data-at]")) {
+      const unread = item.dataset.at > lastVisit;
+      item.classList.toggle("unread", unread);
+      if (unread && !item.querySelector(".new-tag")) {
+        const tag = document.createElement("span");
+        tag.className = "new-tag";
+        tag.textContent = "New";
+        item.prepend(tag);
+      }
+    }
+  }
+  document.addEventListener("DOMContentLoaded", () => {
+    if (!P.$("[data-failures]")) return;
+    lastVisit = localStorage.getItem(SEEN_KEY) || "";
+    markUnread();
+    localStorage.setItem(SEEN_KEY, new Date().toISOString());
+  });
+  // Items that arrive while the inbox is open stay New until the next visit.
+  document.addEventListener("paperclip:refreshed", markUnread);
+
   const seen = new Set();
 
   P.onEvent(async (kind, event) => {

@@ -93,7 +93,7 @@ pub async fn page(
         }
         section { h2 { "Approvals" }
             @if pending.is_empty() { p.empty { "None pending." } }
-            ul.inbox-items { @for a in &pending { li {
+            ul.inbox-items { @for a in &pending { li.inbox-item data-at=(a.created_at) {
                 a href={"/" (p) "/approvals/" (a.id)} { strong { (a.kind.replace('_', " ")) } }
                 " " span.muted { "requested " (time(&a.created_at, now)) }
             } } } }
@@ -123,7 +123,7 @@ fn failure(
         "failed"
     };
     html! {
-        li.inbox-item data-failed-run=(f.run_id) {
+        li.inbox-item data-failed-run=(f.run_id) data-at=(f.finished_at.as_deref().unwrap_or(&f.created_at)) {
             div {
                 strong { (agent_name) } " " (verb)
                 @match (&f.identifier, &f.title) {
