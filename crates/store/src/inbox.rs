@@ -215,9 +215,10 @@ pub async fn failed_runs(
         .format("%Y-%m-%dT%H:%M:%S%.3fZ")
         .to_string();
     let ts = now();
-    // One equality per status, each walking its (company, status, id) index
-    // newest first; a later success on the task (by index on company, task,
-    // id) settles the failure.
+    // The newest SCAN failures per status, each an index walk on (company,
+    // status, id) that stops at SCAN rows: the window is applied to those
+    // rows, not in the walk, so a company with few recent failures and a
+    // long history never walks that history (it did: minutes at 1M runs).
     let mut found = Vec::new();
     for status in ["failed", "timed_out"] {
         let rows = crate::db::query(
@@ -227,19 +228,20 @@ pub async fn failed_runs(
              LEFT JOIN issues i ON i.id = r.issue_id \
              LEFT JOIN inbox_dismissals d ON d.company_id = r.company_id AND d.user_id = $3 \
                   AND d.item_key = 'run:' || r.id \
-             WHERE r.company_id = $1 AND r.status = $2 AND r.created_at >= $4 \
-               AND NOT EXISTS (SELECT 1 FROM heartbeat_runs s WHERE s.company_id = r.company_id \
-                   AND s.issue_id = r.issue_id AND s.status = 'succeeded' AND s.id > r.id) \
-             ORDER BY r.id DESC LIMIT $5",
+             WHERE r.company_id = $1 AND r.status = $2 \
+             ORDER BY r.id DESC LIMIT $4",
         )
         .bind(company_id)
         .bind(status)
         .bind(user_id)
-        .bind(&since)
         .bind(SCAN)
         .fetch_all(store.pool())
         .await?;
         for r in &rows {
+            let created_at = r.text("created_at")?;
+            if created_at < since {
+                continue;
+            }
             let hidden = match r.opt_text("dismissed_kind")?.as_deref() {
                 Some("snooze") => r.opt_text("snoozed_until")?.is_some_and(|u| u > ts),
                 Some(_) => true,
@@ -256,12 +258,47 @@ pub async fn failed_runs(
                     status: r.text("status")?,
                     error_code: r.opt_text("error_code")?,
                     error: r.opt_text("error")?,
-                    created_at: r.text("created_at")?,
+                    created_at,
                     finished_at: r.opt_text("finished_at")?,
                     earlier: 0,
                 },
             ));
         }
+    }
+    // A later success on the task settles its failures: the newest success
+    // of each task involved, one query on (company, task, id). The status
+    // is compared as an expression so neither engine walks the company's
+    // successes by the status index instead.
+    let tasks: Vec<&str> = {
+        let mut t: Vec<&str> = found
+            .iter()
+            .filter_map(|(_, f)| f.issue_id.as_deref())
+            .collect();
+        t.sort_unstable();
+        t.dedup();
+        t
+    };
+    if !tasks.is_empty() {
+        let list = crate::issue_list::json_values(store.backend(), "$2", "TEXT");
+        let rows = crate::db::query(&format!(
+            "SELECT s.issue_id, MAX(s.id) AS last_ok FROM heartbeat_runs s \
+             WHERE s.company_id = $1 AND s.issue_id IN {list} AND s.status || '' = 'succeeded' \
+             GROUP BY s.issue_id"
+        ))
+        .bind(company_id)
+        .bind(crate::issue_list::json_array(tasks.iter()))
+        .fetch_all(store.pool())
+        .await?;
+        let mut settled = std::collections::HashMap::new();
+        for r in &rows {
+            settled.insert(r.text("issue_id")?, r.text("last_ok")?);
+        }
+        found.retain(
+            |(_, f)| match f.issue_id.as_ref().and_then(|i| settled.get(i)) {
+                Some(last_ok) => *last_ok < f.run_id,
+                None => true,
+            },
+        );
     }
     Ok(fold(found, dismissed))
 }
