@@ -76,6 +76,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
         "inbox",
         Sql::Both(include_str!("../migrations/0011_inbox.sql")),
     ),
+    (
+        13,
+        "day_counts",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0013_day_counts.sqlite.sql"),
+            postgres: include_str!("../migrations/0013_day_counts.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {
