@@ -470,6 +470,44 @@ async fn the_counted_figures_equal_the_raw_rows() {
         .await;
     check(&server, &cid).await;
 
+    // costs/by-issue is paged, biggest spend first; bad paging is a 400.
+    cost(&server, &cid, json!({ "costCents": 2, "issueId": tasks[0] })).await;
+    let all = server
+        .ok_get(&format!("/api/companies/{cid}/costs/by-issue"))
+        .await;
+    let all = all.as_array().unwrap().clone();
+    assert!(all.len() >= 2, "{all:?}");
+    for (i, row) in all.iter().enumerate() {
+        let page = server
+            .ok_get(&format!(
+                "/api/companies/{cid}/costs/by-issue?limit=1&offset={i}"
+            ))
+            .await;
+        assert_eq!(page, json!([row]), "page {i}");
+    }
+    let cents: Vec<i64> = all
+        .iter()
+        .map(|r| r["costCents"].as_i64().unwrap())
+        .collect();
+    assert!(cents.windows(2).all(|w| w[0] >= w[1]), "{cents:?}");
+    for bad in ["limit=0", "limit=1001", "offset=-1", "offset=x"] {
+        let (status, body) = server
+            .get(&format!("/api/companies/{cid}/costs/by-issue?{bad}"))
+            .await;
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+    // The costs page names the biggest task by identifier, with its spend.
+    let prefix = server.ok_get(&format!("/api/companies/{cid}")).await["issuePrefix"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let costs = server.page(&format!("/{prefix}/costs")).await;
+    let top = all[0]["label"].as_str().unwrap();
+    assert!(
+        costs.contains(&format!("href=\"/{prefix}/tasks/{top}\"")),
+        "{top} on the costs page"
+    );
+
     // Another company's activity is not counted here.
     let other = id(&server.company("Other Co").await);
     server.issue(&other, json!({ "title": "Elsewhere" })).await;
