@@ -245,6 +245,31 @@ pub struct Summary {
 
 pub async fn summary(store: &Store, company_id: &str, window: &Window) -> Result<Summary> {
     let company = crate::companies::get(store, company_id).await?;
+    let (spend, events, unpriced) = match window.month_key() {
+        // A calendar month: its kept totals (migration 13).
+        Some(month) => {
+            let sum = crate::cost_totals::month_sum(store, company_id, month).await?;
+            (sum.cents, sum.events, sum.unpriced_events)
+        }
+        None => summed(store, company_id, window).await?,
+    };
+    Ok(Summary {
+        company_id: company_id.to_string(),
+        spend_cents: spend,
+        budget_cents: company.budget_monthly_cents,
+        utilization_percent: paperclip_core::budget::utilization_percent(
+            spend,
+            company.budget_monthly_cents,
+        ),
+        event_count: events,
+        unpriced_event_count: unpriced,
+        window_start: window.start.clone(),
+        window_end: window.end.clone(),
+    })
+}
+
+/// Spend, events and unpriced events of any window, summed from the events.
+async fn summed(store: &Store, company_id: &str, window: &Window) -> Result<(i64, i64, i64)> {
     let row = crate::db::query(concat!(
         "SELECT CAST(COALESCE(SUM(",
         capped!("cost_cents"),
@@ -257,21 +282,8 @@ pub async fn summary(store: &Store, company_id: &str, window: &Window) -> Result
     .bind(&window.end)
     .fetch_one(store.pool())
     .await?;
-    let spend = row.int("spend")?;
     let unpriced: Option<i64> = DbRow::try_get(&row, "unpriced")?;
-    Ok(Summary {
-        company_id: company_id.to_string(),
-        spend_cents: spend,
-        budget_cents: company.budget_monthly_cents,
-        utilization_percent: paperclip_core::budget::utilization_percent(
-            spend,
-            company.budget_monthly_cents,
-        ),
-        event_count: row.int("n")?,
-        unpriced_event_count: unpriced.unwrap_or(0),
-        window_start: window.start.clone(),
-        window_end: window.end.clone(),
-    })
+    Ok((row.int("spend")?, row.int("n")?, unpriced.unwrap_or(0)))
 }
 
 /// One row of a breakdown (by agent, project, model or issue).
@@ -298,13 +310,28 @@ pub enum By {
     Issue,
 }
 
-/// Spend grouped one way, biggest first. One grouped query, whatever the size.
+/// Spend grouped one way, biggest first: a calendar month from its kept
+/// totals, any other window by one grouped query over its events.
 pub async fn breakdown(
     store: &Store,
     company_id: &str,
     by: By,
     window: &Window,
 ) -> Result<Vec<Breakdown>> {
+    top(store, company_id, by, window, None).await
+}
+
+/// [`breakdown`], one page of it: `page` is `(limit, offset)`.
+pub async fn top(
+    store: &Store,
+    company_id: &str,
+    by: By,
+    window: &Window,
+    page: Option<(i64, i64)>,
+) -> Result<Vec<Breakdown>> {
+    if let Some(month) = window.month_key() {
+        return crate::cost_totals::breakdown(store, company_id, by, month, page).await;
+    }
     let (key, label, join) = match by {
         By::Agent => (
             "e.agent_id",
@@ -339,7 +366,7 @@ pub async fn breakdown(
          CAST(COALESCE(SUM({output}), 0) AS BIGINT) AS output, COUNT(*) AS n, \
          CAST(SUM(CASE WHEN e.cost_cents IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS unpriced \
          FROM cost_events e {join} WHERE e.company_id = $1 AND e.occurred_at >= $2 AND e.occurred_at < $3{filter} \
-         GROUP BY {key}{group_label} ORDER BY cost DESC, n DESC",
+         GROUP BY {key}{group_label} ORDER BY cost DESC, n DESC, k LIMIT $4 OFFSET $5",
         cost = capped!("e.cost_cents"),
         input = capped!("e.input_tokens"),
         cached = capped!("e.cached_input_tokens"),
@@ -349,6 +376,8 @@ pub async fn breakdown(
         .bind(company_id)
         .bind(&window.start)
         .bind(&window.end)
+        .bind(page.map_or(i64::MAX, |p| p.0))
+        .bind(page.map_or(0, |p| p.1))
         .fetch_all(store.pool())
         .await?;
     rows.iter()

@@ -1,10 +1,12 @@
-//! The company dashboard: counts straight from the tables, in a handful of
-//! grouped queries, so it always agrees with what the tables say.
+//! The company dashboard. Counts that would group a million rows (tasks by
+//! status, runs and tasks per day, the month's spend) read counters that
+//! triggers keep in the same transaction as every write (migrations 9 and
+//! 13), so they always agree with the tables; the rest are small queries.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
-use paperclip_core::budget::{stamp, utilization_percent};
+use paperclip_core::budget::utilization_percent;
 use paperclip_core::model::{ActivityEntry, BudgetIncident, HeartbeatRun};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -23,6 +25,7 @@ pub struct Dashboard {
     pub pending_approvals: i64,
     pub budgets: BudgetState,
     pub run_activity: RunActivity,
+    pub task_activity: TaskActivity,
     pub recent_activity: Vec<ActivityEntry>,
     /// Wakes skipped and why, idle against task spend, spend per finished
     /// task and tokens per run.
@@ -53,9 +56,28 @@ pub struct BudgetState {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunActivity {
-    /// Runs of the last 14 days by status.
+    /// Runs created in the 14 UTC days of `days` (today and the 13 before),
+    /// by current status.
     pub last_14_days: BTreeMap<String, i64>,
+    /// The run chart: runs created per UTC day, by current status, oldest
+    /// first, 14 days (ours; upstream leaves the dashboard's shape open).
+    pub days: Vec<Day>,
     pub recent_runs: Vec<HeartbeatRun>,
+}
+
+/// Tasks created per UTC day, by current status: the task chart (ours).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskActivity {
+    pub days: Vec<Day>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Day {
+    /// `YYYY-MM-DD`, UTC.
+    pub day: String,
+    pub by_status: BTreeMap<String, i64>,
 }
 
 pub async fn get(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<Dashboard> {
@@ -64,7 +86,6 @@ pub async fn get(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<
         store,
         "SELECT status AS k, COUNT(*) AS n FROM agents WHERE company_id = $1 GROUP BY status",
         company_id,
-        None,
     )
     .await?;
     let tasks = grouped(
@@ -72,17 +93,14 @@ pub async fn get(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<
         // Kept by triggers (migration 9): seven rows, not a million.
         "SELECT status AS k, n FROM issue_status_counts WHERE company_id = $1 AND n > 0",
         company_id,
-        None,
     )
     .await?;
-    let since = stamp(now - Duration::days(14));
-    let runs = grouped(
-        store,
-        "SELECT status AS k, COUNT(*) AS n FROM heartbeat_runs WHERE company_id = $1 AND created_at >= $2 GROUP BY status",
-        company_id,
-        Some(&since),
-    )
-    .await?;
+    let run_days = per_day(store, company_id, "run", now).await?;
+    let task_days = per_day(store, company_id, "task", now).await?;
+    let mut runs = BTreeMap::new();
+    for (status, n) in run_days.iter().flat_map(|d| &d.by_status) {
+        *runs.entry(status.clone()).or_insert(0) += n;
+    }
     let summary = costs::summary(store, company_id, &Window::month_of(now)).await?;
     let (pending,): (i64,) = crate::db::query_as(
         "SELECT COUNT(*) FROM approvals WHERE company_id = $1 AND status = 'pending'",
@@ -126,24 +144,88 @@ pub async fn get(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<
         pending_approvals: pending,
         budgets: BudgetState { open_incidents },
         run_activity: RunActivity {
-            last_14_days: runs.by_status,
+            last_14_days: runs,
+            days: run_days,
             recent_runs,
         },
+        task_activity: TaskActivity { days: task_days },
         recent_activity,
     })
 }
 
-async fn grouped(
+/// The 14 UTC days of the charts, oldest first: today and the 13 before.
+pub fn chart_days(now: DateTime<Utc>) -> Vec<String> {
+    (0..14)
+        .map(|i| {
+            (now - Duration::days(13 - i))
+                .format("%Y-%m-%d")
+                .to_string()
+        })
+        .collect()
+}
+
+/// `subject` (`run` or `task`) created per chart day, by current status:
+/// at most 14 days times the statuses of kept rows.
+async fn per_day(
     store: &Store,
-    sql: &str,
     company_id: &str,
-    since: Option<&str>,
-) -> Result<Counts> {
-    let mut query = crate::db::query(sql).bind(company_id);
-    if let Some(since) = since {
-        query = query.bind(since);
+    subject: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<Day>> {
+    let days = chart_days(now);
+    let rows = crate::db::query(
+        "SELECT day, status, n FROM company_day_counts WHERE company_id = $1 AND subject = $2 \
+         AND day >= $3 AND day <= $4 AND n <> 0",
+    )
+    .bind(company_id)
+    .bind(subject)
+    .bind(&days[0])
+    .bind(&days[13])
+    .fetch_all(store.pool())
+    .await?;
+    let mut out: Vec<Day> = days
+        .into_iter()
+        .map(|day| Day {
+            day,
+            by_status: BTreeMap::new(),
+        })
+        .collect();
+    for row in rows {
+        let day = row.text("day")?;
+        if let Some(d) = out.iter_mut().find(|d| d.day == day) {
+            d.by_status.insert(row.text("status")?, row.int("n")?);
+        }
     }
-    let rows = query.fetch_all(store.pool()).await?;
+    Ok(out)
+}
+
+/// The kept count of `subject` (`run`, `task` or `done`) over the UTC days
+/// `[first, next)`.
+pub(crate) async fn counted(
+    store: &Store,
+    company_id: &str,
+    subject: &str,
+    first: &str,
+    next: &str,
+) -> Result<i64> {
+    let (n,): (i64,) = crate::db::query_as(
+        "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM company_day_counts \
+         WHERE company_id = $1 AND subject = $2 AND day >= $3 AND day < $4",
+    )
+    .bind(company_id)
+    .bind(subject)
+    .bind(first)
+    .bind(next)
+    .fetch_one(store.pool())
+    .await?;
+    Ok(n)
+}
+
+async fn grouped(store: &Store, sql: &str, company_id: &str) -> Result<Counts> {
+    let rows = crate::db::query(sql)
+        .bind(company_id)
+        .fetch_all(store.pool())
+        .await?;
     let mut by_status = BTreeMap::new();
     for row in rows {
         by_status.insert(row.text("k")?, row.int("n")?);

@@ -34,6 +34,7 @@ pub mod budgets;
 pub mod callbacks;
 pub mod comments;
 pub mod companies;
+mod cost_totals;
 pub mod costs;
 pub mod dashboard;
 pub mod db;

@@ -81,6 +81,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
         "list_orders",
         Sql::Both(include_str!("../migrations/0012_list_orders.sql")),
     ),
+    (
+        13,
+        "day_counts",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0013_day_counts.sqlite.sql"),
+            postgres: include_str!("../migrations/0013_day_counts.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -1,6 +1,7 @@
 //! What the company (or one agent) spends for what: wakes skipped and why,
 //! spend on tasks against spend with no task, spend per finished task and
-//! tokens per run. Each figure is one indexed, grouped query; each value is
+//! tokens per run. The company's figures read the counters kept by
+//! migration 13; one agent's are indexed, grouped queries. Each value is
 //! capped as every spend sum is (rows from before the input bounds may hold
 //! i64::MAX), so a sum cannot overflow.
 
@@ -52,6 +53,19 @@ pub async fn get(
         .into_iter()
         .collect();
     let month = Window::month_of(now);
+    if agent_id.is_none() {
+        // The company's figures: its kept counters (migration 13).
+        let key = month.month_key().unwrap_or_default();
+        let split = crate::cost_totals::task_split(store, company_id, key).await?;
+        out.task_spend_cents = split.task_cents;
+        out.idle_spend_cents = split.idle_cents;
+        out.tokens = split.tokens;
+        out.unpriced_tokens = split.unpriced_tokens;
+        let (first, next) = (&month.start[..10], &month.end[..10]);
+        out.runs = crate::dashboard::counted(store, company_id, "run", first, next).await?;
+        out.tasks_done = crate::dashboard::counted(store, company_id, "done", first, next).await?;
+        return Ok(ratios(out));
+    }
     let rows = crate::db::query(concat!(
         "SELECT CASE WHEN issue_id IS NULL THEN 0 ELSE 1 END AS on_task, \
          CAST(COALESCE(SUM(",
@@ -110,10 +124,15 @@ pub async fn get(
     .await?;
     out.runs = runs;
     out.tasks_done = done;
+    Ok(ratios(out))
+}
+
+fn ratios(mut out: Thrift) -> Thrift {
+    let (runs, done) = (out.runs, out.tasks_done);
     let spend = out.task_spend_cents + out.idle_spend_cents;
     out.spend_per_done_task_cents = (done > 0).then(|| spend / done);
     out.tokens_per_run = (runs > 0).then(|| out.tokens / runs);
-    Ok(out)
+    out
 }
 
 /// `sql`'s count, given the company, the agent (or none) and the month.

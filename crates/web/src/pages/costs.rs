@@ -1,5 +1,7 @@
-//! Costs: month to date by agent, project and model, with budget bars that
-//! show the 80 % warning and the hard stop, and budget editing.
+//! Costs: month to date by agent, project, model and task, with budget bars
+//! that show the 80 % warning and the hard stop, and budget editing. Every
+//! list is its top rows (biggest spend first) read from the month's kept
+//! totals, so the page costs the same at a million tasks.
 
 use axum::extract::{Path, State};
 use chrono::Utc;
@@ -27,11 +29,28 @@ pub fn bar(spent: i64, budget: i64) -> Markup {
     }
 }
 
+/// Rows shown per list.
+const TOP: usize = 25;
+
+/// The API route with a list's every row.
+fn api_of(column: &str) -> &'static str {
+    match column {
+        "Agent" => "/costs/by-agent",
+        "Project" => "/costs/by-project",
+        "Model" => "/costs/by-model",
+        _ => "/costs/by-issue?offset=25",
+    }
+}
+
 pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let store = &web.store;
     let cid = &ctx.company.id;
     let window = Window::month_of(Utc::now());
+    let top = |rows: Vec<costs::Breakdown>| {
+        let more = rows.len().saturating_sub(TOP);
+        (rows.into_iter().take(TOP).collect::<Vec<_>>(), more)
+    };
     let summary = costs::summary(store, cid, &window)
         .await
         .map_err(store_failure)?;
@@ -44,16 +63,34 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let by_model = costs::breakdown(store, cid, By::Model, &window)
         .await
         .map_err(store_failure)?;
+    // One more than shown tells whether there are more.
+    let by_issue = costs::top(store, cid, By::Issue, &window, Some((TOP as i64 + 1, 0)))
+        .await
+        .map_err(store_failure)?;
+    let (by_agent, by_project, by_model) = (top(by_agent), top(by_project), top(by_model));
+    let by_issue = (
+        by_issue.iter().take(TOP).cloned().collect::<Vec<_>>(),
+        usize::from(by_issue.len() > TOP),
+    );
     let spend = paperclip_store::thrift::get(store, cid, None, Utc::now())
         .await
         .map_err(store_failure)?;
-    let agents = agents::list(store, cid).await.map_err(store_failure)?;
+    let mut agents = agents::list(store, cid).await.map_err(store_failure)?;
+    // Those with a budget or spend first, biggest spend first.
+    agents.sort_by_key(|a| {
+        (
+            std::cmp::Reverse(a.spent_monthly_cents),
+            std::cmp::Reverse(a.budget_monthly_cents),
+        )
+    });
+    let more_agents = agents.len().saturating_sub(TOP);
+    agents.truncate(TOP);
     let incidents = budgets::incidents(store, cid, Some("open"))
         .await
         .map_err(store_failure)?;
     // A model row's key is the model and its label the provider; other rows
     // are named by their label (agent or project name).
-    let table = |title: &str, column: &str, rows: &[costs::Breakdown]| {
+    let table = |title: &str, column: &str, (rows, more): &(Vec<costs::Breakdown>, usize)| {
         html! {
             section {
                 h2 { (title) }
@@ -63,6 +100,8 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                         @for r in rows { tr {
                             td { @if column == "Model" {
                                 (r.key.as_deref().unwrap_or("(unknown model)")) @if let Some(p) = &r.label { span.muted { " · " (p) } }
+                            } @else if column == "Task" {
+                                @match &r.label { Some(i) => a href={"/" (ctx.company.issue_prefix) "/tasks/" (i)} { (i) }, None => span.muted { "(deleted task)" } }
                             } @else { (r.label.as_deref().or(r.key.as_deref()).unwrap_or("(none)")) } }
                             td.num { (money(r.cost_cents)) @if r.unpriced_event_count > 0 { span.muted title="events without a price" { " +" (r.unpriced_event_count) " unpriced" } } }
                             td.num { (r.input_tokens) " / " (r.output_tokens) }
@@ -71,6 +110,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                         @if rows.is_empty() { tr { td colspan="4" .empty { "No spend this month." } } }
                     }
                 }
+                @if *more > 0 { p.muted data-more=(title) { "Top " (TOP) " shown, biggest spend first; more in " code { "GET /api/companies/" (cid) (api_of(column)) } "." } }
             }
         }
     };
@@ -101,10 +141,12 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                         button.small type="submit" { "Set" } } }
                 } } }
             }
+            @if more_agents > 0 { p.muted { (more_agents) " more agents, none spending more than those shown: set their budgets on each agent's page." } }
         }
         (table("By agent", "Agent", &by_agent))
         (table("By project", "Project", &by_project))
         (table("By model", "Model", &by_model))
+        (table("By task", "Task", &by_issue))
     };
     html(layout::page(&ctx, "costs", "Costs", body))
 }

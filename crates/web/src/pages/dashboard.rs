@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use axum::extract::{Path, State};
-use chrono::{Duration, Utc};
+use chrono::Utc;
 use maud::html;
 use paperclip_store::{agents, dashboard, issues, ui};
 
@@ -17,18 +17,11 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let store = &web.store;
     let cid = &ctx.company.id;
     let now = Utc::now();
-    let since = (now - Duration::days(13)).format("%Y-%m-%d").to_string();
     let d = dashboard::get(store, cid, now)
         .await
         .map_err(store_failure)?;
     let agents = agents::list(store, cid).await.map_err(store_failure)?;
     let working = ui::working_on(store, cid).await.map_err(store_failure)?;
-    let runs = ui::runs_by_day(store, cid, &since)
-        .await
-        .map_err(store_failure)?;
-    let tasks = ui::tasks_by_day(store, cid, &since)
-        .await
-        .map_err(store_failure)?;
     let recent = issues::list(
         store,
         cid,
@@ -46,25 +39,13 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let feed_names = activity::names(store, cid, &agents, &feed_entries).await?;
     let p = &ctx.company.issue_prefix;
 
-    let days: Vec<String> = (0..14)
-        .map(|i| {
-            (now - Duration::days(13 - i))
-                .format("%Y-%m-%d")
-                .to_string()
-        })
-        .collect();
-    let per_day = |rows: &[(String, String, i64)]| -> Vec<BTreeMap<String, i64>> {
-        days.iter()
-            .map(|day| {
-                rows.iter()
-                    .filter(|(d, _, _)| d == day)
-                    .map(|(_, s, n)| (s.clone(), *n))
-                    .collect()
-            })
-            .collect()
+    // The charts' 14 UTC days, from the dashboard's kept day counts.
+    let days: Vec<String> = d.run_activity.days.iter().map(|x| x.day.clone()).collect();
+    let by_status = |days: &[dashboard::Day]| -> Vec<BTreeMap<String, i64>> {
+        days.iter().map(|x| x.by_status.clone()).collect()
     };
-    let run_days = per_day(&runs);
-    let task_days = per_day(&tasks);
+    let run_days = by_status(&d.run_activity.days);
+    let task_days = by_status(&d.task_activity.days);
     let success: Vec<Option<f64>> = run_days
         .iter()
         .map(|d| {
