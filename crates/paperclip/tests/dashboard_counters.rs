@@ -471,7 +471,12 @@ async fn the_counted_figures_equal_the_raw_rows() {
     check(&server, &cid).await;
 
     // costs/by-issue is paged, biggest spend first; bad paging is a 400.
-    cost(&server, &cid, json!({ "costCents": 2, "issueId": tasks[0] })).await;
+    cost(
+        &server,
+        &cid,
+        json!({ "costCents": 2, "issueId": tasks[0] }),
+    )
+    .await;
     let all = server
         .ok_get(&format!("/api/companies/{cid}/costs/by-issue"))
         .await;

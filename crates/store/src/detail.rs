@@ -56,8 +56,11 @@ pub async fn identifiers(
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
+    // The company is compared as an expression so the ids drive the lookup
+    // by primary key: with `company_id = $1` SQLite walked the company's
+    // index instead (1.5 s per page at a million tasks).
     let sql = format!(
-        "SELECT id, identifier FROM issues WHERE company_id = $1 AND id IN {}",
+        "SELECT id, identifier FROM issues WHERE id IN {} AND company_id || '' = $1",
         crate::issue_list::json_values(store.backend(), "$2", "TEXT")
     );
     let rows = crate::db::query(&sql)

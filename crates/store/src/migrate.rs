@@ -89,6 +89,11 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0013_day_counts.postgres.sql"),
         },
     ),
+    (
+        14,
+        "goal_index",
+        Sql::Both(include_str!("../migrations/0014_goal_index.sql")),
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {
