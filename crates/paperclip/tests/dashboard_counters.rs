@@ -522,9 +522,6 @@ async fn the_counted_figures_equal_the_raw_rows() {
 
 /// Removes what migration 13 made: the schema before it.
 const BEFORE_13_SQLITE: &[&str] = &[
-    "DROP TRIGGER run_day_counts_insert",
-    "DROP TRIGGER run_day_counts_delete",
-    "DROP TRIGGER run_day_counts_update",
     "DROP TRIGGER issue_day_counts_insert",
     "DROP TRIGGER issue_day_counts_delete",
     "DROP TRIGGER issue_day_counts_update",
@@ -533,13 +530,10 @@ const BEFORE_13_SQLITE: &[&str] = &[
     "DROP TRIGGER cost_month_totals_update",
 ];
 const BEFORE_13_POSTGRES: &[&str] = &[
-    "DROP TRIGGER run_day_counts_insert_delete ON heartbeat_runs",
-    "DROP TRIGGER run_day_counts_update ON heartbeat_runs",
     "DROP TRIGGER issue_day_counts_insert_delete ON issues",
     "DROP TRIGGER issue_day_counts_update ON issues",
     "DROP TRIGGER cost_month_totals_insert_delete ON cost_events",
     "DROP TRIGGER cost_month_totals_update ON cost_events",
-    "DROP FUNCTION run_day_counts_follow()",
     "DROP FUNCTION issue_day_counts_follow()",
     "DROP FUNCTION cost_month_totals_follow()",
 ];

@@ -5,7 +5,6 @@
 -- timestamps. Filled from the rows that exist when this migration runs.
 --
 -- company_day_counts: per company, subject and UTC day, by current status:
---   run  - runs by the day they were created (the 14-day run charts),
 --   task - tasks by the day they were created (the 14-day task chart),
 --   done - tasks that are done, by the day they were completed (status 'done').
 CREATE TABLE company_day_counts (
@@ -17,44 +16,12 @@ CREATE TABLE company_day_counts (
     PRIMARY KEY (company_id, subject, day, status)
 );
 INSERT INTO company_day_counts (company_id, subject, day, status, n)
-    SELECT company_id, 'run', SUBSTR(created_at, 1, 10), status, COUNT(*) FROM heartbeat_runs
-    GROUP BY company_id, SUBSTR(created_at, 1, 10), status;
-INSERT INTO company_day_counts (company_id, subject, day, status, n)
     SELECT company_id, 'task', SUBSTR(created_at, 1, 10), status, COUNT(*) FROM issues
     GROUP BY company_id, SUBSTR(created_at, 1, 10), status;
 INSERT INTO company_day_counts (company_id, subject, day, status, n)
     SELECT company_id, 'done', SUBSTR(completed_at, 1, 10), 'done', COUNT(*) FROM issues
     WHERE status = 'done' AND completed_at IS NOT NULL
     GROUP BY company_id, SUBSTR(completed_at, 1, 10);
-
-CREATE FUNCTION run_day_counts_follow() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP = 'UPDATE' THEN
-        -- Both counters locked in one order, so two runs moving in opposite
-        -- directions at once wait for each other, never deadlock (as 0009).
-        PERFORM 1 FROM company_day_counts WHERE subject = 'run' AND (
-            (company_id = OLD.company_id AND day = SUBSTR(OLD.created_at, 1, 10) AND status = OLD.status)
-            OR (company_id = NEW.company_id AND day = SUBSTR(NEW.created_at, 1, 10) AND status = NEW.status))
-            ORDER BY company_id, subject, day, status FOR UPDATE;
-    END IF;
-    IF TG_OP IN ('UPDATE', 'DELETE') THEN
-        UPDATE company_day_counts SET n = n - 1 WHERE company_id = OLD.company_id AND subject = 'run'
-            AND day = SUBSTR(OLD.created_at, 1, 10) AND status = OLD.status;
-    END IF;
-    IF TG_OP IN ('UPDATE', 'INSERT') THEN
-        INSERT INTO company_day_counts (company_id, subject, day, status, n)
-            VALUES (NEW.company_id, 'run', SUBSTR(NEW.created_at, 1, 10), NEW.status, 1)
-            ON CONFLICT (company_id, subject, day, status) DO UPDATE SET n = company_day_counts.n + 1;
-    END IF;
-    RETURN NULL;
-END
-$$;
-CREATE TRIGGER run_day_counts_insert_delete AFTER INSERT OR DELETE ON heartbeat_runs
-    FOR EACH ROW EXECUTE FUNCTION run_day_counts_follow();
-CREATE TRIGGER run_day_counts_update AFTER UPDATE OF status, company_id, created_at ON heartbeat_runs
-    FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.company_id IS DISTINCT FROM NEW.company_id
-        OR OLD.created_at IS DISTINCT FROM NEW.created_at)
-    EXECUTE FUNCTION run_day_counts_follow();
 
 CREATE FUNCTION issue_day_counts_follow() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

@@ -5,7 +5,6 @@
 -- timestamps. Filled from the rows that exist when this migration runs.
 --
 -- company_day_counts: per company, subject and UTC day, by current status:
---   run  - runs by the day they were created (the 14-day run charts),
 --   task - tasks by the day they were created (the 14-day task chart),
 --   done - tasks that are done, by the day they were completed (status 'done').
 CREATE TABLE company_day_counts (
@@ -17,34 +16,12 @@ CREATE TABLE company_day_counts (
     PRIMARY KEY (company_id, subject, day, status)
 );
 INSERT INTO company_day_counts (company_id, subject, day, status, n)
-    SELECT company_id, 'run', SUBSTR(created_at, 1, 10), status, COUNT(*) FROM heartbeat_runs
-    GROUP BY company_id, SUBSTR(created_at, 1, 10), status;
-INSERT INTO company_day_counts (company_id, subject, day, status, n)
     SELECT company_id, 'task', SUBSTR(created_at, 1, 10), status, COUNT(*) FROM issues
     GROUP BY company_id, SUBSTR(created_at, 1, 10), status;
 INSERT INTO company_day_counts (company_id, subject, day, status, n)
     SELECT company_id, 'done', SUBSTR(completed_at, 1, 10), 'done', COUNT(*) FROM issues
     WHERE status = 'done' AND completed_at IS NOT NULL
     GROUP BY company_id, SUBSTR(completed_at, 1, 10);
-
-CREATE TRIGGER run_day_counts_insert AFTER INSERT ON heartbeat_runs BEGIN
-    INSERT INTO company_day_counts (company_id, subject, day, status, n)
-        VALUES (NEW.company_id, 'run', SUBSTR(NEW.created_at, 1, 10), NEW.status, 1)
-        ON CONFLICT (company_id, subject, day, status) DO UPDATE SET n = n + 1;
-END;
-CREATE TRIGGER run_day_counts_delete AFTER DELETE ON heartbeat_runs BEGIN
-    UPDATE company_day_counts SET n = n - 1 WHERE company_id = OLD.company_id AND subject = 'run'
-        AND day = SUBSTR(OLD.created_at, 1, 10) AND status = OLD.status;
-END;
-CREATE TRIGGER run_day_counts_update AFTER UPDATE OF status, company_id, created_at ON heartbeat_runs
-    WHEN OLD.status IS NOT NEW.status OR OLD.company_id IS NOT NEW.company_id
-      OR OLD.created_at IS NOT NEW.created_at BEGIN
-    UPDATE company_day_counts SET n = n - 1 WHERE company_id = OLD.company_id AND subject = 'run'
-        AND day = SUBSTR(OLD.created_at, 1, 10) AND status = OLD.status;
-    INSERT INTO company_day_counts (company_id, subject, day, status, n)
-        VALUES (NEW.company_id, 'run', SUBSTR(NEW.created_at, 1, 10), NEW.status, 1)
-        ON CONFLICT (company_id, subject, day, status) DO UPDATE SET n = n + 1;
-END;
 
 CREATE TRIGGER issue_day_counts_insert AFTER INSERT ON issues BEGIN
     INSERT INTO company_day_counts (company_id, subject, day, status, n)

@@ -95,7 +95,7 @@ pub async fn get(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<
         company_id,
     )
     .await?;
-    let run_days = per_day(store, company_id, "run", now).await?;
+    let run_days = runs_per_day(store, company_id, now).await?;
     let task_days = per_day(store, company_id, "task", now).await?;
     let mut runs = BTreeMap::new();
     for (status, n) in run_days.iter().flat_map(|d| &d.by_status) {
@@ -199,7 +199,56 @@ async fn per_day(
     Ok(out)
 }
 
-/// The kept count of `subject` (`run`, `task` or `done`) over the UTC days
+/// Runs created per chart day, by current status, grouped from the runs
+/// table over the window (on its (company, created_at) index). Runs are not
+/// counted by triggers: a run's status changes within transactions that
+/// also insert or finish other runs, and counters locked in those orders
+/// deadlocked on Postgres (a wake racing a cancel).
+async fn runs_per_day(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<Vec<Day>> {
+    let days = chart_days(now);
+    let rows = crate::db::query(
+        "SELECT SUBSTR(created_at, 1, 10) AS day, status, COUNT(*) AS n FROM heartbeat_runs \
+         WHERE company_id = $1 AND created_at >= $2 GROUP BY SUBSTR(created_at, 1, 10), status",
+    )
+    .bind(company_id)
+    .bind(&days[0])
+    .fetch_all(store.pool())
+    .await?;
+    let mut out: Vec<Day> = days
+        .into_iter()
+        .map(|day| Day {
+            day,
+            by_status: BTreeMap::new(),
+        })
+        .collect();
+    for row in rows {
+        let day = row.text("day")?;
+        if let Some(d) = out.iter_mut().find(|d| d.day == day) {
+            d.by_status.insert(row.text("status")?, row.int("n")?);
+        }
+    }
+    Ok(out)
+}
+
+/// Runs created over the UTC days `[first, next)`.
+pub(crate) async fn runs_between(
+    store: &Store,
+    company_id: &str,
+    first: &str,
+    next: &str,
+) -> Result<i64> {
+    let (n,): (i64,) = crate::db::query_as(
+        "SELECT COUNT(*) FROM heartbeat_runs WHERE company_id = $1 AND created_at >= $2 AND created_at < $3",
+    )
+    .bind(company_id)
+    .bind(first)
+    .bind(next)
+    .fetch_one(store.pool())
+    .await?;
+    Ok(n)
+}
+
+/// The kept count of `subject` (`task` or `done`) over the UTC days
 /// `[first, next)`.
 pub(crate) async fn counted(
     store: &Store,
