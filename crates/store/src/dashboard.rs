@@ -183,6 +183,11 @@ async fn per_day(
     .bind(&days[13])
     .fetch_all(store.pool())
     .await?;
+    by_day(days, &rows)
+}
+
+/// The chart's days, each with the `(day, status, n)` rows that fall on it.
+fn by_day(days: Vec<String>, rows: &[crate::db::DbRow]) -> Result<Vec<Day>> {
     let mut out: Vec<Day> = days
         .into_iter()
         .map(|day| Day {
@@ -214,20 +219,7 @@ async fn runs_per_day(store: &Store, company_id: &str, now: DateTime<Utc>) -> Re
     .bind(&days[0])
     .fetch_all(store.pool())
     .await?;
-    let mut out: Vec<Day> = days
-        .into_iter()
-        .map(|day| Day {
-            day,
-            by_status: BTreeMap::new(),
-        })
-        .collect();
-    for row in rows {
-        let day = row.text("day")?;
-        if let Some(d) = out.iter_mut().find(|d| d.day == day) {
-            d.by_status.insert(row.text("status")?, row.int("n")?);
-        }
-    }
-    Ok(out)
+    by_day(days, &rows)
 }
 
 /// Runs created over the UTC days `[first, next)`.
