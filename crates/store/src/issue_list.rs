@@ -10,7 +10,7 @@ use paperclip_core::limits::ISSUE_PAGE_TEXT_BUDGET;
 use paperclip_core::model::Issue;
 
 use crate::issue_page::{bind_all, page_rows};
-use crate::issues::{attach_relations, map, COLUMNS};
+use crate::issues::{attach_flagged, flagged, COLUMNS, HAS_RELATIONS};
 use crate::row::RowExt;
 use crate::{Result, Store};
 
@@ -409,23 +409,46 @@ pub async fn list_sorted(
         key: key.map(|_| r.2.clone()),
         number: r.0,
     };
-    // The page's rows by their numbers (unique in the company): a sparse
-    // filter (one assignee among a million tasks) spans the company's whole
-    // history, and re-reading its number range would walk all of it again.
-    let numbers = json_array(chosen.iter().map(|r| r.0));
-    let sql = format!(
-        "SELECT {COLUMNS} FROM issues WHERE company_id = $1 AND issue_number IN {}",
-        json_values(store.backend(), "$2", "BIGINT")
-    );
-    let mut issues = crate::db::query(&sql)
-        .bind(company_id)
-        .bind(numbers)
-        .fetch_map(&mut conn, map, map)
-        .await?;
-    let rank: std::collections::HashMap<i64, usize> =
-        chosen.iter().enumerate().map(|(i, r)| (r.0, i)).collect();
-    issues.sort_by_key(|i| rank.get(&i.issue_number).copied().unwrap_or(usize::MAX));
-    attach_relations(&mut conn, &mut issues).await?;
+    // Each row says whether it has labels or blockers, so only those few
+    // are looked up (for a page of 1,000 the lookup of all of them was a
+    // third of the list's time).
+    let page = if sort.key().is_none() && !filtered(filter) {
+        // Unfiltered in number order: the page is exactly a number range
+        // of the company, one walk of its index.
+        let (low, high) = chosen
+            .iter()
+            .fold((i64::MAX, i64::MIN), |(lo, hi), r| (lo.min(r.0), hi.max(r.0)));
+        let shown = if sort.descending() { "DESC" } else { "ASC" };
+        let sql = format!(
+            "SELECT {COLUMNS}, {HAS_RELATIONS} FROM issues WHERE company_id = $1 \
+             AND issue_number BETWEEN $2 AND $3 ORDER BY issue_number {shown}"
+        );
+        crate::db::query(&sql)
+            .bind(company_id)
+            .bind(low)
+            .bind(high)
+            .fetch_map(&mut conn, flagged, flagged)
+            .await?
+    } else {
+        // By their numbers (unique in the company): a sparse filter (one
+        // assignee among a million tasks) spans the company's whole history,
+        // and re-reading its number range would walk all of it again.
+        let numbers = json_array(chosen.iter().map(|r| r.0));
+        let sql = format!(
+            "SELECT {COLUMNS}, {HAS_RELATIONS} FROM issues WHERE company_id = $1 AND issue_number IN {}",
+            json_values(store.backend(), "$2", "BIGINT")
+        );
+        let mut rows = crate::db::query(&sql)
+            .bind(company_id)
+            .bind(numbers)
+            .fetch_map(&mut conn, flagged, flagged)
+            .await?;
+        let rank: std::collections::HashMap<i64, usize> =
+            chosen.iter().enumerate().map(|(i, r)| (r.0, i)).collect();
+        rows.sort_by_key(|(i, _)| rank.get(&i.issue_number).copied().unwrap_or(usize::MAX));
+        rows
+    };
+    let issues = attach_flagged(&mut conn, page).await?;
     Ok(SortedPage {
         issues,
         first: chosen.first().map(|r| place(r)),

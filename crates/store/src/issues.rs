@@ -214,7 +214,7 @@ static LOAD_BY_ID: LazyLock<String> =
 static LOAD_BY_IDENTIFIER: LazyLock<String> = LazyLock::new(|| {
     format!("SELECT {COLUMNS}, {HAS_RELATIONS} FROM issues WHERE identifier = $1")
 });
-const HAS_RELATIONS: &str =
+pub(crate) const HAS_RELATIONS: &str =
     "CAST(CASE WHEN EXISTS (SELECT 1 FROM issue_labels r WHERE r.issue_id = issues.id) \
      OR EXISTS (SELECT 1 FROM issue_blockers r WHERE r.issue_id = issues.id) \
      OR EXISTS (SELECT 1 FROM issue_blockers r WHERE r.blocked_by_issue_id = issues.id) \
@@ -830,12 +830,25 @@ const RELATIONS: &str = "SELECT 0 AS kind, il.issue_id AS owner_id, l.id, l.comp
 /// Fills labels, blockers and blocked issues for a page of issues with one
 /// query, whatever the page size: the page's ids go in as one JSON array.
 pub(crate) async fn attach_relations(conn: &mut Conn, issues: &mut [Issue]) -> Result<()> {
-    if issues.is_empty() {
+    attach_relations_where(conn, issues, |_| true).await
+}
+
+/// [`attach_relations`] for the issues at the places `wanted` picks.
+async fn attach_relations_where(
+    conn: &mut Conn,
+    issues: &mut [Issue],
+    wanted: impl Fn(usize) -> bool,
+) -> Result<()> {
+    let ids: Vec<&str> = (0..issues.len())
+        .filter(|&at| wanted(at))
+        .map(|at| issues[at].id.as_str())
+        .collect();
+    if ids.is_empty() {
         return Ok(());
     }
     let owner = format!("o.id IN {}", json_values(conn.backend(), "$1", "TEXT"));
     let rows = crate::db::query(&RELATIONS.replace("{owner}", &owner))
-        .bind(json_array(issues.iter().map(|i| &i.id)))
+        .bind(json_array(ids.into_iter()))
         .fetch_map(&mut *conn, relation, relation)
         .await?;
     if rows.is_empty() {
@@ -982,6 +995,18 @@ pub(crate) const COLUMNS: &str =
      origin_kind, request_depth, billing_code, started_at, completed_at, cancelled_at, \
      created_at, updated_at";
 const COLUMN_COUNT: usize = 26;
+
+/// An issue from a row of [`COLUMNS`] and [`HAS_RELATIONS`], with that flag.
+pub(crate) fn flagged<R: RowExt>(row: &R) -> Result<(Issue, bool)> {
+    Ok((map(row)?, row.flag(COLUMN_COUNT)?))
+}
+
+/// The issues of [`flagged`] rows, with the relations of those flagged.
+pub(crate) async fn attach_flagged(conn: &mut Conn, rows: Vec<(Issue, bool)>) -> Result<Vec<Issue>> {
+    let (mut issues, flags): (Vec<Issue>, Vec<bool>) = rows.into_iter().unzip();
+    attach_relations_where(conn, &mut issues, |at| flags[at]).await?;
+    Ok(issues)
+}
 
 /// An issue from a row whose first columns are [`COLUMNS`].
 pub(crate) fn map<R: RowExt>(row: &R) -> Result<Issue> {
