@@ -548,7 +548,7 @@ async fn the_dashboard_equals_what_the_tables_say() {
         spend,
         (1..12).filter(|i| i % 4 != 0).map(|i| i * 3).sum::<i64>()
     );
-    assert_eq!(dash["costs"]["budgetCents"], 10_000);
+    assert_eq!(dash["costs"]["monthBudgetCents"], 10_000);
     let pending = db
         .scalar(
             "SELECT COUNT(*) FROM approvals WHERE company_id = $1 AND status = 'pending'",
