@@ -311,7 +311,6 @@ async fn comments_list_newest_first_by_default() {
             "conversationSessionGeneration",
             "presentation",
             "metadata",
-            "deletedAt",
             "deletedByType",
             "deletedByAgentId",
             "deletedByUserId",

@@ -121,7 +121,13 @@ fn breakdown(rows: &Value) -> Vec<(String, i64, i64, i64)> {
         .iter()
         .map(|r| {
             (
-                r["key"].as_str().unwrap_or("").to_string(),
+                // by-agent and by-project name their key as upstream does.
+                ["agentId", "projectId", "key"]
+                    .iter()
+                    .find_map(|k| r.get(*k))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
                 r["costCents"].as_i64().unwrap(),
                 r["inputTokens"].as_i64().unwrap(),
                 r["eventCount"].as_i64().unwrap(),
