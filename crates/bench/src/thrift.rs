@@ -172,7 +172,7 @@ pub async fn run(binary: &Path, db: Option<&str>, args: &ThriftArgs) -> anyhow::
             &format!("/api/companies/{}/dashboard", side.company),
         )
         .await?;
-        let runs: i64 = dash["runActivity"]["last14Days"]
+        let runs: i64 = dash["runChart"]["last14Days"]
             .as_object()
             .map_or(0, |m| m.values().filter_map(Value::as_i64).sum());
         let skipped = dash["thrift"]["wakesSkipped24h"]["no_work"]

@@ -80,3 +80,27 @@ impl Actor {
         (self.kind == ActorKind::User).then_some(self.id.as_str())
     }
 }
+
+/// Who an activity entry written through `POST /api/companies/{id}/activity`
+/// says acted (upstream's `actorType`; `plugin` is upstream's too).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ActivityActorType {
+    Agent,
+    User,
+    System,
+    Plugin,
+}
+
+impl ActivityActorType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActivityActorType::Agent => "agent",
+            ActivityActorType::User => "user",
+            ActivityActorType::System => "system",
+            ActivityActorType::Plugin => "plugin",
+        }
+    }
+}

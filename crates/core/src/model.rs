@@ -452,8 +452,23 @@ pub struct ConfigRevision {
     #[schema(value_type = Object)]
     pub runtime_config: Value,
     pub redacted_paths: Vec<Vec<String>>,
-    pub changed_by_actor_type: String,
-    pub changed_by_actor_id: String,
+    /// The agent that made the change, if an agent did.
+    pub created_by_agent_id: Option<String>,
+    /// The board user that made the change, if one did.
+    pub created_by_user_id: Option<String>,
+    /// `patch`, or `rollback` for a revision written by a rollback.
+    pub source: String,
+    /// The revision a rollback restored.
+    pub rolled_back_from_revision_id: Option<String>,
+    /// The keys of the snapshot that differ from the revision before.
+    pub changed_keys: Vec<String>,
+    /// The snapshot (`adapterType`, `adapterConfig`, `runtimeConfig`,
+    /// redacted) before this change: `{}` for the first revision.
+    #[schema(value_type = Object)]
+    pub before_config: Value,
+    /// The snapshot after this change.
+    #[schema(value_type = Object)]
+    pub after_config: Value,
     pub change_summary: Option<String>,
     pub created_at: String,
 }

@@ -74,8 +74,8 @@ async fn cost_events_are_attributed_rolled_up_and_unpriced_is_not_free() {
     let by_agent = server
         .ok_get(&format!("/api/companies/{cid}/costs/by-agent"))
         .await;
-    assert_eq!(by_agent[0]["key"], a["id"]);
-    assert_eq!(by_agent[0]["label"], "Alice");
+    assert_eq!(by_agent[0]["agentId"], a["id"]);
+    assert_eq!(by_agent[0]["agentName"], "Alice");
     assert_eq!(by_agent[0]["costCents"], 7);
     assert_eq!(by_agent[1]["costCents"], 3);
     assert_eq!(by_agent[1]["unpricedEventCount"], 1);
@@ -88,7 +88,7 @@ async fn cost_events_are_attributed_rolled_up_and_unpriced_is_not_free() {
         .ok_get(&format!("/api/companies/{cid}/costs/by-project"))
         .await;
     assert_eq!(by_project.as_array().unwrap().len(), 1);
-    assert_eq!(by_project[0]["label"], "App");
+    assert_eq!(by_project[0]["projectName"], "App");
     let by_issue = server
         .ok_get(&format!("/api/companies/{cid}/costs/by-issue"))
         .await;
@@ -274,6 +274,12 @@ async fn crossing_the_budget_warns_at_80_percent_and_stops_the_agent_at_100() {
         .unwrap()
         .iter()
         .any(|i| i["kind"] == "hard"));
+    // Upstream's counts beside them.
+    assert!(dashboard["budgets"]["activeIncidents"].as_i64().unwrap() >= 1);
+    assert!(
+        dashboard["budgets"]["pausedAgents"].as_i64().unwrap() >= 1,
+        "{dashboard}"
+    );
 
     // Raising the budget lifts the stop.
     server
@@ -548,7 +554,7 @@ async fn the_dashboard_equals_what_the_tables_say() {
         spend,
         (1..12).filter(|i| i % 4 != 0).map(|i| i * 3).sum::<i64>()
     );
-    assert_eq!(dash["costs"]["budgetCents"], 10_000);
+    assert_eq!(dash["costs"]["monthBudgetCents"], 10_000);
     let pending = db
         .scalar(
             "SELECT COUNT(*) FROM approvals WHERE company_id = $1 AND status = 'pending'",

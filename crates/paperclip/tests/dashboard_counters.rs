@@ -121,7 +121,13 @@ fn breakdown(rows: &Value) -> Vec<(String, i64, i64, i64)> {
         .iter()
         .map(|r| {
             (
-                r["key"].as_str().unwrap_or("").to_string(),
+                // by-agent and by-project name their key as upstream does.
+                ["agentId", "projectId", "key"]
+                    .iter()
+                    .find_map(|k| r.get(*k))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
                 r["costCents"].as_i64().unwrap(),
                 r["inputTokens"].as_i64().unwrap(),
                 r["eventCount"].as_i64().unwrap(),
@@ -138,7 +144,7 @@ async fn check(server: &TestServer, cid: &str) {
         .ok_get(&format!("/api/companies/{cid}/dashboard"))
         .await;
     let db = Raw::open(server).await;
-    let days: Vec<String> = dash["runActivity"]["days"]
+    let days: Vec<String> = dash["runChart"]["days"]
         .as_array()
         .unwrap()
         .iter()
@@ -147,10 +153,7 @@ async fn check(server: &TestServer, cid: &str) {
     assert_eq!(days.len(), 14, "{dash}");
     assert_eq!(days[13], Utc::now().format("%Y-%m-%d").to_string());
     let (first, last) = (days[0].as_str(), days[13].as_str());
-    for (key, table) in [
-        ("runActivity", "heartbeat_runs"),
-        ("taskActivity", "issues"),
-    ] {
+    for (key, table) in [("runChart", "heartbeat_runs"), ("taskActivity", "issues")] {
         let raw = db
             .rows(
                 &format!(
@@ -164,7 +167,7 @@ async fn check(server: &TestServer, cid: &str) {
         assert_eq!(chart(&dash, key), raw, "{key} per day");
         assert!(!raw.is_empty(), "{key}: the test made some");
     }
-    let mut last14: Vec<(String, i64)> = dash["runActivity"]["last14Days"]
+    let mut last14: Vec<(String, i64)> = dash["runChart"]["last14Days"]
         .as_object()
         .unwrap()
         .iter()

@@ -32,6 +32,23 @@ pub async fn record(tx: &mut Tx, actor: &Actor, entry: Entry<'_>) -> Result<()> 
         details: entry.details,
         created_at: now(),
     };
+    insert(tx, row).await
+}
+
+/// An entry written as given (the board's `POST /api/companies/{id}/activity`):
+/// the company must exist, and a named agent must be one of its agents.
+pub async fn create(store: &Store, row: ActivityEntry) -> Result<ActivityEntry> {
+    let mut tx = store.begin().await?;
+    crate::companies::get_in(&mut tx, &row.company_id).await?;
+    if let Some(agent) = &row.agent_id {
+        crate::agents::get_in_company(&mut tx, &row.company_id, agent).await?;
+    }
+    insert(&mut tx, row.clone()).await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+async fn insert(tx: &mut Tx, row: ActivityEntry) -> Result<()> {
     crate::db::query(
         "INSERT INTO activity_log (id, company_id, actor_type, actor_id, action, entity_type, \
          entity_id, agent_id, run_id, details, created_at) \

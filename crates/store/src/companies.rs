@@ -305,3 +305,34 @@ fn map(row: &DbRow) -> Result<Company> {
         updated_at: row.text("updated_at")?,
     })
 }
+
+/// Agents and tasks of one company, for `GET /api/companies/stats`.
+#[derive(Debug, Clone, Default, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Stats {
+    pub agent_count: i64,
+    pub issue_count: i64,
+}
+
+/// Every company with an agent or a task, by id: upstream's stats. Tasks are
+/// counted from the kept per-status counts (migration 9), not the table.
+pub async fn stats(store: &Store) -> Result<std::collections::BTreeMap<String, Stats>> {
+    let mut out: std::collections::BTreeMap<String, Stats> = Default::default();
+    let agents: Vec<(String, i64)> =
+        crate::db::query_as("SELECT company_id, COUNT(*) FROM agents GROUP BY company_id")
+            .fetch_all(store.pool())
+            .await?;
+    for (company, n) in agents {
+        out.entry(company).or_default().agent_count = n;
+    }
+    let issues: Vec<(String, i64)> = crate::db::query_as(
+        "SELECT company_id, CAST(SUM(n) AS BIGINT) FROM issue_status_counts GROUP BY company_id \
+         HAVING SUM(n) > 0",
+    )
+    .fetch_all(store.pool())
+    .await?;
+    for (company, n) in issues {
+        out.entry(company).or_default().issue_count = n;
+    }
+    Ok(out)
+}

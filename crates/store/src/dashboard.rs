@@ -15,16 +15,22 @@ use crate::costs::{self, Window};
 use crate::row::RowExt;
 use crate::{Result, Store};
 
+/// The dashboard in upstream's shape (`agents`, `tasks`, `costs`,
+/// `pendingApprovals`, `budgets`, `runActivity`), with keys of ours beside
+/// them: never inside a value whose type upstream fixes.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Dashboard {
     pub company_id: String,
-    pub agents: Counts,
-    pub tasks: Counts,
+    pub agents: AgentCounts,
+    pub tasks: TaskCounts,
     pub costs: MonthCosts,
     pub pending_approvals: i64,
     pub budgets: BudgetState,
-    pub run_activity: RunActivity,
+    /// Runs created per UTC day, oldest first, 14 days (upstream's chart).
+    pub run_activity: Vec<RunDay>,
+    /// Runs by current status over the same days, and the latest runs (ours).
+    pub run_chart: RunChart,
     pub task_activity: TaskActivity,
     pub recent_activity: Vec<ActivityEntry>,
     /// Wakes skipped and why, idle against task spend, spend per finished
@@ -32,9 +38,28 @@ pub struct Dashboard {
     pub thrift: crate::thrift::Thrift,
 }
 
+/// Agents by upstream's buckets (`idle` counts as active), and (ours) the
+/// total and every status's count.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Counts {
+pub struct AgentCounts {
+    pub active: i64,
+    pub running: i64,
+    pub paused: i64,
+    pub error: i64,
+    pub total: i64,
+    pub by_status: BTreeMap<String, i64>,
+}
+
+/// Tasks by upstream's buckets (`open` is every task not done or
+/// cancelled), and (ours) the total and every status's count.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskCounts {
+    pub open: i64,
+    pub in_progress: i64,
+    pub blocked: i64,
+    pub done: i64,
     pub total: i64,
     pub by_status: BTreeMap<String, i64>,
 }
@@ -43,24 +68,49 @@ pub struct Counts {
 #[serde(rename_all = "camelCase")]
 pub struct MonthCosts {
     pub month_spend_cents: i64,
-    pub budget_cents: i64,
-    pub utilization_percent: f64,
+    pub month_budget_cents: i64,
+    pub month_utilization_percent: f64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BudgetState {
+    /// Open budget incidents.
+    pub active_incidents: i64,
+    /// Pending `budget_override_required` approvals.
+    pub pending_approvals: i64,
+    /// Agents paused by a budget stop.
+    pub paused_agents: i64,
+    /// Projects paused by a budget stop: always 0, budgets here pause agents.
+    pub paused_projects: i64,
+    /// The open incidents themselves (ours).
     pub open_incidents: Vec<BudgetIncident>,
+}
+
+/// One day of upstream's run chart. `failed` counts failed and timed-out
+/// runs that no later retry recovered; `recovered` those a retry (by
+/// `retryOfRunId`, however many steps) finished successfully.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunDay {
+    /// `YYYY-MM-DD`, UTC.
+    pub date: String,
+    pub succeeded: i64,
+    pub failed: i64,
+    pub recovered: i64,
+    pub other: i64,
+    pub total: i64,
+    /// The unrecovered failures by error code (`unknown` without one).
+    pub failed_by_error_code: BTreeMap<String, i64>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RunActivity {
+pub struct RunChart {
     /// Runs created in the 14 UTC days of `days` (today and the 13 before),
     /// by current status.
     pub last_14_days: BTreeMap<String, i64>,
-    /// The run chart: runs created per UTC day, by current status, oldest
-    /// first, 14 days (ours; upstream leaves the dashboard's shape open).
+    /// Runs created per UTC day, by current status, oldest first, 14 days.
     pub days: Vec<Day>,
     pub recent_runs: Vec<HeartbeatRun>,
 }
@@ -96,6 +146,7 @@ pub async fn get(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<
     )
     .await?;
     let run_days = runs_per_day(store, company_id, now).await?;
+    let run_activity = crate::dashboard_runs::run_activity(store, company_id, &run_days).await?;
     let task_days = per_day(store, company_id, "task", now).await?;
     let mut runs = BTreeMap::new();
     for (status, n) in run_days.iter().flat_map(|d| &d.by_status) {
@@ -109,6 +160,7 @@ pub async fn get(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<
     .fetch_one(store.pool())
     .await?;
     let open_incidents = crate::budgets::incidents(store, company_id, Some("open")).await?;
+    let budgets = crate::dashboard_runs::budget_state(store, company_id, open_incidents).await?;
     let recent_runs = crate::runs::list(
         store,
         company_id,
@@ -131,19 +183,20 @@ pub async fn get(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<
     Ok(Dashboard {
         thrift,
         company_id: company_id.to_string(),
-        agents,
-        tasks,
+        agents: AgentCounts::of(agents),
+        tasks: TaskCounts::of(tasks),
         costs: MonthCosts {
             month_spend_cents: summary.spend_cents,
-            budget_cents: company.budget_monthly_cents,
-            utilization_percent: utilization_percent(
+            month_budget_cents: company.budget_monthly_cents,
+            month_utilization_percent: utilization_percent(
                 summary.spend_cents,
                 company.budget_monthly_cents,
             ),
         },
         pending_approvals: pending,
-        budgets: BudgetState { open_incidents },
-        run_activity: RunActivity {
+        budgets,
+        run_activity,
+        run_chart: RunChart {
             last_14_days: runs,
             days: run_days,
             recent_runs,
@@ -151,6 +204,35 @@ pub async fn get(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<
         task_activity: TaskActivity { days: task_days },
         recent_activity,
     })
+}
+
+impl AgentCounts {
+    fn of(by_status: BTreeMap<String, i64>) -> AgentCounts {
+        let n = |s: &str| by_status.get(s).copied().unwrap_or(0);
+        AgentCounts {
+            active: n("active") + n("idle"),
+            running: n("running"),
+            paused: n("paused"),
+            error: n("error"),
+            total: by_status.values().sum(),
+            by_status,
+        }
+    }
+}
+
+impl TaskCounts {
+    fn of(by_status: BTreeMap<String, i64>) -> TaskCounts {
+        let n = |s: &str| by_status.get(s).copied().unwrap_or(0);
+        let total: i64 = by_status.values().sum();
+        TaskCounts {
+            open: total - n("done") - n("cancelled"),
+            in_progress: n("in_progress"),
+            blocked: n("blocked"),
+            done: n("done"),
+            total,
+            by_status,
+        }
+    }
 }
 
 /// The 14 UTC days of the charts, oldest first: today and the 13 before.
@@ -262,7 +344,7 @@ pub(crate) async fn counted(
     Ok(n)
 }
 
-async fn grouped(store: &Store, sql: &str, company_id: &str) -> Result<Counts> {
+async fn grouped(store: &Store, sql: &str, company_id: &str) -> Result<BTreeMap<String, i64>> {
     let rows = crate::db::query(sql)
         .bind(company_id)
         .fetch_all(store.pool())
@@ -271,8 +353,5 @@ async fn grouped(store: &Store, sql: &str, company_id: &str) -> Result<Counts> {
     for row in rows {
         by_status.insert(row.text("k")?, row.int("n")?);
     }
-    Ok(Counts {
-        total: by_status.values().sum(),
-        by_status,
-    })
+    Ok(by_status)
 }

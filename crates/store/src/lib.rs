@@ -37,6 +37,7 @@ pub mod companies;
 mod cost_totals;
 pub mod costs;
 pub mod dashboard;
+mod dashboard_runs;
 pub mod db;
 pub mod detail;
 pub mod documents;

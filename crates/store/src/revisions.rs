@@ -65,7 +65,20 @@ pub async fn list(store: &Store, agent_id: &str) -> Result<Vec<ConfigRevision>> 
     .bind(agent_id)
     .fetch_all(store.pool())
     .await?;
-    rows.iter().map(map).collect()
+    let mut revisions: Vec<ConfigRevision> = rows.iter().map(map).collect::<Result<_>>()?;
+    let ids: Vec<(i64, String)> = revisions
+        .iter()
+        .map(|r| (r.revision_number, r.id.clone()))
+        .collect();
+    let afters: Vec<Value> = revisions.iter().map(|r| r.after_config.clone()).collect();
+    for (i, revision) in revisions.iter_mut().enumerate() {
+        // The one before is the next in this newest-first list.
+        let before = afters.get(i + 1).cloned().unwrap_or_else(|| json!({}));
+        link(revision, before, |n| {
+            ids.iter().find(|(m, _)| *m == n).map(|(_, id)| id.clone())
+        });
+    }
+    Ok(revisions)
 }
 
 pub async fn get(store: &Store, agent_id: &str, revision_id: &str) -> Result<ConfigRevision> {
@@ -75,11 +88,60 @@ pub async fn get(store: &Store, agent_id: &str, revision_id: &str) -> Result<Con
             .bind(revision_id)
             .fetch_optional(store.pool())
             .await?;
-    row.as_ref()
+    let mut revision = row
+        .as_ref()
         .map(map)
         .transpose()?
-        .ok_or_else(|| Error::not_found("Config revision"))
+        .ok_or_else(|| Error::not_found("Config revision"))?;
+    let by_number = |n: i64| async move {
+        let row = crate::db::query(
+            "SELECT * FROM agent_config_revisions WHERE agent_id = $1 AND revision_number = $2",
+        )
+        .bind(agent_id)
+        .bind(n)
+        .fetch_optional(store.pool())
+        .await?;
+        row.as_ref().map(map).transpose()
+    };
+    let before = by_number(revision.revision_number - 1)
+        .await?
+        .map_or_else(|| json!({}), |r| r.after_config);
+    let restored = match rolled_back_to(&revision) {
+        Some(n) => by_number(n).await?.map(|r| r.id),
+        None => None,
+    };
+    link(&mut revision, before, |_| restored.clone());
+    Ok(revision)
 }
+
+/// Fills what a revision says about the one before it: the snapshot it
+/// changed, the keys that differ, and the revision a rollback restored
+/// (found by number with `id_of`).
+fn link(revision: &mut ConfigRevision, before: Value, id_of: impl Fn(i64) -> Option<String>) {
+    revision.changed_keys = ["adapterType", "adapterConfig", "runtimeConfig"]
+        .iter()
+        .filter(|k| before.get(**k) != revision.after_config.get(**k))
+        .map(|k| k.to_string())
+        .collect();
+    revision.before_config = before;
+    if let Some(n) = rolled_back_to(revision) {
+        revision.source = "rollback".into();
+        revision.rolled_back_from_revision_id = id_of(n);
+    }
+}
+
+/// The revision number a rollback restored, from the summary it wrote.
+fn rolled_back_to(revision: &ConfigRevision) -> Option<i64> {
+    revision
+        .change_summary
+        .as_deref()?
+        .strip_prefix(ROLLBACK_SUMMARY)?
+        .trim()
+        .parse()
+        .ok()
+}
+
+const ROLLBACK_SUMMARY: &str = "rollback to revision ";
 
 /// Restores the config of a revision. Redacted values are not restorable:
 /// each one keeps the agent's current value, and a rollback that would have
@@ -127,7 +189,7 @@ pub async fn rollback(
         &mut tx,
         actor,
         &restored,
-        &format!("rollback to revision {}", revision.revision_number),
+        &format!("{ROLLBACK_SUMMARY}{}", revision.revision_number),
     )
     .await?;
     activity::record(
@@ -148,17 +210,33 @@ pub async fn rollback(
 
 fn map(row: &DbRow) -> Result<ConfigRevision> {
     let paths: Value = row.json("redacted_paths")?;
+    let (kind, actor) = (
+        row.text("changed_by_actor_type")?,
+        row.text("changed_by_actor_id")?,
+    );
+    let adapter_type = row.text("adapter_type")?;
+    let adapter_config: Value = row.json("adapter_config")?;
+    let runtime_config: Value = row.json("runtime_config")?;
     Ok(ConfigRevision {
         id: row.text("id")?,
         agent_id: row.text("agent_id")?,
         company_id: row.text("company_id")?,
         revision_number: row.int("revision_number")?,
-        adapter_type: row.text("adapter_type")?,
-        adapter_config: row.json("adapter_config")?,
-        runtime_config: row.json("runtime_config")?,
+        after_config: json!({
+            "adapterType": adapter_type,
+            "adapterConfig": adapter_config,
+            "runtimeConfig": runtime_config,
+        }),
+        adapter_type,
+        adapter_config,
+        runtime_config,
         redacted_paths: serde_json::from_value(paths).unwrap_or_default(),
-        changed_by_actor_type: row.text("changed_by_actor_type")?,
-        changed_by_actor_id: row.text("changed_by_actor_id")?,
+        created_by_agent_id: (kind == "agent").then(|| actor.clone()),
+        created_by_user_id: (kind == "user").then_some(actor),
+        source: "patch".into(),
+        rolled_back_from_revision_id: None,
+        changed_keys: Vec::new(),
+        before_config: json!({}),
         change_summary: row.opt_text("change_summary")?,
         created_at: row.text("created_at")?,
     })

@@ -28,7 +28,11 @@ pub fn router() -> OpenApiRouter<AppState> {
 struct ListQuery {
     /// Only comments created after this comment id.
     after: Option<String>,
-    /// `asc` (default) or `desc`.
+    /// The same as `after` (upstream's other name for it).
+    #[serde(rename = "afterCommentId")]
+    after_comment_id: Option<String>,
+    /// `desc` (newest first, the default, as upstream) or `asc`; with
+    /// `after`, `asc` is the default: what is new, in order.
     order: Option<String>,
     limit: Option<String>,
 }
@@ -42,9 +46,15 @@ async fn list_comments(
     QueryParams(query): QueryParams<ListQuery>,
 ) -> ApiResult<Json<Vec<Comment>>> {
     let issue = access::issue(&app, &caller, &id).await?;
+    let after = query
+        .after
+        .as_deref()
+        .or(query.after_comment_id.as_deref())
+        .filter(|a| !a.trim().is_empty());
     let order = match query.order.as_deref() {
-        None | Some("") | Some("asc") => comments::Order::Asc,
-        Some("desc") => comments::Order::Desc,
+        None | Some("") if after.is_some() => comments::Order::Asc,
+        None | Some("") | Some("desc") => comments::Order::Desc,
+        Some("asc") => comments::Order::Asc,
         Some(other) => {
             return Err(ApiError::validation(json!([{
                 "code": "invalid_value", "values": ["asc", "desc"], "path": ["order"],
@@ -53,7 +63,7 @@ async fn list_comments(
         }
     };
     let limit = parse_limit(query.limit.as_deref(), 1000, 1000)?;
-    let list = comments::list(&app.store, &issue.id, query.after.as_deref(), order, limit).await?;
+    let list = comments::list(&app.store, &issue.id, after, order, limit).await?;
     Ok(Json(list))
 }
 

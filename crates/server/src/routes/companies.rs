@@ -1,3 +1,5 @@
+use std::collections::BTreeMap;
+
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
@@ -16,6 +18,7 @@ use crate::AppState;
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_companies, create_company))
+        .routes(routes!(company_stats))
         .routes(routes!(get_company, update_company, delete_company))
         .routes(routes!(archive_company))
 }
@@ -30,6 +33,21 @@ async fn list_companies(
     let mut list = companies::list(&app.store).await?;
     list.retain(|c| caller.actor().can_access_company(&c.id));
     Ok(Json(list))
+}
+
+/// Agents and tasks per company, keyed by company id (board only); a
+/// company with neither is left out, as upstream does.
+#[utoipa::path(get, path = "/api/companies/stats", tag = "companies",
+    responses((status = 200, body = BTreeMap<String, companies::Stats>),
+        (status = 403, description = "Board access required")))]
+async fn company_stats(
+    State(app): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<BTreeMap<String, companies::Stats>>> {
+    caller.require_board()?;
+    let mut stats = companies::stats(&app.store).await?;
+    stats.retain(|id, _| caller.actor().can_access_company(id));
+    Ok(Json(stats))
 }
 
 #[utoipa::path(post, path = "/api/companies", tag = "companies", request_body = NewCompany,

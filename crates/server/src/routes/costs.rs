@@ -2,13 +2,15 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::Utc;
+use paperclip_core::agent::AgentStatus;
 use paperclip_core::input::{BudgetPatch, NewCostEvent};
 use paperclip_core::model::{Agent, BudgetIncident, Company, CostEvent, Project};
 use paperclip_store::costs::{self, Breakdown, By, Summary, Window};
 use paperclip_store::dashboard::{self, Dashboard};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::IntoParams;
+use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -156,26 +158,127 @@ async fn breakdown(
     ))
 }
 
+/// Spend per agent, biggest first: upstream's row (`agentId`, `agentName`,
+/// `agentStatus`, sums), with our event counts. Events without an agent are
+/// one row with a null `agentId`.
 #[utoipa::path(get, path = "/api/companies/{companyId}/costs/by-agent", tag = "costs",
-    params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [Breakdown])))]
+    params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [AgentCost])))]
 async fn by_agent(
     State(app): State<AppState>,
     caller: Caller,
     Path(c): Path<String>,
     QueryParams(q): QueryParams<WindowQuery>,
-) -> ApiResult<Json<Vec<Breakdown>>> {
-    breakdown(&app, &caller, &c, By::Agent, &q).await
+) -> ApiResult<Json<Vec<AgentCost>>> {
+    let Json(rows) = breakdown(&app, &caller, &c, By::Agent, &q).await?;
+    let statuses: std::collections::HashMap<String, AgentStatus> =
+        paperclip_store::agents::list(&app.store, &c)
+            .await?
+            .into_iter()
+            .map(|a| (a.id, a.status))
+            .collect();
+    Ok(Json(
+        rows.into_iter()
+            .map(|r| AgentCost {
+                agent_status: r.key.as_ref().and_then(|k| statuses.get(k).copied()),
+                agent_id: r.key,
+                agent_name: r.label,
+                sums: Sums::of(
+                    r.cost_cents,
+                    r.input_tokens,
+                    r.cached_input_tokens,
+                    r.output_tokens,
+                ),
+                event_count: r.event_count,
+                unpriced_event_count: r.unpriced_event_count,
+            })
+            .collect(),
+    ))
 }
 
+/// Spend per project, biggest first: upstream's row (`projectId`,
+/// `projectName`, sums), with our event counts. Events without a project are
+/// left out, as upstream does.
 #[utoipa::path(get, path = "/api/companies/{companyId}/costs/by-project", tag = "costs",
-    params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [Breakdown])))]
+    params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [ProjectCost])))]
 async fn by_project(
     State(app): State<AppState>,
     caller: Caller,
     Path(c): Path<String>,
     QueryParams(q): QueryParams<WindowQuery>,
-) -> ApiResult<Json<Vec<Breakdown>>> {
-    breakdown(&app, &caller, &c, By::Project, &q).await
+) -> ApiResult<Json<Vec<ProjectCost>>> {
+    let Json(rows) = breakdown(&app, &caller, &c, By::Project, &q).await?;
+    Ok(Json(
+        rows.into_iter()
+            .map(|r| ProjectCost {
+                project_id: r.key,
+                project_name: r.label,
+                sums: Sums::of(
+                    r.cost_cents,
+                    r.input_tokens,
+                    r.cached_input_tokens,
+                    r.output_tokens,
+                ),
+                event_count: r.event_count,
+                unpriced_event_count: r.unpriced_event_count,
+            })
+            .collect(),
+    ))
+}
+
+/// The sums every upstream cost row carries.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Sums {
+    cost_cents: i64,
+    input_tokens: i64,
+    cached_input_tokens: i64,
+    output_tokens: i64,
+}
+
+impl Sums {
+    fn of(
+        cost_cents: i64,
+        input_tokens: i64,
+        cached_input_tokens: i64,
+        output_tokens: i64,
+    ) -> Sums {
+        Sums {
+            cost_cents,
+            input_tokens,
+            cached_input_tokens,
+            output_tokens,
+        }
+    }
+}
+
+/// One row of `costs/by-agent`. Upstream's run counts by billing type are
+/// left out: we do not record a billing type.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCost {
+    agent_id: Option<String>,
+    agent_name: Option<String>,
+    agent_status: Option<AgentStatus>,
+    #[serde(flatten)]
+    sums: Sums,
+    /// Events in the window (ours).
+    event_count: i64,
+    /// Events reported without a price (ours).
+    unpriced_event_count: i64,
+}
+
+/// One row of `costs/by-project`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectCost {
+    project_id: Option<String>,
+    project_name: Option<String>,
+    #[serde(flatten)]
+    sums: Sums,
+    /// Events in the window (ours).
+    event_count: i64,
+    /// Events reported without a price (ours).
+    unpriced_event_count: i64,
 }
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/costs/by-model", tag = "costs",

@@ -28,7 +28,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(wakeup))
         .routes(routes!(invoke))
         .routes(routes!(list_runs))
-        .routes(routes!(live_runs))
         .routes(routes!(get_run))
         .routes(routes!(run_events))
         .routes(routes!(run_log))
@@ -296,23 +295,6 @@ async fn list_runs(
         issue_id: q.issue_id,
         live_only: false,
         limit: parse_limit(q.limit.as_deref(), 100, 1000)?,
-    };
-    Ok(Json(runs::list(&app.store, &company_id, &filter).await?))
-}
-
-/// Runs queued or running right now.
-#[utoipa::path(get, path = "/api/companies/{companyId}/live-runs", tag = "heartbeats",
-    params(("companyId" = String, Path)), responses((status = 200, body = [HeartbeatRun])))]
-async fn live_runs(
-    State(app): State<AppState>,
-    caller: Caller,
-    Path(company_id): Path<String>,
-) -> ApiResult<Json<Vec<HeartbeatRun>>> {
-    access::company_scope(&app, &caller, &company_id).await?;
-    let filter = runs::Filter {
-        live_only: true,
-        limit: 1000,
-        ..Default::default()
     };
     Ok(Json(runs::list(&app.store, &company_id, &filter).await?))
 }

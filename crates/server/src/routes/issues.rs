@@ -4,7 +4,7 @@ use axum::Json;
 use paperclip_core::input::{Checkout, IssuePatch, NewIssue};
 use paperclip_core::issue::IssueStatus;
 use paperclip_core::limits::{ISSUE_PAGE_DEFAULT, ISSUE_PAGE_MAX};
-use paperclip_core::model::{HeartbeatRun, Issue};
+use paperclip_core::model::Issue;
 use paperclip_store::issues;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -26,7 +26,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(checkout_issue))
         .routes(routes!(release_issue))
         .routes(routes!(force_release_issue))
-        .routes(routes!(active_run))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -223,20 +222,6 @@ async fn force_release_issue(
 ) -> ApiResult<Json<Issue>> {
     let actor = caller.require_board()?;
     Ok(Json(issues::force_release(&app.store, actor, &id).await?))
-}
-
-/// The run working on this issue now (running, else queued), or null.
-#[utoipa::path(get, path = "/api/issues/{issueId}/active-run", tag = "issues",
-    params(("issueId" = String, Path)), responses((status = 200, body = Option<HeartbeatRun>)))]
-async fn active_run(
-    State(app): State<AppState>,
-    caller: Caller,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Option<HeartbeatRun>>> {
-    let issue = access::issue(&app, &caller, &id).await?;
-    Ok(Json(
-        paperclip_store::runs::active_for_issue(&app.store, &issue.id).await?,
-    ))
 }
 
 /// An agent may not write to work that another live run of it has checked

@@ -20,6 +20,7 @@ mod keys;
 mod labels;
 mod projects;
 mod revisions;
+mod run_links;
 mod sessions;
 mod wakes;
 
@@ -49,6 +50,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(approvals::router())
         .merge(costs::router())
         .merge(revisions::router())
+        .merge(run_links::router())
         .merge(sessions::router())
         .merge(wakes::router())
         .merge(inbox::router())

@@ -64,7 +64,10 @@ async fn rollback(
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Configuration {
-    agent_id: String,
+    /// The agent's id (upstream's key).
+    id: String,
+    company_id: String,
+    name: String,
     adapter_type: String,
     /// Secret values are shown as `[REDACTED]`.
     #[schema(value_type = Object)]
@@ -90,7 +93,9 @@ async fn configuration(
     Ok(Json(Configuration {
         adapter_config: agent.redacted_config(),
         runtime_config: agent.redacted_runtime_config(),
-        agent_id: agent.id,
+        id: agent.id,
+        company_id: agent.company_id,
+        name: agent.name,
         adapter_type: agent.adapter_type,
         heartbeat: serde_json::json!({
             "enabled": policy.enabled,

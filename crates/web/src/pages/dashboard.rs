@@ -40,11 +40,11 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let p = &ctx.company.issue_prefix;
 
     // The charts' 14 UTC days, from the dashboard's kept day counts.
-    let days: Vec<String> = d.run_activity.days.iter().map(|x| x.day.clone()).collect();
+    let days: Vec<String> = d.run_chart.days.iter().map(|x| x.day.clone()).collect();
     let by_status = |days: &[dashboard::Day]| -> Vec<BTreeMap<String, i64>> {
         days.iter().map(|x| x.by_status.clone()).collect()
     };
-    let run_days = by_status(&d.run_activity.days);
+    let run_days = by_status(&d.run_chart.days);
     let task_days = by_status(&d.task_activity.days);
     let success: Vec<Option<f64>> = run_days
         .iter()
@@ -70,7 +70,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         + count(t, "in_review")
         + count(t, "blocked");
     let spend = d.costs.month_spend_cents;
-    let budget = d.costs.budget_cents;
+    let budget = d.costs.month_budget_cents;
 
     let body = html! {
         header.page-head { h1 { "Dashboard" } p.muted { (ctx.company.name) @if let Some(goal) = &ctx.company.description { " — " (goal) } }
