@@ -34,11 +34,31 @@ enum Command {
     ExampleAgent,
 }
 
+/// glibc serves every allocation above 128 KiB (a list page's rows and its
+/// JSON body are ~700 KiB each) with a fresh `mmap` and returns it at `free`,
+/// so each large response paid ~350 page faults and page clears: a fifth of
+/// the server's CPU for a list of 1,000 tasks. Up to 4 MiB they now come from
+/// the heap, which keeps up to 4 MiB free at its top instead of handing it back.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn tune_allocator() {
+    const FOUR_MIB: libc::c_int = 4 << 20;
+    // SAFETY: mallopt only sets allocator parameters; it is called before
+    // the runtime starts any thread.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, FOUR_MIB);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, FOUR_MIB);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn tune_allocator() {}
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => {
             let config = Config::resolve(args)?;
+            tune_allocator();
             tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()

@@ -391,6 +391,40 @@ async fn children_blockers_and_labels_are_linked_and_cycles_refused() {
         ))
         .await;
     assert_eq!(filtered.as_array().unwrap().len(), 1);
+    // A plain list carries each task's relations exactly as the task's own
+    // route does, for tasks with them and without, on a page and past it.
+    for (path, first) in [
+        (format!("/api/companies/{cid}/issues"), "C"),
+        (format!("/api/companies/{cid}/issues?limit=2"), "C"),
+    ] {
+        let list = server.ok_get(&path).await;
+        let list = list.as_array().unwrap();
+        assert_eq!(list[0]["title"], first, "{path}");
+        for listed in list {
+            let own = server
+                .ok_get(&format!("/api/issues/{}", listed["id"].as_str().unwrap()))
+                .await;
+            for key in ["labels", "labelIds", "blockedBy", "blocks"] {
+                assert_eq!(listed[key], own[key], "{key} of {}", own["identifier"]);
+            }
+        }
+    }
+    let all = server
+        .ok_get(&format!("/api/companies/{cid}/issues?limit=1000"))
+        .await;
+    let titles: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        titles,
+        ["C", "B", "A", "Grandchild", "Child", "Parent"],
+        "newest first"
+    );
+    assert_eq!(all[2]["blocks"][0]["id"], b["id"]);
+    assert_eq!(all[0]["labels"][0]["name"], "design");
     let (status, _) = server
         .delete(&format!("/api/labels/{}", label["id"].as_str().unwrap()))
         .await;

@@ -12,6 +12,7 @@ pub mod guard;
 pub mod limits;
 pub mod local_peer;
 pub mod routes;
+pub mod respond;
 pub mod sample;
 mod serve;
 

@@ -6,6 +6,7 @@ use paperclip_core::issue::IssueStatus;
 use paperclip_core::limits::{ISSUE_PAGE_DEFAULT, ISSUE_PAGE_MAX};
 use paperclip_core::model::Issue;
 use paperclip_store::issues;
+use crate::respond::JsonList;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use utoipa::IntoParams;
@@ -59,7 +60,7 @@ async fn list_issues(
     caller: Caller,
     Path(company_id): Path<String>,
     QueryParams(query): QueryParams<ListQuery>,
-) -> ApiResult<(HeaderMap, Json<Vec<Issue>>)> {
+) -> ApiResult<(HeaderMap, JsonList<Issue>)> {
     access::company_scope(&app, &caller, &company_id).await?;
     let statuses = match &query.status {
         Some(csv) => csv
@@ -93,7 +94,12 @@ async fn list_issues(
     if let Some(next) = page.next_cursor {
         headers.insert("x-next-cursor", HeaderValue::from(next));
     }
-    Ok((headers, Json(page.issues)))
+    // ~700 bytes per task without a description.
+    let list = JsonList {
+        items: page.issues,
+        item_bytes: 768,
+    };
+    Ok((headers, list))
 }
 
 fn invalid_status(value: &str) -> ApiError {
