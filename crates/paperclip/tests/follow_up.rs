@@ -214,6 +214,8 @@ async fn continuations_stop_at_the_budget_and_the_task_is_blocked_with_the_reaso
     let runs = server.runs_of(&s.cid, &s.aid).await;
     assert_eq!(runs.len(), 4, "no fifth run after the budget: {runs:?}");
     assert!(runs.iter().all(|r| r["status"] == "failed"));
+    // A chain of continuations none of which succeeded recovered nothing.
+    assert_eq!(failed_and_recovered(&server, &s.cid).await, (4, 0));
     // The inbox lists the blocked task by its identifier.
     let prefix = server.ok_get(&format!("/api/companies/{}", s.cid)).await["issuePrefix"]
         .as_str()
@@ -318,6 +320,28 @@ async fn a_failed_run_blocks_its_task_and_retry_starts_it_again() {
         )
         .await;
     assert_eq!(status, 409, "a succeeded run is not retried: {body}");
+    // The dashboard's run chart counts the failure as recovered by its retry.
+    assert_eq!(failed_and_recovered(&server, &s.cid).await, (0, 1));
+}
+
+/// Failed and recovered runs of the dashboard's run chart, over its days;
+/// no day lists an error code of a recovered failure.
+async fn failed_and_recovered(server: &TestServer, cid: &str) -> (i64, i64) {
+    let dash = server
+        .ok_get(&format!("/api/companies/{cid}/dashboard"))
+        .await;
+    let days = dash["runActivity"].as_array().expect("a list of days");
+    let sum = |key: &str| days.iter().map(|d| d[key].as_i64().unwrap()).sum::<i64>();
+    for day in days {
+        let by_code: i64 = day["failedByErrorCode"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|n| n.as_i64().unwrap())
+            .sum();
+        assert_eq!(by_code, day["failed"].as_i64().unwrap(), "{day}");
+    }
+    (sum("failed"), sum("recovered"))
 }
 
 #[tokio::test]

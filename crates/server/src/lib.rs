@@ -11,8 +11,8 @@ pub mod extract;
 pub mod guard;
 pub mod limits;
 pub mod local_peer;
-pub mod routes;
 pub mod respond;
+pub mod routes;
 pub mod sample;
 mod serve;
 

@@ -30,21 +30,26 @@ pub(crate) async fn run_activity(
         &first,
     )
     .await?;
-    // A failure is recovered when a run of its retry chain (each retry names
-    // the run it retries; retries are created after it, so inside the
-    // window) succeeded.
+    // A failure is recovered when a later run of its retry chain succeeded
+    // (each retry names the run it retries, and is made after it, so inside
+    // the window). The chains are walked back from the window's successful
+    // retries, which are few, by the runs' ids; the unindexable `|| ''`
+    // keeps both engines on those ids rather than scanning the failures
+    // once per retry.
     let recovered = by_day_and_code(
         store,
-        "WITH RECURSIVE chain(origin, id) AS ( \
-           SELECT id, id FROM heartbeat_runs WHERE company_id = $1 AND created_at >= $2 \
-             AND status IN ('failed', 'timed_out') \
-           UNION \
-           SELECT chain.origin, r.id FROM heartbeat_runs r JOIN chain ON r.retry_of_run_id = chain.id \
-             WHERE r.company_id = $1 AND r.created_at >= $2) \
-         SELECT SUBSTR(o.created_at, 1, 10) AS day, COALESCE(o.error_code, 'unknown') AS code, COUNT(*) AS n \
-         FROM heartbeat_runs o WHERE o.id IN (SELECT c.origin FROM chain c \
-           JOIN heartbeat_runs s ON s.id = c.id WHERE s.status = 'succeeded') \
-         GROUP BY SUBSTR(o.created_at, 1, 10), COALESCE(o.error_code, 'unknown')",
+        "WITH RECURSIVE up(id, depth) AS ( \
+           SELECT retry_of_run_id, 0 FROM heartbeat_runs WHERE company_id = $1 AND created_at >= $2 \
+             AND retry_of_run_id IS NOT NULL AND status = 'succeeded' \
+           UNION ALL \
+           SELECT r.retry_of_run_id, up.depth + 1 FROM up JOIN heartbeat_runs r ON r.id = up.id \
+             WHERE r.retry_of_run_id IS NOT NULL AND up.depth < 100) \
+         SELECT day, code, COUNT(*) AS n FROM ( \
+           SELECT DISTINCT o.id, SUBSTR(o.created_at, 1, 10) AS day, COALESCE(o.error_code, 'unknown') AS code \
+           FROM up JOIN heartbeat_runs o ON o.id = up.id \
+           WHERE o.company_id || '' = $1 AND o.created_at || '' >= $2 \
+             AND o.status IN ('failed', 'timed_out')) recovered \
+         GROUP BY day, code",
         company_id,
         &first,
     )

@@ -415,9 +415,9 @@ pub async fn list_sorted(
     let page = if sort.key().is_none() && !filtered(filter) {
         // Unfiltered in number order: the page is exactly a number range
         // of the company, one walk of its index.
-        let (low, high) = chosen
-            .iter()
-            .fold((i64::MAX, i64::MIN), |(lo, hi), r| (lo.min(r.0), hi.max(r.0)));
+        let (low, high) = chosen.iter().fold((i64::MAX, i64::MIN), |(lo, hi), r| {
+            (lo.min(r.0), hi.max(r.0))
+        });
         let shown = if sort.descending() { "DESC" } else { "ASC" };
         let sql = format!(
             "SELECT {COLUMNS}, {HAS_RELATIONS} FROM issues WHERE company_id = $1 \

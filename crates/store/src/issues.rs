@@ -1002,7 +1002,10 @@ pub(crate) fn flagged<R: RowExt>(row: &R) -> Result<(Issue, bool)> {
 }
 
 /// The issues of [`flagged`] rows, with the relations of those flagged.
-pub(crate) async fn attach_flagged(conn: &mut Conn, rows: Vec<(Issue, bool)>) -> Result<Vec<Issue>> {
+pub(crate) async fn attach_flagged(
+    conn: &mut Conn,
+    rows: Vec<(Issue, bool)>,
+) -> Result<Vec<Issue>> {
     let (mut issues, flags): (Vec<Issue>, Vec<bool>) = rows.into_iter().unzip();
     attach_relations_where(conn, &mut issues, |at| flags[at]).await?;
     Ok(issues)

@@ -94,6 +94,11 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
         "goal_index",
         Sql::Both(include_str!("../migrations/0014_goal_index.sql")),
     ),
+    (
+        15,
+        "run_failures",
+        Sql::Both(include_str!("../migrations/0015_run_failures.sql")),
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

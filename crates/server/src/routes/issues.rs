@@ -1,3 +1,4 @@
+use crate::respond::JsonList;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::Json;
@@ -6,7 +7,6 @@ use paperclip_core::issue::IssueStatus;
 use paperclip_core::limits::{ISSUE_PAGE_DEFAULT, ISSUE_PAGE_MAX};
 use paperclip_core::model::Issue;
 use paperclip_store::issues;
-use crate::respond::JsonList;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use utoipa::IntoParams;
