@@ -37,7 +37,9 @@ fn cli_cmd(base: &str, context: &Path, args: &[&str]) -> Command {
 }
 
 fn cli(base: &str, context: &Path, args: &[&str]) -> Output {
-    cli_cmd(base, context, args).output().expect("run paperclip")
+    cli_cmd(base, context, args)
+        .output()
+        .expect("run paperclip")
 }
 
 fn text(out: &Output) -> (String, String) {
@@ -76,8 +78,11 @@ async fn issue_commands_take_and_show_identifiers() {
     let prefix = company["issuePrefix"].as_str().unwrap().to_string();
     let agent = s.agent(&cid, "Rita Builder", None).await;
     let first = s
-        .issue(&cid, json!({ "title": "Paint the rocket", "status": "todo",
-            "assigneeAgentId": id(&agent), "description": "Red, with a white stripe." }))
+        .issue(
+            &cid,
+            json!({ "title": "Paint the rocket", "status": "todo",
+            "assigneeAgentId": id(&agent), "description": "Red, with a white stripe." }),
+        )
         .await;
     let second = s
         .issue(&cid, json!({ "title": "Order fuel", "status": "backlog" }))
@@ -91,11 +96,24 @@ async fn issue_commands_take_and_show_identifiers() {
     // The table: identifiers and names, never UUIDs.
     let table = ok(&s.base, &ctx, &["issue", "list"]);
     assert!(table.lines().next().unwrap().starts_with("ID"), "{table}");
-    for want in [&ident1, &ident2, "Paint the rocket", "Rita Builder", "todo", "backlog"] {
+    for want in [
+        &ident1,
+        &ident2,
+        "Paint the rocket",
+        "Rita Builder",
+        "todo",
+        "backlog",
+    ] {
         assert!(table.contains(want), "missing {want} in\n{table}");
     }
-    assert!(!table.contains(&cid) && !table.contains(&id(&agent)), "{table}");
-    let widths: Vec<usize> = table.lines().map(|l| l.find("STATUS").unwrap_or(0)).collect();
+    assert!(
+        !table.contains(&cid) && !table.contains(&id(&agent)),
+        "{table}"
+    );
+    let widths: Vec<usize> = table
+        .lines()
+        .map(|l| l.find("STATUS").unwrap_or(0))
+        .collect();
     assert!(widths[0] > 0, "header has STATUS: {table}");
     for line in table.lines().skip(1) {
         let status = &line[widths[0]..];
@@ -106,7 +124,11 @@ async fn issue_commands_take_and_show_identifiers() {
     }
 
     // Filters: status and assignee by name or url-key.
-    let todo = ok(&s.base, &ctx, &["issue", "list", "--status", "todo,in_progress"]);
+    let todo = ok(
+        &s.base,
+        &ctx,
+        &["issue", "list", "--status", "todo,in_progress"],
+    );
     assert!(todo.contains(&ident1) && !todo.contains(&ident2), "{todo}");
     let key = agent["urlKey"].as_str().unwrap();
     let mine = ok(&s.base, &ctx, &["issue", "list", "--assignee", key]);
@@ -117,12 +139,19 @@ async fn issue_commands_take_and_show_identifiers() {
     let list: Value = serde_json::from_str(&json_out).expect("--json parses");
     let rows = list.as_array().unwrap();
     assert_eq!(rows.len(), 2);
-    assert!(rows.iter().all(|r| r["identifier"].is_string() && r["id"].is_string()));
+    assert!(rows
+        .iter()
+        .all(|r| r["identifier"].is_string() && r["id"].is_string()));
 
     // show: title, description, assignee by name.
     let shown = ok(&s.base, &ctx, &["issue", "show", &ident1]);
     assert!(shown.starts_with(&ident1), "outcome line first: {shown}");
-    for want in ["Paint the rocket", "Red, with a white stripe.", "Rita Builder", "todo"] {
+    for want in [
+        "Paint the rocket",
+        "Red, with a white stripe.",
+        "Rita Builder",
+        "todo",
+    ] {
         assert!(shown.contains(want), "missing {want} in\n{shown}");
     }
     let shown_json: Value =
@@ -134,8 +163,17 @@ async fn issue_commands_take_and_show_identifiers() {
     let created = ok(
         &s.base,
         &ctx,
-        &["issue", "create", "Write the launch checklist", "--assignee", "rita builder",
-          "--priority", "high", "--description", "Every step."],
+        &[
+            "issue",
+            "create",
+            "Write the launch checklist",
+            "--assignee",
+            "rita builder",
+            "--priority",
+            "high",
+            "--description",
+            "Every step.",
+        ],
     );
     assert!(created.starts_with("Created "), "{created}");
     let ident3 = created.split_whitespace().nth(1).unwrap().to_string();
@@ -144,20 +182,51 @@ async fn issue_commands_take_and_show_identifiers() {
     assert_eq!(fetched["assigneeAgentId"], id(&agent).as_str());
     assert_eq!(fetched["priority"], "high");
 
-    let updated = ok(&s.base, &ctx, &["issue", "update", &ident2, "--status", "todo", "--priority", "low"]);
-    assert!(updated.contains(&ident2) && updated.contains("todo"), "{updated}");
+    let updated = ok(
+        &s.base,
+        &ctx,
+        &[
+            "issue",
+            "update",
+            &ident2,
+            "--status",
+            "todo",
+            "--priority",
+            "low",
+        ],
+    );
+    assert!(
+        updated.contains(&ident2) && updated.contains("todo"),
+        "{updated}"
+    );
     let fetched = s.ok_get(&format!("/api/issues/{ident2}")).await;
     assert_eq!(fetched["status"], "todo");
     assert_eq!(fetched["priority"], "low");
 
-    ok(&s.base, &ctx, &["issue", "comment", &ident2, "Fuel ordered from the usual place."]);
+    ok(
+        &s.base,
+        &ctx,
+        &[
+            "issue",
+            "comment",
+            &ident2,
+            "Fuel ordered from the usual place.",
+        ],
+    );
     let comments = s.ok_get(&format!("/api/issues/{ident2}/comments")).await;
     assert!(
-        comments.as_array().unwrap().iter().any(|c| c["body"] == "Fuel ordered from the usual place."),
+        comments
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["body"] == "Fuel ordered from the usual place."),
         "{comments}"
     );
     let shown = ok(&s.base, &ctx, &["issue", "show", &ident2]);
-    assert!(shown.contains("Fuel ordered from the usual place."), "{shown}");
+    assert!(
+        shown.contains("Fuel ordered from the usual place."),
+        "{shown}"
+    );
 }
 
 #[tokio::test]
@@ -172,25 +241,45 @@ async fn errors_read_as_sentences_with_exit_codes() {
     let out = cli(&s.base, &ctx, &["issue", "show", &missing]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
-    assert!(stderr.contains(&format!("{missing}: no such task (404)")), "{stderr}");
-    assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{missing}: no such task (404)")),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("backtrace"),
+        "{stderr}"
+    );
 
-    let out = cli(&s.base, &ctx, &["issue", "update", &missing, "--status", "done"]);
+    let out = cli(
+        &s.base,
+        &ctx,
+        &["issue", "update", &missing, "--status", "done"],
+    );
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out).1.contains("no such task (404)"), "{}", text(&out).1);
+    assert!(
+        text(&out).1.contains("no such task (404)"),
+        "{}",
+        text(&out).1
+    );
 
     // An unknown agent names the ones there are.
     s.agent(&id(&company), "Casey", None).await;
     let out = cli(&s.base, &ctx, &["agent", "wake", "nobody"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out).1;
-    assert!(stderr.contains("nobody: no such agent (404)") && stderr.contains("casey"), "{stderr}");
+    assert!(
+        stderr.contains("nobody: no such agent (404)") && stderr.contains("casey"),
+        "{stderr}"
+    );
 
     // The server's validation message comes through.
     let out = cli(&s.base, &ctx, &["issue", "list", "--status", "bogus"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out).1;
-    assert!(stderr.contains("Invalid status") && stderr.contains("(400)"), "{stderr}");
+    assert!(
+        stderr.contains("Invalid status") && stderr.contains("(400)"),
+        "{stderr}"
+    );
 
     // Usage errors are clap's, exit 2.
     let out = cli(&s.base, &ctx, &["issue", "frobnicate"]);
@@ -228,27 +317,46 @@ async fn company_use_saves_the_context_and_flags_override_it() {
     let out = cli(&s.base, &ctx, &["issue", "list"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out).1;
-    assert!(stderr.contains(&pa) && stderr.contains(&pb) && stderr.contains("company use"), "{stderr}");
+    assert!(
+        stderr.contains(&pa) && stderr.contains(&pb) && stderr.contains("company use"),
+        "{stderr}"
+    );
 
     let listed = ok(&s.base, &ctx, &["company", "list"]);
-    assert!(listed.contains("Alpha Works") && listed.contains(&pb), "{listed}");
+    assert!(
+        listed.contains("Alpha Works") && listed.contains(&pb),
+        "{listed}"
+    );
 
     // `company use` by prefix in any case, saved to the context file.
     let used = ok(&s.base, &ctx, &["company", "use", &pb.to_lowercase()]);
     assert!(used.contains(&pb), "{used}");
     let saved = std::fs::read_to_string(&ctx).expect("context file written");
-    assert!(saved.contains(&id(&b)) && saved.contains(&s.base), "{saved}");
+    assert!(
+        saved.contains(&id(&b)) && saved.contains(&s.base),
+        "{saved}"
+    );
 
     let tasks = ok(&s.base, &ctx, &["issue", "list"]);
-    assert!(tasks.contains("Beta task") && !tasks.contains("Alpha task"), "{tasks}");
+    assert!(
+        tasks.contains("Beta task") && !tasks.contains("Alpha task"),
+        "{tasks}"
+    );
     let listed = ok(&s.base, &ctx, &["company", "list"]);
     let marked = listed.lines().find(|l| l.starts_with('*')).unwrap();
     assert!(marked.contains(&pb), "{listed}");
 
     // --company (prefix or name) wins over the saved one.
     let tasks = ok(&s.base, &ctx, &["issue", "list", "--company", &pa]);
-    assert!(tasks.contains("Alpha task") && !tasks.contains("Beta task"), "{tasks}");
-    let tasks = ok(&s.base, &ctx, &["--company", "alpha works", "issue", "list"]);
+    assert!(
+        tasks.contains("Alpha task") && !tasks.contains("Beta task"),
+        "{tasks}"
+    );
+    let tasks = ok(
+        &s.base,
+        &ctx,
+        &["--company", "alpha works", "issue", "list"],
+    );
     assert!(tasks.contains("Alpha task"), "{tasks}");
 
     // The saved context also gives the server when --api-base is left out.
@@ -260,13 +368,21 @@ async fn company_use_saves_the_context_and_flags_override_it() {
     let out = cmd.output().unwrap();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
-    assert!(stdout.contains("Beta Labs") && stdout.contains(&pb), "{stdout}");
+    assert!(
+        stdout.contains("Beta Labs") && stdout.contains(&pb),
+        "{stdout}"
+    );
 
     let out = cli(&s.base, &ctx, &["company", "use", "ZZZ"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out).1.contains("ZZZ: no such company"), "{}", text(&out).1);
+    assert!(
+        text(&out).1.contains("ZZZ: no such company"),
+        "{}",
+        text(&out).1
+    );
 
-    let shown: Value = serde_json::from_str(&ok(&s.base, &ctx, &["company", "show", "--json"])).unwrap();
+    let shown: Value =
+        serde_json::from_str(&ok(&s.base, &ctx, &["company", "show", "--json"])).unwrap();
     assert_eq!(shown["issuePrefix"], pb.as_str());
 }
 
@@ -283,13 +399,19 @@ async fn wake_and_follow_a_run_to_its_end() {
         "echo 'step one: measuring'\nwhile [ ! -f '{}' ]; do sleep 0.05; done\necho 'step two: done measuring'\n",
         gate.display()
     );
-    let agent = s.script_agent(&cid, "Mia Measurer", &script, json!({})).await;
+    let agent = s
+        .script_agent(&cid, "Mia Measurer", &script, json!({}))
+        .await;
 
-    let mut child = cli_cmd(&s.base, &ctx, &["agent", "wake", "mia measurer", "--follow"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = cli_cmd(
+        &s.base,
+        &ctx,
+        &["agent", "wake", "mia measurer", "--follow"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let stdout = child.stdout.take().unwrap();
     std::thread::spawn(move || {
@@ -307,7 +429,10 @@ async fn wake_and_follow_a_run_to_its_end() {
             Err(_) => panic!("no progress shown in 30 s: {seen:?}"),
         }
     }
-    assert!(child.try_wait().unwrap().is_none(), "follow ended before the run: {seen:?}");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "follow ended before the run: {seen:?}"
+    );
     let running = s.runs_of(&cid, &id(&agent)).await;
     assert_eq!(running.last().unwrap()["status"], "running");
     std::fs::write(&gate, "go").unwrap();
@@ -318,7 +443,10 @@ async fn wake_and_follow_a_run_to_its_end() {
     assert!(all.contains("Woke Mia Measurer"), "{all}");
     assert!(all.contains("step two: done measuring"), "{all}");
     let last = seen.last().unwrap();
-    assert!(last.starts_with("run ") && last.contains("succeeded"), "outcome last: {all}");
+    assert!(
+        last.starts_with("run ") && last.contains("succeeded"),
+        "outcome last: {all}"
+    );
 
     // The run in the run commands: the short id shown, agent by name.
     let runs = s.runs_of(&cid, &id(&agent)).await;
@@ -326,21 +454,37 @@ async fn wake_and_follow_a_run_to_its_end() {
     let short = &run_id[run_id.len() - 8..];
     let table = ok(&s.base, &ctx, &["runs", "list"]);
     assert!(table.starts_with("STATUS"), "outcome first: {table}");
-    assert!(table.contains(short) && table.contains("Mia Measurer") && table.contains("succeeded"), "{table}");
+    assert!(
+        table.contains(short) && table.contains("Mia Measurer") && table.contains("succeeded"),
+        "{table}"
+    );
     assert!(!table.contains(&run_id), "{table}");
-    let only = ok(&s.base, &ctx, &["runs", "list", "--agent", "mia-measurer", "--json"]);
+    let only = ok(
+        &s.base,
+        &ctx,
+        &["runs", "list", "--agent", "mia-measurer", "--json"],
+    );
     let only: Value = serde_json::from_str(&only).unwrap();
     assert_eq!(only.as_array().unwrap().len(), 1);
     assert_eq!(only[0]["id"], run_id.as_str());
 
     let shown = ok(&s.base, &ctx, &["runs", "show", short]);
     assert!(shown.starts_with("succeeded"), "{shown}");
-    assert!(shown.contains(&run_id) && shown.contains("Mia Measurer"), "{shown}");
+    assert!(
+        shown.contains(&run_id) && shown.contains("Mia Measurer"),
+        "{shown}"
+    );
     let log = ok(&s.base, &ctx, &["runs", "log", short]);
-    assert!(log.contains("step one") && log.contains("step two"), "{log}");
+    assert!(
+        log.contains("step one") && log.contains("step two"),
+        "{log}"
+    );
     // Following a finished run prints it all and returns at once.
     let log = ok(&s.base, &ctx, &["runs", "log", &run_id, "--follow"]);
-    assert!(log.contains("step two") && log.contains("succeeded"), "{log}");
+    assert!(
+        log.contains("step two") && log.contains("succeeded"),
+        "{log}"
+    );
     let ndjson = ok(&s.base, &ctx, &["runs", "log", short, "--json"]);
     for line in ndjson.lines() {
         let entry: Value = serde_json::from_str(line).expect("NDJSON lines parse");
@@ -348,19 +492,32 @@ async fn wake_and_follow_a_run_to_its_end() {
     }
     let out = cli(&s.base, &ctx, &["runs", "show", "ffffffff"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out).1.contains("ffffffff: no such run (404)"), "{}", text(&out).1);
+    assert!(
+        text(&out).1.contains("ffffffff: no such run (404)"),
+        "{}",
+        text(&out).1
+    );
 
     // Agents by name; the dashboard and activity speak identifiers and names.
     let agents = ok(&s.base, &ctx, &["agent", "list"]);
-    assert!(agents.contains("Mia Measurer") && agents.contains("process"), "{agents}");
+    assert!(
+        agents.contains("Mia Measurer") && agents.contains("process"),
+        "{agents}"
+    );
     let one = ok(&s.base, &ctx, &["agent", "show", "mia-measurer"]);
     assert!(one.contains("Mia Measurer") && one.contains(short), "{one}");
     let board = ok(&s.base, &ctx, &["dashboard"]);
-    assert!(board.contains("Acme") && board.contains("Tasks:") && board.contains("Agents:"), "{board}");
+    assert!(
+        board.contains("Acme") && board.contains("Tasks:") && board.contains("Agents:"),
+        "{board}"
+    );
     let d: Value = serde_json::from_str(&ok(&s.base, &ctx, &["dashboard", "--json"])).unwrap();
     assert!(d["tasks"].is_object() && d["agents"].is_object(), "{d}");
     let activity = ok(&s.base, &ctx, &["activity"]);
-    assert!(activity.contains("heartbeat") && activity.contains(short), "{activity}");
+    assert!(
+        activity.contains("heartbeat") && activity.contains(short),
+        "{activity}"
+    );
     let costs = ok(&s.base, &ctx, &["cost", "summary"]);
     assert!(costs.starts_with("Spent $0.00"), "{costs}");
 }
@@ -372,11 +529,15 @@ async fn follow_exits_non_zero_when_the_run_fails() {
     let s = TestServer::start().await;
     let ctx = context_file(&s);
     let cid = id(&s.company("Acme").await);
-    s.script_agent(&cid, "Fay", "echo 'trying'\nexit 3\n", json!({})).await;
+    s.script_agent(&cid, "Fay", "echo 'trying'\nexit 3\n", json!({}))
+        .await;
     let out = cli(&s.base, &ctx, &["agent", "wake", "fay", "--follow"]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
-    assert!(stdout.contains("trying") && stdout.contains("failed (exit 3)"), "{stdout}");
+    assert!(
+        stdout.contains("trying") && stdout.contains("failed (exit 3)"),
+        "{stdout}"
+    );
 }
 
 #[tokio::test]
@@ -393,8 +554,15 @@ async fn approvals_are_listed_and_decided_by_short_id() {
     let aid = id(&approval);
     let short = &aid[aid.len() - 8..];
     let table = ok(&s.base, &ctx, &["approval", "list"]);
-    assert!(table.contains(short) && table.contains("pending"), "{table}");
-    let decided = ok(&s.base, &ctx, &["approval", "approve", short, "--note", "go"]);
+    assert!(
+        table.contains(short) && table.contains("pending"),
+        "{table}"
+    );
+    let decided = ok(
+        &s.base,
+        &ctx,
+        &["approval", "approve", short, "--note", "go"],
+    );
     assert!(decided.starts_with("approved"), "{decided}");
     let fetched = s.ok_get(&format!("/api/approvals/{aid}")).await;
     assert_eq!(fetched["status"], "approved");
@@ -402,15 +570,28 @@ async fn approvals_are_listed_and_decided_by_short_id() {
     // Deciding twice is the server's 409, in words.
     let out = cli(&s.base, &ctx, &["approval", "reject", short]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out).1.contains("(409)") || text(&out).1.contains("(422)"), "{}", text(&out).1);
+    assert!(
+        text(&out).1.contains("(409)") || text(&out).1.contains("(422)"),
+        "{}",
+        text(&out).1
+    );
 }
 
 fn doctor(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_paperclip"));
-    for var in ["PAPERCLIP_PORT", "PAPERCLIP_CONFIG", "PAPERCLIP_DATA_DIR", "DATABASE_URL", "PAPERCLIP_BIND"] {
+    for var in [
+        "PAPERCLIP_PORT",
+        "PAPERCLIP_CONFIG",
+        "PAPERCLIP_DATA_DIR",
+        "DATABASE_URL",
+        "PAPERCLIP_BIND",
+    ] {
         cmd.env_remove(var);
     }
-    cmd.env("RUST_BACKTRACE", "0").arg("doctor").args(args).envs(env.iter().copied());
+    cmd.env("RUST_BACKTRACE", "0")
+        .arg("doctor")
+        .args(args)
+        .envs(env.iter().copied());
     cmd.output().unwrap()
 }
 
@@ -429,15 +610,27 @@ async fn doctor_checks_what_run_would_use() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
     assert!(stdout.contains("is writable"), "{stdout}");
-    let db = if s.database_url.is_some() { "postgres" } else { "opens (schema" };
+    let db = if s.database_url.is_some() {
+        "postgres"
+    } else {
+        "opens (schema"
+    };
     assert!(stdout.contains(db), "{stdout}");
     assert!(stdout.contains("a paperclip server (version"), "{stdout}");
     for cli in ["claude", "codex", "opencode"] {
-        assert!(stdout.lines().any(|l| l.contains(cli)), "{cli} checked: {stdout}");
+        assert!(
+            stdout.lines().any(|l| l.contains(cli)),
+            "{cli} checked: {stdout}"
+        );
     }
-    let report: Value =
-        serde_json::from_str(&text(&doctor(&["--data-dir", &data, "--port", &port, "--json"], &env)).0)
-            .expect("doctor --json parses");
+    let report: Value = serde_json::from_str(
+        &text(&doctor(
+            &["--data-dir", &data, "--port", &port, "--json"],
+            &env,
+        ))
+        .0,
+    )
+    .expect("doctor --json parses");
     assert_eq!(report["ok"], true, "{report}");
     assert!(report["checks"].as_array().unwrap().len() >= 6);
 
@@ -447,17 +640,29 @@ async fn doctor_checks_what_run_would_use() {
     let out = doctor(&["--data-dir", file.to_str().unwrap(), "--port", "0"], &[]);
     let (stdout, _) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("FAIL") && stdout.contains("fix:"), "{stdout}");
+    assert!(
+        stdout.contains("FAIL") && stdout.contains("fix:"),
+        "{stdout}"
+    );
 
     // A port held by something that is not paperclip.
     let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let busy = other.local_addr().unwrap().port().to_string();
     let fresh = s.data_dir.join("fresh");
-    let out = doctor(&["--data-dir", fresh.to_str().unwrap(), "--port", &busy], &[]);
+    let out = doctor(
+        &["--data-dir", fresh.to_str().unwrap(), "--port", &busy],
+        &[],
+    );
     let (stdout, _) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("not paperclip") && stdout.contains("--port"), "{stdout}");
-    assert!(stdout.contains("made on first"), "a new data dir is fine: {stdout}");
+    assert!(
+        stdout.contains("not paperclip") && stdout.contains("--port"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("made on first"),
+        "a new data dir is fine: {stdout}"
+    );
     drop(other);
 }
 
@@ -470,6 +675,9 @@ fn completions_for_each_shell() {
             .unwrap();
         assert!(out.status.success(), "{shell}");
         let script = String::from_utf8(out.stdout).unwrap();
-        assert!(script.contains("paperclip") && script.contains("issue"), "{shell}: {script}");
+        assert!(
+            script.contains("paperclip") && script.contains("issue"),
+            "{shell}: {script}"
+        );
     }
 }

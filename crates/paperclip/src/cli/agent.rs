@@ -42,7 +42,14 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<i32> {
             }
             let list = agents.as_array().cloned().unwrap_or_default();
             let names = names_of(&list);
-            let mut t = Table::new(&["NAME", "STATUS", "ROLE", "REPORTS TO", "ADAPTER", "LAST HEARTBEAT"]);
+            let mut t = Table::new(&[
+                "NAME",
+                "STATUS",
+                "ROLE",
+                "REPORTS TO",
+                "ADAPTER",
+                "LAST HEARTBEAT",
+            ]);
             for a in &list {
                 t.row(vec![
                     s(a, "name"),
@@ -62,7 +69,9 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<i32> {
             let id = s(a, "id");
             let runs = ctx
                 .api
-                .get(&format!("/companies/{company}/heartbeat-runs?agentId={id}&limit=5"))
+                .get(&format!(
+                    "/companies/{company}/heartbeat-runs?agentId={id}&limit=5"
+                ))
                 .await?;
             if ctx.json {
                 let mut a = a.clone();
@@ -72,7 +81,11 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<i32> {
             }
             let names = names_of(&list);
             println!("{} ({})  {}", s(a, "name"), s(a, "urlKey"), s(a, "status"));
-            println!("Role:          {} {}", s(a, "role"), a["title"].as_str().unwrap_or(""));
+            println!(
+                "Role:          {} {}",
+                s(a, "role"),
+                a["title"].as_str().unwrap_or("")
+            );
             println!("Reports to:    {}", name_or_dash(&names, &a["reportsTo"]));
             println!("Adapter:       {}", s(a, "adapterType"));
             println!(
@@ -83,7 +96,14 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<i32> {
             println!("Last heartbeat: {}", when(a, "lastHeartbeatAt"));
             for key in ["pauseReason", "errorReason"] {
                 if let Some(r) = a[key].as_str() {
-                    println!("{}: {r}", if key == "pauseReason" { "Paused" } else { "Error" });
+                    println!(
+                        "{}: {r}",
+                        if key == "pauseReason" {
+                            "Paused"
+                        } else {
+                            "Error"
+                        }
+                    );
                 }
             }
             if let Some(c) = a["capabilities"].as_str() {
@@ -94,12 +114,22 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<i32> {
                 println!("\nRecent runs:");
                 let mut t = Table::new(&["STATUS", "RUN", "REASON", "STARTED"]);
                 for r in &runs {
-                    t.row(vec![s(r, "status"), short_id(&s(r, "id")), s(r, "wakeReason"), when(r, "createdAt")]);
+                    t.row(vec![
+                        s(r, "status"),
+                        short_id(&s(r, "id")),
+                        s(r, "wakeReason"),
+                        when(r, "createdAt"),
+                    ]);
                 }
                 print!("{}", t.render());
             }
         }
-        Cmd::Wake { agent, issue, reason, follow } => {
+        Cmd::Wake {
+            agent,
+            issue,
+            reason,
+            follow,
+        } => {
             let company = ctx.company_id().await?;
             let list = list(ctx, &company).await?;
             let a = find(&list, &agent)?;
@@ -110,7 +140,10 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<i32> {
             if let Some(i) = &issue {
                 // The wake route wants the task's id; the identifier is
                 // resolved (and checked) first so a typo reads as one.
-                let found = ctx.api.get_about(&format!("/issues/{i}"), i).await?;
+                let found = ctx
+                    .api
+                    .get_about(&format!("/issues/{}", super::issue::enc(i)), i)
+                    .await?;
                 body["issueId"] = found["id"].clone();
             }
             let run = ctx
@@ -134,7 +167,10 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<i32> {
             if follow {
                 return super::run::follow(ctx, &run_id).await;
             }
-            println!("Follow it with: paperclip runs log {} --follow", short_id(&run_id));
+            println!(
+                "Follow it with: paperclip runs log {} --follow",
+                short_id(&run_id)
+            );
         }
     }
     Ok(0)
@@ -158,7 +194,11 @@ pub fn find<'a>(list: &'a [Value], wanted: &str) -> anyhow::Result<&'a Value> {
             let known: Vec<String> = list.iter().map(|a| s(a, "urlKey")).collect();
             fail(format!(
                 "{wanted}: no such agent (404); the agents are: {}",
-                if known.is_empty() { "none yet".to_string() } else { known.join(", ") }
+                if known.is_empty() {
+                    "none yet".to_string()
+                } else {
+                    known.join(", ")
+                }
             ))
         })
 }

@@ -70,7 +70,12 @@ impl Api {
         self.get(path).await.map_err(|e| about(e, subject))
     }
 
-    pub async fn send(&self, method: Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<Value> {
         let url = format!("{}/api{}", self.base, path);
         let mut req = self.http.request(method.clone(), &url);
         if let Some(key) = &self.key {
@@ -102,7 +107,10 @@ impl Api {
                 self.base
             ))
         } else if err.is_timeout() {
-            fail(format!("the server at {} did not answer in time", self.base))
+            fail(format!(
+                "the server at {} did not answer in time",
+                self.base
+            ))
         } else {
             fail(format!("talking to {}: {err}", self.base))
         }

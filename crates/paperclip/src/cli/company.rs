@@ -28,7 +28,11 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
             let current = ctx.company().await.ok().map(|c| s(&c, "id"));
             let mut t = Table::new(&["", "PREFIX", "NAME", "STATUS", "TASKS", "SPENT", "BUDGET"]);
             for c in companies.as_array().into_iter().flatten() {
-                let mark = if current.as_deref() == c["id"].as_str() { "*" } else { "" };
+                let mark = if current.as_deref() == c["id"].as_str() {
+                    "*"
+                } else {
+                    ""
+                };
                 t.row(vec![
                     mark.to_string(),
                     s(c, "issuePrefix"),
@@ -50,7 +54,12 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
                 ctx.print_json(&c);
                 return Ok(());
             }
-            println!("{} ({})  {}", s(&c, "name"), s(&c, "issuePrefix"), s(&c, "status"));
+            println!(
+                "{} ({})  {}",
+                s(&c, "name"),
+                s(&c, "issuePrefix"),
+                s(&c, "status")
+            );
             println!("Id:      {}", s(&c, "id"));
             println!("Tasks:   {} created", s(&c, "issueCounter"));
             println!(

@@ -49,8 +49,7 @@ impl Context {
     pub fn save(&self) -> anyhow::Result<PathBuf> {
         let path = path().context("HOME is not set: set PAPERCLIP_CONTEXT_FILE")?;
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("creating {}", dir.display()))?;
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
         let text = format!(
             "# Written by `paperclip company use`; the company and server commands use by default.\n{}",

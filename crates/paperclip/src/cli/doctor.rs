@@ -26,13 +26,28 @@ struct Finding {
 }
 
 fn ok(what: &'static str, said: impl Into<String>) -> Finding {
-    Finding { level: Level::Ok, what, said: said.into(), fix: None }
+    Finding {
+        level: Level::Ok,
+        what,
+        said: said.into(),
+        fix: None,
+    }
 }
 fn warn(what: &'static str, said: impl Into<String>, fix: impl Into<String>) -> Finding {
-    Finding { level: Level::Warn, what, said: said.into(), fix: Some(fix.into()) }
+    Finding {
+        level: Level::Warn,
+        what,
+        said: said.into(),
+        fix: Some(fix.into()),
+    }
 }
 fn broken(what: &'static str, said: impl Into<String>, fix: impl Into<String>) -> Finding {
-    Finding { level: Level::Broken, what, said: said.into(), fix: Some(fix.into()) }
+    Finding {
+        level: Level::Broken,
+        what,
+        said: said.into(),
+        fix: Some(fix.into()),
+    }
 }
 
 pub async fn run(args: RunArgs, as_json: bool) -> anyhow::Result<i32> {
@@ -56,7 +71,11 @@ pub async fn run(args: RunArgs, as_json: bool) -> anyhow::Result<i32> {
             findings.push(port(&config).await);
         }
     }
-    for (cli, adapter) in [("claude", "claude_local"), ("codex", "codex_local"), ("opencode", "opencode_local")] {
+    for (cli, adapter) in [
+        ("claude", "claude_local"),
+        ("codex", "codex_local"),
+        ("opencode", "opencode_local"),
+    ] {
         findings.push(agent_cli(cli, adapter).await);
     }
     let failed = findings.iter().any(|f| f.level == Level::Broken);
@@ -72,7 +91,10 @@ pub async fn run(args: RunArgs, as_json: bool) -> anyhow::Result<i32> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&json!({ "ok": !failed, "checks": list }))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "ok": !failed, "checks": list }))?
+        );
     } else {
         for f in &findings {
             let tag = match f.level {
@@ -104,7 +126,10 @@ fn data_dir(dir: &Path) -> Finding {
     if !dir.exists() {
         let parent = dir.ancestors().skip(1).find(|p| p.exists());
         return match parent {
-            Some(p) if writable(p) => ok("data dir", format!("{} (made on first `paperclip run`)", dir.display())),
+            Some(p) if writable(p) => ok(
+                "data dir",
+                format!("{} (made on first `paperclip run`)", dir.display()),
+            ),
             _ => broken(
                 "data dir",
                 format!("{} does not exist and cannot be made", dir.display()),
@@ -113,21 +138,30 @@ fn data_dir(dir: &Path) -> Finding {
         };
     }
     if !dir.is_dir() {
-        return broken("data dir", format!("{} is not a directory", dir.display()), "point --data-dir at a directory");
+        return broken(
+            "data dir",
+            format!("{} is not a directory", dir.display()),
+            "point --data-dir at a directory",
+        );
     }
     if !writable(dir) {
         return broken(
             "data dir",
             format!("{} is not writable", dir.display()),
-            format!("chown/chmod it for this user, or pass another --data-dir"),
+            "chown/chmod it for this user, or pass another --data-dir",
         );
     }
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(dir).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+    let mode = std::fs::metadata(dir)
+        .map(|m| m.permissions().mode() & 0o777)
+        .unwrap_or(0);
     if mode & 0o077 != 0 {
         return warn(
             "data dir",
-            format!("{} is writable but open to others (mode {mode:o})", dir.display()),
+            format!(
+                "{} is writable but open to others (mode {mode:o})",
+                dir.display()
+            ),
             "`paperclip run` makes it 0700; or chmod 700 it now",
         );
     }
@@ -148,7 +182,9 @@ async fn database(config: &Config) -> Finding {
         let connect = sqlx::postgres::PgConnection::connect(&url);
         return match tokio::time::timeout(Duration::from_secs(10), connect).await {
             Ok(Ok(mut conn)) => {
-                let version: Result<(String,), _> = sqlx::query_as("SHOW server_version").fetch_one(&mut conn).await;
+                let version: Result<(String,), _> = sqlx::query_as("SHOW server_version")
+                    .fetch_one(&mut conn)
+                    .await;
                 let _ = conn.close().await;
                 let version = version.map(|v| v.0).unwrap_or_else(|_| "?".into());
                 ok("database", format!("postgres {version} connects"))
@@ -167,23 +203,34 @@ async fn database(config: &Config) -> Finding {
     }
     let file = config.data_dir.join("paperclip.db");
     if !file.exists() {
-        return ok("database", format!("sqlite {} (made on first `paperclip run`)", file.display()));
+        return ok(
+            "database",
+            format!("sqlite {} (made on first `paperclip run`)", file.display()),
+        );
     }
     let ro = format!("sqlite://{}?mode=ro", file.display());
     let opened = async {
         let mut conn = sqlx::sqlite::SqliteConnection::connect(&ro).await?;
         let version: Result<(i64,), _> =
-            sqlx::query_as("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetch_one(&mut conn).await;
+            sqlx::query_as("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
+                .fetch_one(&mut conn)
+                .await;
         let _ = conn.close().await;
         Ok::<_, sqlx::Error>(version.map(|v| v.0).unwrap_or(0))
     };
     match opened.await {
         Ok(v) if v > paperclip_store::schema_version() => warn(
             "database",
-            format!("sqlite {} has schema {v}, newer than this paperclip knows", file.display()),
+            format!(
+                "sqlite {} has schema {v}, newer than this paperclip knows",
+                file.display()
+            ),
             "run the newer paperclip that wrote it, or restore a backup made for this version",
         ),
-        Ok(v) => ok("database", format!("sqlite {} opens (schema {v})", file.display())),
+        Ok(v) => ok(
+            "database",
+            format!("sqlite {} opens (schema {v})", file.display()),
+        ),
         Err(e) => broken(
             "database",
             format!("sqlite {} does not open: {e}", file.display()),
@@ -203,7 +250,9 @@ async fn port(config: &Config) -> Finding {
         return ok("port", format!("{addr} is free"));
     }
     let url = format!("http://{addr}/api/health");
-    let client = reqwest::Client::builder().timeout(Duration::from_secs(3)).build();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(3))
+        .build();
     let health = match client {
         Ok(c) => match c.get(&url).send().await {
             Ok(r) if r.status().is_success() => r.json::<Value>().await.ok(),
@@ -240,7 +289,13 @@ async fn agent_cli(cli: &'static str, adapter: &str) -> Finding {
         Ok(Ok(out)) if out.status.success() => {
             let text = String::from_utf8_lossy(&out.stdout);
             let first = text.lines().next().unwrap_or("").trim();
-            ok(what, format!("{} ({adapter} agents can run)", if first.is_empty() { "found" } else { first }))
+            ok(
+                what,
+                format!(
+                    "{} ({adapter} agents can run)",
+                    if first.is_empty() { "found" } else { first }
+                ),
+            )
         }
         Ok(Ok(out)) => warn(
             what,
@@ -252,7 +307,15 @@ async fn agent_cli(cli: &'static str, adapter: &str) -> Finding {
             "not on PATH",
             format!("install {cli} to hire {adapter} agents (others work without it)"),
         ),
-        Ok(Err(e)) => warn(what, format!("cannot run: {e}"), format!("check {cli}'s permissions")),
-        Err(_) => warn(what, "`--version` did not finish in 10 s", format!("check that {cli} starts")),
+        Ok(Err(e)) => warn(
+            what,
+            format!("cannot run: {e}"),
+            format!("check {cli}'s permissions"),
+        ),
+        Err(_) => warn(
+            what,
+            "`--version` did not finish in 10 s",
+            format!("check that {cli} starts"),
+        ),
     }
 }

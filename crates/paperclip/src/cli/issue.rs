@@ -68,7 +68,12 @@ pub enum Cmd {
 
 pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
     match cmd {
-        Cmd::List { status, assignee, query, limit } => {
+        Cmd::List {
+            status,
+            assignee,
+            query,
+            limit,
+        } => {
             let company = ctx.company_id().await?;
             let agents = agent::list(ctx, &company).await?;
             let mut params = vec![format!("limit={limit}")];
@@ -76,7 +81,10 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
                 params.push(format!("status={}", enc(&st)));
             }
             if let Some(who) = assignee {
-                params.push(format!("assigneeAgentId={}", s(agent::find(&agents, &who)?, "id")));
+                params.push(format!(
+                    "assigneeAgentId={}",
+                    s(agent::find(&agents, &who)?, "id")
+                ));
             }
             if let Some(q) = query {
                 params.push(format!("q={}", enc(&q)));
@@ -103,10 +111,16 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
             t.print("No tasks match.");
         }
         Cmd::Show { issue } => {
-            let i = ctx.api.get_about(&format!("/issues/{issue}"), &issue).await?;
+            let i = ctx
+                .api
+                .get_about(&format!("/issues/{}", enc(&issue)), &issue)
+                .await?;
             let comments = ctx
                 .api
-                .get_about(&format!("/issues/{issue}/comments?order=asc"), &issue)
+                .get_about(
+                    &format!("/issues/{}/comments?order=asc", enc(&issue)),
+                    &issue,
+                )
                 .await?;
             if ctx.json {
                 let mut i = i.clone();
@@ -116,12 +130,26 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
             }
             let agents = agent::list(ctx, &s(&i, "companyId")).await?;
             let names = agent::names_of(&agents);
-            println!("{}  {}  {}", s(&i, "identifier"), s(&i, "status"), s(&i, "title"));
+            println!(
+                "{}  {}  {}",
+                s(&i, "identifier"),
+                s(&i, "status"),
+                s(&i, "title")
+            );
             println!("Priority:  {}", s(&i, "priority"));
             println!("Assignee:  {}", assignee_name(&names, &i));
-            println!("Created:   {}   Updated: {}", when(&i, "createdAt"), when(&i, "updatedAt"));
+            println!(
+                "Created:   {}   Updated: {}",
+                when(&i, "createdAt"),
+                when(&i, "updatedAt")
+            );
             let refs = |key: &str| -> Vec<String> {
-                i[key].as_array().into_iter().flatten().map(|r| format!("{} ({})", s(r, "identifier"), s(r, "status"))).collect()
+                i[key]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|r| format!("{} ({})", s(r, "identifier"), s(r, "status")))
+                    .collect()
             };
             for (key, label) in [("blockedBy", "Blocked by"), ("blocks", "Blocks")] {
                 let list = refs(key);
@@ -147,7 +175,13 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
                 }
             }
         }
-        Cmd::Create { title, description, assignee, priority, status } => {
+        Cmd::Create {
+            title,
+            description,
+            assignee,
+            priority,
+            status,
+        } => {
             let company = ctx.company_id().await?;
             let mut body = json!({ "title": title });
             if let Some(d) = description {
@@ -163,14 +197,30 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
                 let agents = agent::list(ctx, &company).await?;
                 body["assigneeAgentId"] = json!(s(agent::find(&agents, &who)?, "id"));
             }
-            let i = ctx.api.post(&format!("/companies/{company}/issues"), body).await?;
+            let i = ctx
+                .api
+                .post(&format!("/companies/{company}/issues"), body)
+                .await?;
             if ctx.json {
                 ctx.print_json(&i);
             } else {
-                println!("Created {} ({}): {}", s(&i, "identifier"), s(&i, "status"), s(&i, "title"));
+                println!(
+                    "Created {} ({}): {}",
+                    s(&i, "identifier"),
+                    s(&i, "status"),
+                    s(&i, "title")
+                );
             }
         }
-        Cmd::Update { issue, status, priority, title, description, assignee, comment } => {
+        Cmd::Update {
+            issue,
+            status,
+            priority,
+            title,
+            description,
+            assignee,
+            comment,
+        } => {
             let mut body = Map::new();
             for (key, value) in [
                 ("status", status),
@@ -187,7 +237,10 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
                 let id = if who.eq_ignore_ascii_case("none") {
                     Value::Null
                 } else {
-                    let current = ctx.api.get_about(&format!("/issues/{issue}"), &issue).await?;
+                    let current = ctx
+                        .api
+                        .get_about(&format!("/issues/{}", enc(&issue)), &issue)
+                        .await?;
                     let agents = agent::list(ctx, &s(&current, "companyId")).await?;
                     json!(s(agent::find(&agents, &who)?, "id"))
                 };
@@ -200,19 +253,27 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
             }
             let i = ctx
                 .api
-                .patch(&format!("/issues/{issue}"), Value::Object(body))
+                .patch(&format!("/issues/{}", enc(&issue)), Value::Object(body))
                 .await
                 .map_err(|e| super::client::about(e, &issue))?;
             if ctx.json {
                 ctx.print_json(&i);
             } else {
-                println!("Updated {} ({}): {}", s(&i, "identifier"), s(&i, "status"), s(&i, "title"));
+                println!(
+                    "Updated {} ({}): {}",
+                    s(&i, "identifier"),
+                    s(&i, "status"),
+                    s(&i, "title")
+                );
             }
         }
         Cmd::Comment { issue, body } => {
             let c = ctx
                 .api
-                .post(&format!("/issues/{issue}/comments"), json!({ "body": body }))
+                .post(
+                    &format!("/issues/{}/comments", enc(&issue)),
+                    json!({ "body": body }),
+                )
                 .await
                 .map_err(|e| super::client::about(e, &issue))?;
             if ctx.json {
@@ -226,7 +287,10 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
 }
 
 fn assignee_name(names: &std::collections::HashMap<String, String>, issue: &Value) -> String {
-    match (issue["assigneeAgentId"].as_str(), issue["assigneeUserId"].as_str()) {
+    match (
+        issue["assigneeAgentId"].as_str(),
+        issue["assigneeUserId"].as_str(),
+    ) {
         (Some(_), _) => agent::name_or_dash(names, &issue["assigneeAgentId"]),
         (None, Some(_)) => "board".to_string(),
         _ => "-".to_string(),
@@ -239,7 +303,9 @@ pub fn enc(v: &str) -> String {
     let mut out = String::new();
     for b in v.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b',' => out.push(b as char),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b',' => {
+                out.push(b as char)
+            }
             _ => out.push_str(&format!("%{b:02X}")),
         }
     }

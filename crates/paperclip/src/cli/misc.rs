@@ -61,7 +61,10 @@ pub struct ActivityArgs {
 
 pub async fn project(ctx: &Ctx, ProjectCmd::List: ProjectCmd) -> anyhow::Result<()> {
     let company = ctx.company_id().await?;
-    let projects = ctx.api.get(&format!("/companies/{company}/projects")).await?;
+    let projects = ctx
+        .api
+        .get(&format!("/companies/{company}/projects"))
+        .await?;
     if ctx.json {
         ctx.print_json(&projects);
         return Ok(());
@@ -91,7 +94,11 @@ pub async fn goal(ctx: &Ctx, GoalCmd::List: GoalCmd) -> anyhow::Result<()> {
     }
     let mut t = Table::new(&["STATUS", "LEVEL", "TITLE"]);
     for g in goals.as_array().into_iter().flatten() {
-        t.row(vec![s(g, "status"), s(g, "level"), clip(&s(g, "title"), 80)]);
+        t.row(vec![
+            s(g, "status"),
+            s(g, "level"),
+            clip(&s(g, "title"), 80),
+        ]);
     }
     t.print("No goals yet.");
     Ok(())
@@ -101,8 +108,13 @@ pub async fn approval(ctx: &Ctx, cmd: ApprovalCmd) -> anyhow::Result<()> {
     let company = ctx.company_id().await?;
     let (wanted, note, action) = match cmd {
         ApprovalCmd::List { status } => {
-            let q = status.map(|st| format!("?status={}", enc(&st))).unwrap_or_default();
-            let list = ctx.api.get(&format!("/companies/{company}/approvals{q}")).await?;
+            let q = status
+                .map(|st| format!("?status={}", enc(&st)))
+                .unwrap_or_default();
+            let list = ctx
+                .api
+                .get(&format!("/companies/{company}/approvals{q}"))
+                .await?;
             if ctx.json {
                 ctx.print_json(&list);
                 return Ok(());
@@ -118,7 +130,13 @@ pub async fn approval(ctx: &Ctx, cmd: ApprovalCmd) -> anyhow::Result<()> {
                     Some(_) => agent::name_or_dash(&names, &a["requestedByAgentId"]),
                     None => "board".to_string(),
                 };
-                t.row(vec![s(a, "status"), short_id(&s(a, "id")), s(a, "type"), by, when(a, "createdAt")]);
+                t.row(vec![
+                    s(a, "status"),
+                    short_id(&s(a, "id")),
+                    s(a, "type"),
+                    by,
+                    when(a, "createdAt"),
+                ]);
             }
             t.print("No approvals.");
             return Ok(());
@@ -126,26 +144,43 @@ pub async fn approval(ctx: &Ctx, cmd: ApprovalCmd) -> anyhow::Result<()> {
         ApprovalCmd::Approve { approval, note } => (approval, note, "approve"),
         ApprovalCmd::Reject { approval, note } => (approval, note, "reject"),
     };
-    let list = ctx.api.get(&format!("/companies/{company}/approvals")).await?;
+    let list = ctx
+        .api
+        .get(&format!("/companies/{company}/approvals"))
+        .await?;
     let rows = list.as_array().cloned().unwrap_or_default();
     let id = s(super::pick_by_id(&rows, &wanted, "approval")?, "id");
     let decided = ctx
         .api
-        .post(&format!("/approvals/{id}/{action}"), json!({ "decisionNote": note }))
+        .post(
+            &format!("/approvals/{id}/{action}"),
+            json!({ "decisionNote": note }),
+        )
         .await
         .map_err(|e| fail(format!("{wanted}: {e}")))?;
     if ctx.json {
         ctx.print_json(&decided);
     } else {
-        println!("{} {}: {}", s(&decided, "status"), short_id(&id), s(&decided, "type"));
+        println!(
+            "{} {}: {}",
+            s(&decided, "status"),
+            short_id(&id),
+            s(&decided, "type")
+        );
     }
     Ok(())
 }
 
 pub async fn cost(ctx: &Ctx, CostCmd::Summary: CostCmd) -> anyhow::Result<()> {
     let company = ctx.company_id().await?;
-    let summary = ctx.api.get(&format!("/companies/{company}/costs/summary")).await?;
-    let by_agent = ctx.api.get(&format!("/companies/{company}/costs/by-agent")).await?;
+    let summary = ctx
+        .api
+        .get(&format!("/companies/{company}/costs/summary"))
+        .await?;
+    let by_agent = ctx
+        .api
+        .get(&format!("/companies/{company}/costs/by-agent"))
+        .await?;
     if ctx.json {
         ctx.print_json(&json!({ "summary": summary, "byAgent": by_agent }));
         return Ok(());
@@ -158,12 +193,26 @@ pub async fn cost(ctx: &Ctx, CostCmd::Summary: CostCmd) -> anyhow::Result<()> {
         when(&summary, "windowStart"),
         when(&summary, "windowEnd"),
     );
-    println!("{} cost events ({} unpriced)\n", s(&summary, "eventCount"), s(&summary, "unpricedEventCount"));
+    println!(
+        "{} cost events ({} unpriced)\n",
+        s(&summary, "eventCount"),
+        s(&summary, "unpricedEventCount")
+    );
     let mut t = Table::new(&["AGENT", "SPENT", "EVENTS"]);
     for row in by_agent.as_array().into_iter().flatten() {
-        let name = row["agentName"].as_str().unwrap_or("(no agent)").to_string();
-        let cents = row.get("costCents").or(row.get("spendCents")).cloned().unwrap_or(Value::Null);
-        let events = row.get("eventCount").map(|e| e.to_string()).unwrap_or_else(|| "-".into());
+        let name = row["agentName"]
+            .as_str()
+            .unwrap_or("(no agent)")
+            .to_string();
+        let cents = row
+            .get("costCents")
+            .or(row.get("spendCents"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let events = row
+            .get("eventCount")
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "-".into());
         t.row(vec![name, dollars(&cents), events]);
     }
     t.print("No spend recorded this month.");
@@ -177,7 +226,10 @@ pub async fn activity(ctx: &Ctx, args: ActivityArgs) -> anyhow::Result<()> {
     if let Some(a) = args.agent {
         q.push_str(&format!("&agentId={}", s(agent::find(&agents, &a)?, "id")));
     }
-    let list = ctx.api.get(&format!("/companies/{company}/activity?{q}")).await?;
+    let list = ctx
+        .api
+        .get(&format!("/companies/{company}/activity?{q}"))
+        .await?;
     if ctx.json {
         ctx.print_json(&list);
         return Ok(());
@@ -222,11 +274,19 @@ pub async fn dashboard(ctx: &Ctx) -> anyhow::Result<()> {
     println!("{} ({})", s(&company, "name"), s(&company, "issuePrefix"));
     println!(
         "Tasks:      {} open, {} in progress, {} blocked, {} done ({} in all)",
-        n(&t["open"]), n(&t["inProgress"]), n(&t["blocked"]), n(&t["done"]), n(&t["total"])
+        n(&t["open"]),
+        n(&t["inProgress"]),
+        n(&t["blocked"]),
+        n(&t["done"]),
+        n(&t["total"])
     );
     println!(
         "Agents:     {} running, {} active, {} paused, {} in error ({} in all)",
-        n(&a["running"]), n(&a["active"]), n(&a["paused"]), n(&a["error"]), n(&a["total"])
+        n(&a["running"]),
+        n(&a["active"]),
+        n(&a["paused"]),
+        n(&a["error"]),
+        n(&a["total"])
     );
     println!(
         "Spend:      {} of {} this month ({}%)",
@@ -241,7 +301,11 @@ pub async fn dashboard(ctx: &Ctx) -> anyhow::Result<()> {
     );
     if let Some(by) = d["runChart"]["last14Days"].as_object() {
         let parts: Vec<String> = by.iter().map(|(k, v)| format!("{} {k}", n(v))).collect();
-        let text = if parts.is_empty() { "none".to_string() } else { parts.join(", ") };
+        let text = if parts.is_empty() {
+            "none".to_string()
+        } else {
+            parts.join(", ")
+        };
         println!("Runs (14d): {text}");
     }
     let recent = &d["recentActivity"];

@@ -84,7 +84,11 @@ pub enum ClientCommand {
 /// Runs one client command and exits the process with its code; errors are
 /// printed as one sentence (no anyhow chain or backtrace for a person to wade
 /// through).
-pub fn main(global: Global, cmd: ClientCommand, command: fn() -> clap::Command) -> anyhow::Result<()> {
+pub fn main(
+    global: Global,
+    cmd: ClientCommand,
+    command: fn() -> clap::Command,
+) -> anyhow::Result<()> {
     // `paperclip issue list | head` should end quietly when `head` closes the
     // pipe, as other CLIs do, not panic in `println!`. Only the client gets
     // this: the server keeps ignoring SIGPIPE (Rust's default).
@@ -227,7 +231,12 @@ impl Ctx {
                     .iter()
                     .any(|k| c[k].as_str().is_some_and(|v| v.to_lowercase() == w))
             })
-            .ok_or_else(|| fail(format!("{wanted}: no such company on {} (404)", self.api.base)))
+            .ok_or_else(|| {
+                fail(format!(
+                    "{wanted}: no such company on {} (404)",
+                    self.api.base
+                ))
+            })
     }
 }
 

@@ -41,7 +41,11 @@ pub enum Cmd {
 
 pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<i32> {
     match cmd {
-        Cmd::List { agent, status, limit } => {
+        Cmd::List {
+            agent,
+            status,
+            limit,
+        } => {
             let company = ctx.company_id().await?;
             let agents = agent::list(ctx, &company).await?;
             let mut params = vec![format!("limit={limit}")];
@@ -53,7 +57,10 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<i32> {
             }
             let runs = ctx
                 .api
-                .get(&format!("/companies/{company}/heartbeat-runs?{}", params.join("&")))
+                .get(&format!(
+                    "/companies/{company}/heartbeat-runs?{}",
+                    params.join("&")
+                ))
                 .await?;
             if ctx.json {
                 ctx.print_json(&runs);
@@ -62,7 +69,9 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<i32> {
             let runs = runs.as_array().cloned().unwrap_or_default();
             let names = agent::names_of(&agents);
             let tasks = identifiers(ctx, &runs).await;
-            let mut t = Table::new(&["STATUS", "RUN", "AGENT", "TASK", "REASON", "STARTED", "TOOK"]);
+            let mut t = Table::new(&[
+                "STATUS", "RUN", "AGENT", "TASK", "REASON", "STARTED", "TOOK",
+            ]);
             for r in &runs {
                 t.row(vec![
                     s(r, "status"),
@@ -89,7 +98,11 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<i32> {
             println!("Id:       {}", s(&r, "id"));
             println!("Agent:    {}", agent::name_or_dash(&names, &r["agentId"]));
             println!("Task:     {}", task_of(&tasks, &r));
-            println!("Reason:   {} ({})", s(&r, "wakeReason"), s(&r, "invocationSource"));
+            println!(
+                "Reason:   {} ({})",
+                s(&r, "wakeReason"),
+                s(&r, "invocationSource")
+            );
             println!("Started:  {}   Took: {}", when(&r, "startedAt"), took(&r));
             if !r["exitCode"].is_null() {
                 println!("Exit:     {}", s(&r, "exitCode"));
@@ -235,7 +248,9 @@ async fn identifiers(ctx: &Ctx, runs: &[Value]) -> HashMap<String, String> {
     let mut known = HashMap::new();
     let mut missing = Vec::new();
     for r in runs {
-        let Some(id) = r["issueId"].as_str() else { continue };
+        let Some(id) = r["issueId"].as_str() else {
+            continue;
+        };
         match r["contextSnapshot"]["payload"]["identifier"].as_str() {
             Some(ident) => {
                 known.insert(id.to_string(), ident.to_string());
@@ -272,7 +287,9 @@ fn took(run: &Value) -> String {
     let Some(start) = parse("startedAt") else {
         return "-".to_string();
     };
-    let end = parse("finishedAt").map(|e| e.to_utc()).unwrap_or_else(chrono::Utc::now);
+    let end = parse("finishedAt")
+        .map(|e| e.to_utc())
+        .unwrap_or_else(chrono::Utc::now);
     let ms = (end - start.to_utc()).num_milliseconds().max(0);
     if ms < 60_000 {
         format!("{:.1}s", ms as f64 / 1000.0)
