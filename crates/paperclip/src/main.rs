@@ -5,12 +5,13 @@
 //! is set. Flags override the TOML config file, which overrides defaults; each
 //! flag also reads a `PAPERCLIP_*` environment variable.
 
+mod cli;
 mod config;
 
 use std::time::Instant;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::config::{Config, RunArgs};
 
@@ -23,6 +24,8 @@ use crate::config::{Config, RunArgs};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    client: cli::Global,
 }
 
 #[derive(Subcommand)]
@@ -32,6 +35,9 @@ enum Command {
     /// Print the example agent: a POSIX shell script (sh and curl only) that
     /// does one heartbeat; the sample company's agents run it.
     ExampleAgent,
+    /// The command-line client of the API (company, agent, issue, run, …).
+    #[command(flatten)]
+    Client(cli::ClientCommand),
 }
 
 /// glibc serves every allocation above 128 KiB (a list page's rows and its
@@ -69,6 +75,7 @@ fn main() -> anyhow::Result<()> {
             print!("{}", paperclip_server::sample::EXAMPLE_AGENT);
             Ok(())
         }
+        Command::Client(cmd) => cli::main(cli.client, cmd, Cli::command),
     }
 }
 
