@@ -28,7 +28,8 @@ const BACK_TO_7_BOTH: &[&str] = &[
     "DROP INDEX issues_company_project_number",
     "DROP INDEX issues_company_parent_number",
     "DROP INDEX issues_company_status_number",
-    "DROP INDEX heartbeat_runs_company_created",
+    // Replaced by migration 15 (which stays applied here).
+    "DROP INDEX IF EXISTS heartbeat_runs_company_created",
     "DROP INDEX cost_events_company_time_cents",
     "DROP INDEX cost_events_agent_time_cents",
     "CREATE INDEX issues_company_status ON issues (company_id, status)",

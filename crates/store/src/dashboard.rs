@@ -286,12 +286,15 @@ fn by_day(days: Vec<String>, rows: &[crate::db::DbRow]) -> Result<Vec<Day>> {
     Ok(out)
 }
 
-/// Runs created per chart day, by current status, grouped from the runs
-/// table over the window (on its (company, created_at) index). Runs are not
-/// counted by triggers: a run's status changes within transactions that
-/// also insert or finish other runs, and counters locked in those orders
-/// deadlocked on Postgres (a wake racing a cancel).
+/// Runs created per chart day, by current status: kept on SQLite (migration
+/// 15), grouped from the runs' (company, created_at, status) index on
+/// Postgres. Postgres does not keep them: a run's status changes within
+/// transactions that also insert or finish other runs, and counters locked
+/// in those orders deadlocked there (a wake racing a cancel).
 async fn runs_per_day(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<Vec<Day>> {
+    if store.backend() == crate::Backend::Sqlite {
+        return per_day(store, company_id, "run", now).await;
+    }
     let days = chart_days(now);
     let rows = crate::db::query(
         "SELECT SUBSTR(created_at, 1, 10) AS day, status, COUNT(*) AS n FROM heartbeat_runs \
@@ -311,6 +314,9 @@ pub(crate) async fn runs_between(
     first: &str,
     next: &str,
 ) -> Result<i64> {
+    if store.backend() == crate::Backend::Sqlite {
+        return counted(store, company_id, "run", first, next).await;
+    }
     let (n,): (i64,) = crate::db::query_as(
         "SELECT COUNT(*) FROM heartbeat_runs WHERE company_id = $1 AND created_at >= $2 AND created_at < $3",
     )
@@ -322,7 +328,7 @@ pub(crate) async fn runs_between(
     Ok(n)
 }
 
-/// The kept count of `subject` (`task` or `done`) over the UTC days
+/// The kept count of `subject` (`task`, `done`, or `run` on SQLite) over the UTC days
 /// `[first, next)`.
 pub(crate) async fn counted(
     store: &Store,

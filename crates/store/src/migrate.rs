@@ -97,7 +97,10 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
     (
         15,
         "run_failures",
-        Sql::Both(include_str!("../migrations/0015_run_failures.sql")),
+        Sql::Each {
+            sqlite: include_str!("../migrations/0015_run_failures.sqlite.sql"),
+            postgres: include_str!("../migrations/0015_run_failures.postgres.sql"),
+        },
     ),
 ];
 
