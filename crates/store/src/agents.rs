@@ -100,23 +100,32 @@ pub(crate) async fn create_in(
     Ok(agent)
 }
 
+/// Agents with their month's spend (`$2`, the month as `2026-12`), from the
+/// kept monthly totals per agent (migration 13) rather than a sum of the
+/// month's cost events on every load.
+const WITH_SPEND: &str = "SELECT a.*, CAST(COALESCE((SELECT t.cost_cents FROM cost_month_totals t \
+     WHERE t.company_id = a.company_id AND t.month = $2 AND t.dim = 'agent' AND t.dim_key = a.id), 0) \
+     AS BIGINT) AS month_spend FROM agents a";
+static BY_ID: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("{WITH_SPEND} WHERE a.id = $1"));
+
 pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Agent>> {
-    let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let rows = crate::db::query(concat!("SELECT a.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.company_id = $1 ORDER BY a.created_at, a.id"))
-        .bind(company_id)
-        .bind(&start)
-        .bind(&end)
-        .fetch_all(store.pool())
-        .await?;
+    let (start, _, _) = paperclip_core::budget::month_window(chrono::Utc::now());
+    let rows = crate::db::query(&format!(
+        "{WITH_SPEND} WHERE a.company_id = $1 ORDER BY a.created_at, a.id"
+    ))
+    .bind(company_id)
+    .bind(&start[..7])
+    .fetch_all(store.pool())
+    .await?;
     rows.iter().map(map).collect()
 }
 
 pub async fn get(store: &Store, id: &str) -> Result<Agent> {
-    let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let row = crate::db::query(concat!("SELECT a.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.id = $1"))
+    let (start, _, _) = paperclip_core::budget::month_window(chrono::Utc::now());
+    let row = crate::db::query(BY_ID.as_str())
         .bind(id)
-        .bind(&start)
-        .bind(&end)
+        .bind(&start[..7])
         .fetch_optional(store.pool())
         .await?;
     row.as_ref()
@@ -126,11 +135,10 @@ pub async fn get(store: &Store, id: &str) -> Result<Agent> {
 }
 
 pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Agent> {
-    let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let row = crate::db::query(concat!("SELECT a.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.agent_id = a.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM agents a WHERE a.id = $1"))
+    let (start, _, _) = paperclip_core::budget::month_window(chrono::Utc::now());
+    let row = crate::db::query(BY_ID.as_str())
         .bind(id)
-        .bind(&start)
-        .bind(&end)
+        .bind(&start[..7])
         .fetch_optional(tx.conn())
         .await?;
     row.as_ref()

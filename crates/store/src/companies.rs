@@ -80,21 +80,28 @@ pub async fn create(store: &Store, actor: &Actor, input: NewCompany) -> Result<C
 }
 
 pub async fn list(store: &Store) -> Result<Vec<Company>> {
-    let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let rows = crate::db::query(concat!("SELECT c.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $1 AND e.occurred_at < $2), 0) AS BIGINT) AS month_spend FROM companies c ORDER BY c.created_at, c.id"))
-        .bind(&start)
-        .bind(&end)
+    let (start, _, _) = paperclip_core::budget::month_window(chrono::Utc::now());
+    let rows = crate::db::query("SELECT c.*, CAST(COALESCE((SELECT SUM(t.cost_cents) FROM cost_month_totals t \
+         WHERE t.company_id = c.id AND t.month = $1 AND t.dim = 'task'), 0) AS BIGINT) AS month_spend \
+         FROM companies c ORDER BY c.created_at, c.id")
+        .bind(&start[..7])
         .fetch_all(store.pool())
         .await?;
     rows.iter().map(map).collect()
 }
 
+/// A company with its month's spend, from the kept monthly totals (migration
+/// 13: its `task` rows split the month's whole spend in two), not a sum of
+/// the month's cost events (2.3 ms at a million tasks, on every load).
+const LOAD: &str = "SELECT c.*, CAST(COALESCE((SELECT SUM(t.cost_cents) FROM cost_month_totals t \
+     WHERE t.company_id = c.id AND t.month = $2 AND t.dim = 'task'), 0) AS BIGINT) AS month_spend \
+     FROM companies c WHERE c.id = $1";
+
 pub async fn get(store: &Store, id: &str) -> Result<Company> {
-    let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let row = crate::db::query(concat!("SELECT c.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM companies c WHERE c.id = $1"))
+    let (start, _, _) = paperclip_core::budget::month_window(chrono::Utc::now());
+    let row = crate::db::query(LOAD)
         .bind(id)
-        .bind(&start)
-        .bind(&end)
+        .bind(&start[..7])
         .fetch_optional(store.pool())
         .await?;
     row.as_ref()
@@ -104,11 +111,10 @@ pub async fn get(store: &Store, id: &str) -> Result<Company> {
 }
 
 pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Company> {
-    let (start, end, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let row = crate::db::query(concat!("SELECT c.*, CAST(COALESCE((SELECT SUM(", capped!("e.cost_cents"), ") FROM cost_events e WHERE e.company_id = c.id AND e.occurred_at >= $2 AND e.occurred_at < $3), 0) AS BIGINT) AS month_spend FROM companies c WHERE c.id = $1"))
+    let (start, _, _) = paperclip_core::budget::month_window(chrono::Utc::now());
+    let row = crate::db::query(LOAD)
         .bind(id)
-        .bind(&start)
-        .bind(&end)
+        .bind(&start[..7])
         .fetch_optional(tx.conn())
         .await?;
     row.as_ref()

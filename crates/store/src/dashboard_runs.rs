@@ -33,9 +33,10 @@ pub(crate) async fn run_activity(
     // A failure is recovered when a later run of its retry chain succeeded
     // (each retry names the run it retries, and is made after it, so inside
     // the window). The chains are walked back from the window's successful
-    // retries, which are few, by the runs' ids; the unindexable `|| ''`
-    // keeps both engines on those ids rather than scanning the failures
-    // once per retry.
+    // retries, which are few, by the runs' ids: SQLite joins a CROSS JOIN in
+    // the order written, and the unindexable `|| ''` keeps both engines on
+    // those ids rather than on all the failures (SQLite 3.46 otherwise read
+    // every failed run of every company: 20 ms at 100,000 runs).
     let recovered = by_day_and_code(
         store,
         "WITH RECURSIVE up(id, depth) AS ( \
@@ -46,8 +47,8 @@ pub(crate) async fn run_activity(
              WHERE r.retry_of_run_id IS NOT NULL AND up.depth < 100) \
          SELECT day, code, COUNT(*) AS n FROM ( \
            SELECT DISTINCT o.id, SUBSTR(o.created_at, 1, 10) AS day, COALESCE(o.error_code, 'unknown') AS code \
-           FROM up JOIN heartbeat_runs o ON o.id = up.id \
-           WHERE o.company_id || '' = $1 AND o.created_at || '' >= $2 \
+           FROM up CROSS JOIN heartbeat_runs o \
+           WHERE o.id = up.id AND o.company_id || '' = $1 AND o.created_at || '' >= $2 \
              AND o.status IN ('failed', 'timed_out')) recovered \
          GROUP BY day, code",
         company_id,
