@@ -40,6 +40,20 @@ async fn reporting_lines_refuse_cycles_and_build_the_tree() {
     assert_eq!(tree[0]["reports"][0]["name"], "CTO");
     assert_eq!(tree[0]["reports"][0]["reports"][0]["name"], "Engineer");
     assert_eq!(tree[0]["reports"][0]["reports"][0]["reports"], json!([]));
+    // An agent's page names its manager with a link, found by url key or id.
+    let company = server.ok_get(&format!("/api/companies/{cid}")).await;
+    let prefix = company["issuePrefix"].as_str().unwrap();
+    for key in ["engineer", eng["id"].as_str().unwrap()] {
+        let page = server.page(&format!("/{prefix}/agents/{key}")).await;
+        assert!(
+            page.contains(&format!(
+                "reports to <a href=\"/{prefix}/agents/cto\">CTO</a>"
+            )),
+            "{key}: {page}"
+        );
+    }
+    let page = server.page(&format!("/{prefix}/agents/ceo")).await;
+    assert!(!page.contains("reports to"), "the CEO reports to nobody");
 
     let moved = server
         .ok_patch(

@@ -66,6 +66,9 @@ pub async fn get(
         out.tasks_done = crate::dashboard::counted(store, company_id, "done", first, next).await?;
         return Ok(ratios(out));
     }
+    // One agent's: each query names the agent plainly so its index is used
+    // (an `agent IS NULL OR` form read the company's whole month: 23 ms for
+    // the runs alone at 100,000 a month).
     let rows = crate::db::query(concat!(
         "SELECT CASE WHEN issue_id IS NULL THEN 0 ELSE 1 END AS on_task, \
          CAST(COALESCE(SUM(",
@@ -85,7 +88,7 @@ pub async fn get(
         " + ",
         capped!("output_tokens"),
         " ELSE 0 END), 0) AS BIGINT) AS unpriced \
-         FROM cost_events WHERE company_id = $1 AND ($2 IS NULL OR agent_id = $2) \
+         FROM cost_events WHERE company_id = $1 AND agent_id = $2 \
          AND occurred_at >= $3 AND occurred_at < $4 GROUP BY on_task"
     ))
     .bind(company_id)
@@ -106,7 +109,7 @@ pub async fn get(
     }
     let runs = month_count(
         store,
-        "SELECT COUNT(*) FROM heartbeat_runs WHERE company_id = $1 AND ($2 IS NULL OR agent_id = $2) \
+        "SELECT COUNT(*) FROM heartbeat_runs WHERE company_id = $1 AND agent_id = $2 \
          AND created_at >= $3 AND created_at < $4",
         company_id,
         agent_id,
@@ -115,7 +118,7 @@ pub async fn get(
     .await?;
     let done = month_count(
         store,
-        "SELECT COUNT(*) FROM issues WHERE company_id = $1 AND ($2 IS NULL OR assignee_agent_id = $2) \
+        "SELECT COUNT(*) FROM issues WHERE company_id = $1 AND assignee_agent_id = $2 \
          AND completed_at >= $3 AND completed_at < $4 AND status = 'done'",
         company_id,
         agent_id,

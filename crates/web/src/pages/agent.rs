@@ -12,7 +12,7 @@ use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::template::CATALOG;
 use paperclip_store::{agents, issues, keys, revisions, runs, sessions};
 
-use super::{by_id, hire};
+use super::hire;
 use crate::fmt::{money, percent, pill, time};
 use crate::{html, layout, store_failure, PageResult, Web};
 
@@ -23,19 +23,23 @@ pub async fn page(
     let ctx = web.ctx(&prefix).await?;
     let store = &web.store;
     let cid = &ctx.company.id;
-    let all = agents::list(store, cid).await.map_err(store_failure)?;
-    let Some(agent) = all
-        .iter()
-        .find(|a| a.url_key == url_key || a.id == url_key)
-        .cloned()
-    else {
+    // This agent and its manager only: a company may have a thousand.
+    let found = agents::by_key(store, cid, &url_key)
+        .await
+        .map_err(store_failure)?;
+    let Some(agent) = found else {
         return Err(crate::failure(
             axum::http::StatusCode::NOT_FOUND,
             "No such agent",
             &format!("{} has no agent {url_key}.", ctx.company.name),
         ));
     };
-    let names = by_id(&all);
+    let manager = match agent.reports_to.as_deref() {
+        Some(id) => agents::by_key(store, cid, id)
+            .await
+            .map_err(store_failure)?,
+        None => None,
+    };
     let tasks = issues::list(
         store,
         cid,
@@ -105,7 +109,7 @@ pub async fn page(
             div.muted { a href={"/" (p) "/agents"} { "Agents" } " / " (agent.name) }
             h1 { (agent.name) " " (pill(&agent.status)) " " (crate::thrift::usage_limit(agent.usage_limited_until.as_deref())) }
             p.muted { (agent.title.as_deref().unwrap_or(agent.role.as_str())) " · " code { (agent.adapter_type) }
-                @if let Some(m) = agent.reports_to.as_deref().and_then(|r| names.get(r)) { " · reports to " a href={"/" (p) "/agents/" (m.url_key)} { (m.name) } } }
+                @if let Some(m) = &manager { " · reports to " a href={"/" (p) "/agents/" (m.url_key)} { (m.name) } } }
             @if let Some(reason) = &agent.error_reason { p.run-error { "Last error: " (reason) } }
             div.actions {
                 button type="button" data-open-dialog="new-task" data-preset-assignee=(id) { "Assign task" }
