@@ -179,15 +179,10 @@ async fn by_agent(
     Ok(Json(
         rows.into_iter()
             .map(|r| AgentCost {
+                sums: Sums::of(&r),
                 agent_status: r.key.as_ref().and_then(|k| statuses.get(k).copied()),
                 agent_id: r.key,
                 agent_name: r.label,
-                sums: Sums::of(
-                    r.cost_cents,
-                    r.input_tokens,
-                    r.cached_input_tokens,
-                    r.output_tokens,
-                ),
                 event_count: r.event_count,
                 unpriced_event_count: r.unpriced_event_count,
             })
@@ -210,14 +205,9 @@ async fn by_project(
     Ok(Json(
         rows.into_iter()
             .map(|r| ProjectCost {
+                sums: Sums::of(&r),
                 project_id: r.key,
                 project_name: r.label,
-                sums: Sums::of(
-                    r.cost_cents,
-                    r.input_tokens,
-                    r.cached_input_tokens,
-                    r.output_tokens,
-                ),
                 event_count: r.event_count,
                 unpriced_event_count: r.unpriced_event_count,
             })
@@ -236,17 +226,12 @@ pub struct Sums {
 }
 
 impl Sums {
-    fn of(
-        cost_cents: i64,
-        input_tokens: i64,
-        cached_input_tokens: i64,
-        output_tokens: i64,
-    ) -> Sums {
+    fn of(row: &Breakdown) -> Sums {
         Sums {
-            cost_cents,
-            input_tokens,
-            cached_input_tokens,
-            output_tokens,
+            cost_cents: row.cost_cents,
+            input_tokens: row.input_tokens,
+            cached_input_tokens: row.cached_input_tokens,
+            output_tokens: row.output_tokens,
         }
     }
 }
