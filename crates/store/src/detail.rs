@@ -73,6 +73,48 @@ pub async fn identifiers(
         .collect()
 }
 
+/// A task as a list of them names it.
+#[derive(Debug, Clone)]
+pub struct IssueSummary {
+    pub id: String,
+    pub identifier: String,
+    pub title: String,
+    pub status: paperclip_core::issue::IssueStatus,
+    pub priority: paperclip_core::issue::IssuePriority,
+}
+
+/// The company's tasks with these ids, in the order given (ids of other
+/// companies' tasks, or of tasks gone, are left out): one query however
+/// many.
+pub async fn summaries(store: &Store, company_id: &str, ids: &[&str]) -> Result<Vec<IssueSummary>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    // By primary key, as in `identifiers`.
+    let sql = format!(
+        "SELECT id, identifier, title, status, priority FROM issues WHERE id IN {} \
+         AND company_id || '' = $1",
+        crate::issue_list::json_values(store.backend(), "$2", "TEXT")
+    );
+    let rows = crate::db::query(&sql)
+        .bind(company_id)
+        .bind(crate::issue_list::json_array(ids.iter()))
+        .fetch_all(store.pool())
+        .await?;
+    let mut found: HashMap<String, IssueSummary> = HashMap::with_capacity(rows.len());
+    for r in &rows {
+        let summary = IssueSummary {
+            id: r.text("id")?,
+            identifier: r.text("identifier")?,
+            title: r.text("title")?,
+            status: r.stored("status")?,
+            priority: r.stored("priority")?,
+        };
+        found.insert(summary.id.clone(), summary);
+    }
+    Ok(ids.iter().filter_map(|id| found.remove(*id)).collect())
+}
+
 /// A task linked to an approval, as a person reads it.
 pub struct LinkedTask {
     pub identifier: String,

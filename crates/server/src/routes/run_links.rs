@@ -8,8 +8,9 @@ use axum::extract::{Path, State};
 use axum::Json;
 use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::issue::{IssuePriority, IssueStatus};
-use paperclip_core::model::{Agent, HeartbeatRun};
-use paperclip_store::{activity, agents, issues, runs};
+use paperclip_core::model::HeartbeatRun;
+use paperclip_store::agents::Brief;
+use paperclip_store::{activity, agents, detail, runs};
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -88,8 +89,12 @@ pub struct RunIssue {
     priority: IssuePriority,
 }
 
-async fn agents_by_id(app: &AppState, company_id: &str) -> ApiResult<HashMap<String, Agent>> {
-    Ok(agents::list(&app.store, company_id)
+/// The agents of these runs (name and adapter), in one query.
+async fn agents_of(app: &AppState, list: &[HeartbeatRun]) -> ApiResult<HashMap<String, Brief>> {
+    let mut ids: Vec<&str> = list.iter().map(|r| r.agent_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    Ok(agents::briefs(&app.store, &ids)
         .await?
         .into_iter()
         .map(|a| (a.id.clone(), a))
@@ -108,7 +113,7 @@ async fn live(
         ..Default::default()
     };
     let list = runs::list(&app.store, company_id, &filter).await?;
-    let agents = agents_by_id(app, company_id).await?;
+    let agents = agents_of(app, &list).await?;
     Ok(list
         .into_iter()
         .filter_map(|r| {
@@ -192,7 +197,7 @@ async fn issue_runs(
         ..Default::default()
     };
     let list = runs::list(&app.store, &issue.company_id, &filter).await?;
-    let agents = agents_by_id(&app, &issue.company_id).await?;
+    let agents = agents_of(&app, &list).await?;
     Ok(Json(
         list.into_iter()
             .map(|r| IssueRun {
@@ -240,22 +245,18 @@ async fn run_issues(
             ids.push(entry.entity_id);
         }
     }
-    let mut out = Vec::new();
-    for id in ids {
-        // A task deleted since is left out.
-        let Ok(issue) = issues::get(&app.store, &id).await else {
-            continue;
-        };
-        if issue.company_id != run.company_id {
-            continue;
-        }
-        out.push(RunIssue {
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    // A task deleted since, or of another company, is left out.
+    let out = detail::summaries(&app.store, &run.company_id, &ids)
+        .await?
+        .into_iter()
+        .map(|issue| RunIssue {
             issue_id: issue.id,
             identifier: issue.identifier,
             title: issue.title,
             status: issue.status,
             priority: issue.priority,
-        });
-    }
+        })
+        .collect();
     Ok(Json(out))
 }
