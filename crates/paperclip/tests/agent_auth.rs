@@ -486,3 +486,113 @@ echo "me=$me pause=$pause other=$other"
         "me=200 pause=403 other=401"
     );
 }
+
+/// Upstream's agents send their API key with the id of a run that may have
+/// ended (the recorded scenario checks out, conflicts and creates a child
+/// task that way). That works here too, attributed to the run, but an ended
+/// run holds no lock, so nothing is left for a restart or a reaper to clear.
+#[tokio::test]
+async fn an_agent_key_with_its_finished_run_works_but_locks_nothing() {
+    let server = TestServer::start().await;
+    let cid = server.company("Afterwards Co").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut finished = Vec::new();
+    for name in ["Closer", "Latecomer"] {
+        let agent = server.script_agent(&cid, name, "true\n", json!({})).await["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        server
+            .ok_post(&format!("/api/agents/{agent}/wakeup"), json!({}))
+            .await;
+        let runs = server.only_run_succeeded(&cid, &agent).await;
+        let run = runs[0]["id"].as_str().unwrap().to_string();
+        let key = server.key(&agent).await;
+        finished.push((agent, key, run));
+    }
+    let (agent, key, run) = &finished[0];
+    let (peer, peer_key, peer_run) = &finished[1];
+    let issue = server
+        .issue(&cid, json!({ "title": "After the bell", "status": "todo" }))
+        .await;
+    let iid = issue["id"].as_str().unwrap();
+    let checkout = format!("/api/issues/{iid}/checkout");
+
+    let (status, me) = server
+        .as_agent(key, Some(run), "GET", "/api/agents/me", None)
+        .await;
+    assert_eq!(status, 200, "{me}");
+    let (status, theirs) = server
+        .as_agent(key, Some(peer_run), "GET", "/api/agents/me", None)
+        .await;
+    assert_eq!(
+        status, 401,
+        "another agent's run is still refused: {theirs}"
+    );
+    assert_eq!(theirs["error"], "Run belongs to another agent");
+
+    let body = json!({ "agentId": agent, "expectedStatuses": ["todo", "backlog", "blocked"] });
+    let (status, taken) = server
+        .as_agent(key, Some(run), "POST", &checkout, Some(body))
+        .await;
+    assert_eq!(status, 200, "{taken}");
+    assert_eq!(taken["status"], "in_progress");
+    assert_eq!(taken["assigneeAgentId"], agent.as_str());
+    assert_eq!(
+        taken["checkoutRunId"],
+        Value::Null,
+        "an ended run locks nothing"
+    );
+    assert_eq!(taken["executionRunId"], Value::Null);
+
+    let body = json!({ "agentId": peer, "expectedStatuses": ["todo", "backlog", "blocked"] });
+    let (status, conflict) = server
+        .as_agent(peer_key, Some(peer_run), "POST", &checkout, Some(body))
+        .await;
+    assert_eq!(status, 409, "{conflict}");
+    assert_eq!(conflict["error"], "Issue checkout conflict");
+    assert_eq!(conflict["details"]["assigneeAgentId"], agent.as_str());
+
+    let (status, comment) = server
+        .as_agent(
+            key,
+            Some(run),
+            "POST",
+            &format!("/api/issues/{iid}/comments"),
+            Some(json!({ "body": "Wrapping up" })),
+        )
+        .await;
+    assert_eq!(status, 201, "{comment}");
+    assert_eq!(comment["createdByRunId"], run.as_str());
+    let (status, child) = server
+        .as_agent(
+            key,
+            Some(run),
+            "POST",
+            &format!("/api/companies/{cid}/issues"),
+            Some(json!({ "title": "Follow-up", "parentId": iid, "assigneeAgentId": peer, "status": "backlog" })),
+        )
+        .await;
+    assert_eq!(status, 201, "{child}");
+    assert_eq!(child["createdByAgentId"], agent.as_str());
+    assert_eq!(child["parentId"], iid);
+
+    let activity = server
+        .ok_get(&format!("/api/companies/{cid}/activity"))
+        .await;
+    let entry = activity
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["action"] == "issue.checked_out")
+        .expect("the checkout is in the activity log");
+    assert_eq!(entry["runId"], run.as_str(), "{entry}");
+    assert_eq!(entry["details"]["unlocked"], true, "{entry}");
+    // Nothing anywhere is locked by a run that is not live.
+    let issues = server.ok_get(&format!("/api/companies/{cid}/issues")).await;
+    for issue in issues.as_array().unwrap() {
+        assert_eq!(issue["checkoutRunId"], Value::Null, "{issue}");
+    }
+}

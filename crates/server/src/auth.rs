@@ -74,7 +74,8 @@ async fn authenticate_agent(
     run_header: Option<String>,
 ) -> Result<Actor, ApiError> {
     let store = &app.store;
-    let (agent_id, run_id) = if token.starts_with(KEY_PREFIX) {
+    let by_key = token.starts_with(KEY_PREFIX);
+    let (agent_id, run_id) = if by_key {
         let key = paperclip_store::keys::find_by_hash(store, &hash_key(token))
             .await?
             .ok_or_else(|| unauthorized("Invalid API key"))?;
@@ -103,14 +104,20 @@ async fn authenticate_agent(
         return Err(unauthorized(format!("Agent is {}", agent.status)));
     }
     if let Some(run_id) = &run_id {
-        // A run id is only accepted for a live run of this very agent.
+        // A run id names one of this very agent's runs. A run token dies with
+        // its run. An API key outlives runs, and upstream's agents send it with
+        // the id of a run that may have ended (a script finishing its work, the
+        // skill's procedure after the heartbeat): that is accepted and the
+        // writes are attributed to the run, but an ended run holds nothing —
+        // a checkout under it takes the task without a run lock (see
+        // `issues::checkout`), so no stale lock can come of it.
         let run = paperclip_store::runs::get(store, run_id)
             .await
             .map_err(|_| unauthorized("Unknown run id"))?;
         if run.agent_id != agent.id {
             return Err(unauthorized("Run belongs to another agent"));
         }
-        if run.status != RunStatus::Running {
+        if !by_key && run.status != RunStatus::Running {
             return Err(unauthorized("Run is no longer active"));
         }
     }

@@ -506,9 +506,12 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
             "At least one expected status is required",
         ));
     }
-    // A run checks out only while it is live, and holds its row while doing
-    // so: the run's end (which releases what it holds) either comes first
-    // and refuses this checkout, or waits for it and then releases it.
+    // A run locks a checkout only while it is live, and holds its row while
+    // doing so: the run's end (which releases what it holds) either comes
+    // first, or waits for this checkout and then releases it. An ended run
+    // (named with an agent's API key, as upstream's clients do) takes the
+    // task without a lock: nothing would ever release it.
+    let mut lock_run = actor.run_id.as_deref();
     if let Some(run_id) = actor.run_id.as_deref() {
         let live = crate::db::query(
             "UPDATE heartbeat_runs SET updated_at = updated_at WHERE id = $1 AND status IN ('queued', 'running')",
@@ -527,11 +530,7 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
                 .pop()
                 .is_some();
         if ended {
-            tx.rollback().await?;
-            return Err(Error::conflict(
-                "The run is no longer active and cannot check out work",
-                Some(json!({ "runId": run_id })),
-            ));
+            lock_run = None;
         }
     }
     let ts = now();
@@ -549,7 +548,7 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
         .bind(&issue.id)
         .bind(&agent.id)
         .bind(&ts)
-        .bind(actor.run_id.as_deref());
+        .bind(lock_run);
     for s in &statuses {
         query = query.bind(*s);
     }
@@ -590,6 +589,8 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
                 "agentId": agent.id,
                 "fromStatus": issue.status,
                 "runId": actor.run_id,
+                // True when an ended run took the task (see above).
+                "unlocked": actor.run_id.is_some() && lock_run.is_none(),
             }),
         },
     )
