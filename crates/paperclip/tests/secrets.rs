@@ -225,6 +225,7 @@ async fn secret_values_appear_in_no_response_page_or_live_event() {
         format!("/api/companies/{cid}/dashboard"),
         format!("/api/companies/{cid}/heartbeat-runs"),
         format!("/api/companies/{cid}/live-runs"),
+        format!("/api/companies/{cid}/agent-configurations"),
         format!("/api/heartbeat-runs/{run_id}"),
         format!("/api/heartbeat-runs/{run_id}/events"),
         format!("/api/heartbeat-runs/{run_id}/log"),

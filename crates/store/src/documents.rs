@@ -127,6 +127,7 @@ pub async fn put(
                 "title": input.title,
                 "documentId": document_id,
                 "revisionNumber": revision_number,
+                "changeSummary": input.change_summary,
             }),
         },
     )
@@ -182,6 +183,41 @@ pub async fn revisions(store: &Store, issue_id: &str, key: &str) -> Result<Vec<D
     .fetch_all(store.pool())
     .await?;
     rows.iter().map(map_revision).collect()
+}
+
+/// Makes an old revision's title and body the document's again, as a new
+/// revision (history stays append-only). Revisions never change, so reading
+/// it before the write races nothing; the write itself is `put`'s.
+pub async fn restore(
+    store: &Store,
+    actor: &Actor,
+    issue_id: &str,
+    key: &str,
+    revision_id: &str,
+) -> Result<Document> {
+    let document = get(store, issue_id, key).await?;
+    let row = crate::db::query(
+        "SELECT * FROM issue_document_revisions WHERE document_id = $1 AND id = $2",
+    )
+    .bind(&document.id)
+    .bind(revision_id)
+    .fetch_optional(store.pool())
+    .await?;
+    let revision = row
+        .as_ref()
+        .map(map_revision)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Document revision"))?;
+    let input = DocumentPut {
+        title: revision.title,
+        format: paperclip_core::input::DocumentFormat::Markdown,
+        body: revision.body,
+        change_summary: Some(format!("Restored revision {}", revision.revision_number)),
+        base_revision_id: None,
+    };
+    Ok(put(store, actor, &document.issue_id, key, input)
+        .await?
+        .document)
 }
 
 pub async fn delete(store: &Store, actor: &Actor, issue_id: &str, key: &str) -> Result<Document> {

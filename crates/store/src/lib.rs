@@ -35,6 +35,7 @@ pub mod callbacks;
 pub mod comments;
 pub mod companies;
 mod cost_totals;
+pub mod cost_views;
 pub mod costs;
 pub mod dashboard;
 mod dashboard_runs;

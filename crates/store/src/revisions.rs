@@ -241,3 +241,17 @@ fn map(row: &DbRow) -> Result<ConfigRevision> {
         created_at: row.text("created_at")?,
     })
 }
+
+/// The newest revision, linked like [`get`]'s, or `None` for an agent never changed.
+pub async fn latest(store: &Store, agent_id: &str) -> Result<Option<ConfigRevision>> {
+    let newest: Option<(String,)> = crate::db::query_as(
+        "SELECT id FROM agent_config_revisions WHERE agent_id = $1 ORDER BY revision_number DESC LIMIT 1",
+    )
+    .bind(agent_id)
+    .fetch_optional(store.pool())
+    .await?;
+    match newest {
+        Some((id,)) => get(store, agent_id, &id).await.map(Some),
+        None => Ok(None),
+    }
+}

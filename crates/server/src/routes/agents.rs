@@ -11,6 +11,7 @@ use utoipa_axum::routes;
 use crate::access;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
 use crate::limits::ValidJson;
 use crate::AppState;
 
@@ -18,6 +19,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_agents, create_agent))
         .routes(routes!(get_agent, update_agent, delete_agent))
+        .routes(routes!(update_permissions))
         .routes(routes!(pause_agent))
         .routes(routes!(resume_agent))
         .routes(routes!(terminate_agent))
@@ -97,6 +99,37 @@ async fn update_agent(
         };
         check_adapter_config(&app, &adapter_type, &config)?;
     }
+    Ok(Json(agents::update(&app.store, actor, &id, patch).await?))
+}
+
+/// Upstream's permissions body: both keys, as booleans.
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Permissions {
+    can_create_agents: bool,
+    can_assign_tasks: bool,
+}
+
+/// Sets what the agent may do (board only); other permission keys are kept.
+/// The change is a config revision like any other agent update.
+#[utoipa::path(patch, path = "/api/agents/{id}/permissions", tag = "agents",
+    params(("id" = String, Path)), request_body = Permissions,
+    responses((status = 200, body = Agent), (status = 403, description = "Board access required")))]
+async fn update_permissions(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Permissions>,
+) -> ApiResult<Json<Agent>> {
+    let actor = caller.require_board()?;
+    access::agent(&app, &caller, &id).await?;
+    let mut permissions = serde_json::Map::new();
+    permissions.insert("canCreateAgents".into(), body.can_create_agents.into());
+    permissions.insert("canAssignTasks".into(), body.can_assign_tasks.into());
+    let patch = AgentPatch {
+        permissions: Some(permissions),
+        ..AgentPatch::default()
+    };
     Ok(Json(agents::update(&app.store, actor, &id, patch).await?))
 }
 

@@ -74,7 +74,7 @@ async fn report_cost(
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-struct WindowQuery {
+pub(crate) struct WindowQuery {
     /// A UTC calendar month, `YYYY-MM` (default: the current one).
     month: Option<String>,
     /// Custom range start (RFC 3339), with `to`.
@@ -88,7 +88,7 @@ struct WindowQuery {
     offset: Option<String>,
 }
 
-fn window(q: &WindowQuery) -> ApiResult<Window> {
+pub(crate) fn window(q: &WindowQuery) -> ApiResult<Window> {
     let bad = |field: &str, message: &str| {
         ApiError::validation(
             json!([{ "code": "invalid_value", "path": [field], "message": message }]),

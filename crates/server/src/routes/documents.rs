@@ -18,6 +18,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_documents))
         .routes(routes!(get_document, put_document, delete_document))
         .routes(routes!(list_revisions))
+        .routes(routes!(restore_revision))
 }
 
 #[utoipa::path(get, path = "/api/issues/{id}/documents", tag = "documents",
@@ -91,5 +92,22 @@ async fn list_revisions(
     let issue = access::issue(&app, &caller, &id).await?;
     Ok(Json(
         documents::revisions(&app.store, &issue.id, &key).await?,
+    ))
+}
+
+/// Makes an old revision current again, as a new revision (upstream's route).
+#[utoipa::path(post, path = "/api/issues/{id}/documents/{key}/revisions/{revisionId}/restore", tag = "documents",
+    params(("id" = String, Path), ("key" = String, Path), ("revisionId" = String, Path)),
+    responses((status = 200, body = Document), (status = 404, description = "Document or revision not found"),
+        (status = 409, description = "Another run holds the issue")))]
+async fn restore_revision(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path((id, key, revision_id)): Path<(String, String, String)>,
+) -> ApiResult<Json<Document>> {
+    let issue = access::issue(&app, &caller, &id).await?;
+    let actor = caller.require_run()?;
+    Ok(Json(
+        documents::restore(&app.store, actor, &issue.id, &key, &revision_id).await?,
     ))
 }

@@ -23,6 +23,7 @@ use crate::AppState;
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_issues, create_issue))
+        .routes(routes!(create_child))
         .routes(routes!(get_issue, update_issue, delete_issue))
         .routes(routes!(checkout_issue))
         .routes(routes!(release_issue))
@@ -124,10 +125,33 @@ async fn create_issue(
     ValidJson(input): ValidJson<NewIssue>,
 ) -> ApiResult<(StatusCode, Json<Issue>)> {
     caller.ensure_company(&company_id)?;
+    check_can_assign(&app, &caller, input.assignee_agent_id.as_deref()).await?;
     Ok((
         StatusCode::CREATED,
         Json(issues::create(&app.store, caller.actor(), &company_id, input).await?),
     ))
+}
+
+/// A child task of `id` (upstream's route): in the parent's company, and in
+/// its project and goal unless the body names others.
+#[utoipa::path(post, path = "/api/issues/{id}/children", tag = "issues",
+    params(("id" = String, Path, description = "Parent issue UUID or identifier")), request_body = NewIssue,
+    responses((status = 201, body = Issue), (status = 400, description = "Validation error"),
+        (status = 404, description = "Parent issue or a referenced entity not found"),
+        (status = 422, description = "Rule violation")))]
+async fn create_child(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ValidJson(mut input): ValidJson<NewIssue>,
+) -> ApiResult<(StatusCode, Json<Issue>)> {
+    let parent = access::issue(&app, &caller, &id).await?;
+    check_can_assign(&app, &caller, input.assignee_agent_id.as_deref()).await?;
+    input.parent_id = Some(parent.id);
+    input.project_id = input.project_id.or(parent.project_id);
+    input.goal_id = input.goal_id.or(parent.goal_id);
+    let child = issues::create(&app.store, caller.actor(), &parent.company_id, input).await?;
+    Ok((StatusCode::CREATED, Json(child)))
 }
 
 #[utoipa::path(get, path = "/api/issues/{id}", tag = "issues",
@@ -158,6 +182,8 @@ async fn update_issue(
     let issue = access::issue(&app, &caller, &id).await?;
     let actor = caller.require_run()?;
     check_run_ownership(&app, &caller, &issue).await?;
+    let assignee = patch.assignee_agent_id.as_ref().and_then(|a| a.as_deref());
+    check_can_assign(&app, &caller, assignee).await?;
     let updated = issues::update(&app.store, actor, &issue.id, patch).await?;
     let mut body = serde_json::to_value(&updated.issue).expect("issues serialize");
     body["changes"] = Value::Object(updated.changes);
@@ -228,6 +254,33 @@ async fn force_release_issue(
 ) -> ApiResult<Json<Issue>> {
     let actor = caller.require_board()?;
     Ok(Json(issues::force_release(&app.store, actor, &id).await?))
+}
+
+/// An agent whose permissions say `canAssignTasks: false` may not hand work
+/// to another agent (upstream's permission). Without the key it may, as before.
+async fn check_can_assign(
+    app: &AppState,
+    caller: &Caller,
+    assignee: Option<&str>,
+) -> ApiResult<()> {
+    let (Some(me), Some(assignee)) = (caller.agent_id(), assignee) else {
+        return Ok(());
+    };
+    if me == assignee {
+        return Ok(());
+    }
+    let agent = paperclip_store::agents::get(&app.store, me).await?;
+    if agent
+        .permissions
+        .get("canAssignTasks")
+        .and_then(Value::as_bool)
+        == Some(false)
+    {
+        return Err(ApiError::forbidden(
+            "Agent lacks the canAssignTasks permission",
+        ));
+    }
+    Ok(())
 }
 
 /// An agent may not write to work that another live run of it has checked

@@ -7,12 +7,14 @@ mod approvals;
 mod comments;
 mod companies;
 mod context;
+mod cost_views;
 mod costs;
 mod documents;
 mod events;
 mod goals;
 mod health;
 mod heartbeats;
+mod identity;
 mod inbox;
 mod interrupt;
 mod issues;
@@ -33,6 +35,7 @@ use crate::AppState;
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(health::router())
+        .merge(identity::router())
         .merge(companies::router())
         .merge(agents::router())
         .merge(goals::router())
@@ -49,6 +52,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(events::router())
         .merge(approvals::router())
         .merge(costs::router())
+        .merge(cost_views::router())
         .merge(revisions::router())
         .merge(run_links::router())
         .merge(sessions::router())

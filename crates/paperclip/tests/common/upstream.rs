@@ -1,0 +1,114 @@
+//! The upstream `paperclipai` CLI as a test harness. The CLI is
+//! `$PAPERCLIP_UPSTREAM_CLI` or `paperclipai` on `PATH`; its directory goes
+//! first on the child's `PATH`, so a local install (`npm install paperclipai
+//! node@24` puts both `paperclipai` and Node 24 in `node_modules/.bin`) runs
+//! with the Node it needs. Without the CLI its tests are skipped with a
+//! message, unless `PAPERCLIP_REQUIRE_UPSTREAM_CLI=1`, where that is a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::process::Command;
+
+use super::TestServer;
+
+/// The upstream CLI, or `None` (after saying why) when the test should skip.
+pub fn upstream_cli() -> Option<PathBuf> {
+    let found = match std::env::var_os("PAPERCLIP_UPSTREAM_CLI") {
+        Some(path) if !path.is_empty() => Some(PathBuf::from(path)).filter(|p| p.is_file()),
+        _ => std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join("paperclipai"))
+                .find(|p| p.is_file())
+        }),
+    };
+    if found.is_none() {
+        let why = "needs the upstream CLI: `npm install paperclipai@2026.916.1 node@24` in a \
+                   scratch folder, then PAPERCLIP_UPSTREAM_CLI=<folder>/node_modules/.bin/paperclipai";
+        if std::env::var("PAPERCLIP_REQUIRE_UPSTREAM_CLI").as_deref() == Ok("1") {
+            panic!("upstream CLI test required but not runnable: {why}");
+        }
+        eprintln!("skipping the upstream CLI test: {why}");
+    }
+    found
+}
+
+/// `PATH` for the CLI: its own directory first (a sibling Node 24), then ours.
+pub fn path_with(cli: &Path) -> std::ffi::OsString {
+    let mut dirs = vec![cli.parent().unwrap().to_path_buf()];
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    std::env::join_paths(dirs).unwrap()
+}
+
+pub struct Cli {
+    pub path: PathBuf,
+    pub base: String,
+    /// The CLI's own home (`context.json`, stored board logins): empty, so
+    /// nothing from the machine's `~/.paperclip` takes part.
+    pub home: PathBuf,
+}
+
+pub struct Outcome {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Outcome {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("CLI printed no JSON ({e}): {}", self.stdout))
+    }
+}
+
+impl Cli {
+    pub fn new(cli: PathBuf, server: &TestServer) -> Cli {
+        let home = server.data_dir.join("upstream-cli-home");
+        std::fs::create_dir_all(&home).unwrap();
+        Cli {
+            path: cli,
+            base: server.base.clone(),
+            home,
+        }
+    }
+
+    /// Runs `paperclipai <args>` as the person: no key, no run, our URL.
+    pub async fn run(&self, args: &[&str]) -> Outcome {
+        let mut cmd = Command::new(&self.path);
+        cmd.args(args)
+            .env("PATH", path_with(&self.path))
+            .env("PAPERCLIP_API_URL", &self.base)
+            .env("PAPERCLIP_HOME", &self.home)
+            .env("NO_COLOR", "1")
+            .env_remove("PAPERCLIP_API_KEY")
+            .env_remove("PAPERCLIP_RUN_ID")
+            .env_remove("PAPERCLIP_COMPANY_ID")
+            .env_remove("PAPERCLIP_CONTEXT")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        let output = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+            .await
+            .unwrap_or_else(|_| panic!("paperclipai {args:?} did not finish within 60 s"))
+            .expect("spawn the upstream CLI");
+        Outcome {
+            ok: output.status.success(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// Runs a command that must succeed; returns its stdout.
+    pub async fn ok(&self, args: &[&str]) -> Outcome {
+        let out = self.run(args).await;
+        assert!(
+            out.ok,
+            "paperclipai {args:?} failed\nstdout: {}\nstderr: {}",
+            out.stdout, out.stderr
+        );
+        out
+    }
+}
