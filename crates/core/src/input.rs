@@ -135,6 +135,9 @@ pub struct NewProject {
     pub description: Option<String>,
     pub status: Option<ProjectStatus>,
     pub goal_id: Option<String>,
+    /// Upstream's list form; a project serves one goal here, so at most one
+    /// id (or the same one as `goalId`).
+    pub goal_ids: Option<Vec<String>>,
     pub lead_agent_id: Option<String>,
     pub target_date: Option<String>,
     pub color: Option<String>,

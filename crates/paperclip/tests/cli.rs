@@ -6,64 +6,12 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::cli::{cli, cli_cmd, context_file, ok, text};
 use common::TestServer;
 use serde_json::{json, Value};
-
-/// A CLI invocation against `base` with its own context file and none of
-/// the caller's PAPERCLIP_* settings leaking in.
-fn cli_cmd(base: &str, context: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_paperclip"));
-    for var in [
-        "PAPERCLIP_API_URL",
-        "PAPERCLIP_API_KEY",
-        "PAPERCLIP_COMPANY",
-        "PAPERCLIP_PORT",
-        "PAPERCLIP_CONFIG",
-        "PAPERCLIP_DATA_DIR",
-        "DATABASE_URL",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.env("PAPERCLIP_CONTEXT_FILE", context)
-        .env("RUST_BACKTRACE", "0")
-        .arg("--api-base")
-        .arg(base)
-        .args(args);
-    cmd
-}
-
-fn cli(base: &str, context: &Path, args: &[&str]) -> Output {
-    cli_cmd(base, context, args)
-        .output()
-        .expect("run paperclip")
-}
-
-fn text(out: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// Runs the CLI and expects exit 0; returns stdout.
-fn ok(base: &str, context: &Path, args: &[&str]) -> String {
-    let out = cli(base, context, args);
-    let (stdout, stderr) = text(&out);
-    assert!(
-        out.status.success(),
-        "paperclip {args:?} -> {:?}\nstdout: {stdout}\nstderr: {stderr}",
-        out.status
-    );
-    stdout
-}
-
-fn context_file(s: &TestServer) -> PathBuf {
-    s.data_dir.join("cli-context.toml")
-}
 
 fn id(v: &Value) -> String {
     v["id"].as_str().unwrap().to_string()

@@ -21,6 +21,27 @@ async fn children_permissions_and_configurations_follow_upstream() {
             json!({ "name": "Site" }),
         )
         .await;
+    // Upstream's list of goals: one is kept, two are refused, never dropped.
+    let goal = s
+        .ok_post(
+            &format!("/api/companies/{cid}/goals"),
+            json!({ "title": "Grow" }),
+        )
+        .await;
+    let with_goal = s
+        .ok_post(
+            &format!("/api/companies/{cid}/projects"),
+            json!({ "name": "Growth", "goalIds": [goal["id"]] }),
+        )
+        .await;
+    assert_eq!(with_goal["goalId"], goal["id"]);
+    let (status, body) = s
+        .post(
+            &format!("/api/companies/{cid}/projects"),
+            json!({ "name": "Two", "goalIds": [goal["id"], goal["id"]] }),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
     let parent = s
         .issue(
             &cid,

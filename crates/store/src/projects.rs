@@ -26,6 +26,19 @@ pub async fn create(
     if let Some(date) = &input.target_date {
         check_date(date)?;
     }
+    let mut input = input;
+    match input.goal_ids.take().as_deref() {
+        None | Some([]) => {}
+        Some([one]) if input.goal_id.as_ref().is_none_or(|g| g == one) => {
+            input.goal_id = Some(one.clone());
+        }
+        Some(_) => {
+            return Err(Error::invalid(
+                "goalIds",
+                "A project serves one goal: give at most one id (the same as goalId if both)",
+            ))
+        }
+    }
     let mut tx = store.begin().await?;
     crate::companies::exists_in(&mut tx, company_id).await?;
     if let Some(goal) = &input.goal_id {

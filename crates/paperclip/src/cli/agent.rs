@@ -1,4 +1,4 @@
-//! `paperclip agent list|show|wake`: agents are named by their name or
+//! `paperclip agent list|show|wake|pause|resume`: agents are named by their name or
 //! url-key (`eli`), never by UUID.
 
 use std::collections::HashMap;
@@ -29,6 +29,10 @@ pub enum Cmd {
         #[arg(long, short)]
         follow: bool,
     },
+    /// Pause the agent: no more heartbeats, and a running run is stopped.
+    Pause { agent: String },
+    /// Resume a paused agent.
+    Resume { agent: String },
 }
 
 pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<i32> {
@@ -172,6 +176,30 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<i32> {
                 short_id(&run_id)
             );
         }
+        Cmd::Pause { agent } => return lever(ctx, &agent, "pause", "Paused").await,
+        Cmd::Resume { agent } => return lever(ctx, &agent, "resume", "Resumed").await,
+    }
+    Ok(0)
+}
+
+/// Pause or resume (board only; the server says why when it refuses).
+async fn lever(ctx: &Ctx, agent: &str, action: &str, done: &str) -> anyhow::Result<i32> {
+    let company = ctx.company_id().await?;
+    let list = list(ctx, &company).await?;
+    let a = find(&list, agent)?;
+    let updated = ctx
+        .api
+        .post(&format!("/agents/{}/{action}", s(a, "id")), json!({}))
+        .await
+        .map_err(|e| fail(format!("{}: {e}", s(a, "name"))))?;
+    if ctx.json {
+        ctx.print_json(&updated);
+    } else {
+        println!(
+            "{done} {} (now {}).",
+            s(&updated, "name"),
+            s(&updated, "status")
+        );
     }
     Ok(0)
 }

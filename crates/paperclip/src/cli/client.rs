@@ -28,11 +28,13 @@ pub fn fail(message: impl Into<String>) -> anyhow::Error {
 pub struct Api {
     pub base: String,
     key: Option<String>,
+    /// Sent as `X-Paperclip-Run-Id` with the key: an agent's writes name its run.
+    run_id: Option<String>,
     http: reqwest::Client,
 }
 
 impl Api {
-    pub fn new(base: &str, key: Option<String>) -> anyhow::Result<Api> {
+    pub fn new(base: &str, key: Option<String>, run_id: Option<String>) -> anyhow::Result<Api> {
         let base = base.trim_end_matches('/').to_string();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(fail(format!(
@@ -48,8 +50,14 @@ impl Api {
         Ok(Api {
             base,
             key: key.filter(|k| !k.is_empty()),
+            run_id: run_id.filter(|r| !r.is_empty()),
             http,
         })
+    }
+
+    /// Whether requests carry an agent key (else they are the local board's).
+    pub fn has_key(&self) -> bool {
+        self.key.is_some()
     }
 
     pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
@@ -62,6 +70,10 @@ impl Api {
 
     pub async fn patch(&self, path: &str, body: Value) -> anyhow::Result<Value> {
         self.send(Method::PATCH, path, Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str) -> anyhow::Result<Value> {
+        self.send(Method::DELETE, path, None).await
     }
 
     /// `subject` names what the person asked about (e.g. `ACM-99`) so a 404
@@ -80,6 +92,9 @@ impl Api {
         let mut req = self.http.request(method.clone(), &url);
         if let Some(key) = &self.key {
             req = req.bearer_auth(key);
+            if let Some(run) = &self.run_id {
+                req = req.header("x-paperclip-run-id", run);
+            }
         }
         if let Some(body) = body {
             req = req.json(&body);

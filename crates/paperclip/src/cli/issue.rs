@@ -64,6 +64,25 @@ pub enum Cmd {
     },
     /// Comment on a task: `paperclip issue comment ACM-12 "Looks good"`.
     Comment { issue: String, body: String },
+    /// Check a task out for an agent (it becomes `in_progress`, theirs alone).
+    Checkout {
+        issue: String,
+        /// The agent (name or url-key); with an agent key, that agent.
+        #[arg(long, short)]
+        agent: Option<String>,
+        /// Statuses the task may be in, comma-separated.
+        #[arg(long, default_value = "todo,backlog,blocked")]
+        expected: String,
+    },
+    /// Give a checked-out task back: it returns to `todo` with no owner.
+    Release { issue: String },
+    /// Delete a task for good (board only).
+    Delete {
+        issue: String,
+        /// Required: deleting cannot be undone.
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
@@ -282,8 +301,74 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
                 println!("Commented on {issue}.");
             }
         }
+        Cmd::Checkout {
+            issue,
+            agent: who,
+            expected,
+        } => {
+            let agent_id = match who {
+                Some(who) => {
+                    let current = ctx
+                        .api
+                        .get_about(&format!("/issues/{}", enc(&issue)), &issue)
+                        .await?;
+                    let agents = agent::list(ctx, &s(&current, "companyId")).await?;
+                    s(agent::find(&agents, &who)?, "id")
+                }
+                None if ctx.api.has_key() => s(&ctx.api.get("/agents/me").await?, "id"),
+                None => {
+                    return Err(super::client::fail(
+                        "whose checkout? pass --agent <name> (or an agent's --api-key)",
+                    ))
+                }
+            };
+            let statuses: Vec<&str> = expected.split(',').map(str::trim).collect();
+            let i = ctx
+                .api
+                .post(
+                    &format!("/issues/{}/checkout", enc(&issue)),
+                    json!({ "agentId": agent_id, "expectedStatuses": statuses }),
+                )
+                .await
+                .map_err(|e| super::client::about(e, &issue))?;
+            print_issue(ctx, &i, "Checked out");
+        }
+        Cmd::Release { issue } => {
+            let i = ctx
+                .api
+                .post(&format!("/issues/{}/release", enc(&issue)), json!({}))
+                .await
+                .map_err(|e| super::client::about(e, &issue))?;
+            print_issue(ctx, &i, "Released");
+        }
+        Cmd::Delete { issue, yes } => {
+            if !yes {
+                return Err(super::client::fail(format!(
+                    "deleting {issue} cannot be undone: run it again with --yes"
+                )));
+            }
+            let i = ctx
+                .api
+                .delete(&format!("/issues/{}", enc(&issue)))
+                .await
+                .map_err(|e| super::client::about(e, &issue))?;
+            print_issue(ctx, &i, "Deleted");
+        }
     }
     Ok(())
+}
+
+fn print_issue(ctx: &Ctx, i: &Value, done: &str) {
+    if ctx.json {
+        ctx.print_json(i);
+    } else {
+        println!(
+            "{done} {} ({}): {}",
+            s(i, "identifier"),
+            s(i, "status"),
+            s(i, "title")
+        );
+    }
 }
 
 fn assignee_name(names: &std::collections::HashMap<String, String>, issue: &Value) -> String {

@@ -1,5 +1,5 @@
-//! The smaller groups: projects, goals, approvals, costs, activity and the
-//! dashboard. Each is a read (or a decision) with a table for people.
+//! The smaller groups: approvals, costs, activity and the dashboard. Each is
+//! a read (or a decision) with a table for people.
 
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
@@ -7,20 +7,8 @@ use serde_json::{json, Value};
 use super::agent;
 use super::client::fail;
 use super::issue::enc;
-use super::table::{clip, dollars, s, short_id, when, Table};
+use super::table::{dollars, s, short_id, when, Table};
 use super::Ctx;
-
-#[derive(Subcommand, Debug)]
-pub enum ProjectCmd {
-    /// The company's projects.
-    List,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum GoalCmd {
-    /// The company's goals.
-    List,
-}
 
 #[derive(Subcommand, Debug)]
 pub enum ApprovalCmd {
@@ -57,51 +45,6 @@ pub struct ActivityArgs {
     /// Only what this agent did (name or url-key).
     #[arg(long)]
     agent: Option<String>,
-}
-
-pub async fn project(ctx: &Ctx, ProjectCmd::List: ProjectCmd) -> anyhow::Result<()> {
-    let company = ctx.company_id().await?;
-    let projects = ctx
-        .api
-        .get(&format!("/companies/{company}/projects"))
-        .await?;
-    if ctx.json {
-        ctx.print_json(&projects);
-        return Ok(());
-    }
-    let agents = agent::list(ctx, &company).await?;
-    let names = agent::names_of(&agents);
-    let mut t = Table::new(&["NAME", "STATUS", "LEAD", "TARGET", "KEY"]);
-    for p in projects.as_array().into_iter().flatten() {
-        t.row(vec![
-            clip(&s(p, "name"), 50),
-            s(p, "status"),
-            agent::name_or_dash(&names, &p["leadAgentId"]),
-            s(p, "targetDate"),
-            s(p, "urlKey"),
-        ]);
-    }
-    t.print("No projects yet.");
-    Ok(())
-}
-
-pub async fn goal(ctx: &Ctx, GoalCmd::List: GoalCmd) -> anyhow::Result<()> {
-    let company = ctx.company_id().await?;
-    let goals = ctx.api.get(&format!("/companies/{company}/goals")).await?;
-    if ctx.json {
-        ctx.print_json(&goals);
-        return Ok(());
-    }
-    let mut t = Table::new(&["STATUS", "LEVEL", "TITLE"]);
-    for g in goals.as_array().into_iter().flatten() {
-        t.row(vec![
-            s(g, "status"),
-            s(g, "level"),
-            clip(&s(g, "title"), 80),
-        ]);
-    }
-    t.print("No goals yet.");
-    Ok(())
 }
 
 pub async fn approval(ctx: &Ctx, cmd: ApprovalCmd) -> anyhow::Result<()> {

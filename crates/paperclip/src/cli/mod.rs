@@ -13,6 +13,8 @@ mod context;
 mod doctor;
 mod issue;
 mod misc;
+mod org;
+mod plan;
 mod run;
 mod table;
 
@@ -31,6 +33,10 @@ pub struct Global {
     /// An agent API key. The local board on loopback needs none.
     #[arg(long, global = true, env = "PAPERCLIP_API_KEY", hide_env_values = true)]
     api_key: Option<String>,
+    /// The agent's heartbeat run, sent with the key so its writes are
+    /// attributed to it (inside a run Paperclip sets it).
+    #[arg(long, global = true, env = "PAPERCLIP_RUN_ID")]
+    run_id: Option<String>,
     /// The company: its issue prefix (`ACM`), name or id [default: the saved
     /// context's (`paperclip company use`), else the only company].
     #[arg(long, short = 'C', global = true, env = "PAPERCLIP_COMPANY")]
@@ -45,28 +51,33 @@ pub enum ClientCommand {
     /// List companies, show one, or choose the one later commands use.
     #[command(subcommand)]
     Company(company::Cmd),
-    /// List agents, show one, wake one.
+    /// List agents, show one, wake, pause or resume one.
     #[command(subcommand)]
     Agent(agent::Cmd),
-    /// List, show, create, update and comment on tasks.
+    /// List, show, create, update, comment on, check out, release and delete tasks.
     #[command(subcommand)]
     Issue(issue::Cmd),
     /// Heartbeat runs: list, show, read or follow a run's log. (Plural
     /// because `paperclip run` starts the server.)
     #[command(subcommand)]
     Runs(run::Cmd),
-    /// List projects.
+    /// List and create projects.
     #[command(subcommand)]
-    Project(misc::ProjectCmd),
-    /// List goals.
+    Project(plan::ProjectCmd),
+    /// List and create goals.
     #[command(subcommand)]
-    Goal(misc::GoalCmd),
+    Goal(plan::GoalCmd),
     /// List approvals and decide them.
     #[command(subcommand)]
     Approval(misc::ApprovalCmd),
     /// Spend this month: the company's and each agent's.
     #[command(subcommand)]
     Cost(misc::CostCmd),
+    /// Monthly budgets: show them, set the company's or an agent's.
+    #[command(subcommand)]
+    Budget(org::BudgetCmd),
+    /// The org chart: who reports to whom.
+    Org,
     /// What happened lately, newest first.
     Activity(misc::ActivityArgs),
     /// The company at a glance: agents, tasks, spend, approvals, runs.
@@ -130,8 +141,10 @@ async fn dispatch(global: Global, cmd: ClientCommand) -> anyhow::Result<i32> {
         ClientCommand::Agent(c) => return agent::run(&ctx, c).await,
         ClientCommand::Issue(c) => issue::run(&ctx, c).await?,
         ClientCommand::Runs(c) => return run::run(&ctx, c).await,
-        ClientCommand::Project(c) => misc::project(&ctx, c).await?,
-        ClientCommand::Goal(c) => misc::goal(&ctx, c).await?,
+        ClientCommand::Project(c) => plan::project(&ctx, c).await?,
+        ClientCommand::Goal(c) => plan::goal(&ctx, c).await?,
+        ClientCommand::Budget(c) => org::budget(&ctx, c).await?,
+        ClientCommand::Org => org::org(&ctx).await?,
         ClientCommand::Approval(c) => misc::approval(&ctx, c).await?,
         ClientCommand::Cost(c) => misc::cost(&ctx, c).await?,
         ClientCommand::Activity(a) => misc::activity(&ctx, a).await?,
@@ -162,7 +175,7 @@ impl Ctx {
             .or_else(|| saved.api_base.clone())
             .unwrap_or_else(|| DEFAULT_API_BASE.to_string());
         Ok(Ctx {
-            api: Api::new(&base, global.api_key.clone())?,
+            api: Api::new(&base, global.api_key.clone(), global.run_id.clone())?,
             json: global.json,
             company_flag: global.company.filter(|c| !c.is_empty()),
             saved,

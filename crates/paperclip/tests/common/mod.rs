@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod cli;
 pub mod upstream;
 
 use std::io::{BufRead, BufReader};
