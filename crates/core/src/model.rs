@@ -314,6 +314,10 @@ pub struct HeartbeatRun {
     pub log_store: Option<String>,
     pub log_ref: Option<String>,
     pub log_bytes: i64,
+    /// Always false: run logs are stored as written, never compressed.
+    pub log_compressed: bool,
+    /// The `seq` the run's next event gets.
+    pub next_event_seq: i64,
     pub process_pid: Option<i64>,
     pub process_group_id: Option<i64>,
     /// When the run's process started (its leader), RFC 3339.

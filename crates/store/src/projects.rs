@@ -78,34 +78,21 @@ static BY_ID: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| format!("{SELECT} WHERE p.id = $1"));
 
 pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Project>> {
-    let rows =
-        crate::db::query(&format!("{SELECT} WHERE p.company_id = $1 ORDER BY p.created_at, p.id"))
-            .bind(company_id)
-            .fetch_all(store.pool())
-            .await?;
+    let rows = crate::db::query(&format!(
+        "{SELECT} WHERE p.company_id = $1 ORDER BY p.created_at, p.id"
+    ))
+    .bind(company_id)
+    .fetch_all(store.pool())
+    .await?;
     rows.iter().map(map).collect()
 }
 
 pub async fn get(store: &Store, id: &str) -> Result<Project> {
-    one_by_id(
-        store.pool(),
-        &BY_ID,
-        id,
-        map,
-        "Project",
-    )
-    .await
+    one_by_id(store.pool(), &BY_ID, id, map, "Project").await
 }
 
 async fn get_in(tx: &mut Tx, id: &str) -> Result<Project> {
-    one_by_id(
-        tx.conn(),
-        &BY_ID,
-        id,
-        map,
-        "Project",
-    )
-    .await
+    one_by_id(tx.conn(), &BY_ID, id, map, "Project").await
 }
 
 pub(crate) async fn get_in_company(tx: &mut Tx, company_id: &str, id: &str) -> Result<Project> {
