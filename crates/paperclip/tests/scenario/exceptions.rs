@@ -388,11 +388,6 @@ pub const EXCEPTIONS: &[Exception] = &[
     ),
     x("agent.wakeup", "$.contextSnapshot.triggeredBy", SNAPSHOT),
     x(
-        "agent.wakeup",
-        "$.contextSnapshot.wakeTriggerDetail",
-        SNAPSHOT,
-    ),
-    x(
         "agent.wakeup.for_run",
         "$.contextSnapshot.actorId",
         SNAPSHOT,
@@ -413,11 +408,6 @@ pub const EXCEPTIONS: &[Exception] = &[
         SNAPSHOT,
     ),
     x(
-        "agent.wakeup.for_run",
-        "$.contextSnapshot.wakeTriggerDetail",
-        SNAPSHOT,
-    ),
-    x(
         "agent.wakeup.for_run.cto",
         "$.contextSnapshot.actorId",
         SNAPSHOT,
@@ -435,11 +425,6 @@ pub const EXCEPTIONS: &[Exception] = &[
     x(
         "agent.wakeup.for_run.cto",
         "$.contextSnapshot.triggeredBy",
-        SNAPSHOT,
-    ),
-    x(
-        "agent.wakeup.for_run.cto",
-        "$.contextSnapshot.wakeTriggerDetail",
         SNAPSHOT,
     ),
     x("run.get", "$.contextSnapshot.actorId", SNAPSHOT),
@@ -464,22 +449,6 @@ pub const EXCEPTIONS: &[Exception] = &[
     x("run.get", "$.contextSnapshot.paperclipWorkspace", SNAPSHOT),
     x("run.get", "$.contextSnapshot.responsibleUserId", SNAPSHOT),
     x("run.get", "$.contextSnapshot.triggeredBy", SNAPSHOT),
-    x("run.get", "$.contextSnapshot.wakeTriggerDetail", SNAPSHOT),
-    x(
-        "runs.list",
-        "$[0].contextSnapshot.wakeTriggerDetail",
-        SNAPSHOT,
-    ),
-    x(
-        "runs.list.agent",
-        "$[0].contextSnapshot.wakeTriggerDetail",
-        SNAPSHOT,
-    ),
-    x(
-        "runs.list.agent.cto",
-        "$[0].contextSnapshot.wakeTriggerDetail",
-        SNAPSHOT,
-    ),
     x("project.list", "$[0].taskCount", TASK_COUNT),
     x("activity", "$[0].responsibleUserId", USERS),
     x("agent.key.create", "$.responsibleUserId", USERS),
