@@ -129,6 +129,16 @@ pub struct Project {
     pub updated_at: String,
     pub url_key: String,
     pub goal_ids: Vec<String>,
+    /// The goals of `goalIds`, named.
+    pub goals: Vec<GoalRef>,
+}
+
+/// A goal as a project names it: upstream's `{ id, title }`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GoalRef {
+    pub id: String,
+    pub title: String,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -181,6 +191,10 @@ pub struct Issue {
     pub cancelled_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// How many times the status has changed since the task was created.
+    pub status_version: i64,
+    /// Upstream's kind of work; always `standard` here (we have no others).
+    pub work_mode: String,
     pub labels: Vec<Label>,
     pub label_ids: Vec<String>,
     pub blocked_by: Vec<IssueRef>,
@@ -300,6 +314,10 @@ pub struct HeartbeatRun {
     pub log_store: Option<String>,
     pub log_ref: Option<String>,
     pub log_bytes: i64,
+    /// Always false: run logs are stored as written, never compressed.
+    pub log_compressed: bool,
+    /// The `seq` the run's next event gets.
+    pub next_event_seq: i64,
     pub process_pid: Option<i64>,
     pub process_group_id: Option<i64>,
     /// When the run's process started (its leader), RFC 3339.

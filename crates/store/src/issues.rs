@@ -988,14 +988,18 @@ async fn write(tx: &mut Tx, i: &Issue, ts: &str) -> Result<()> {
     Ok(())
 }
 
+/// Upstream's `workMode` of ordinary work; it has others (e.g. planning
+/// only) that we do not, so every task of ours is standard work.
+const STANDARD_WORK: &str = "standard";
+
 /// The columns `map` reads, by position.
 pub(crate) const COLUMNS: &str =
     "id, company_id, project_id, goal_id, parent_id, title, description, \
      status, priority, assignee_agent_id, assignee_user_id, checkout_run_id, execution_run_id, \
      execution_locked_at, created_by_agent_id, created_by_user_id, issue_number, identifier, \
      origin_kind, request_depth, billing_code, started_at, completed_at, cancelled_at, \
-     created_at, updated_at";
-const COLUMN_COUNT: usize = 26;
+     created_at, updated_at, status_version";
+const COLUMN_COUNT: usize = 27;
 
 /// An issue from a row of [`COLUMNS`] and [`HAS_RELATIONS`], with that flag.
 pub(crate) fn flagged<R: RowExt>(row: &R) -> Result<(Issue, bool)> {
@@ -1041,6 +1045,8 @@ pub(crate) fn map<R: RowExt>(row: &R) -> Result<Issue> {
         cancelled_at: row.opt_text(23)?,
         created_at: row.text(24)?,
         updated_at: row.text(25)?,
+        status_version: row.int(26)?,
+        work_mode: STANDARD_WORK.to_string(),
         labels: Vec::new(),
         label_ids: Vec::new(),
         blocked_by: Vec::new(),

@@ -102,6 +102,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0015_run_failures.postgres.sql"),
         },
     ),
+    (
+        16,
+        "status_version",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0016_status_version.sqlite.sql"),
+            postgres: include_str!("../migrations/0016_status_version.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -3,7 +3,7 @@
 use crate::db::DbRow;
 use paperclip_core::actor::Actor;
 use paperclip_core::input::{NewProject, ProjectPatch};
-use paperclip_core::model::Project;
+use paperclip_core::model::{GoalRef, Project};
 use paperclip_core::naming::url_key;
 use paperclip_core::project::ProjectStatus;
 use serde_json::{json, Map};
@@ -84,35 +84,28 @@ pub async fn create(
     Ok(project)
 }
 
+/// A project with its goal's title (upstream's `goals`), in the same read.
+const SELECT: &str =
+    "SELECT p.*, g.title AS goal_title FROM projects p LEFT JOIN goals g ON g.id = p.goal_id";
+static BY_ID: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("{SELECT} WHERE p.id = $1"));
+
 pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Project>> {
-    let rows =
-        crate::db::query("SELECT * FROM projects WHERE company_id = $1 ORDER BY created_at, id")
-            .bind(company_id)
-            .fetch_all(store.pool())
-            .await?;
+    let rows = crate::db::query(&format!(
+        "{SELECT} WHERE p.company_id = $1 ORDER BY p.created_at, p.id"
+    ))
+    .bind(company_id)
+    .fetch_all(store.pool())
+    .await?;
     rows.iter().map(map).collect()
 }
 
 pub async fn get(store: &Store, id: &str) -> Result<Project> {
-    one_by_id(
-        store.pool(),
-        "SELECT * FROM projects WHERE id = $1",
-        id,
-        map,
-        "Project",
-    )
-    .await
+    one_by_id(store.pool(), &BY_ID, id, map, "Project").await
 }
 
 async fn get_in(tx: &mut Tx, id: &str) -> Result<Project> {
-    one_by_id(
-        tx.conn(),
-        "SELECT * FROM projects WHERE id = $1",
-        id,
-        map,
-        "Project",
-    )
-    .await
+    one_by_id(tx.conn(), &BY_ID, id, map, "Project").await
 }
 
 pub(crate) async fn get_in_company(tx: &mut Tx, company_id: &str, id: &str) -> Result<Project> {
@@ -261,7 +254,15 @@ fn check_date(date: &str) -> Result<()> {
 
 fn map(row: &DbRow) -> Result<Project> {
     let goal_id = row.opt_text("goal_id")?;
+    let goals = match (&goal_id, row.opt_text("goal_title")?) {
+        (Some(id), Some(title)) => vec![GoalRef {
+            id: id.clone(),
+            title,
+        }],
+        _ => Vec::new(),
+    };
     Ok(Project {
+        goals,
         id: row.text("id")?,
         company_id: row.text("company_id")?,
         goal_ids: goal_id.iter().cloned().collect(),

@@ -718,6 +718,8 @@ pub(crate) fn map(row: &DbRow) -> Result<HeartbeatRun> {
         log_store: row.opt_text("log_store")?,
         log_ref: row.opt_text("log_ref")?,
         log_bytes: row.int("log_bytes")?,
+        log_compressed: false,
+        next_event_seq: row.int("next_event_seq")?,
         process_pid: DbRow::try_get(row, "process_pid")?,
         process_group_id: DbRow::try_get(row, "process_group_id")?,
         process_started_at: row.opt_text("process_started_at")?,

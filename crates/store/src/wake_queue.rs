@@ -30,6 +30,8 @@ pub(crate) fn context(wake: &Wake) -> Value {
         "wakeReason": wake.reason,
         "wakeSource": wake.source.as_str(),
         "triggerDetail": wake.trigger_detail,
+        // The same under upstream's name, which its agents read.
+        "wakeTriggerDetail": wake.trigger_detail,
         "payload": wake.payload,
     });
     let mut ids = comments_of(wake);

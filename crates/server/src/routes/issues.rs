@@ -5,11 +5,11 @@ use axum::Json;
 use paperclip_core::input::{Checkout, IssuePatch, NewIssue};
 use paperclip_core::issue::IssueStatus;
 use paperclip_core::limits::{ISSUE_PAGE_DEFAULT, ISSUE_PAGE_MAX};
-use paperclip_core::model::Issue;
+use paperclip_core::model::{Goal, Issue, Project};
 use paperclip_store::issues;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use utoipa::IntoParams;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -154,15 +154,39 @@ async fn create_child(
     Ok((StatusCode::CREATED, Json(child)))
 }
 
+/// One issue as upstream answers it: the row with its project and goal.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IssueDetail {
+    #[serde(flatten)]
+    issue: Issue,
+    project: Option<Project>,
+    goal: Option<Goal>,
+}
+
 #[utoipa::path(get, path = "/api/issues/{id}", tag = "issues",
     params(("id" = String, Path, description = "Issue UUID or identifier such as ACM-12")),
-    responses((status = 200, body = Issue), (status = 404, description = "Issue not found")))]
+    responses((status = 200, body = IssueDetail), (status = 404, description = "Issue not found")))]
 async fn get_issue(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<Issue>> {
-    Ok(Json(access::issue(&app, &caller, &id).await?))
+) -> ApiResult<Json<IssueDetail>> {
+    let issue = access::issue(&app, &caller, &id).await?;
+    // Both belong to the issue's company (the store checks that on write).
+    let project = match &issue.project_id {
+        Some(id) => Some(paperclip_store::projects::get(&app.store, id).await?),
+        None => None,
+    };
+    let goal = match &issue.goal_id {
+        Some(id) => Some(paperclip_store::goals::get(&app.store, id).await?),
+        None => None,
+    };
+    Ok(Json(IssueDetail {
+        issue,
+        project,
+        goal,
+    }))
 }
 
 /// Updates fields and status (following the transition table). A `comment`
