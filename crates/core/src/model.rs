@@ -233,6 +233,10 @@ pub struct Document {
     pub created_by_user_id: Option<String>,
     pub updated_by_agent_id: Option<String>,
     pub updated_by_user_id: Option<String>,
+    /// Set while the board has the document locked: writes are refused (409).
+    pub locked_at: Option<String>,
+    pub locked_by_agent_id: Option<String>,
+    pub locked_by_user_id: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }

@@ -349,3 +349,94 @@ async fn cost_views_badges_identity_and_restore() {
         .iter()
         .any(|a| a == "issue.document_updated"));
 }
+
+#[tokio::test]
+async fn a_locked_document_refuses_every_write_until_unlocked() {
+    let s = TestServer::start().await;
+    let cid = s.company("Locks Co").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let issue = s.issue(&cid, json!({ "title": "Signed-off plan" })).await;
+    let iid = issue["id"].as_str().unwrap();
+    let doc = format!("/api/issues/{iid}/documents/plan");
+    s.put(
+        &doc,
+        json!({ "title": "Plan", "format": "markdown", "body": "v1" }),
+    )
+    .await;
+    let first = s.ok_get(&format!("{doc}/revisions")).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let (status, locked) = s.post(&format!("{doc}/lock"), json!({})).await;
+    assert_eq!(status, 200, "{locked}");
+    assert!(locked["lockedAt"].is_string(), "{locked}");
+    assert_eq!(locked["lockedByUserId"], "local-board");
+    let (_, again) = s.post(&format!("{doc}/lock"), json!({})).await;
+    assert_eq!(
+        again["lockedAt"], locked["lockedAt"],
+        "locking twice changes nothing"
+    );
+
+    let (status, body) = s
+        .put(
+            &doc,
+            json!({ "title": "Plan", "format": "markdown", "body": "v2" }),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"], "Document is locked");
+    assert_eq!(body["details"]["key"], "plan");
+    let (status, _) = s
+        .post(&format!("{doc}/revisions/{first}/restore"), json!({}))
+        .await;
+    assert_eq!(status, 409, "a restore is a write");
+    let (status, _) = s.delete(&doc).await;
+    assert_eq!(status, 409, "and so is a delete");
+    assert_eq!(s.ok_get(&doc).await["body"], "v1", "nothing changed");
+
+    let agent = s.agent(&cid, "Writer", None).await;
+    let key = s.key(agent["id"].as_str().unwrap()).await;
+    let (status, _) = s
+        .as_agent(
+            &key,
+            None,
+            "POST",
+            &format!("{doc}/unlock"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(status, 403, "only the board unlocks");
+    let (status, _) = s
+        .post(&format!("/api/issues/{iid}/documents/nope/lock"), json!({}))
+        .await;
+    assert_eq!(status, 404);
+
+    let (status, unlocked) = s.post(&format!("{doc}/unlock"), json!({})).await;
+    assert_eq!(status, 200);
+    assert_eq!(unlocked["lockedAt"], Value::Null);
+    let (status, _) = s
+        .put(
+            &doc,
+            json!({ "title": "Plan", "format": "markdown", "body": "v2" }),
+        )
+        .await;
+    assert_eq!(status, 200, "writable again");
+    let actions = s.actions(&cid).await;
+    assert_eq!(
+        actions
+            .iter()
+            .filter(|a| *a == "issue.document_locked")
+            .count(),
+        1
+    );
+    assert_eq!(
+        actions
+            .iter()
+            .filter(|a| *a == "issue.document_unlocked")
+            .count(),
+        1
+    );
+}

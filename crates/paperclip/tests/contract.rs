@@ -132,7 +132,12 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/companies/{companyId}/agent-configurations"),
     ("get", "/api/companies/{companyId}/sidebar-badges"),
     ("get", "/api/cli-auth/me"),
-    ("post", "/api/issues/{id}/documents/{key}/revisions/{revisionId}/restore"),
+    (
+        "post",
+        "/api/issues/{id}/documents/{key}/revisions/{revisionId}/restore",
+    ),
+    ("post", "/api/issues/{id}/documents/{key}/lock"),
+    ("post", "/api/issues/{id}/documents/{key}/unlock"),
     ("patch", "/api/companies/{companyId}/budgets"),
     ("patch", "/api/agents/{agentId}/budgets"),
     ("patch", "/api/projects/{projectId}/budgets"),

@@ -23,14 +23,6 @@ const NOT_YET: &[(&str, &str)] = &[
         "company branding (logo, colours) is not stored",
     ),
     (
-        "issue document:lock {iid} plan",
-        "document locks are not implemented",
-    ),
-    (
-        "issue document:unlock {iid} plan",
-        "document locks are not implemented",
-    ),
-    (
         "cost by-biller -C {cid}",
         "cost events carry no biller or billing type",
     ),
@@ -271,6 +263,25 @@ async fn the_upstream_client_tree_works_against_us_where_we_have_the_capability(
     assert_eq!(doc["body"], "first", "restored: {doc}");
     assert_eq!(doc["latestRevisionNumber"], 3, "as a new revision: {doc}");
     t.json("issue documents {iid}").await;
+    let locked = t.json("issue document:lock {iid} plan").await;
+    assert!(locked["lockedAt"].is_string(), "{locked}");
+    let refused = t
+        .cli
+        .run(&[
+            "issue",
+            "document:put",
+            &t.vars["iid"],
+            "plan",
+            "--body",
+            "third",
+        ])
+        .await;
+    assert!(
+        !refused.ok,
+        "a locked document refuses writes: {}",
+        refused.stdout
+    );
+    t.json("issue document:unlock {iid} plan").await;
     t.json("issue checkout {iid} --agent-id {aid}").await;
     t.json("issue release {iid}").await;
     t.json("issue force-release {iid}").await;

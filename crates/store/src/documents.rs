@@ -29,6 +29,9 @@ pub async fn put(
     let issue = crate::issues::load_in(&mut tx, issue_id).await?;
     crate::ownership::check_run_ownership(&mut tx, actor, &issue).await?;
     let existing = get_in(&mut tx, &issue.id, key).await?;
+    if let Some(doc) = &existing {
+        refuse_locked(doc)?;
+    }
     if let (Some(base), Some(doc)) = (&input.base_revision_id, &existing) {
         if base != &doc.latest_revision_id {
             return Err(Error::conflict(
@@ -225,6 +228,9 @@ pub async fn delete(store: &Store, actor: &Actor, issue_id: &str, key: &str) -> 
     let mut tx = store.begin().await?;
     let issue = crate::issues::load_in(&mut tx, issue_id).await?;
     crate::ownership::check_run_ownership(&mut tx, actor, &issue).await?;
+    if let Some(current) = get_in(&mut tx, &issue.id, key).await? {
+        refuse_locked(&current)?;
+    }
     crate::db::query("DELETE FROM issue_documents WHERE id = $1")
         .bind(&document.id)
         .execute(tx.conn())
@@ -277,9 +283,86 @@ fn map(row: &DbRow) -> Result<Document> {
         created_by_user_id: row.opt_text("created_by_user_id")?,
         updated_by_agent_id: row.opt_text("updated_by_agent_id")?,
         updated_by_user_id: row.opt_text("updated_by_user_id")?,
+        locked_at: row.opt_text("locked_at")?,
+        locked_by_agent_id: row.opt_text("locked_by_agent_id")?,
+        locked_by_user_id: row.opt_text("locked_by_user_id")?,
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
     })
+}
+
+/// 409 while the board has the document locked.
+fn refuse_locked(document: &Document) -> Result<()> {
+    match &document.locked_at {
+        Some(at) => Err(Error::conflict(
+            "Document is locked",
+            Some(json!({ "key": document.key, "documentId": document.id, "lockedAt": at })),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Locks (or unlocks) a document; doing it twice changes nothing and logs
+/// nothing. The lock is read and written in one transaction, so a write
+/// racing it either lands first or is refused.
+pub async fn set_lock(
+    store: &Store,
+    actor: &Actor,
+    issue_id: &str,
+    key: &str,
+    lock: bool,
+) -> Result<Document> {
+    let mut tx = store.begin().await?;
+    let issue = crate::issues::load_in(&mut tx, issue_id).await?;
+    let document = get_in(&mut tx, &issue.id, key)
+        .await?
+        .ok_or_else(|| Error::not_found("Document"))?;
+    if document.locked_at.is_some() == lock {
+        tx.rollback().await?;
+        return Ok(document);
+    }
+    let ts = now();
+    let (at, agent, user) = match lock {
+        true => (Some(ts.as_str()), actor.agent_id(), actor.user_id()),
+        false => (None, None, None),
+    };
+    crate::db::query(
+        "UPDATE issue_documents SET locked_at = $2, locked_by_agent_id = $3, locked_by_user_id = $4, \
+         updated_at = $5 WHERE id = $1",
+    )
+    .bind(&document.id)
+    .bind(at)
+    .bind(agent)
+    .bind(user)
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &issue.company_id,
+            action: if lock {
+                "issue.document_locked"
+            } else {
+                "issue.document_unlocked"
+            },
+            entity_type: "issue",
+            entity_id: &issue.id,
+            details: json!({
+                "identifier": issue.identifier,
+                "key": key,
+                "documentId": document.id,
+                "title": document.title,
+            }),
+        },
+    )
+    .await?;
+    let document = get_in(&mut tx, &issue.id, key)
+        .await?
+        .ok_or_else(|| Error::not_found("Document"))?;
+    tx.commit().await?;
+    Ok(document)
 }
 
 fn map_revision(row: &DbRow) -> Result<DocumentRevision> {

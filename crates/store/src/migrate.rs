@@ -110,6 +110,11 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0016_status_version.postgres.sql"),
         },
     ),
+    (
+        17,
+        "document_locks",
+        Sql::Both(include_str!("../migrations/0017_document_locks.sql")),
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -19,6 +19,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_document, put_document, delete_document))
         .routes(routes!(list_revisions))
         .routes(routes!(restore_revision))
+        .routes(routes!(lock_document))
+        .routes(routes!(unlock_document))
 }
 
 #[utoipa::path(get, path = "/api/issues/{id}/documents", tag = "documents",
@@ -109,5 +111,39 @@ async fn restore_revision(
     let actor = caller.require_run()?;
     Ok(Json(
         documents::restore(&app.store, actor, &issue.id, &key, &revision_id).await?,
+    ))
+}
+
+/// Locks the document (board only): every write, restore or delete is
+/// refused with 409 until it is unlocked. Locking a locked one changes nothing.
+#[utoipa::path(post, path = "/api/issues/{id}/documents/{key}/lock", tag = "documents",
+    params(("id" = String, Path), ("key" = String, Path)),
+    responses((status = 200, body = Document), (status = 403, description = "Board access required"),
+        (status = 404, description = "Document not found")))]
+async fn lock_document(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path((id, key)): Path<(String, String)>,
+) -> ApiResult<Json<Document>> {
+    let issue = access::issue(&app, &caller, &id).await?;
+    let actor = caller.require_board()?;
+    Ok(Json(
+        documents::set_lock(&app.store, actor, &issue.id, &key, true).await?,
+    ))
+}
+
+#[utoipa::path(post, path = "/api/issues/{id}/documents/{key}/unlock", tag = "documents",
+    params(("id" = String, Path), ("key" = String, Path)),
+    responses((status = 200, body = Document), (status = 403, description = "Board access required"),
+        (status = 404, description = "Document not found")))]
+async fn unlock_document(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path((id, key)): Path<(String, String)>,
+) -> ApiResult<Json<Document>> {
+    let issue = access::issue(&app, &caller, &id).await?;
+    let actor = caller.require_board()?;
+    Ok(Json(
+        documents::set_lock(&app.store, actor, &issue.id, &key, false).await?,
     ))
 }
