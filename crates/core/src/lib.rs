@@ -18,6 +18,7 @@ pub mod limits;
 pub mod model;
 pub mod naming;
 pub mod org;
+pub mod org_chain;
 pub mod project;
 pub mod secrets;
 pub mod stored;

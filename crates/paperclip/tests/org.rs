@@ -291,3 +291,90 @@ async fn companies_get_unique_prefixes_and_can_be_archived() {
         ["company.created", "company.updated", "company.archived"]
     );
 }
+
+/// Every agent answer carries its reporting chain's health (upstream's
+/// `orgChainHealth`); the agent's own read adds its chain of command.
+#[tokio::test]
+async fn agents_carry_their_chain_health_and_chain_of_command() {
+    let s = TestServer::start().await;
+    let cid = s.company("Chain Co").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ceo = s.agent(&cid, "Boss", None).await;
+    let ceo_id = ceo["id"].as_str().unwrap().to_string();
+    let cto = s.agent(&cid, "Lead", Some(&ceo_id)).await;
+    let cto_id = cto["id"].as_str().unwrap().to_string();
+    let eng = s.agent(&cid, "Dev", Some(&cto_id)).await;
+    let eng_id = eng["id"].as_str().unwrap().to_string();
+    assert_eq!(eng["orgChainHealth"]["status"], "healthy", "{eng}");
+
+    let got = s.ok_get(&format!("/api/agents/{eng_id}")).await;
+    let chain: Vec<(&str, &str, i64)> = got["orgChainHealth"]["fullChain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap(),
+                e["relation"].as_str().unwrap(),
+                e["depth"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        chain,
+        [
+            ("Dev", "self", 0),
+            ("Lead", "ancestor", 1),
+            ("Boss", "ancestor", 2)
+        ]
+    );
+    let superiors: Vec<&str> = got["chainOfCommand"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(superiors, ["Lead", "Boss"]);
+
+    // A paused manager: escalations would go nowhere, and the answer says so.
+    let paused = s
+        .ok_post(&format!("/api/agents/{cto_id}/pause"), json!({}))
+        .await;
+    assert!(
+        paused["orgChainHealth"]["escalationWarning"].is_null(),
+        "a paused agent is not warned: {paused}"
+    );
+    let got = s.ok_get(&format!("/api/agents/{eng_id}")).await;
+    assert_eq!(got["orgChainHealth"]["status"], "healthy");
+    assert_eq!(got["orgChainHealth"]["pausedAncestors"][0]["name"], "Lead");
+    assert!(got["orgChainHealth"]["escalationWarning"]
+        .as_str()
+        .unwrap()
+        .contains("Lead"));
+    s.ok_post(&format!("/api/agents/{cto_id}/resume"), json!({}))
+        .await;
+
+    // A terminated manager breaks the chain below it, in the list as well.
+    s.ok_post(&format!("/api/agents/{ceo_id}/terminate"), json!({}))
+        .await;
+    let list = s.ok_get(&format!("/api/companies/{cid}/agents")).await;
+    let dev = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == eng_id.as_str())
+        .unwrap();
+    let health = &dev["orgChainHealth"];
+    assert_eq!(health["status"], "invalid_org_chain", "{health}");
+    assert_eq!(health["reason"], "terminated_ancestor");
+    assert_eq!(health["firstInvalidAncestor"]["name"], "Boss");
+    assert!(health["repairGuidance"].as_str().unwrap().contains("Boss"));
+    let me = s.ok_get(&format!("/api/agents/{ceo_id}")).await;
+    assert_eq!(
+        me["orgChainHealth"]["status"], "healthy",
+        "the top of the chain has no manager to lose"
+    );
+    assert_eq!(me["chainOfCommand"], json!([]));
+}

@@ -5,6 +5,7 @@
 //! registrations, so a route cannot exist without its schema.
 
 pub mod access;
+pub mod agent_view;
 pub mod auth;
 pub mod error;
 pub mod extract;

@@ -28,6 +28,7 @@ macro_rules! capped {
 }
 
 pub mod activity;
+pub mod agent_chain;
 pub mod agents;
 pub mod approvals;
 pub mod budgets;

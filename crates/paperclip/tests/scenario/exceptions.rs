@@ -31,8 +31,6 @@ const EVENT_ID: &str =
     "run events are identified by UUID here, by a serial number upstream (seq orders both); never renumbered";
 const EXECUTION: &str =
     "a run's execution block (upstream's recovery phase, attempts, permitted actions): not implemented";
-const ORG_CHAIN: &str =
-    "orgChainHealth: upstream's chain-health verdicts (invalid or paused ancestors, repair guidance) are not implemented; the chain itself is /org";
 const PERMS: &str =
     "permissions are stored as given; upstream writes role defaults into them (canCreateAgents) and canCreateSkills (we have no skills API)";
 const RUNTIME_CONFIG: &str =
@@ -249,16 +247,6 @@ pub const EXCEPTIONS: &[Exception] = &[
     x("runs.list", "$[0].logSha256", LOG_SHA),
     x("runs.list.agent", "$[0].logSha256", LOG_SHA),
     x("runs.list.agent.cto", "$[0].logSha256", LOG_SHA),
-    x("agent.create.ceo", "$.orgChainHealth", ORG_CHAIN),
-    x("agent.create.cto", "$.orgChainHealth", ORG_CHAIN),
-    x("agent.get", "$.orgChainHealth", ORG_CHAIN),
-    x("agent.list", "$[0].orgChainHealth", ORG_CHAIN),
-    x("agent.me", "$.orgChainHealth", ORG_CHAIN),
-    x("agent.pause", "$.orgChainHealth", ORG_CHAIN),
-    x("agent.resume", "$.orgChainHealth", ORG_CHAIN),
-    x("agent.terminate", "$.orgChainHealth", ORG_CHAIN),
-    x("agent.update", "$.orgChainHealth", ORG_CHAIN),
-    x("budget.agent", "$.orgChainHealth", ORG_CHAIN),
     x("issue.create.child", "$.originRunId", ORIGIN_RUN),
     x("agent.wakeup", "$.lastOutputSeq", OUTPUT),
     x("agent.wakeup.for_run", "$.lastOutputSeq", OUTPUT),

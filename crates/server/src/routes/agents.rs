@@ -9,6 +9,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::access;
+use crate::agent_view::{self, AgentView};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
@@ -27,26 +28,28 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/agents", tag = "agents",
-    params(("companyId" = String, Path)), responses((status = 200, body = [Agent])))]
+    params(("companyId" = String, Path)), responses((status = 200, body = [AgentView])))]
 async fn list_agents(
     State(app): State<AppState>,
     caller: Caller,
     Path(company_id): Path<String>,
-) -> ApiResult<Json<Vec<Agent>>> {
+) -> ApiResult<Json<Vec<AgentView>>> {
     access::company_scope(&app, &caller, &company_id).await?;
-    Ok(Json(agents::list(&app.store, &company_id).await?))
+    Ok(Json(agent_view::many(
+        agents::list(&app.store, &company_id).await?,
+    )))
 }
 
 #[utoipa::path(post, path = "/api/companies/{companyId}/agents", tag = "agents",
     params(("companyId" = String, Path)), request_body = NewAgent,
-    responses((status = 201, body = Agent), (status = 404, description = "Company or manager not found"),
+    responses((status = 201, body = AgentView), (status = 404, description = "Company or manager not found"),
         (status = 422, description = "Invalid adapter config or prompt template")))]
 async fn create_agent(
     State(app): State<AppState>,
     caller: Caller,
     Path(company_id): Path<String>,
     ValidJson(input): ValidJson<NewAgent>,
-) -> ApiResult<(StatusCode, Json<Agent>)> {
+) -> ApiResult<(StatusCode, Json<AgentView>)> {
     let actor = caller.require_board()?;
     // An agent created with only a name is a draft: its config is checked
     // once one is given (and its first run says what is missing).
@@ -57,31 +60,33 @@ async fn create_agent(
             &Value::Object(config.clone()),
         )?;
     }
+    let agent = agents::create(&app.store, actor, &company_id, input).await?;
     Ok((
         StatusCode::CREATED,
-        Json(agents::create(&app.store, actor, &company_id, input).await?),
+        Json(agent_view::one(&app, agent).await?),
     ))
 }
 
 #[utoipa::path(get, path = "/api/agents/{id}", tag = "agents",
-    params(("id" = String, Path)), responses((status = 200, body = Agent), (status = 404, description = "Agent not found")))]
+    params(("id" = String, Path)), responses((status = 200, body = AgentView), (status = 404, description = "Agent not found")))]
 async fn get_agent(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<Agent>> {
-    Ok(Json(access::agent(&app, &caller, &id).await?))
+) -> ApiResult<Json<AgentView>> {
+    let agent = access::agent(&app, &caller, &id).await?;
+    Ok(Json(agent_view::detail(&app, agent).await?))
 }
 
 #[utoipa::path(patch, path = "/api/agents/{id}", tag = "agents",
     params(("id" = String, Path)), request_body = AgentPatch,
-    responses((status = 200, body = Agent), (status = 422, description = "Reporting relationship would create cycle")))]
+    responses((status = 200, body = AgentView), (status = 422, description = "Reporting relationship would create cycle")))]
 async fn update_agent(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
     ValidJson(patch): ValidJson<AgentPatch>,
-) -> ApiResult<Json<Agent>> {
+) -> ApiResult<Json<AgentView>> {
     let actor = caller.require_board()?;
     if patch.adapter_config.is_some() || patch.adapter_type.is_some() {
         let current = agents::get(&app.store, &id).await?;
@@ -99,7 +104,8 @@ async fn update_agent(
         };
         check_adapter_config(&app, &adapter_type, &config)?;
     }
-    Ok(Json(agents::update(&app.store, actor, &id, patch).await?))
+    let agent = agents::update(&app.store, actor, &id, patch).await?;
+    Ok(Json(agent_view::one(&app, agent).await?))
 }
 
 /// Upstream's permissions body: both keys, as booleans.
@@ -114,13 +120,13 @@ struct Permissions {
 /// The change is a config revision like any other agent update.
 #[utoipa::path(patch, path = "/api/agents/{id}/permissions", tag = "agents",
     params(("id" = String, Path)), request_body = Permissions,
-    responses((status = 200, body = Agent), (status = 403, description = "Board access required")))]
+    responses((status = 200, body = AgentView), (status = 403, description = "Board access required")))]
 async fn update_permissions(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Permissions>,
-) -> ApiResult<Json<Agent>> {
+) -> ApiResult<Json<AgentView>> {
     let actor = caller.require_board()?;
     access::agent(&app, &caller, &id).await?;
     let mut permissions = serde_json::Map::new();
@@ -130,7 +136,8 @@ async fn update_permissions(
         permissions: Some(permissions),
         ..AgentPatch::default()
     };
-    Ok(Json(agents::update(&app.store, actor, &id, patch).await?))
+    let agent = agents::update(&app.store, actor, &id, patch).await?;
+    Ok(Json(agent_view::one(&app, agent).await?))
 }
 
 #[utoipa::path(delete, path = "/api/agents/{id}", tag = "agents",
@@ -148,45 +155,46 @@ async fn delete_agent(
 /// Pauses the agent: its queued runs are cancelled and a running run is
 /// stopped (TERM, then KILL after the adapter's grace).
 #[utoipa::path(post, path = "/api/agents/{id}/pause", tag = "agents",
-    params(("id" = String, Path)), responses((status = 200, body = Agent), (status = 409, description = "Agent is terminated")))]
+    params(("id" = String, Path)), responses((status = 200, body = AgentView), (status = 409, description = "Agent is terminated")))]
 async fn pause_agent(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<Agent>> {
+) -> ApiResult<Json<AgentView>> {
     let actor = caller.require_board()?;
     let agent = agents::pull_lever(&app.store, actor, &id, Lever::Pause).await?;
     app.runtime.stop_agent(actor, &id, "agent paused").await?;
-    Ok(Json(agents::get(&app.store, &agent.id).await?))
+    let agent = agents::get(&app.store, &agent.id).await?;
+    Ok(Json(agent_view::one(&app, agent).await?))
 }
 
 #[utoipa::path(post, path = "/api/agents/{id}/resume", tag = "agents",
-    params(("id" = String, Path)), responses((status = 200, body = Agent), (status = 409, description = "Cannot resume terminated agent")))]
+    params(("id" = String, Path)), responses((status = 200, body = AgentView), (status = 409, description = "Cannot resume terminated agent")))]
 async fn resume_agent(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<Agent>> {
+) -> ApiResult<Json<AgentView>> {
     let actor = caller.require_board()?;
-    Ok(Json(
-        agents::pull_lever(&app.store, actor, &id, Lever::Resume).await?,
-    ))
+    let agent = agents::pull_lever(&app.store, actor, &id, Lever::Resume).await?;
+    Ok(Json(agent_view::one(&app, agent).await?))
 }
 
 /// Terminates the agent for good and stops whatever it was running.
 #[utoipa::path(post, path = "/api/agents/{id}/terminate", tag = "agents",
-    params(("id" = String, Path)), responses((status = 200, body = Agent)))]
+    params(("id" = String, Path)), responses((status = 200, body = AgentView)))]
 async fn terminate_agent(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<Agent>> {
+) -> ApiResult<Json<AgentView>> {
     let actor = caller.require_board()?;
     let agent = agents::pull_lever(&app.store, actor, &id, Lever::Terminate).await?;
     app.runtime
         .stop_agent(actor, &id, "agent terminated")
         .await?;
-    Ok(Json(agents::get(&app.store, &agent.id).await?))
+    let agent = agents::get(&app.store, &agent.id).await?;
+    Ok(Json(agent_view::one(&app, agent).await?))
 }
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/org", tag = "agents",

@@ -342,13 +342,13 @@ async fn company_budget(
 /// its reporting subtree.
 #[utoipa::path(patch, path = "/api/agents/{agentId}/budgets", tag = "costs",
     params(("agentId" = String, Path)), request_body = BudgetPatch,
-    responses((status = 200, body = Agent), (status = 403, description = "Not the board or a manager of this agent")))]
+    responses((status = 200, body = crate::agent_view::AgentView), (status = 403, description = "Not the board or a manager of this agent")))]
 async fn agent_budget(
     State(app): State<AppState>,
     caller: Caller,
     Path(agent_id): Path<String>,
     JsonBody(patch): JsonBody<BudgetPatch>,
-) -> ApiResult<Json<Agent>> {
+) -> ApiResult<Json<crate::agent_view::AgentView>> {
     let agent = access::agent(&app, &caller, &agent_id).await?;
     if let Some(me) = caller.agent_id() {
         if !manages(&app, me, &agent).await? {
@@ -367,9 +367,8 @@ async fn agent_budget(
     )
     .await?;
     app.runtime.kick();
-    Ok(Json(
-        paperclip_store::agents::get(&app.store, &agent_id).await?,
-    ))
+    let agent = paperclip_store::agents::get(&app.store, &agent_id).await?;
+    Ok(Json(crate::agent_view::one(&app, agent).await?))
 }
 
 /// Whether `manager` is above `agent` in the reporting tree.

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::heartbeat::{RunStatus, WakeSource};
 use paperclip_core::issue::{IssuePriority, IssueStatus};
-use paperclip_core::model::{Agent, HeartbeatRun, RunEvent};
+use paperclip_core::model::{HeartbeatRun, RunEvent};
 use paperclip_store::runs;
 use paperclip_store::wakeups::{self, Wake};
 use serde::{Deserialize, Serialize};
@@ -37,10 +37,14 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// The calling agent.
 #[utoipa::path(get, path = "/api/agents/me", tag = "agents",
-    responses((status = 200, body = Agent), (status = 401, description = "Agent authentication required")))]
-async fn me(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<Agent>> {
+    responses((status = 200, body = crate::agent_view::AgentView), (status = 401, description = "Agent authentication required")))]
+async fn me(
+    State(app): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<crate::agent_view::AgentView>> {
     let id = caller.agent_id().ok_or_else(agent_only)?;
-    Ok(Json(paperclip_store::agents::get(&app.store, id).await?))
+    let agent = paperclip_store::agents::get(&app.store, id).await?;
+    Ok(Json(crate::agent_view::detail(&app, agent).await?))
 }
 
 fn agent_only() -> ApiError {

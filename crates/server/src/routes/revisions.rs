@@ -51,16 +51,15 @@ async fn get_revision(
 /// current values; a revision whose secret the agent no longer has is refused (422).
 #[utoipa::path(post, path = "/api/agents/{id}/config-revisions/{revisionId}/rollback", tag = "agents",
     params(("id" = String, Path), ("revisionId" = String, Path)),
-    responses((status = 200, body = Agent), (status = 422, description = "Redacted values cannot be restored")))]
+    responses((status = 200, body = crate::agent_view::AgentView), (status = 422, description = "Redacted values cannot be restored")))]
 async fn rollback(
     State(app): State<AppState>,
     caller: Caller,
     Path((id, revision_id)): Path<(String, String)>,
-) -> ApiResult<Json<Agent>> {
+) -> ApiResult<Json<crate::agent_view::AgentView>> {
     let actor = caller.require_board()?;
-    Ok(Json(
-        revisions::rollback(&app.store, actor, &id, &revision_id).await?,
-    ))
+    let agent = revisions::rollback(&app.store, actor, &id, &revision_id).await?;
+    Ok(Json(crate::agent_view::one(&app, agent).await?))
 }
 
 /// An agent's configuration as anyone with read access may see it: secret

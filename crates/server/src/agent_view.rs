@@ -1,0 +1,72 @@
+//! Agents as upstream answers them: the row with its reporting chain's
+//! health (`orgChainHealth`), and on the agent's own read (`GET
+//! /agents/{id}`, `/agents/me`) its chain of command. The chain is one
+//! recursive query for a single agent and read from the list itself for a
+//! company's agents.
+
+use std::collections::HashMap;
+
+use paperclip_core::model::Agent;
+use paperclip_core::org_chain::{self, Member, OrgChainHealth, Superior};
+use paperclip_store::agent_chain;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::error::ApiResult;
+use crate::AppState;
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentView {
+    #[serde(flatten)]
+    agent: Agent,
+    org_chain_health: OrgChainHealth,
+    /// The managers above, nearest first (only on the agent's own read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chain_of_command: Option<Vec<Superior>>,
+}
+
+async fn build(app: &AppState, agent: Agent, with_superiors: bool) -> ApiResult<AgentView> {
+    let above: HashMap<String, Member> = agent_chain::above(&app.store, &agent)
+        .await?
+        .into_iter()
+        .map(|m| (m.id.clone(), m))
+        .collect();
+    let lookup = |id: &str| above.get(id).cloned();
+    let health = org_chain::health(&agent_chain::member(&agent), lookup);
+    let chain_of_command = with_superiors.then(|| org_chain::superiors(&health, lookup));
+    Ok(AgentView {
+        agent,
+        org_chain_health: health,
+        chain_of_command,
+    })
+}
+
+/// One agent with its chain's health.
+pub async fn one(app: &AppState, agent: Agent) -> ApiResult<AgentView> {
+    build(app, agent, false).await
+}
+
+/// One agent with its chain's health and chain of command.
+pub async fn detail(app: &AppState, agent: Agent) -> ApiResult<AgentView> {
+    build(app, agent, true).await
+}
+
+/// A company's agents, each with its chain's health, from the list alone.
+pub fn many(agents: Vec<Agent>) -> Vec<AgentView> {
+    let members: HashMap<String, Member> = agents
+        .iter()
+        .map(|a| (a.id.clone(), agent_chain::member(a)))
+        .collect();
+    agents
+        .into_iter()
+        .map(|agent| {
+            let health = org_chain::health(&members[&agent.id], |id| members.get(id).cloned());
+            AgentView {
+                agent,
+                org_chain_health: health,
+                chain_of_command: None,
+            }
+        })
+        .collect()
+}
