@@ -326,6 +326,15 @@ pub struct HeartbeatRun {
     pub process_group_id: Option<i64>,
     /// When the run's process started (its leader), RFC 3339.
     pub process_started_at: Option<String>,
+    /// When the agent's process last wrote output (kept at most every few
+    /// seconds while the run goes, exactly at its end).
+    pub last_output_at: Option<String>,
+    /// The `seq` of that chunk in the run log.
+    pub last_output_seq: Option<i64>,
+    /// `stdout` or `stderr`.
+    pub last_output_stream: Option<String>,
+    /// The run log's size in bytes after that chunk.
+    pub last_output_bytes: Option<i64>,
     /// The run whose work this one continues (after a restart) or retries.
     pub retry_of_run_id: Option<String>,
     /// Consecutive continuations of the task after restarts; bounded.

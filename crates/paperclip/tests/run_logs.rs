@@ -95,3 +95,48 @@ echo "漢😀漢😀 the end"
     }
     assert_eq!(lines, whole.lines().count());
 }
+
+/// A run records its agent's last output (upstream's lastOutput* fields):
+/// the first chunk reaches the row while the run is still going, and the
+/// last one is exact once it has ended.
+#[tokio::test]
+async fn a_run_records_when_its_agent_last_wrote() {
+    let s = TestServer::start().await;
+    let cid = s.company("Quiet Co").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let marker = s.data_dir.join("go-on");
+    let script = format!(
+        "echo first\nwhile [ ! -f '{}' ]; do sleep 0.05; done\necho second >&2\n",
+        marker.display()
+    );
+    let agent = s.script_agent(&cid, "Talker", &script, json!({})).await;
+    let aid = agent["id"].as_str().unwrap();
+    let (_, run) = s
+        .post(&format!("/api/agents/{aid}/wakeup"), json!({}))
+        .await;
+    let run_path = format!("/api/heartbeat-runs/{}", run["id"].as_str().unwrap());
+    assert!(run["lastOutputAt"].is_null(), "nothing written yet: {run}");
+
+    let live = s
+        .wait_for(&run_path, 20, |r| r["lastOutputAt"].is_string())
+        .await;
+    assert_eq!(live["status"], "running", "seen while it runs: {live}");
+    assert_eq!(live["lastOutputStream"], "stdout");
+
+    std::fs::write(&marker, "").unwrap();
+    let done = s
+        .wait_for(&run_path, 20, |r| r["status"] == "succeeded")
+        .await;
+    assert_eq!(done["lastOutputStream"], "stderr", "{done}");
+    assert!(done["lastOutputSeq"].as_i64().unwrap() > live["lastOutputSeq"].as_i64().unwrap());
+    let bytes = done["lastOutputBytes"].as_i64().unwrap();
+    assert!(
+        bytes > 0 && bytes <= done["logBytes"].as_i64().unwrap(),
+        "{done}"
+    );
+    let at = done["lastOutputAt"].as_str().unwrap();
+    assert!(at >= live["lastOutputAt"].as_str().unwrap());
+    assert!(at <= done["finishedAt"].as_str().unwrap(), "{done}");
+}

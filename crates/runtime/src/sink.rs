@@ -18,6 +18,10 @@ use crate::redact::{Redactor, StreamRedactor};
 const EXCERPT_BYTES: usize = 8 * 1024;
 /// Largest chunk sent over live events; the full text is in the log.
 const LIVE_CHUNK_BYTES: usize = 4 * 1024;
+/// How often a running run's last output is written to its row: often
+/// enough to tell a silent run from a busy one, rarely enough that a chatty
+/// agent does not queue a write per chunk behind the writer lock.
+const OUTPUT_FLUSH: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub(crate) struct RunSinkImpl {
     inner: Arc<Inner>,
@@ -36,6 +40,15 @@ pub(crate) struct RunSinkImpl {
     event_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Checks the run's streamed cost against its budgets.
     budget: Arc<RunBudget>,
+    /// The agent's latest output, and when the row last got it.
+    output: Mutex<OutputProgress>,
+}
+
+#[derive(Default)]
+struct OutputProgress {
+    latest: Option<paperclip_store::runs::LastOutput>,
+    flushed_at: Option<std::time::Instant>,
+    flushed_seq: i64,
 }
 
 struct EventRow {
@@ -100,6 +113,7 @@ impl RunSinkImpl {
             events: Mutex::new(Some(tx)),
             event_task: Mutex::new(Some(task)),
             budget: Arc::new(budget),
+            output: Mutex::new(OutputProgress::default()),
         })
     }
 
@@ -128,6 +142,20 @@ impl RunSinkImpl {
             let _ = task.await;
         }
         self.writer.lock().expect("writer lock").take();
+        let last = {
+            let progress = self.output.lock().expect("output lock");
+            progress
+                .latest
+                .clone()
+                .filter(|l| l.seq > progress.flushed_seq)
+        };
+        if let Some(last) = last {
+            if let Err(err) =
+                paperclip_store::runs::set_last_output(&self.inner.store, &self.run.id, &last).await
+            {
+                tracing::warn!(run = %self.run.id, error = %err, "last output not recorded");
+            }
+        }
         Stats {
             stdout_excerpt: self.stdout.lock().expect("tail lock").excerpt(),
             stderr_excerpt: self.stderr.lock().expect("tail lock").excerpt(),
@@ -152,7 +180,10 @@ impl RunSinkImpl {
         if let Some(writer) = self.writer.lock().expect("writer lock").as_mut() {
             match writer.append(stream.as_str(), &chunk, seq) {
                 Ok(n) => {
-                    self.bytes.fetch_add(n, Ordering::Relaxed);
+                    let total = self.bytes.fetch_add(n, Ordering::Relaxed) + n;
+                    if stream != Stream::System {
+                        self.note_output(stream, seq, total);
+                    }
                 }
                 Err(err) => {
                     tracing::warn!(run = %self.run.id, error = %err, "run log write failed")
@@ -180,6 +211,38 @@ impl RunSinkImpl {
             &self.run.id,
             json!({ "runId": self.run.id, "agentId": self.run.agent_id, "stream": stream.as_str(), "chunk": live, "seq": seq }),
         );
+    }
+}
+
+impl RunSinkImpl {
+    /// Remembers the agent's latest output; the first one and then one every
+    /// [`OUTPUT_FLUSH`] go to the run row now, the last one at `close`.
+    fn note_output(&self, stream: Stream, seq: u64, total_bytes: u64) {
+        let latest = paperclip_store::runs::LastOutput {
+            at: paperclip_store::now(),
+            seq: seq as i64,
+            stream: stream.as_str(),
+            bytes: total_bytes as i64,
+        };
+        let mut progress = self.output.lock().expect("output lock");
+        progress.latest = Some(latest.clone());
+        if progress
+            .flushed_at
+            .is_some_and(|at| at.elapsed() < OUTPUT_FLUSH)
+        {
+            return;
+        }
+        progress.flushed_at = Some(std::time::Instant::now());
+        progress.flushed_seq = latest.seq;
+        drop(progress);
+        let store = self.inner.store.clone();
+        let run_id = self.run.id.clone();
+        tokio::spawn(async move {
+            if let Err(err) = paperclip_store::runs::set_last_output(&store, &run_id, &latest).await
+            {
+                tracing::warn!(run = %run_id, error = %err, "last output not recorded");
+            }
+        });
     }
 }
 

@@ -115,6 +115,11 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
         "document_locks",
         Sql::Both(include_str!("../migrations/0017_document_locks.sql")),
     ),
+    (
+        18,
+        "run_output",
+        Sql::Both(include_str!("../migrations/0018_run_output.sql")),
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

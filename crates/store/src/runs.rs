@@ -723,6 +723,10 @@ pub(crate) fn map(row: &DbRow) -> Result<HeartbeatRun> {
         process_pid: DbRow::try_get(row, "process_pid")?,
         process_group_id: DbRow::try_get(row, "process_group_id")?,
         process_started_at: row.opt_text("process_started_at")?,
+        last_output_at: row.opt_text("last_output_at")?,
+        last_output_seq: DbRow::try_get(row, "last_output_seq")?,
+        last_output_stream: row.opt_text("last_output_stream")?,
+        last_output_bytes: DbRow::try_get(row, "last_output_bytes")?,
         retry_of_run_id: row.opt_text("retry_of_run_id")?,
         continuation_attempt: row.int("continuation_attempt")?,
         coalesced_count: row.int("coalesced_count")?,
@@ -815,4 +819,33 @@ pub async fn reset_orphaned_agents(store: &Store) -> Result<u64> {
     .rows_affected();
     tx.commit().await?;
     Ok(n)
+}
+
+/// The agent's latest output as the run's sink saw it.
+#[derive(Debug, Clone)]
+pub struct LastOutput {
+    pub at: String,
+    pub seq: i64,
+    pub stream: &'static str,
+    pub bytes: i64,
+}
+
+/// Records the run's latest output. Updates may arrive out of order (they
+/// are sent as the run goes); an older one never overwrites a newer one.
+pub async fn set_last_output(store: &Store, run_id: &str, out: &LastOutput) -> Result<()> {
+    // Through the writer like every write (SQLite's writer lock).
+    let mut tx = store.begin().await?;
+    crate::db::query(
+        "UPDATE heartbeat_runs SET last_output_at = $2, last_output_seq = $3, last_output_stream = $4, \
+         last_output_bytes = $5 WHERE id = $1 AND (last_output_seq IS NULL OR last_output_seq < $3)",
+    )
+    .bind(run_id)
+    .bind(&out.at)
+    .bind(out.seq)
+    .bind(out.stream)
+    .bind(out.bytes)
+    .execute(tx.conn())
+    .await?;
+    tx.commit().await?;
+    Ok(())
 }

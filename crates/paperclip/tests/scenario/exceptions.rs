@@ -16,8 +16,6 @@ const USERS: &str =
 const RUNTIME_MODE: &str = "upstream's runtime-mode fields: we have no runtime modes";
 const CONTROLLER: &str =
     "upstream's run controller (boot id, lease, stage, runner profile, identity contexts): we run one in-process executor";
-const OUTPUT: &str =
-    "last output of a run (time, seq, stream, bytes): not recorded per run yet; the run log has the chunks";
 const LIVENESS: &str =
     "upstream's liveness verdicts (livenessState/Reason, lastUsefulActionAt, outputSilence): not implemented";
 const RETRY: &str =
@@ -248,25 +246,6 @@ pub const EXCEPTIONS: &[Exception] = &[
     x("runs.list.agent", "$[0].logSha256", LOG_SHA),
     x("runs.list.agent.cto", "$[0].logSha256", LOG_SHA),
     x("issue.create.child", "$.originRunId", ORIGIN_RUN),
-    x("agent.wakeup", "$.lastOutputSeq", OUTPUT),
-    x("agent.wakeup.for_run", "$.lastOutputSeq", OUTPUT),
-    x("agent.wakeup.for_run.cto", "$.lastOutputSeq", OUTPUT),
-    x("run.get", "$.lastOutputAt", OUTPUT),
-    x("run.get", "$.lastOutputBytes", OUTPUT),
-    x("run.get", "$.lastOutputSeq", OUTPUT),
-    x("run.get", "$.lastOutputStream", OUTPUT),
-    x("runs.list", "$[0].lastOutputAt", OUTPUT),
-    x("runs.list", "$[0].lastOutputBytes", OUTPUT),
-    x("runs.list", "$[0].lastOutputSeq", OUTPUT),
-    x("runs.list", "$[0].lastOutputStream", OUTPUT),
-    x("runs.list.agent", "$[0].lastOutputAt", OUTPUT),
-    x("runs.list.agent", "$[0].lastOutputBytes", OUTPUT),
-    x("runs.list.agent", "$[0].lastOutputSeq", OUTPUT),
-    x("runs.list.agent", "$[0].lastOutputStream", OUTPUT),
-    x("runs.list.agent.cto", "$[0].lastOutputAt", OUTPUT),
-    x("runs.list.agent.cto", "$[0].lastOutputBytes", OUTPUT),
-    x("runs.list.agent.cto", "$[0].lastOutputSeq", OUTPUT),
-    x("runs.list.agent.cto", "$[0].lastOutputStream", OUTPUT),
     x("agent.create.ceo", "$.permissions.canCreateAgents", PERMS),
     x("agent.create.ceo", "$.permissions.canCreateSkills", PERMS),
     x("agent.create.cto", "$.permissions.canCreateAgents", PERMS),
