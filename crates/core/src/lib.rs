@@ -20,6 +20,7 @@ pub mod naming;
 pub mod org;
 pub mod org_chain;
 pub mod project;
+pub mod run_liveness;
 pub mod secrets;
 pub mod stored;
 pub mod template;

@@ -335,6 +335,12 @@ pub struct HeartbeatRun {
     pub last_output_stream: Option<String>,
     /// The run log's size in bytes after that chunk.
     pub last_output_bytes: Option<i64>,
+    /// Once finished: did the run move its work forward (see
+    /// `run_liveness`), and why.
+    pub liveness_state: Option<crate::run_liveness::Liveness>,
+    pub liveness_reason: Option<String>,
+    /// The latest change the run made on the board, when it made progress.
+    pub last_useful_action_at: Option<String>,
     /// The run whose work this one continues (after a restart) or retries.
     pub retry_of_run_id: Option<String>,
     /// Consecutive continuations of the task after restarts; bounded.

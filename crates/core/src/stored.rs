@@ -9,6 +9,7 @@ use crate::goal::{GoalLevel, GoalStatus};
 use crate::heartbeat::RunStatus;
 use crate::issue::{IssuePriority, IssueStatus};
 use crate::project::ProjectStatus;
+use crate::run_liveness::Liveness;
 
 pub trait Stored: Sized + Copy + 'static {
     /// What the value is, for the error that names a bad one.
@@ -53,6 +54,7 @@ stored! {
     GoalLevel: "goal level" [Company, Team, Agent, Task];
     GoalStatus: "goal status" [Planned, Active, Achieved, Cancelled];
     RunStatus: "run status" [Queued, Running, Succeeded, Failed, Cancelled, TimedOut];
+    Liveness: "run liveness" [Completed, Advanced, Blocked, Failed, NeedsFollowup, EmptyResponse];
 }
 
 #[cfg(test)]

@@ -129,6 +129,7 @@ pub async fn finish_lost(
         return Ok(None);
     };
     let handed = continue_in(&mut tx, &done, budget).await?;
+    crate::run_verdict::record_in(&mut tx, done).await?;
     tx.commit().await?;
     Ok(Some(handed))
 }

@@ -63,6 +63,7 @@ pub mod revisions;
 mod row;
 pub mod run_budget;
 mod run_limit;
+mod run_verdict;
 pub mod runs;
 pub mod sessions;
 mod text;

@@ -293,6 +293,7 @@ pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Optio
         return Ok(None);
     };
     crate::follow_up::settle_task_in(&mut tx, &run).await?;
+    let run = crate::run_verdict::record_in(&mut tx, run).await?;
     tx.commit().await?;
     Ok(Some(run))
 }
@@ -530,6 +531,7 @@ pub async fn cancel_queued(
     )
     .await?;
     crate::follow_up::settle_task_in(&mut tx, &run).await?;
+    let run = crate::run_verdict::record_in(&mut tx, run).await?;
     tx.commit().await?;
     Ok(Some(run))
 }
@@ -727,6 +729,9 @@ pub(crate) fn map(row: &DbRow) -> Result<HeartbeatRun> {
         last_output_seq: DbRow::try_get(row, "last_output_seq")?,
         last_output_stream: row.opt_text("last_output_stream")?,
         last_output_bytes: DbRow::try_get(row, "last_output_bytes")?,
+        liveness_state: row.opt_stored("liveness_state")?,
+        liveness_reason: row.opt_text("liveness_reason")?,
+        last_useful_action_at: row.opt_text("last_useful_action_at")?,
         retry_of_run_id: row.opt_text("retry_of_run_id")?,
         continuation_attempt: row.int("continuation_attempt")?,
         coalesced_count: row.int("coalesced_count")?,

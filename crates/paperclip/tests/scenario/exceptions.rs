@@ -17,7 +17,7 @@ const RUNTIME_MODE: &str = "upstream's runtime-mode fields: we have no runtime m
 const CONTROLLER: &str =
     "upstream's run controller (boot id, lease, stage, runner profile, identity contexts): we run one in-process executor";
 const LIVENESS: &str =
-    "upstream's liveness verdicts (livenessState/Reason, lastUsefulActionAt, outputSilence): not implemented";
+    "outputSilence (upstream's silence watch: age, level, thresholds, snooze): not implemented; lastOutputAt is there";
 const RETRY: &str =
     "upstream's scheduled and process-loss retry counters: our retries are only linked by retryOfRunId";
 const COMMENT_STATUS: &str =
@@ -228,19 +228,7 @@ pub const EXCEPTIONS: &[Exception] = &[
         LIST_EXTRAS,
     ),
     x("issue.list.filtered", "$[0].lastActivityAt", LIST_EXTRAS),
-    x("run.get", "$.lastUsefulActionAt", LIVENESS),
-    x("run.get", "$.livenessReason", LIVENESS),
-    x("run.get", "$.livenessState", LIVENESS),
     x("run.get", "$.outputSilence", LIVENESS),
-    x("runs.list", "$[0].lastUsefulActionAt", LIVENESS),
-    x("runs.list", "$[0].livenessReason", LIVENESS),
-    x("runs.list", "$[0].livenessState", LIVENESS),
-    x("runs.list.agent", "$[0].lastUsefulActionAt", LIVENESS),
-    x("runs.list.agent", "$[0].livenessReason", LIVENESS),
-    x("runs.list.agent", "$[0].livenessState", LIVENESS),
-    x("runs.list.agent.cto", "$[0].lastUsefulActionAt", LIVENESS),
-    x("runs.list.agent.cto", "$[0].livenessReason", LIVENESS),
-    x("runs.list.agent.cto", "$[0].livenessState", LIVENESS),
     x("run.get", "$.logSha256", LOG_SHA),
     x("runs.list", "$[0].logSha256", LOG_SHA),
     x("runs.list.agent", "$[0].logSha256", LOG_SHA),
