@@ -57,7 +57,7 @@ const BILLING: &str =
 const APPROVAL_WAKE: &str =
     "upstream wakes the requesting agent on an approval decision and logs it (approval.requester_wakeup_queued); we do not";
 const AUTH_NO_RUN: &str =
-    "an agent write without a run is 401 'Agent run id required' here (auth.rs, owned by another change), upstream 403 with a cross-issue code";
+    "an agent write without its run is 401 'Agent run id required' here (with the header to send), upstream 403 with a cross-issue code: every agent write needs a run, and 401 says the credentials are incomplete";
 const ENDED_RUN_OWNERSHIP: &str =
     "upstream refuses an agent's write to its in-progress task under an ended run that does not hold the checkout (409); we let it write once no live run holds the task";
 
