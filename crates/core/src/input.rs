@@ -229,6 +229,9 @@ pub struct Checkout {
 #[serde(rename_all = "camelCase")]
 pub struct NewComment {
     pub body: String,
+    /// The client's id for this comment: sending it again (a retry) returns
+    /// the comment already made instead of a second one.
+    pub client_request_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]

@@ -294,6 +294,9 @@ impl Validate for Checkout {
 
 impl Validate for NewComment {
     fn validate(&self) -> Result<(), Violation> {
+        if let Some(id) = &self.client_request_id {
+            text("clientRequestId", id, SHORT)?;
+        }
         text("body", &self.body, LONG)
     }
 }

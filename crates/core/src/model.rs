@@ -211,6 +211,8 @@ pub struct Comment {
     pub author_user_id: Option<String>,
     pub author_type: String,
     pub created_by_run_id: Option<String>,
+    /// The id the client sent to make the comment safe to retry.
+    pub client_request_id: Option<String>,
     pub body: String,
     pub deleted_at: Option<String>,
     pub created_at: String,

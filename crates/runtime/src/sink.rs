@@ -48,7 +48,6 @@ pub(crate) struct RunSinkImpl {
 struct OutputProgress {
     latest: Option<paperclip_store::runs::LastOutput>,
     flushed_at: Option<std::time::Instant>,
-    flushed_seq: i64,
 }
 
 struct EventRow {
@@ -142,13 +141,10 @@ impl RunSinkImpl {
             let _ = task.await;
         }
         self.writer.lock().expect("writer lock").take();
-        let last = {
-            let progress = self.output.lock().expect("output lock");
-            progress
-                .latest
-                .clone()
-                .filter(|l| l.seq > progress.flushed_seq)
-        };
+        // Written even if a throttled write of the same chunk was sent: that
+        // one may still be in flight, and the run's verdict reads this row
+        // next. The store ignores an update that is not newer.
+        let last = self.output.lock().expect("output lock").latest.clone();
         if let Some(last) = last {
             if let Err(err) =
                 paperclip_store::runs::set_last_output(&self.inner.store, &self.run.id, &last).await
@@ -233,7 +229,6 @@ impl RunSinkImpl {
             return;
         }
         progress.flushed_at = Some(std::time::Instant::now());
-        progress.flushed_seq = latest.seq;
         drop(progress);
         let store = self.inner.store.clone();
         let run_id = self.run.id.clone();

@@ -11,12 +11,89 @@ use crate::activity::{self, Entry};
 use crate::row::RowExt;
 use crate::{new_id, now, Error, Result, Store, Tx};
 
-pub async fn create(store: &Store, actor: &Actor, issue_id: &str, body: String) -> Result<Comment> {
-    let mut tx = store.begin().await?;
-    let issue = crate::issues::load_in(&mut tx, issue_id).await?;
-    let comment = insert(&mut tx, actor, &issue, body).await?;
-    tx.commit().await?;
-    Ok(comment)
+/// A new comment, or with a `client_request_id` already used on the task by
+/// the same author, the comment that request made (`replayed`): no second
+/// row, no activity, no wakes.
+pub struct Created {
+    pub comment: Comment,
+    pub replayed: bool,
+}
+
+pub async fn create(
+    store: &Store,
+    actor: &Actor,
+    issue_id: &str,
+    body: String,
+    client_request_id: Option<String>,
+) -> Result<Created> {
+    let Some(request) = client_request_id else {
+        let mut tx = store.begin().await?;
+        let issue = crate::issues::load_in(&mut tx, issue_id).await?;
+        let comment = insert(&mut tx, actor, &issue, body, None).await?;
+        tx.commit().await?;
+        return Ok(Created {
+            comment,
+            replayed: false,
+        });
+    };
+    // Twice at most: a retry racing the first request on Postgres loses on
+    // the unique index, and then finds the winner's comment.
+    for _ in 0..2 {
+        let mut tx = store.begin().await?;
+        let issue = crate::issues::load_in(&mut tx, issue_id).await?;
+        if let Some(existing) = by_request(&mut tx, &issue.id, &request).await? {
+            tx.rollback().await?;
+            return replay(actor, existing, &request);
+        }
+        match insert(&mut tx, actor, &issue, body.clone(), Some(&request)).await {
+            Ok(comment) => {
+                tx.commit().await?;
+                return Ok(Created {
+                    comment,
+                    replayed: false,
+                });
+            }
+            Err(Error::Database(e))
+                if e.as_database_error()
+                    .is_some_and(|d| d.is_unique_violation()) =>
+            {
+                tx.rollback().await?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::conflict(
+        "The comment's clientRequestId is being used by another request; retry",
+        Some(json!({ "clientRequestId": request })),
+    ))
+}
+
+async fn by_request(tx: &mut Tx, issue_id: &str, request: &str) -> Result<Option<Comment>> {
+    let row = crate::db::query(
+        "SELECT * FROM issue_comments WHERE issue_id = $1 AND client_request_id = $2",
+    )
+    .bind(issue_id)
+    .bind(request)
+    .fetch_optional(tx.conn())
+    .await?;
+    row.as_ref().map(map).transpose()
+}
+
+/// The earlier comment, if it is the same author's; a request id is not a
+/// way to read or claim someone else's comment.
+fn replay(actor: &Actor, existing: Comment, request: &str) -> Result<Created> {
+    let same = existing.author_agent_id.as_deref() == actor.agent_id()
+        && existing.author_user_id.as_deref() == actor.user_id();
+    if !same {
+        return Err(Error::conflict(
+            "Another author already used this clientRequestId on the task",
+            Some(json!({ "clientRequestId": request })),
+        ));
+    }
+    Ok(Created {
+        comment: existing,
+        replayed: true,
+    })
 }
 
 /// Adds a comment inside the caller's transaction, with its activity row, and
@@ -27,6 +104,7 @@ pub(crate) async fn insert(
     actor: &Actor,
     issue: &paperclip_core::model::Issue,
     body: String,
+    client_request_id: Option<&str>,
 ) -> Result<Comment> {
     let (company_id, issue_id, identifier) = (
         issue.company_id.as_str(),
@@ -40,8 +118,8 @@ pub(crate) async fn insert(
     let ts = now();
     crate::db::query(
         "INSERT INTO issue_comments (id, company_id, issue_id, author_agent_id, author_user_id, \
-         author_type, created_by_run_id, body, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)",
+         author_type, created_by_run_id, body, created_at, updated_at, client_request_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10)",
     )
     .bind(&id)
     .bind(company_id)
@@ -52,6 +130,7 @@ pub(crate) async fn insert(
     .bind(actor.run_id.as_deref())
     .bind(&body)
     .bind(&ts)
+    .bind(client_request_id)
     .execute(tx.conn())
     .await?;
     activity::record(
@@ -248,6 +327,7 @@ fn map(row: &DbRow) -> Result<Comment> {
         author_user_id: row.opt_text("author_user_id")?,
         author_type: row.text("author_type")?,
         created_by_run_id: row.opt_text("created_by_run_id")?,
+        client_request_id: row.opt_text("client_request_id")?,
         body: row.text("body")?,
         deleted_at: row.opt_text("deleted_at")?,
         created_at: row.text("created_at")?,

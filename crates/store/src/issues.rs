@@ -426,7 +426,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
         wake_assignee(&mut tx, actor, &after).await?;
     }
     let comment = match patch.comment {
-        Some(body) => Some(crate::comments::insert(&mut tx, actor, &after, body).await?),
+        Some(body) => Some(crate::comments::insert(&mut tx, actor, &after, body, None).await?),
         None => None,
     };
     let issue = load_in(&mut tx, &id).await?;

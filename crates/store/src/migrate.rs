@@ -120,6 +120,11 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
         "run_output",
         Sql::Both(include_str!("../migrations/0018_run_output.sql")),
     ),
+    (
+        19,
+        "comment_requests",
+        Sql::Both(include_str!("../migrations/0019_comment_requests.sql")),
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -72,7 +72,8 @@ async fn list_comments(
 #[utoipa::path(post, path = "/api/issues/{id}/comments", tag = "comments",
     params(("id" = String, Path)), request_body = NewComment,
     responses((status = 201, body = Comment), (status = 401, description = "Agent run id required"),
-        (status = 404, description = "Issue not found")))]
+        (status = 404, description = "Issue not found"),
+        (status = 409, description = "Another author already used this clientRequestId on the task")))]
 async fn create_comment(
     State(app): State<AppState>,
     caller: Caller,
@@ -81,10 +82,16 @@ async fn create_comment(
 ) -> ApiResult<(StatusCode, Json<Comment>)> {
     let issue = access::issue(&app, &caller, &id).await?;
     let actor = caller.require_run()?;
-    Ok((
-        StatusCode::CREATED,
-        Json(comments::create(&app.store, actor, &issue.id, input.body).await?),
-    ))
+    let created = comments::create(
+        &app.store,
+        actor,
+        &issue.id,
+        input.body,
+        input.client_request_id,
+    )
+    .await?;
+    // A replay answers as the first request did, so a retry reads the same.
+    Ok((StatusCode::CREATED, Json(created.comment)))
 }
 
 #[utoipa::path(get, path = "/api/issues/{id}/comments/{commentId}", tag = "comments",
