@@ -125,11 +125,7 @@ async fn lock_document(
     caller: Caller,
     Path((id, key)): Path<(String, String)>,
 ) -> ApiResult<Json<Document>> {
-    let issue = access::issue(&app, &caller, &id).await?;
-    let actor = caller.require_board()?;
-    Ok(Json(
-        documents::set_lock(&app.store, actor, &issue.id, &key, true).await?,
-    ))
+    set_lock(&app, &caller, &id, &key, true).await
 }
 
 #[utoipa::path(post, path = "/api/issues/{id}/documents/{key}/unlock", tag = "documents",
@@ -141,9 +137,19 @@ async fn unlock_document(
     caller: Caller,
     Path((id, key)): Path<(String, String)>,
 ) -> ApiResult<Json<Document>> {
-    let issue = access::issue(&app, &caller, &id).await?;
+    set_lock(&app, &caller, &id, &key, false).await
+}
+
+async fn set_lock(
+    app: &AppState,
+    caller: &Caller,
+    id: &str,
+    key: &str,
+    lock: bool,
+) -> ApiResult<Json<Document>> {
+    let issue = access::issue(app, caller, id).await?;
     let actor = caller.require_board()?;
     Ok(Json(
-        documents::set_lock(&app.store, actor, &issue.id, &key, false).await?,
+        documents::set_lock(&app.store, actor, &issue.id, key, lock).await?,
     ))
 }
