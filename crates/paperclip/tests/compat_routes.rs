@@ -424,6 +424,28 @@ async fn a_locked_document_refuses_every_write_until_unlocked() {
         )
         .await;
     assert_eq!(status, 200, "writable again");
+    // The task embeds its plan (with body) and every document (without).
+    s.put(
+        &format!("/api/issues/{iid}/documents/notes"),
+        json!({ "title": "Notes", "format": "markdown", "body": "long notes" }),
+    )
+    .await;
+    let task = s.ok_get(&format!("/api/issues/{iid}")).await;
+    assert_eq!(task["planDocument"]["body"], "v2", "{task}");
+    let summaries = task["documentSummaries"].as_array().unwrap();
+    let keys: Vec<&str> = summaries
+        .iter()
+        .map(|d| d["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["notes", "plan"]);
+    assert!(summaries.iter().all(|d| d.get("body").is_none()), "{task}");
+    let bare = s.issue(&cid, json!({ "title": "No documents" })).await;
+    let bare = s
+        .ok_get(&format!("/api/issues/{}", bare["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(bare["planDocument"], Value::Null);
+    assert_eq!(bare["documentSummaries"], json!([]));
+
     let actions = s.actions(&cid).await;
     assert_eq!(
         actions

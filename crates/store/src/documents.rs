@@ -168,9 +168,14 @@ async fn get_in(tx: &mut Tx, issue_id: &str, key: &str) -> Result<Option<Documen
 
 pub async fn list(store: &Store, issue_id: &str) -> Result<Vec<Document>> {
     let issue = crate::issues::get(store, issue_id).await?;
+    of_issue(store, &issue.id).await
+}
+
+/// The documents of a task already found by id, by key.
+pub async fn of_issue(store: &Store, issue_id: &str) -> Result<Vec<Document>> {
     let rows =
         crate::db::query("SELECT * FROM issue_documents WHERE issue_id = $1 ORDER BY doc_key")
-            .bind(&issue.id)
+            .bind(issue_id)
             .fetch_all(store.pool())
             .await?;
     rows.iter().map(map).collect()

@@ -5,7 +5,7 @@ use axum::Json;
 use paperclip_core::input::{Checkout, IssuePatch, NewIssue};
 use paperclip_core::issue::IssueStatus;
 use paperclip_core::limits::{ISSUE_PAGE_DEFAULT, ISSUE_PAGE_MAX};
-use paperclip_core::model::{Goal, Issue, Project};
+use paperclip_core::model::{Document, DocumentSummary, Goal, Issue, Project};
 use paperclip_store::issues;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -154,7 +154,8 @@ async fn create_child(
     Ok((StatusCode::CREATED, Json(child)))
 }
 
-/// One issue as upstream answers it: the row with its project and goal.
+/// One issue as upstream answers it: the row with its project and goal,
+/// its `plan` document (with body) and all its documents (without).
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct IssueDetail {
@@ -162,6 +163,8 @@ pub struct IssueDetail {
     issue: Issue,
     project: Option<Project>,
     goal: Option<Goal>,
+    plan_document: Option<Document>,
+    document_summaries: Vec<DocumentSummary>,
 }
 
 #[utoipa::path(get, path = "/api/issues/{id}", tag = "issues",
@@ -182,10 +185,14 @@ async fn get_issue(
         Some(id) => Some(paperclip_store::goals::get(&app.store, id).await?),
         None => None,
     };
+    let documents = paperclip_store::documents::of_issue(&app.store, &issue.id).await?;
+    let plan_document = documents.iter().find(|d| d.key == "plan").cloned();
     Ok(Json(IssueDetail {
         issue,
         project,
         goal,
+        plan_document,
+        document_summaries: documents.into_iter().map(DocumentSummary::from).collect(),
     }))
 }
 
