@@ -335,6 +335,24 @@ fn fold(mut runs: Vec<(bool, FailedRun)>, dismissed: bool) -> Vec<FailedRun> {
     items
 }
 
+/// Approvals awaiting the board (pending or sent back for revision) that
+/// `user_id` has not dismissed or snoozed: the sidebar's approvals badge.
+pub async fn open_approvals(store: &Store, company_id: &str, user_id: &str) -> Result<i64> {
+    let row = crate::db::query(
+        "SELECT COUNT(*) AS n FROM approvals a \
+         LEFT JOIN inbox_dismissals d ON d.company_id = a.company_id AND d.user_id = $2 \
+              AND d.item_key = 'approval:' || a.id \
+         WHERE a.company_id = $1 AND a.status IN ('pending', 'revision_requested') \
+           AND (d.kind IS NULL OR (d.kind = 'snooze' AND d.snoozed_until <= $3))",
+    )
+    .bind(company_id)
+    .bind(user_id)
+    .bind(now())
+    .fetch_one(store.pool())
+    .await?;
+    Ok(row.int("n")?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,22 +403,4 @@ mod tests {
         assert!(!valid_key("run:a\u{0}b"));
         assert!(!valid_key(&format!("run:{}", "x".repeat(300))));
     }
-}
-
-/// Approvals awaiting the board (pending or sent back for revision) that
-/// `user_id` has not dismissed or snoozed: the sidebar's approvals badge.
-pub async fn open_approvals(store: &Store, company_id: &str, user_id: &str) -> Result<i64> {
-    let row = crate::db::query(
-        "SELECT COUNT(*) AS n FROM approvals a \
-         LEFT JOIN inbox_dismissals d ON d.company_id = a.company_id AND d.user_id = $2 \
-              AND d.item_key = 'approval:' || a.id \
-         WHERE a.company_id = $1 AND a.status IN ('pending', 'revision_requested') \
-           AND (d.kind IS NULL OR (d.kind = 'snooze' AND d.snoozed_until <= $3))",
-    )
-    .bind(company_id)
-    .bind(user_id)
-    .bind(now())
-    .fetch_one(store.pool())
-    .await?;
-    Ok(row.int("n")?)
 }
