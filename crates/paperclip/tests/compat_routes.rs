@@ -462,3 +462,53 @@ async fn a_locked_document_refuses_every_write_until_unlocked() {
         1
     );
 }
+
+/// A task's runs include the ones that acted on it while woken for another
+/// task (upstream finds them through the activity log, as we now do).
+#[tokio::test]
+async fn a_tasks_runs_include_runs_that_acted_on_it_from_elsewhere() {
+    let s = TestServer::start().await;
+    let cid = s.company("Reach Co").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let other = s
+        .issue(&cid, json!({ "title": "Mentioned elsewhere" }))
+        .await;
+    let other_id = other["id"].as_str().unwrap();
+    let script = format!(
+        "curl -sS -f -X POST -H \"Authorization: Bearer $PAPERCLIP_API_KEY\" \
+         -H \"X-Paperclip-Run-Id: $PAPERCLIP_RUN_ID\" -H 'content-type: application/json' \
+         \"$PAPERCLIP_API_URL/api/issues/{other_id}/comments\" -d '{{\"body\":\"Related: see my task\"}}'\n"
+    );
+    let agent = s.script_agent(&cid, "Linker", &script, json!({})).await;
+    let aid = agent["id"].as_str().unwrap();
+    let own = s
+        .issue(
+            &cid,
+            json!({ "title": "My own task", "status": "todo", "assigneeAgentId": aid }),
+        )
+        .await;
+    let runs = s.only_run_succeeded(&cid, aid).await;
+    let run_id = runs[0]["id"].as_str().unwrap();
+    assert_eq!(runs[0]["issueId"], own["id"], "woken for its own task");
+    for task in [own["id"].as_str().unwrap(), other_id] {
+        let listed = s.ok_get(&format!("/api/issues/{task}/runs")).await;
+        assert!(
+            listed
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["runId"] == run_id),
+            "{task}: {listed}"
+        );
+    }
+    let untouched = s.issue(&cid, json!({ "title": "Nobody came" })).await;
+    let listed = s
+        .ok_get(&format!(
+            "/api/issues/{}/runs",
+            untouched["id"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(listed, json!([]));
+}

@@ -47,6 +47,30 @@ pub struct Filter {
 }
 
 /// Newest first.
+/// A task's runs, newest first: the runs woken for it, and the runs that
+/// acted on it while working on something else (a comment, a status change,
+/// a child task: the activity log names the run), as upstream lists them.
+pub async fn touching_issue(
+    store: &Store,
+    company_id: &str,
+    issue_id: &str,
+    limit: i64,
+) -> Result<Vec<HeartbeatRun>> {
+    let rows = crate::db::query(
+        "SELECT * FROM heartbeat_runs WHERE company_id = $1 AND id IN ( \
+           SELECT id FROM heartbeat_runs WHERE company_id = $1 AND issue_id = $2 \
+           UNION SELECT run_id FROM activity_log WHERE company_id = $1 AND entity_type = 'issue' \
+             AND entity_id = $2 AND run_id IS NOT NULL) \
+         ORDER BY id DESC LIMIT $3",
+    )
+    .bind(company_id)
+    .bind(issue_id)
+    .bind(limit)
+    .fetch_all(store.pool())
+    .await?;
+    rows.iter().map(map).collect()
+}
+
 pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Vec<HeartbeatRun>> {
     if filter.live_only && filter.status.is_none() {
         // One equality per status: with `IN` and the id order, SQLite walks

@@ -181,7 +181,8 @@ async fn active_run(
     })))
 }
 
-/// The task's runs, newest first (at most 1,000).
+/// The task's runs, newest first (at most 1,000): those woken for it and those that
+/// acted on it while working on something else (the activity log names the run).
 #[utoipa::path(get, path = "/api/issues/{id}/runs", tag = "activity",
     params(("id" = String, Path)),
     responses((status = 200, body = [IssueRun]), (status = 404, description = "Issue not found")))]
@@ -191,12 +192,7 @@ async fn issue_runs(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Vec<IssueRun>>> {
     let issue = access::issue(&app, &caller, &id).await?;
-    let filter = runs::Filter {
-        issue_id: Some(issue.id.clone()),
-        limit: 1000,
-        ..Default::default()
-    };
-    let list = runs::list(&app.store, &issue.company_id, &filter).await?;
+    let list = runs::touching_issue(&app.store, &issue.company_id, &issue.id, 1000).await?;
     let agents = agents_of(&app, &list).await?;
     Ok(Json(
         list.into_iter()
