@@ -243,8 +243,19 @@ async fn agents_pause_and_resume_projects_goals_budgets_and_the_org() {
         out.contains("$50.00") && out.contains("$12.50") && out.contains("none"),
         "{out}"
     );
-    let out = cli(&s.base, &ctx, &["budget", "set", "-- -3"]);
-    assert_ne!(out.status.code(), Some(0), "a negative budget is refused");
+    let out = cli(&s.base, &ctx, &["budget", "set", "--", "-3"]);
+    let (_, err) = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a negative budget is refused: {err}"
+    );
+    assert!(err.contains("between 0 and"), "{err}");
+    assert_eq!(
+        s.ok_get(&format!("/api/companies/{cid}")).await["budgetMonthlyCents"],
+        5000,
+        "and nothing changed"
+    );
 
     let out = ok(&s.base, &ctx, &["org"]);
     assert!(

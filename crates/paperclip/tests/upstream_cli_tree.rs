@@ -298,7 +298,6 @@ async fn the_upstream_client_tree_works_against_us_where_we_have_the_capability(
         "cost summary -C {cid}",
         "cost by-agent -C {cid}",
         "cost by-project -C {cid}",
-        "cost by-agent-model -C {cid}",
         "cost by-provider -C {cid}",
         "cost window-spend -C {cid}",
     ] {

@@ -12,50 +12,43 @@ use crate::row::RowExt;
 use crate::{new_id, now, Error, Result, Store, Tx};
 
 /// A new comment, or with a `client_request_id` already used on the task by
-/// the same author, the comment that request made (`replayed`): no second
-/// row, no activity, no wakes.
-pub struct Created {
-    pub comment: Comment,
-    pub replayed: bool,
-}
-
+/// the same author, the comment that request made: no second row, no
+/// activity, no wakes, and the same answer, so a retry reads the same.
 pub async fn create(
     store: &Store,
     actor: &Actor,
     issue_id: &str,
     body: String,
     client_request_id: Option<String>,
-) -> Result<Created> {
-    let Some(request) = client_request_id else {
-        let mut tx = store.begin().await?;
-        let issue = crate::issues::load_in(&mut tx, issue_id).await?;
-        let comment = insert(&mut tx, actor, &issue, body, None).await?;
-        tx.commit().await?;
-        return Ok(Created {
-            comment,
-            replayed: false,
-        });
-    };
+) -> Result<Comment> {
     // Twice at most: a retry racing the first request on Postgres loses on
     // the unique index, and then finds the winner's comment.
     for _ in 0..2 {
         let mut tx = store.begin().await?;
         let issue = crate::issues::load_in(&mut tx, issue_id).await?;
-        if let Some(existing) = by_request(&mut tx, &issue.id, &request).await? {
-            tx.rollback().await?;
-            return replay(actor, existing, &request);
+        if let Some(request) = &client_request_id {
+            if let Some(existing) = by_request(&mut tx, &issue.id, request).await? {
+                tx.rollback().await?;
+                return replay(actor, existing, request);
+            }
         }
-        match insert(&mut tx, actor, &issue, body.clone(), Some(&request)).await {
+        match insert(
+            &mut tx,
+            actor,
+            &issue,
+            body.clone(),
+            client_request_id.as_deref(),
+        )
+        .await
+        {
             Ok(comment) => {
                 tx.commit().await?;
-                return Ok(Created {
-                    comment,
-                    replayed: false,
-                });
+                return Ok(comment);
             }
             Err(Error::Database(e))
-                if e.as_database_error()
-                    .is_some_and(|d| d.is_unique_violation()) =>
+                if client_request_id.is_some()
+                    && e.as_database_error()
+                        .is_some_and(|d| d.is_unique_violation()) =>
             {
                 tx.rollback().await?;
             }
@@ -64,7 +57,7 @@ pub async fn create(
     }
     Err(Error::conflict(
         "The comment's clientRequestId is being used by another request; retry",
-        Some(json!({ "clientRequestId": request })),
+        Some(json!({ "clientRequestId": client_request_id })),
     ))
 }
 
@@ -81,7 +74,7 @@ async fn by_request(tx: &mut Tx, issue_id: &str, request: &str) -> Result<Option
 
 /// The earlier comment, if it is the same author's; a request id is not a
 /// way to read or claim someone else's comment.
-fn replay(actor: &Actor, existing: Comment, request: &str) -> Result<Created> {
+fn replay(actor: &Actor, existing: Comment, request: &str) -> Result<Comment> {
     let same = existing.author_agent_id.as_deref() == actor.agent_id()
         && existing.author_user_id.as_deref() == actor.user_id();
     if !same {
@@ -90,10 +83,7 @@ fn replay(actor: &Actor, existing: Comment, request: &str) -> Result<Created> {
             Some(json!({ "clientRequestId": request })),
         ));
     }
-    Ok(Created {
-        comment: existing,
-        replayed: true,
-    })
+    Ok(existing)
 }
 
 /// Adds a comment inside the caller's transaction, with its activity row, and

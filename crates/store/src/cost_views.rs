@@ -33,6 +33,17 @@ const SUMS: &str = concat!(
     "), 0) AS BIGINT) AS output"
 );
 
+impl From<&crate::costs::Breakdown> for Sums {
+    fn from(row: &crate::costs::Breakdown) -> Sums {
+        Sums {
+            cost_cents: row.cost_cents,
+            input_tokens: row.input_tokens,
+            cached_input_tokens: row.cached_input_tokens,
+            output_tokens: row.output_tokens,
+        }
+    }
+}
+
 fn sums(row: &DbRow) -> Result<Sums> {
     Ok(Sums {
         cost_cents: row.int("cost")?,
@@ -55,25 +66,43 @@ pub struct AgentModelCost {
     pub sums: Sums,
 }
 
+/// The window's cost events grouped by `columns` (with the sums), in `order`.
+async fn grouped(
+    store: &Store,
+    company_id: &str,
+    window: &Window,
+    columns: &str,
+    join: &str,
+    order: &str,
+) -> Result<Vec<DbRow>> {
+    let sql = format!(
+        "SELECT {columns}, {SUMS} FROM cost_events e {join} \
+         WHERE e.company_id = $1 AND e.occurred_at >= $2 AND e.occurred_at < $3 \
+         GROUP BY {columns} ORDER BY {order}"
+    );
+    Ok(crate::db::query(&sql)
+        .bind(company_id)
+        .bind(&window.start)
+        .bind(&window.end)
+        .fetch_all(store.pool())
+        .await?)
+}
+
 /// Spend per agent, provider and model, ordered by provider and model as upstream does.
 pub async fn by_agent_model(
     store: &Store,
     company_id: &str,
     window: &Window,
 ) -> Result<Vec<AgentModelCost>> {
-    let sql = format!(
-        "SELECT e.agent_id, a.name, e.provider, e.model, {SUMS} FROM cost_events e \
-         LEFT JOIN agents a ON a.id = e.agent_id \
-         WHERE e.company_id = $1 AND e.occurred_at >= $2 AND e.occurred_at < $3 \
-         GROUP BY e.agent_id, a.name, e.provider, e.model \
-         ORDER BY e.provider, e.model, e.agent_id"
-    );
-    let rows = crate::db::query(&sql)
-        .bind(company_id)
-        .bind(&window.start)
-        .bind(&window.end)
-        .fetch_all(store.pool())
-        .await?;
+    let rows = grouped(
+        store,
+        company_id,
+        window,
+        "e.agent_id, a.name, e.provider, e.model",
+        "LEFT JOIN agents a ON a.id = e.agent_id",
+        "e.provider, e.model, e.agent_id",
+    )
+    .await?;
     rows.iter()
         .map(|r| {
             Ok(AgentModelCost {
@@ -103,17 +132,15 @@ pub async fn by_provider(
     company_id: &str,
     window: &Window,
 ) -> Result<Vec<ProviderCost>> {
-    let sql = format!(
-        "SELECT e.provider, e.model, {SUMS} FROM cost_events e \
-         WHERE e.company_id = $1 AND e.occurred_at >= $2 AND e.occurred_at < $3 \
-         GROUP BY e.provider, e.model ORDER BY cost DESC, e.provider, e.model"
-    );
-    let rows = crate::db::query(&sql)
-        .bind(company_id)
-        .bind(&window.start)
-        .bind(&window.end)
-        .fetch_all(store.pool())
-        .await?;
+    let rows = grouped(
+        store,
+        company_id,
+        window,
+        "e.provider, e.model",
+        "",
+        "cost DESC, e.provider, e.model",
+    )
+    .await?;
     rows.iter()
         .map(|r| {
             Ok(ProviderCost {

@@ -82,7 +82,7 @@ async fn create_comment(
 ) -> ApiResult<(StatusCode, Json<Comment>)> {
     let issue = access::issue(&app, &caller, &id).await?;
     let actor = caller.require_run()?;
-    let created = comments::create(
+    let comment = comments::create(
         &app.store,
         actor,
         &issue.id,
@@ -90,8 +90,7 @@ async fn create_comment(
         input.client_request_id,
     )
     .await?;
-    // A replay answers as the first request did, so a retry reads the same.
-    Ok((StatusCode::CREATED, Json(created.comment)))
+    Ok((StatusCode::CREATED, Json(comment)))
 }
 
 #[utoipa::path(get, path = "/api/issues/{id}/comments/{commentId}", tag = "comments",

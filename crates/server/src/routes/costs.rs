@@ -5,6 +5,7 @@ use chrono::Utc;
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::input::{BudgetPatch, NewCostEvent};
 use paperclip_core::model::{Agent, BudgetIncident, Company, CostEvent, Project};
+use paperclip_store::cost_views::Sums;
 use paperclip_store::costs::{self, Breakdown, By, Summary, Window};
 use paperclip_store::dashboard::{self, Dashboard};
 use serde::{Deserialize, Serialize};
@@ -179,7 +180,7 @@ async fn by_agent(
     Ok(Json(
         rows.into_iter()
             .map(|r| AgentCost {
-                sums: Sums::of(&r),
+                sums: Sums::from(&r),
                 agent_status: r.key.as_ref().and_then(|k| statuses.get(k).copied()),
                 agent_id: r.key,
                 agent_name: r.label,
@@ -205,7 +206,7 @@ async fn by_project(
     Ok(Json(
         rows.into_iter()
             .map(|r| ProjectCost {
-                sums: Sums::of(&r),
+                sums: Sums::from(&r),
                 project_id: r.key,
                 project_name: r.label,
                 event_count: r.event_count,
@@ -213,27 +214,6 @@ async fn by_project(
             })
             .collect(),
     ))
-}
-
-/// The sums every upstream cost row carries.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Sums {
-    cost_cents: i64,
-    input_tokens: i64,
-    cached_input_tokens: i64,
-    output_tokens: i64,
-}
-
-impl Sums {
-    fn of(row: &Breakdown) -> Sums {
-        Sums {
-            cost_cents: row.cost_cents,
-            input_tokens: row.input_tokens,
-            cached_input_tokens: row.cached_input_tokens,
-            output_tokens: row.output_tokens,
-        }
-    }
 }
 
 /// One row of `costs/by-agent`. Upstream's run counts by billing type are
