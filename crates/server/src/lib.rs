@@ -12,7 +12,6 @@ pub mod extract;
 pub mod guard;
 pub mod limits;
 pub mod local_peer;
-pub mod respond;
 pub mod routes;
 pub mod sample;
 mod serve;

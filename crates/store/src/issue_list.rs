@@ -280,7 +280,7 @@ pub struct SortedPage {
 /// memory on SQLite rather than found by walking the order's index.
 const SORT_IN_MEMORY: i64 = 10_000;
 
-fn filtered(f: &Filter) -> bool {
+pub(crate) fn filtered(f: &Filter) -> bool {
     !f.statuses.is_empty()
         || f.assignee_agent_id.is_some()
         || f.assignee_user_id.is_some()

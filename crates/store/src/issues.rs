@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 
 use crate::activity::{self, Entry};
 use crate::companies::diff;
+pub use crate::issue_json::{list_json, JsonPage};
 pub use crate::issue_list::{
     count, list, list_sorted, Direction, Filter, Page, Position, Sort, SortedPage,
 };
@@ -835,7 +836,7 @@ pub(crate) async fn attach_relations(conn: &mut Conn, issues: &mut [Issue]) -> R
 }
 
 /// [`attach_relations`] for the issues at the places `wanted` picks.
-async fn attach_relations_where(
+pub(crate) async fn attach_relations_where(
     conn: &mut Conn,
     issues: &mut [Issue],
     wanted: impl Fn(usize) -> bool,

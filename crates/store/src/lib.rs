@@ -49,6 +49,7 @@ pub mod goals;
 pub mod idle;
 pub mod inbox;
 mod issue_graph;
+mod issue_json;
 mod issue_list;
 mod issue_page;
 pub mod issues;

@@ -47,9 +47,27 @@ pub(crate) async fn fetch_map<T>(
     args: &[Arg<'_>],
     map: impl Fn(&RawRow) -> crate::Result<T>,
 ) -> crate::Result<Vec<T>> {
+    let mut out = Vec::new();
+    step_rows(conn, sql, args, |row| {
+        out.push(map(row)?);
+        Ok(true)
+    })
+    .await?;
+    Ok(out)
+}
+
+/// Runs `sql` with `args` on `conn` and hands each row to `each` until it
+/// answers `false` or the rows end. Stopping early is safe here (the
+/// statement is ours and finalized), unlike a sqlx stream dropped part way.
+pub(crate) async fn step_rows(
+    conn: &mut SqliteConnection,
+    sql: &str,
+    args: &[Arg<'_>],
+    mut each: impl FnMut(&RawRow) -> crate::Result<bool>,
+) -> crate::Result<()> {
     let mut handle = conn.lock_handle().await?;
     let db = handle.as_raw_handle().as_ptr();
-    let read = || -> crate::Result<Vec<T>> {
+    let mut read = || -> crate::Result<()> {
         let mut stmt = ptr::null_mut();
         let len =
             c_int::try_from(sql.len()).map_err(|_| sqlx::Error::Protocol("sql too long".into()))?;
@@ -96,12 +114,15 @@ pub(crate) async fn fetch_map<T>(
             }
         }
         let row = RawRow { stmt: stmt.0 };
-        let mut out = Vec::new();
         loop {
             // SAFETY: a prepared statement with its parameters bound.
             match unsafe { ffi::sqlite3_step(stmt.0.as_ptr()) } {
-                ffi::SQLITE_ROW => out.push(map(&row)?),
-                ffi::SQLITE_DONE => return Ok(out),
+                ffi::SQLITE_ROW => {
+                    if !each(&row)? {
+                        return Ok(());
+                    }
+                }
+                ffi::SQLITE_DONE => return Ok(()),
                 _ => return Err(error(db, "step").into()),
             }
         }
@@ -139,7 +160,7 @@ impl RawRow {
     }
 
     /// The text of a column, borrowed until the next step.
-    fn str_at(&self, at: usize) -> sqlx::Result<Option<&str>> {
+    pub(crate) fn str_at(&self, at: usize) -> sqlx::Result<Option<&str>> {
         let at = at as c_int;
         if self.is_null(at) {
             return Ok(None);

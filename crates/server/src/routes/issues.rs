@@ -1,5 +1,5 @@
-use crate::respond::JsonList;
 use axum::extract::{Path, State};
+use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::Json;
 use paperclip_core::input::{Checkout, IssuePatch, NewIssue};
@@ -61,7 +61,7 @@ async fn list_issues(
     caller: Caller,
     Path(company_id): Path<String>,
     QueryParams(query): QueryParams<ListQuery>,
-) -> ApiResult<(HeaderMap, JsonList<Issue>)> {
+) -> ApiResult<(HeaderMap, Vec<u8>)> {
     access::company_scope(&app, &caller, &company_id).await?;
     let statuses = match &query.status {
         Some(csv) => csv
@@ -90,17 +90,13 @@ async fn list_issues(
         cursor,
         limit: parse_limit(query.limit.as_deref(), ISSUE_PAGE_DEFAULT, ISSUE_PAGE_MAX)?,
     };
-    let page = issues::list(&app.store, &company_id, &filter).await?;
+    let page = issues::list_json(&app.store, &company_id, &filter).await?;
     let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if let Some(next) = page.next_cursor {
         headers.insert("x-next-cursor", HeaderValue::from(next));
     }
-    // ~700 bytes per task without a description.
-    let list = JsonList {
-        items: page.issues,
-        item_bytes: 768,
-    };
-    Ok((headers, list))
+    Ok((headers, page.body))
 }
 
 fn invalid_status(value: &str) -> ApiError {
