@@ -22,6 +22,7 @@ use crate::raw::RawRow;
 use sqlx::postgres::{PgConnection, PgPool, PgRow};
 use sqlx::sqlite::{SqliteConnection, SqlitePool, SqliteRow};
 use sqlx::{Column, ColumnIndex, Postgres, Row, Sqlite, Transaction, TypeInfo};
+use tokio::sync::OwnedMutexGuard;
 
 /// The store's connection pool: one engine, chosen by the database URL.
 #[derive(Clone)]
@@ -38,11 +39,12 @@ impl Pool {
         })
     }
 
-    pub(crate) async fn begin(&self) -> sqlx::Result<Conn> {
-        Ok(match self {
-            Pool::Sqlite(pool) => Conn::SqliteTx(pool.begin().await?),
-            Pool::Postgres(pool) => Conn::PostgresTx(pool.begin().await?),
-        })
+    /// A Postgres transaction (SQLite writes go through [`crate::writer`]).
+    pub(crate) async fn begin_postgres(&self) -> sqlx::Result<Conn> {
+        match self {
+            Pool::Postgres(pool) => Ok(Conn::PostgresTx(pool.begin().await?)),
+            Pool::Sqlite(_) => unreachable!("SQLite writes go through the writer"),
+        }
     }
 
     pub(crate) async fn close(&self) {
@@ -55,7 +57,8 @@ impl Pool {
 
 /// One connection taken from the pool: inside a transaction or not.
 pub enum Conn {
-    SqliteTx(Transaction<'static, Sqlite>),
+    /// A write transaction on SQLite: a savepoint on the one writer.
+    SqliteWriter(OwnedMutexGuard<crate::writer::Slot>),
     PostgresTx(Transaction<'static, Postgres>),
     SqlitePooled(PoolConnection<Sqlite>),
     PostgresPooled(PoolConnection<Postgres>),
@@ -64,14 +67,14 @@ pub enum Conn {
 impl Conn {
     pub(crate) fn backend(&self) -> crate::Backend {
         match self {
-            Conn::SqliteTx(_) | Conn::SqlitePooled(_) => crate::Backend::Sqlite,
+            Conn::SqliteWriter(_) | Conn::SqlitePooled(_) => crate::Backend::Sqlite,
             Conn::PostgresTx(_) | Conn::PostgresPooled(_) => crate::Backend::Postgres,
         }
     }
 
     pub(crate) async fn commit(self) -> sqlx::Result<()> {
         match self {
-            Conn::SqliteTx(tx) => tx.commit().await,
+            Conn::SqliteWriter(slot) => crate::writer::commit(slot).await,
             Conn::PostgresTx(tx) => tx.commit().await,
             Conn::SqlitePooled(_) | Conn::PostgresPooled(_) => Ok(()),
         }
@@ -79,7 +82,7 @@ impl Conn {
 
     pub(crate) async fn rollback(self) -> sqlx::Result<()> {
         match self {
-            Conn::SqliteTx(tx) => tx.rollback().await,
+            Conn::SqliteWriter(slot) => crate::writer::rollback(slot).await,
             Conn::PostgresTx(tx) => tx.rollback().await,
             Conn::SqlitePooled(_) | Conn::PostgresPooled(_) => Ok(()),
         }
@@ -126,7 +129,7 @@ impl<'e> Exec<'e> for &'e Pool {
 impl<'e> Exec<'e> for &'e mut Conn {
     fn target(self) -> Target<'e> {
         match self {
-            Conn::SqliteTx(tx) => Target::Sqlite(&mut **tx),
+            Conn::SqliteWriter(slot) => Target::Sqlite(&mut slot.conn),
             Conn::PostgresTx(tx) => Target::Postgres(&mut **tx),
             Conn::SqlitePooled(conn) => Target::Sqlite(&mut **conn),
             Conn::PostgresPooled(conn) => Target::Postgres(&mut **conn),

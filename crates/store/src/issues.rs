@@ -210,11 +210,16 @@ pub(crate) async fn load_in(tx: &mut Tx, id_or_identifier: &str) -> Result<Issue
 
 /// The issue row plus whether it has any labels, blockers or blocked issues,
 /// so an issue without relations is loaded in one statement.
-static LOAD_BY_ID: LazyLock<String> =
-    LazyLock::new(|| format!("SELECT {COLUMNS}, {HAS_RELATIONS} FROM issues WHERE id = $1"));
-static LOAD_BY_IDENTIFIER: LazyLock<String> = LazyLock::new(|| {
-    format!("SELECT {COLUMNS}, {HAS_RELATIONS} FROM issues WHERE identifier = $1")
+/// Also whether it has documents, so the detail answer reads them only then
+/// (one index probe here instead of a second query for most tasks).
+static LOAD_BY_ID: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT {COLUMNS}, {HAS_RELATIONS}, {HAS_DOCUMENTS} FROM issues WHERE id = $1")
 });
+static LOAD_BY_IDENTIFIER: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT {COLUMNS}, {HAS_RELATIONS}, {HAS_DOCUMENTS} FROM issues WHERE identifier = $1")
+});
+const HAS_DOCUMENTS: &str = "CAST(CASE WHEN EXISTS (SELECT 1 FROM issue_documents d \
+     WHERE d.issue_id = issues.id) THEN 1 ELSE 0 END AS BIGINT) AS has_documents";
 pub(crate) const HAS_RELATIONS: &str =
     "CAST(CASE WHEN EXISTS (SELECT 1 FROM issue_labels r WHERE r.issue_id = issues.id) \
      OR EXISTS (SELECT 1 FROM issue_blockers r WHERE r.issue_id = issues.id) \
@@ -222,6 +227,19 @@ pub(crate) const HAS_RELATIONS: &str =
      THEN 1 ELSE 0 END AS BIGINT) AS has_relations";
 
 async fn load(conn: &mut Conn, id_or_identifier: &str) -> Result<Issue> {
+    Ok(load_flagged(conn, id_or_identifier).await?.0)
+}
+
+/// An issue and whether it has documents (`GET /api/issues/{id}` embeds them).
+pub async fn get_with_documents_flag(
+    store: &Store,
+    id_or_identifier: &str,
+) -> Result<(Issue, bool)> {
+    let mut conn = store.pool().acquire().await?;
+    load_flagged(&mut conn, id_or_identifier).await
+}
+
+async fn load_flagged(conn: &mut Conn, id_or_identifier: &str) -> Result<(Issue, bool)> {
     let row = match parse_identifier(id_or_identifier) {
         Some(_) => {
             crate::db::query(LOAD_BY_IDENTIFIER.as_str())
@@ -241,7 +259,7 @@ async fn load(conn: &mut Conn, id_or_identifier: &str) -> Result<Issue> {
     if row.flag(COLUMN_COUNT)? {
         attach_relations(conn, std::slice::from_mut(&mut issue)).await?;
     }
-    Ok(issue)
+    Ok((issue, row.flag(COLUMN_COUNT + 1)?))
 }
 
 pub struct Updated {

@@ -8,8 +8,9 @@
 //! activity row (see [`activity`]).
 //!
 //! SQLite allows one writer at a time. Rather than letting concurrent writers
-//! collide and retry on `SQLITE_BUSY`, write transactions on SQLite queue on an
-//! in-process mutex; reads run concurrently on the pool (WAL mode).
+//! collide and retry on `SQLITE_BUSY`, write transactions on SQLite queue for
+//! one writer connection that commits them in groups ([`writer`]); reads run
+//! concurrently on the pool (WAL mode).
 
 /// A cost event column inside `SUM(...)`, capped at the input bound
 /// (`paperclip_core::limits::TOKENS_MAX` = `COST_CENTS_MAX`). Rows written
@@ -73,16 +74,17 @@ pub mod ui;
 pub mod wake_loops;
 mod wake_queue;
 pub mod wakeups;
+pub mod writer;
 
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use paperclip_core::model::ActivityEntry;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePoolOptions};
+use sqlx::Connection;
 use sqlx::Executor;
-use tokio::sync::{broadcast, Mutex, OwnedMutexGuard};
+use tokio::sync::broadcast;
 
 pub use crate::error::{Error, Result};
 pub use crate::migrate::latest_version as schema_version;
@@ -119,23 +121,25 @@ pub enum StoreEvent {
     },
 }
 
+/// Every SQLite connection's settings (the writer's and the pool's).
+const SQLITE_SETTINGS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+     PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;";
+
 #[derive(Clone)]
 pub struct Store {
     pool: db::Pool,
     backend: Backend,
-    sqlite_writer: Option<Arc<Mutex<()>>>,
+    sqlite_writer: Option<writer::Writer>,
     events: broadcast::Sender<StoreEvent>,
 }
 
-/// A write transaction. On SQLite it also holds the writer lock until the
-/// transaction has really ended: a dropped transaction is rolled back first
-/// and only then lets the next writer in, because SQLite keeps its own write
-/// lock until the rollback runs and a writer let in earlier would fail with
-/// `database is locked`. Events it collects are published only after a
-/// successful commit.
+/// A write transaction. On SQLite it is a savepoint on the one writer, held
+/// until the transaction has really ended (a dropped one is rolled back
+/// before the next writer goes on), and its commit returns once its group is
+/// committed. Events it collects are published only after a successful
+/// commit.
 pub struct Tx {
     inner: Option<db::Conn>,
-    writer: Option<OwnedMutexGuard<()>>,
     pending: Vec<StoreEvent>,
     events: broadcast::Sender<StoreEvent>,
 }
@@ -156,9 +160,7 @@ impl Tx {
             .inner
             .take()
             .expect("a transaction is live until commit");
-        let committed = inner.commit().await;
-        self.writer.take();
-        committed?;
+        inner.commit().await?;
         for event in std::mem::take(&mut self.pending) {
             // Nobody listening (tests of the store alone) is fine.
             let _ = self.events.send(event);
@@ -170,25 +172,15 @@ impl Tx {
         if let Some(inner) = self.inner.take() {
             inner.rollback().await?;
         }
-        self.writer.take();
         Ok(())
     }
 }
 
 impl Drop for Tx {
     fn drop(&mut self) {
-        let (Some(inner), Some(writer)) = (self.inner.take(), self.writer.take()) else {
-            // Postgres (no writer lock): sqlx rolls a dropped transaction back itself.
-            return;
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => {
-                handle.spawn(async move {
-                    let _ = inner.rollback().await;
-                    drop(writer);
-                });
-            }
-            Err(_) => drop((inner, writer)),
+        // Postgres: sqlx rolls a dropped transaction back itself.
+        if let Some(db::Conn::SqliteWriter(slot)) = self.inner.take() {
+            writer::abandon(slot);
         }
     }
 }
@@ -217,11 +209,7 @@ impl Store {
                     .test_before_acquire(false)
                     .after_connect(|conn, _meta| {
                         Box::pin(async move {
-                            conn.execute(
-                                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                                 PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;",
-                            )
-                            .await?;
+                            conn.execute(SQLITE_SETTINGS).await?;
                             Ok(())
                         })
                     })
@@ -239,10 +227,19 @@ impl Store {
                     .await?,
             ),
         };
+        let sqlite_writer = match backend {
+            Backend::Sqlite => {
+                let mut conn =
+                    SqliteConnection::connect_with(&SqliteConnectOptions::from_str(url)?).await?;
+                conn.execute(SQLITE_SETTINGS).await?;
+                Some(writer::new(conn))
+            }
+            Backend::Postgres => None,
+        };
         let store = Store {
             pool,
             backend,
-            sqlite_writer: (backend == Backend::Sqlite).then(|| Arc::new(Mutex::new(()))),
+            sqlite_writer,
             events: broadcast::channel(4096).0,
         };
         migrate::run(&store).await?;
@@ -258,14 +255,12 @@ impl Store {
     }
 
     pub async fn begin(&self) -> Result<Tx> {
-        let writer = match &self.sqlite_writer {
-            Some(lock) => Some(lock.clone().lock_owned().await),
-            None => None,
+        let inner = match &self.sqlite_writer {
+            Some(writer) => db::Conn::SqliteWriter(writer::begin(writer).await?),
+            None => self.pool.begin_postgres().await?,
         };
-        let inner = self.pool.begin().await?;
         Ok(Tx {
             inner: Some(inner),
-            writer,
             pending: Vec::new(),
             events: self.events.clone(),
         })
@@ -277,6 +272,9 @@ impl Store {
     }
 
     pub async fn close(&self) {
+        if let Some(writer) = &self.sqlite_writer {
+            writer::flush(writer).await;
+        }
         self.pool.close().await;
     }
 }

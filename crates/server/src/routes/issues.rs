@@ -171,7 +171,8 @@ async fn get_issue(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<IssueDetail>> {
-    let issue = access::issue(&app, &caller, &id).await?;
+    let (issue, has_documents) = issues::get_with_documents_flag(&app.store, &id).await?;
+    caller.ensure_company(&issue.company_id)?;
     // Both belong to the issue's company (the store checks that on write).
     let project = match &issue.project_id {
         Some(id) => Some(paperclip_store::projects::get(&app.store, id).await?),
@@ -181,7 +182,10 @@ async fn get_issue(
         Some(id) => Some(paperclip_store::goals::get(&app.store, id).await?),
         None => None,
     };
-    let documents = paperclip_store::documents::of_issue(&app.store, &issue.id).await?;
+    let documents = match has_documents {
+        true => paperclip_store::documents::of_issue(&app.store, &issue.id).await?,
+        false => Vec::new(),
+    };
     let plan_document = documents.iter().find(|d| d.key == "plan").cloned();
     Ok(Json(IssueDetail {
         issue,
