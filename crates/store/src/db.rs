@@ -91,6 +91,7 @@ impl Conn {
     /// Runs a script of several statements (a migration), without binds.
     pub(crate) async fn run_script(&mut self, sql: &str) -> sqlx::Result<()> {
         match (&mut *self).target() {
+            Target::SqliteRaw(conn) => conn.script(sql),
             Target::Sqlite(conn) => sqlx::raw_sql(sql).execute(conn).await.map(drop),
             Target::Postgres(conn) => sqlx::raw_sql(sql).execute(conn).await.map(drop),
             Target::SqlitePool(_) | Target::PostgresPool(_) => unreachable!("a connection"),
@@ -104,6 +105,8 @@ pub enum Target<'e> {
     PostgresPool(&'e PgPool),
     Sqlite(&'e mut SqliteConnection),
     Postgres(&'e mut PgConnection),
+    /// The SQLite writer's connection (see [`crate::raw_conn`]).
+    SqliteRaw(&'e mut crate::raw_conn::RawConn),
 }
 
 /// What a query can run on: `store.pool()`, `tx.conn()` or a pooled `Conn`.
@@ -129,7 +132,7 @@ impl<'e> Exec<'e> for &'e Pool {
 impl<'e> Exec<'e> for &'e mut Conn {
     fn target(self) -> Target<'e> {
         match self {
-            Conn::SqliteWriter(slot) => Target::Sqlite(&mut slot.conn),
+            Conn::SqliteWriter(slot) => Target::SqliteRaw(&mut slot.conn),
             Conn::PostgresTx(tx) => Target::Postgres(&mut **tx),
             Conn::SqlitePooled(conn) => Target::Sqlite(&mut **conn),
             Conn::PostgresPooled(conn) => Target::Postgres(&mut **conn),
@@ -256,6 +259,7 @@ macro_rules! on_engine {
                 let $q = $query.postgres();
                 $body
             }
+            Target::SqliteRaw(_) => unreachable!("the writer's queries run before"),
         }
     };
 }
@@ -293,18 +297,34 @@ impl<'q> Query<'q> {
     }
 
     pub async fn fetch_all<'e>(self, on: impl Exec<'e>) -> sqlx::Result<Vec<DbRow>> {
-        on_engine!(self, on.target(), |q, on| Ok(wrap(q.fetch_all(on).await?)))
+        match on.target() {
+            Target::SqliteRaw(conn) => owned(conn.fetch_owned(self.sql, &self.args, None)?),
+            target => on_engine!(self, target, |q, on| Ok(wrap(q.fetch_all(on).await?))),
+        }
     }
 
+    // A DML statement's changes all happen at its first step (SQLite runs
+    // `INSERT ... RETURNING` whole, then hands out the rows), so reading one
+    // row of it is enough.
     pub async fn fetch_optional<'e>(self, on: impl Exec<'e>) -> sqlx::Result<Option<DbRow>> {
-        on_engine!(self, on.target(), |q, on| Ok(q
-            .fetch_optional(on)
-            .await?
-            .map(DbRow::from)))
+        match on.target() {
+            Target::SqliteRaw(conn) => {
+                Ok(owned(conn.fetch_owned(self.sql, &self.args, Some(1))?)?.pop())
+            }
+            target => on_engine!(self, target, |q, on| Ok(q
+                .fetch_optional(on)
+                .await?
+                .map(DbRow::from))),
+        }
     }
 
     pub async fn fetch_one<'e>(self, on: impl Exec<'e>) -> sqlx::Result<DbRow> {
-        on_engine!(self, on.target(), |q, on| Ok(q.fetch_one(on).await?.into()))
+        match on.target() {
+            Target::SqliteRaw(conn) => owned(conn.fetch_owned(self.sql, &self.args, Some(1))?)?
+                .pop()
+                .ok_or(sqlx::Error::RowNotFound),
+            target => on_engine!(self, target, |q, on| Ok(q.fetch_one(on).await?.into())),
+        }
     }
 
     /// All rows, each mapped as it is read: on SQLite straight from the
@@ -322,15 +342,34 @@ impl<'q> Query<'q> {
                 crate::raw::fetch_map(&mut conn, self.sql, &self.args, raw).await
             }
             Target::Sqlite(conn) => crate::raw::fetch_map(conn, self.sql, &self.args, raw).await,
+            Target::SqliteRaw(conn) => {
+                let mut out = Vec::new();
+                conn.run(self.sql, &self.args, &mut |r| {
+                    out.push(raw(r)?);
+                    Ok(true)
+                })?;
+                Ok(out)
+            }
             target => self.fetch_all(target).await?.iter().map(row).collect(),
         }
     }
 
     pub async fn execute<'e>(self, on: impl Exec<'e>) -> sqlx::Result<Done> {
-        on_engine!(self, on.target(), |q, on| Ok(Done(
-            q.execute(on).await?.rows_affected()
-        )))
+        match on.target() {
+            Target::SqliteRaw(conn) => match conn.run(self.sql, &self.args, &mut |_| Ok(true)) {
+                Ok(()) => Ok(Done(conn.changes())),
+                Err(crate::Error::Database(err)) => Err(err),
+                Err(other) => Err(sqlx::Error::Protocol(other.to_string())),
+            },
+            target => on_engine!(self, target, |q, on| Ok(Done(
+                q.execute(on).await?.rows_affected()
+            ))),
+        }
     }
+}
+
+fn owned(rows: Vec<crate::raw_conn::OwnedRow>) -> sqlx::Result<Vec<DbRow>> {
+    Ok(rows.into_iter().map(DbRow::Owned).collect())
 }
 
 fn wrap<R: Into<DbRow>>(rows: Vec<R>) -> Vec<DbRow> {
@@ -362,6 +401,8 @@ impl<'q, O: FromDbRow> QueryAs<'q, O> {
 pub enum DbRow {
     Sqlite(SqliteRow),
     Postgres(PgRow),
+    /// A row the SQLite writer read (kept past its statement).
+    Owned(crate::raw_conn::OwnedRow),
 }
 
 impl From<SqliteRow> for DbRow {
@@ -409,6 +450,9 @@ pub trait Col: Sized {
 impl Col for String {
     fn get<I: ColIdx>(row: &DbRow, col: I) -> sqlx::Result<String> {
         match row {
+            DbRow::Owned(r) => {
+                Option::<String>::from_owned(r.value(col)?)?.ok_or_else(|| null(col))
+            }
             DbRow::Sqlite(r) => r.try_get(col),
             DbRow::Postgres(r) => r.try_get(col),
         }
@@ -418,6 +462,7 @@ impl Col for String {
 impl Col for Option<String> {
     fn get<I: ColIdx>(row: &DbRow, col: I) -> sqlx::Result<Option<String>> {
         match row {
+            DbRow::Owned(r) => Option::<String>::from_owned(r.value(col)?),
             DbRow::Sqlite(r) => r.try_get(col),
             DbRow::Postgres(r) => r.try_get(col),
         }
@@ -427,6 +472,7 @@ impl Col for Option<String> {
 impl Col for Option<i64> {
     fn get<I: ColIdx>(row: &DbRow, col: I) -> sqlx::Result<Option<i64>> {
         match row {
+            DbRow::Owned(r) => Option::<i64>::from_owned(r.value(col)?),
             DbRow::Sqlite(r) => r.try_get(col),
             // Every integer column is BIGINT, but an expression (a literal,
             // `COUNT` in a subquery, a `CASE`) may come back narrower.
@@ -442,6 +488,7 @@ impl Col for Option<i64> {
 impl Col for i64 {
     fn get<I: ColIdx>(row: &DbRow, col: I) -> sqlx::Result<i64> {
         match row {
+            DbRow::Owned(r) => Option::<i64>::from_owned(r.value(col)?)?.ok_or_else(|| null(col)),
             DbRow::Sqlite(r) => r.try_get(col),
             DbRow::Postgres(_) => {
                 Option::<i64>::get(row, col)?.ok_or_else(|| sqlx::Error::ColumnDecode {
@@ -456,8 +503,61 @@ impl Col for i64 {
 impl Col for Option<f64> {
     fn get<I: ColIdx>(row: &DbRow, col: I) -> sqlx::Result<Option<f64>> {
         match row {
+            DbRow::Owned(r) => Option::<f64>::from_owned(r.value(col)?),
             DbRow::Sqlite(r) => r.try_get(col),
             DbRow::Postgres(r) => r.try_get(col),
+        }
+    }
+}
+
+fn null<I: ColIdx>(col: I) -> sqlx::Error {
+    sqlx::Error::ColumnDecode {
+        index: format!("{col:?}"),
+        source: "unexpected NULL".into(),
+    }
+}
+
+/// A value of the writer's rows as SQLite's own conversions give it (as
+/// `sqlite3_column_*` would), or an error where none applies.
+trait FromOwned: Sized {
+    fn from_owned(value: &crate::raw_conn::Owned) -> sqlx::Result<Self>;
+}
+
+fn mismatch(what: &str, value: &crate::raw_conn::Owned) -> sqlx::Error {
+    sqlx::Error::Decode(format!("expected {what}, found {value:?}").into())
+}
+
+impl FromOwned for Option<String> {
+    fn from_owned(value: &crate::raw_conn::Owned) -> sqlx::Result<Self> {
+        use crate::raw_conn::Owned;
+        Ok(match value {
+            Owned::Null => None,
+            Owned::Text(s) => Some(s.clone()),
+            Owned::Int(n) => Some(n.to_string()),
+            Owned::Real(x) => Some(x.to_string()),
+        })
+    }
+}
+
+impl FromOwned for Option<i64> {
+    fn from_owned(value: &crate::raw_conn::Owned) -> sqlx::Result<Self> {
+        use crate::raw_conn::Owned;
+        match value {
+            Owned::Null => Ok(None),
+            Owned::Int(n) => Ok(Some(*n)),
+            other => Err(mismatch("an integer", other)),
+        }
+    }
+}
+
+impl FromOwned for Option<f64> {
+    fn from_owned(value: &crate::raw_conn::Owned) -> sqlx::Result<Self> {
+        use crate::raw_conn::Owned;
+        match value {
+            Owned::Null => Ok(None),
+            Owned::Real(x) => Ok(Some(*x)),
+            Owned::Int(n) => Ok(Some(*n as f64)),
+            other => Err(mismatch("a number", other)),
         }
     }
 }

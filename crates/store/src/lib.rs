@@ -61,6 +61,7 @@ mod migrate;
 mod ownership;
 pub mod projects;
 mod raw;
+pub mod raw_conn;
 pub mod revisions;
 mod row;
 pub mod run_budget;
@@ -81,8 +82,7 @@ use std::time::Duration;
 
 use paperclip_core::model::ActivityEntry;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePoolOptions};
-use sqlx::Connection;
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use sqlx::Executor;
 use tokio::sync::broadcast;
 
@@ -229,10 +229,12 @@ impl Store {
         };
         let sqlite_writer = match backend {
             Backend::Sqlite => {
-                let mut conn =
-                    SqliteConnection::connect_with(&SqliteConnectOptions::from_str(url)?).await?;
-                conn.execute(SQLITE_SETTINGS).await?;
-                Some(writer::new(conn))
+                let options = SqliteConnectOptions::from_str(url)?;
+                let path = options.get_filename();
+                if path.as_os_str().is_empty() || path.as_os_str() == ":memory:" {
+                    anyhow::bail!("an in-memory SQLite database cannot be shared by the writer and readers: name a file");
+                }
+                Some(writer::new(raw_conn::RawConn::open(path, SQLITE_SETTINGS)?))
             }
             Backend::Postgres => None,
         };

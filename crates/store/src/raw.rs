@@ -34,10 +34,152 @@ impl Drop for Statement {
     }
 }
 
-fn error(db: *mut ffi::sqlite3, what: &str) -> sqlx::Error {
+/// SQLite's error on `db` as a database error, with its extended code, so
+/// callers can tell a unique violation as they do on sqlx's errors.
+pub(crate) fn error(db: *mut ffi::sqlite3) -> sqlx::Error {
     // SAFETY: `db` is the open connection; the message is copied at once.
-    let message = unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(db)) }.to_string_lossy();
-    sqlx::Error::Protocol(format!("sqlite {what}: {message}"))
+    let (code, message) = unsafe {
+        (
+            ffi::sqlite3_extended_errcode(db),
+            CStr::from_ptr(ffi::sqlite3_errmsg(db))
+                .to_string_lossy()
+                .into_owned(),
+        )
+    };
+    sqlx::Error::Database(Box::new(SqliteError { code, message }))
+}
+
+#[derive(Debug)]
+struct SqliteError {
+    code: c_int,
+    message: String,
+}
+
+impl std::fmt::Display for SqliteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "(code: {}) {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for SqliteError {}
+
+impl sqlx::error::DatabaseError for SqliteError {
+    fn message(&self) -> &str {
+        &self.message
+    }
+    fn code(&self) -> Option<std::borrow::Cow<'_, str>> {
+        Some(self.code.to_string().into())
+    }
+    fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+    fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+    fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+        self
+    }
+    fn kind(&self) -> sqlx::error::ErrorKind {
+        use sqlx::error::ErrorKind;
+        match self.code {
+            ffi::SQLITE_CONSTRAINT_UNIQUE | ffi::SQLITE_CONSTRAINT_PRIMARYKEY => {
+                ErrorKind::UniqueViolation
+            }
+            ffi::SQLITE_CONSTRAINT_FOREIGNKEY => ErrorKind::ForeignKeyViolation,
+            ffi::SQLITE_CONSTRAINT_NOTNULL => ErrorKind::NotNullViolation,
+            ffi::SQLITE_CONSTRAINT_CHECK => ErrorKind::CheckViolation,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+/// Prepares `sql` on `db`; the caller finalizes the statement.
+///
+/// # Safety
+/// `db` is an open connection nobody else uses meanwhile.
+pub(crate) unsafe fn prepare(
+    db: *mut ffi::sqlite3,
+    sql: &str,
+) -> sqlx::Result<NonNull<ffi::sqlite3_stmt>> {
+    let len =
+        c_int::try_from(sql.len()).map_err(|_| sqlx::Error::Protocol("sql too long".into()))?;
+    let mut stmt = ptr::null_mut();
+    let rc = ffi::sqlite3_prepare_v2(
+        db,
+        sql.as_ptr() as *const c_char,
+        len,
+        &mut stmt,
+        ptr::null_mut(),
+    );
+    if rc != ffi::SQLITE_OK {
+        return Err(error(db));
+    }
+    NonNull::new(stmt).ok_or_else(|| sqlx::Error::Protocol("sqlite: an empty statement".into()))
+}
+
+/// Binds `args` to `$1, $2, ...` of `stmt`, then steps it, handing each row
+/// to `each` until it answers `false` or the rows end.
+///
+/// # Safety
+/// `stmt` is a statement of `db`, freshly prepared or reset, and `db` is
+/// used by nobody else meanwhile.
+pub(crate) unsafe fn bind_and_step(
+    db: *mut ffi::sqlite3,
+    stmt: NonNull<ffi::sqlite3_stmt>,
+    args: &[Arg<'_>],
+    each: &mut dyn FnMut(&RawRow) -> crate::Result<bool>,
+) -> crate::Result<()> {
+    let p = stmt.as_ptr();
+    // SQLite numbers `$n` parameters by where they first appear in the text,
+    // not by their digits (`... $2 ... $1` makes `$2` the first): bind each
+    // by its name, as sqlx does.
+    for at in 1..=ffi::sqlite3_bind_parameter_count(p) {
+        let name = ffi::sqlite3_bind_parameter_name(p, at);
+        let number = if name.is_null() {
+            Some(at as usize)
+        } else {
+            CStr::from_ptr(name)
+                .to_str()
+                .ok()
+                .and_then(|n| n.get(1..))
+                .and_then(|digits| digits.parse::<usize>().ok())
+        };
+        let arg = number
+            .and_then(|n| n.checked_sub(1))
+            .and_then(|n| args.get(n))
+            .ok_or_else(|| {
+                sqlx::Error::Protocol(format!("sqlite: no argument for parameter {at}"))
+            })?;
+        // Text is copied by SQLite (SQLITE_TRANSIENT) before the call returns.
+        let rc = match arg {
+            Arg::Text(Some(s)) => ffi::sqlite3_bind_text(
+                p,
+                at,
+                s.as_ptr() as *const c_char,
+                s.len() as c_int,
+                ffi::SQLITE_TRANSIENT(),
+            ),
+            Arg::Int(Some(n)) => ffi::sqlite3_bind_int64(p, at, *n),
+            Arg::Bool(b) => ffi::sqlite3_bind_int64(p, at, i64::from(*b)),
+            Arg::Real(Some(x)) => ffi::sqlite3_bind_double(p, at, *x),
+            Arg::Text(None) | Arg::Int(None) | Arg::Real(None) => ffi::sqlite3_bind_null(p, at),
+        };
+        if rc != ffi::SQLITE_OK {
+            return Err(error(db).into());
+        }
+    }
+    let row = RawRow { stmt };
+    loop {
+        match ffi::sqlite3_step(p) {
+            ffi::SQLITE_ROW => {
+                if !each(&row)? {
+                    return Ok(());
+                }
+            }
+            ffi::SQLITE_DONE => return Ok(()),
+            _ => return Err(error(db).into()),
+        }
+    }
 }
 
 /// Runs `sql` with `args` on `conn` and maps every row.
@@ -68,63 +210,11 @@ pub(crate) async fn step_rows(
     let mut handle = conn.lock_handle().await?;
     let db = handle.as_raw_handle().as_ptr();
     let mut read = || -> crate::Result<()> {
-        let mut stmt = ptr::null_mut();
-        let len =
-            c_int::try_from(sql.len()).map_err(|_| sqlx::Error::Protocol("sql too long".into()))?;
         // SAFETY: `db` stays locked for us until `handle` drops, after this
-        // closure; `sql` outlives the call; the statement is finalized by
-        // `Statement` on every path.
-        let rc = unsafe {
-            ffi::sqlite3_prepare_v2(
-                db,
-                sql.as_ptr() as *const c_char,
-                len,
-                &mut stmt,
-                ptr::null_mut(),
-            )
-        };
-        if rc != ffi::SQLITE_OK {
-            return Err(error(db, "prepare").into());
-        }
-        let stmt = Statement(NonNull::new(stmt).ok_or_else(|| error(db, "prepare"))?);
-        for (i, arg) in args.iter().enumerate() {
-            let at = i as c_int + 1;
-            let p = stmt.0.as_ptr();
-            // SAFETY: text is copied by SQLite (SQLITE_TRANSIENT) before the
-            // call returns.
-            let rc = unsafe {
-                match arg {
-                    Arg::Text(Some(s)) => ffi::sqlite3_bind_text(
-                        p,
-                        at,
-                        s.as_ptr() as *const c_char,
-                        s.len() as c_int,
-                        ffi::SQLITE_TRANSIENT(),
-                    ),
-                    Arg::Int(Some(n)) => ffi::sqlite3_bind_int64(p, at, *n),
-                    Arg::Bool(b) => ffi::sqlite3_bind_int64(p, at, i64::from(*b)),
-                    Arg::Real(Some(x)) => ffi::sqlite3_bind_double(p, at, *x),
-                    Arg::Text(None) | Arg::Int(None) | Arg::Real(None) => {
-                        ffi::sqlite3_bind_null(p, at)
-                    }
-                }
-            };
-            if rc != ffi::SQLITE_OK {
-                return Err(error(db, "bind").into());
-            }
-        }
-        let row = RawRow { stmt: stmt.0 };
-        loop {
-            // SAFETY: a prepared statement with its parameters bound.
-            match unsafe { ffi::sqlite3_step(stmt.0.as_ptr()) } {
-                ffi::SQLITE_ROW => {
-                    if !each(&row)? {
-                        return Ok(());
-                    }
-                }
-                ffi::SQLITE_DONE => return Ok(()),
-                _ => return Err(error(db, "step").into()),
-            }
+        // closure; the statement is finalized by `Statement` on every path.
+        unsafe {
+            let stmt = Statement(prepare(db, sql)?);
+            bind_and_step(db, stmt.0, args, &mut each)
         }
     };
     // Stepping a page is a millisecond or two of CPU: let the runtime move
@@ -143,6 +233,10 @@ pub(crate) async fn step_rows(
 }
 
 impl RawRow {
+    pub(crate) fn stmt_ptr(&self) -> *mut ffi::sqlite3_stmt {
+        self.stmt.as_ptr()
+    }
+
     fn position<I: ColIdx>(&self, col: I) -> sqlx::Result<usize> {
         col.position(|name| {
             // SAFETY: column metadata of the live statement.

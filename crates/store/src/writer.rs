@@ -23,8 +23,7 @@
 
 use std::sync::Arc;
 
-use sqlx::sqlite::SqliteConnection;
-use sqlx::Executor;
+use crate::raw_conn::RawConn;
 use tokio::sync::{watch, Mutex, OwnedMutexGuard};
 
 /// Members after which a group is committed at once.
@@ -39,7 +38,7 @@ pub struct Group {
 }
 
 pub struct Slot {
-    pub(crate) conn: SqliteConnection,
+    pub(crate) conn: RawConn,
     group: Option<Arc<Group>>,
     members: usize,
     /// A member's savepoint is open: its transaction is running, or was
@@ -49,7 +48,7 @@ pub struct Slot {
 
 pub(crate) type Writer = Arc<Mutex<Slot>>;
 
-pub(crate) fn new(conn: SqliteConnection) -> Writer {
+pub(crate) fn new(conn: RawConn) -> Writer {
     Arc::new(Mutex::new(Slot {
         conn,
         group: None,
@@ -64,13 +63,13 @@ pub(crate) async fn begin(writer: &Writer) -> sqlx::Result<OwnedMutexGuard<Slot>
     let mut slot = writer.clone().lock_owned().await;
     slot.clean().await?;
     if slot.group.is_none() {
-        slot.conn.execute("BEGIN IMMEDIATE").await?;
+        slot.conn.script("BEGIN IMMEDIATE")?;
         slot.group = Some(Arc::new(Group {
             done: watch::channel(None).0,
         }));
         slot.members = 0;
     }
-    slot.conn.execute("SAVEPOINT member").await?;
+    slot.conn.script("SAVEPOINT member")?;
     slot.savepoint = true;
     Ok(slot)
 }
@@ -79,7 +78,7 @@ pub(crate) async fn begin(writer: &Writer) -> sqlx::Result<OwnedMutexGuard<Slot>
 /// group is committed.
 pub(crate) async fn commit(mut slot: OwnedMutexGuard<Slot>) -> sqlx::Result<()> {
     let writer = OwnedMutexGuard::mutex(&slot).clone();
-    if let Err(err) = slot.conn.execute("RELEASE member").await {
+    if let Err(err) = slot.conn.script("RELEASE member") {
         slot.clean().await?;
         slot.end_if_empty().await?;
         return Err(err);
@@ -152,12 +151,12 @@ impl Slot {
             return Ok(());
         }
         self.savepoint = false;
-        let undone = match self.conn.execute("ROLLBACK TO member").await {
-            Ok(_) => self.conn.execute("RELEASE member").await,
+        let undone = match self.conn.script("ROLLBACK TO member") {
+            Ok(_) => self.conn.script("RELEASE member"),
             Err(err) => Err(err),
         };
         if let Err(err) = undone {
-            let _ = self.conn.execute("ROLLBACK").await;
+            let _ = self.conn.script("ROLLBACK");
             self.members = 0;
             if let Some(group) = self.group.take() {
                 group.done.send_replace(Some(Err(format!(
@@ -174,7 +173,7 @@ impl Slot {
     async fn end_if_empty(&mut self) -> sqlx::Result<()> {
         if self.group.is_some() && self.members == 0 {
             self.group = None;
-            self.conn.execute("ROLLBACK").await?;
+            self.conn.script("ROLLBACK")?;
         }
         Ok(())
     }
@@ -184,11 +183,11 @@ impl Slot {
             return;
         };
         self.members = 0;
-        let outcome = match self.conn.execute("COMMIT").await {
+        let outcome = match self.conn.script("COMMIT") {
             Ok(_) => Ok(()),
             Err(err) => {
                 // A failed COMMIT may leave the transaction open.
-                let _ = self.conn.execute("ROLLBACK").await;
+                let _ = self.conn.script("ROLLBACK");
                 Err(format!("committing a group of writes: {err}"))
             }
         };
