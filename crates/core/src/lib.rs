@@ -5,6 +5,7 @@
 //! It performs no I/O: every function here is deterministic, so the rules are
 //! unit-tested next to their definitions and shared by the store and the server.
 
+pub mod activity;
 pub mod actor;
 pub mod agent;
 pub mod approval;

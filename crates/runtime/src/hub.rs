@@ -1,6 +1,7 @@
 //! The live event hub: per-company streams with a bounded replay buffer, so a
 //! client that reconnects with the last event id it saw gets what it missed.
 
+use paperclip_core::activity::Action;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -126,13 +127,16 @@ impl Hub {
     /// Turns a committed activity row into its live events: always
     /// `activity.appended`, plus the typed event a page listens for.
     pub fn publish_activity(&self, entry: &ActivityEntry) {
-        let typed = match entry.action.as_str() {
-            "issue.comment_added" => Some("issue.comment.created"),
-            "issue.created" => Some("issue.created"),
-            a if a.starts_with("issue.") => Some("issue.updated"),
-            "agent.created" => Some("agent.created"),
-            "agent.paused" | "agent.resumed" | "agent.terminated" => Some("agent.status.changed"),
-            a if a.starts_with("agent.") => Some("agent.updated"),
+        let typed = match Action::parse(&entry.action) {
+            Some(Action::IssueCommentAdded) => Some("issue.comment.created"),
+            Some(Action::IssueCreated) => Some("issue.created"),
+            Some(Action::AgentCreated) => Some("agent.created"),
+            Some(Action::AgentPaused | Action::AgentResumed | Action::AgentTerminated) => {
+                Some("agent.status.changed")
+            }
+            // Board-posted entries may name actions of their own.
+            _ if entry.action.starts_with("issue.") => Some("issue.updated"),
+            _ if entry.action.starts_with("agent.") => Some("agent.updated"),
             _ => None,
         };
         if let Some(kind) = typed {

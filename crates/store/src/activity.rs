@@ -3,6 +3,7 @@
 //! not at all.
 
 use crate::db::DbRow;
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::model::ActivityEntry;
 use serde_json::Value;
@@ -12,8 +13,8 @@ use crate::{new_id, now, Result, Store, StoreEvent, Tx};
 
 pub struct Entry<'a> {
     pub company_id: &'a str,
-    pub action: &'a str,
-    pub entity_type: &'a str,
+    pub action: Action,
+    pub entity_type: EntityType,
     pub entity_id: &'a str,
     pub details: Value,
 }
@@ -24,8 +25,8 @@ pub async fn record(tx: &mut Tx, actor: &Actor, entry: Entry<'_>) -> Result<()> 
         company_id: entry.company_id.to_string(),
         actor_type: actor.kind.as_str().to_string(),
         actor_id: actor.id.clone(),
-        action: entry.action.to_string(),
-        entity_type: entry.entity_type.to_string(),
+        action: entry.action.as_str().to_string(),
+        entity_type: entry.entity_type.as_str().to_string(),
         entity_id: entry.entity_id.to_string(),
         agent_id: actor.agent_id().map(str::to_string),
         run_id: actor.run_id.clone(),

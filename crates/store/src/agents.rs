@@ -2,6 +2,7 @@
 //! same company, the reporting graph has no cycle, and `urlKey` is unique in
 //! the company. Status changes follow [`AgentStatus::can_transition_to`].
 
+use paperclip_core::activity::{Action, EntityType};
 use std::collections::HashMap;
 
 use crate::db::DbRow;
@@ -88,8 +89,8 @@ pub(crate) async fn create_in(
         actor,
         Entry {
             company_id,
-            action: "agent.created",
-            entity_type: "agent",
+            action: Action::AgentCreated,
+            entity_type: EntityType::Agent,
             entity_id: &id,
             details: json!({ "name": name, "role": role, "urlKey": key, "status": status.as_str() }),
         },
@@ -384,8 +385,8 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: AgentPatch) -
         actor,
         Entry {
             company_id: &before.company_id,
-            action: "agent.updated",
-            entity_type: "agent",
+            action: Action::AgentUpdated,
+            entity_type: EntityType::Agent,
             entity_id: id,
             details: json!({ "changes": changes }),
         },
@@ -409,9 +410,9 @@ pub async fn pull_lever(store: &Store, actor: &Actor, id: &str, lever: Lever) ->
     let agent = get_in(&mut tx, id).await?;
     let from = agent.status;
     let (to, action) = match lever {
-        Lever::Pause => (AgentStatus::Paused, "agent.paused"),
-        Lever::Resume => (AgentStatus::Idle, "agent.resumed"),
-        Lever::Terminate => (AgentStatus::Terminated, "agent.terminated"),
+        Lever::Pause => (AgentStatus::Paused, Action::AgentPaused),
+        Lever::Resume => (AgentStatus::Idle, Action::AgentResumed),
+        Lever::Terminate => (AgentStatus::Terminated, Action::AgentTerminated),
     };
     if from == AgentStatus::Terminated && lever != Lever::Terminate {
         let verb = if lever == Lever::Pause {
@@ -478,7 +479,7 @@ pub async fn pull_lever(store: &Store, actor: &Actor, id: &str, lever: Lever) ->
         Entry {
             company_id: &agent.company_id,
             action,
-            entity_type: "agent",
+            entity_type: EntityType::Agent,
             entity_id: id,
             details: json!({ "from": from.as_str(), "to": to.as_str() }),
         },
@@ -501,8 +502,8 @@ pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Agent> {
         actor,
         Entry {
             company_id: &agent.company_id,
-            action: "agent.deleted",
-            entity_type: "agent",
+            action: Action::AgentDeleted,
+            entity_type: EntityType::Agent,
             entity_id: id,
             details: json!({ "name": agent.name }),
         },

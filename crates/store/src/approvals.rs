@@ -3,6 +3,7 @@
 //! opening the strategy gate), its activity row and the wakes it causes.
 
 use crate::db::DbRow;
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::approval::{ApprovalAction, ApprovalType};
@@ -72,8 +73,8 @@ pub(crate) async fn create_in(
         actor,
         Entry {
             company_id,
-            action: "approval.created",
-            entity_type: "approval",
+            action: Action::ApprovalCreated,
+            entity_type: EntityType::Approval,
             entity_id: &id,
             details: json!({ "type": kind.as_str(), "issueIds": issue_ids }),
         },
@@ -170,11 +171,11 @@ pub async fn decide(
     let linked = linked_issues_in(&mut tx, id).await?;
     let linked_ids: Vec<String> = linked.iter().map(|i| i.id.clone()).collect();
     let verb = match action {
-        ApprovalAction::Approve => "approval.approved",
-        ApprovalAction::Reject => "approval.rejected",
-        ApprovalAction::RequestRevision => "approval.revision_requested",
-        ApprovalAction::Resubmit => "approval.resubmitted",
-        ApprovalAction::Cancel => "approval.cancelled",
+        ApprovalAction::Approve => Action::ApprovalApproved,
+        ApprovalAction::Reject => Action::ApprovalRejected,
+        ApprovalAction::RequestRevision => Action::ApprovalRevisionRequested,
+        ApprovalAction::Resubmit => Action::ApprovalResubmitted,
+        ApprovalAction::Cancel => Action::ApprovalCancelled,
     };
     activity::record(
         &mut tx,
@@ -182,7 +183,7 @@ pub async fn decide(
         Entry {
             company_id: &approval.company_id,
             action: verb,
-            entity_type: "approval",
+            entity_type: EntityType::Approval,
             entity_id: id,
             details: json!({
                 "type": approval.kind,
@@ -342,8 +343,8 @@ pub async fn add_comment(
         actor,
         Entry {
             company_id: &approval.company_id,
-            action: "approval.comment_added",
-            entity_type: "approval",
+            action: Action::ApprovalCommentAdded,
+            entity_type: EntityType::Approval,
             entity_id: approval_id,
             details: json!({ "commentId": id }),
         },
@@ -375,8 +376,8 @@ pub async fn link(store: &Store, actor: &Actor, issue_id: &str, approval_id: &st
         actor,
         Entry {
             company_id: &approval.company_id,
-            action: "approval.issue_linked",
-            entity_type: "approval",
+            action: Action::ApprovalIssueLinked,
+            entity_type: EntityType::Approval,
             entity_id: approval_id,
             details: json!({ "issueId": issue_id }),
         },
@@ -404,8 +405,8 @@ pub async fn unlink(store: &Store, actor: &Actor, issue_id: &str, approval_id: &
         actor,
         Entry {
             company_id: &approval.company_id,
-            action: "approval.issue_unlinked",
-            entity_type: "approval",
+            action: Action::ApprovalIssueUnlinked,
+            entity_type: EntityType::Approval,
             entity_id: approval_id,
             details: json!({ "issueId": issue_id }),
         },

@@ -7,6 +7,7 @@
 
 use crate::db::DbRow;
 use chrono::{DateTime, Utc};
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::budget::{level, month_window, stamp, Level};
 use paperclip_core::model::BudgetIncident;
@@ -58,6 +59,17 @@ async fn budget_of(tx: &mut Tx, table: &str, id: &str) -> Result<i64> {
     Ok(row.map(|r| r.int("b")).transpose()?.unwrap_or(0))
 }
 
+/// The entity a budget scope names: a company, an agent or a project.
+fn scope_entity(scope_type: &str) -> Result<EntityType> {
+    match EntityType::parse(scope_type) {
+        Some(kind @ (EntityType::Company | EntityType::Agent | EntityType::Project)) => Ok(kind),
+        _ => Err(Error::invalid(
+            "scopeType",
+            format!("Unknown budget scope {scope_type:?}: expected company, agent or project"),
+        )),
+    }
+}
+
 async fn check_scope(
     tx: &mut Tx,
     company_id: &str,
@@ -88,8 +100,8 @@ async fn check_scope(
             &Actor::system(),
             Entry {
                 company_id,
-                action: "budget.soft_alert",
-                entity_type: scope_type,
+                action: Action::BudgetSoftAlert,
+                entity_type: scope_entity(scope_type)?,
                 entity_id: scope_id,
                 details: json!({ "incidentId": incident.id, "spendCents": spend, "budgetCents": budget, "month": month }),
             },
@@ -109,8 +121,8 @@ async fn check_scope(
                 &Actor::system(),
                 Entry {
                     company_id,
-                    action: "budget.hard_stop",
-                    entity_type: scope_type,
+                    action: Action::BudgetHardStop,
+                    entity_type: scope_entity(scope_type)?,
                     entity_id: scope_id,
                     details: json!({
                         "incidentId": incident.id, "spendCents": spend, "budgetCents": budget,
@@ -302,8 +314,12 @@ pub async fn set(
         actor,
         Entry {
             company_id: &company_id,
-            action: &format!("{scope_type}.budget_updated"),
-            entity_type: scope_type,
+            action: match scope_entity(scope_type)? {
+                EntityType::Agent => Action::AgentBudgetUpdated,
+                EntityType::Project => Action::ProjectBudgetUpdated,
+                _ => Action::CompanyBudgetUpdated,
+            },
+            entity_type: scope_entity(scope_type)?,
             entity_id: scope_id,
             details: json!({ "budgetMonthlyCents": cents }),
         },
@@ -379,8 +395,8 @@ async fn resolve_scope(
             actor,
             Entry {
                 company_id,
-                action: "budget.incident_resolved",
-                entity_type: scope_type,
+                action: Action::BudgetIncidentResolved,
+                entity_type: scope_entity(scope_type)?,
                 entity_id: scope_id,
                 details: json!({ "resolution": resolution, "month": month }),
             },
@@ -427,8 +443,8 @@ async fn release(
             actor,
             Entry {
                 company_id,
-                action: "agent.resumed",
-                entity_type: "agent",
+                action: Action::AgentResumed,
+                entity_type: EntityType::Agent,
                 entity_id: &agent_id,
                 details: json!({ "from": "paused", "to": "idle", "reason": "budget_cleared" }),
             },
@@ -489,8 +505,8 @@ pub async fn rollover(store: &Store, now: DateTime<Utc>) -> Result<Vec<String>> 
                 &Actor::system(),
                 Entry {
                     company_id: &company_id,
-                    action: "budget.month_rollover",
-                    entity_type: "company",
+                    action: Action::BudgetMonthRollover,
+                    entity_type: EntityType::Company,
                     entity_id: &company_id,
                     details: json!({ "month": month, "resolvedIncidents": n }),
                 },

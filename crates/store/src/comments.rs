@@ -3,6 +3,7 @@
 //! and hides it from reads.
 
 use crate::db::DbRow;
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::model::Comment;
 use serde_json::json;
@@ -128,8 +129,8 @@ pub(crate) async fn insert(
         actor,
         Entry {
             company_id,
-            action: "issue.comment_added",
-            entity_type: "issue",
+            action: Action::IssueCommentAdded,
+            entity_type: EntityType::Issue,
             entity_id: issue_id,
             details: json!({ "identifier": identifier, "commentId": id, "bodySnippet": snippet(&body) }),
         },
@@ -288,8 +289,8 @@ pub async fn delete(
         actor,
         Entry {
             company_id: &comment.company_id,
-            action: "issue.comment_deleted",
-            entity_type: "issue",
+            action: Action::IssueCommentDeleted,
+            entity_type: EntityType::Issue,
             entity_id: issue_id,
             details: json!({ "commentId": comment_id }),
         },

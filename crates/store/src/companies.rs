@@ -1,6 +1,7 @@
 //! Companies: the tenant boundary. Every other row carries a `company_id`.
 
 use crate::db::DbRow;
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::company::CompanyStatus;
 use paperclip_core::input::{CompanyPatch, NewCompany};
@@ -67,8 +68,8 @@ pub async fn create(store: &Store, actor: &Actor, input: NewCompany) -> Result<C
         actor,
         Entry {
             company_id: &id,
-            action: "company.created",
-            entity_type: "company",
+            action: Action::CompanyCreated,
+            entity_type: EntityType::Company,
             entity_id: &id,
             details: json!({ "name": name, "issuePrefix": prefix }),
         },
@@ -207,9 +208,9 @@ pub async fn update(
         return Ok(before);
     }
     let action = if changes.contains_key("status") && after.status == CompanyStatus::Archived {
-        "company.archived"
+        Action::CompanyArchived
     } else {
-        "company.updated"
+        Action::CompanyUpdated
     };
     write(&mut tx, &after).await?;
     activity::record(
@@ -218,7 +219,7 @@ pub async fn update(
         Entry {
             company_id: id,
             action,
-            entity_type: "company",
+            entity_type: EntityType::Company,
             entity_id: id,
             details: json!({ "changes": changes }),
         },

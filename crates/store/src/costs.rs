@@ -7,6 +7,7 @@
 
 use crate::db::DbRow;
 use chrono::{DateTime, Utc};
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::budget::{month_window, stamp};
 use paperclip_core::input::NewCostEvent;
@@ -146,8 +147,8 @@ pub async fn record(
         actor,
         Entry {
             company_id,
-            action: "cost.reported",
-            entity_type: "cost_event",
+            action: Action::CostReported,
+            entity_type: EntityType::CostEvent,
             entity_id: &event.id,
             details: json!({ "model": event.model, "costCents": event.cost_cents, "agentId": event.agent_id }),
         },

@@ -2,6 +2,7 @@
 //! revision history: every write adds revision n+1 and never edits an old one.
 
 use crate::db::DbRow;
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::input::DocumentPut;
 use paperclip_core::model::{Document, DocumentRevision};
@@ -118,11 +119,11 @@ pub async fn put(
         Entry {
             company_id: &issue.company_id,
             action: if created {
-                "issue.document_created"
+                Action::IssueDocumentCreated
             } else {
-                "issue.document_updated"
+                Action::IssueDocumentUpdated
             },
-            entity_type: "issue",
+            entity_type: EntityType::Issue,
             entity_id: &issue.id,
             details: json!({
                 "identifier": issue.identifier,
@@ -245,8 +246,8 @@ pub async fn delete(store: &Store, actor: &Actor, issue_id: &str, key: &str) -> 
         actor,
         Entry {
             company_id: &document.company_id,
-            action: "issue.document_deleted",
-            entity_type: "issue",
+            action: Action::IssueDocumentDeleted,
+            entity_type: EntityType::Issue,
             entity_id: &document.issue_id,
             details: json!({ "key": key, "documentId": document.id }),
         },
@@ -348,11 +349,11 @@ pub async fn set_lock(
         Entry {
             company_id: &issue.company_id,
             action: if lock {
-                "issue.document_locked"
+                Action::IssueDocumentLocked
             } else {
-                "issue.document_unlocked"
+                Action::IssueDocumentUnlocked
             },
-            entity_type: "issue",
+            entity_type: EntityType::Issue,
             entity_id: &issue.id,
             details: json!({
                 "identifier": issue.identifier,

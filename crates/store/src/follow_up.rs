@@ -12,6 +12,7 @@
 //!
 //! Each happens in the transaction that ends the run (or queues the retry).
 
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::heartbeat::{RunStatus, WakeSource};
 use paperclip_core::issue::IssueStatus;
@@ -185,8 +186,8 @@ async fn continue_in(tx: &mut Tx, run: &HeartbeatRun, budget: i64) -> Result<Han
         &Actor::system(),
         Entry {
             company_id: &run.company_id,
-            action: "heartbeat.continued",
-            entity_type: "heartbeat_run",
+            action: Action::HeartbeatContinued,
+            entity_type: EntityType::HeartbeatRun,
             entity_id: &next.id,
             details: json!({
                 "agentId": run.agent_id, "issueId": issue.id, "identifier": issue.identifier,
@@ -259,8 +260,8 @@ pub async fn retry(
             actor,
             Entry {
                 company_id: &failed.company_id,
-                action: "heartbeat.retried",
-                entity_type: "heartbeat_run",
+                action: Action::HeartbeatRetried,
+                entity_type: EntityType::HeartbeatRun,
                 entity_id: &next.id,
                 details: json!({ "agentId": agent_id, "issueId": failed.issue_id, "retryOfRunId": failed.id }),
             },
@@ -404,8 +405,8 @@ async fn set_status(
         &Actor::system(),
         Entry {
             company_id: &issue.company_id,
-            action: "issue.updated",
-            entity_type: "issue",
+            action: Action::IssueUpdated,
+            entity_type: EntityType::Issue,
             entity_id: &issue.id,
             details: json!({
                 "identifier": issue.identifier,

@@ -1,6 +1,7 @@
 //! Goals: company / team / agent / task levels linked by a parent chain.
 
 use crate::db::DbRow;
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::goal::{GoalLevel, GoalStatus};
 use paperclip_core::input::{GoalPatch, NewGoal};
@@ -54,8 +55,8 @@ pub async fn create(
         actor,
         Entry {
             company_id,
-            action: "goal.created",
-            entity_type: "goal",
+            action: Action::GoalCreated,
+            entity_type: EntityType::Goal,
             entity_id: &id,
             details: json!({ "title": title }),
         },
@@ -181,8 +182,8 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: GoalPatch) ->
         actor,
         Entry {
             company_id: &before.company_id,
-            action: "goal.updated",
-            entity_type: "goal",
+            action: Action::GoalUpdated,
+            entity_type: EntityType::Goal,
             entity_id: id,
             details: json!({ "changes": changes }),
         },
@@ -205,8 +206,8 @@ pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Goal> {
         actor,
         Entry {
             company_id: &goal.company_id,
-            action: "goal.deleted",
-            entity_type: "goal",
+            action: Action::GoalDeleted,
+            entity_type: EntityType::Goal,
             entity_id: id,
             details: json!({ "title": goal.title }),
         },

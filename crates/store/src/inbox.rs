@@ -5,6 +5,7 @@
 //! `approval:<id>`, ... per person, dismissed or snoozed until a time).
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use serde::Serialize;
 use serde_json::json;
@@ -111,8 +112,8 @@ pub async fn dismiss(
         actor,
         Entry {
             company_id,
-            action: "inbox.dismissed",
-            entity_type: "company",
+            action: Action::InboxDismissed,
+            entity_type: EntityType::Company,
             entity_id: company_id,
             details: json!({ "itemKey": item_key, "kind": kind.as_str(), "snoozedUntil": snoozed_until }),
         },
@@ -152,8 +153,8 @@ pub async fn restore(
         actor,
         Entry {
             company_id,
-            action: "inbox.restored",
-            entity_type: "company",
+            action: Action::InboxRestored,
+            entity_type: EntityType::Company,
             entity_id: company_id,
             details: json!({ "itemKey": item_key }),
         },

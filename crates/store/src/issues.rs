@@ -2,6 +2,7 @@
 //! transition table, parent/child and blocker graphs, labels, and the atomic
 //! checkout that gives one agent exclusive ownership of a task.
 
+use paperclip_core::activity::{Action, EntityType};
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
@@ -149,8 +150,8 @@ pub async fn create(
         actor,
         Entry {
             company_id,
-            action: "issue.created",
-            entity_type: "issue",
+            action: Action::IssueCreated,
+            entity_type: EntityType::Issue,
             entity_id: &id,
             details: json!({
                 "identifier": identifier,
@@ -429,8 +430,8 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
             actor,
             Entry {
                 company_id: &company_id,
-                action: "issue.updated",
-                entity_type: "issue",
+                action: Action::IssueUpdated,
+                entity_type: EntityType::Issue,
                 entity_id: &id,
                 details: json!({ "identifier": before.identifier, "changes": changes }),
             },
@@ -469,8 +470,8 @@ pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Issue> {
         actor,
         Entry {
             company_id: &issue.company_id,
-            action: "issue.deleted",
-            entity_type: "issue",
+            action: Action::IssueDeleted,
+            entity_type: EntityType::Issue,
             entity_id: &issue.id,
             details: json!({ "identifier": issue.identifier, "title": issue.title }),
         },
@@ -600,8 +601,8 @@ pub async fn checkout(store: &Store, actor: &Actor, id: &str, input: Checkout) -
         actor,
         Entry {
             company_id: &issue.company_id,
-            action: "issue.checked_out",
-            entity_type: "issue",
+            action: Action::IssueCheckedOut,
+            entity_type: EntityType::Issue,
             entity_id: &issue.id,
             details: json!({
                 "identifier": issue.identifier,
@@ -652,8 +653,8 @@ pub async fn release(store: &Store, actor: &Actor, id: &str) -> Result<Issue> {
         actor,
         Entry {
             company_id: &issue.company_id,
-            action: "issue.released",
-            entity_type: "issue",
+            action: Action::IssueReleased,
+            entity_type: EntityType::Issue,
             entity_id: &issue.id,
             details: json!({
                 "identifier": issue.identifier,
@@ -686,8 +687,8 @@ pub async fn force_release(store: &Store, actor: &Actor, id: &str) -> Result<Iss
         actor,
         Entry {
             company_id: &issue.company_id,
-            action: "issue.admin_force_release",
-            entity_type: "issue",
+            action: Action::IssueAdminForceRelease,
+            entity_type: EntityType::Issue,
             entity_id: &issue.id,
             details: json!({
                 "identifier": issue.identifier,

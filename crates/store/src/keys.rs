@@ -2,6 +2,7 @@
 //! is stored; the plaintext is returned once, by the request that creates it.
 
 use crate::db::DbRow;
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::model::AgentApiKey;
 use serde_json::json;
@@ -44,8 +45,8 @@ pub async fn create(
         actor,
         Entry {
             company_id: &agent.company_id,
-            action: "agent.key_created",
-            entity_type: "agent",
+            action: Action::AgentKeyCreated,
+            entity_type: EntityType::Agent,
             entity_id: agent_id,
             details: json!({ "keyId": id, "name": name }),
         },
@@ -99,8 +100,8 @@ pub async fn revoke(
         actor,
         Entry {
             company_id: &key.company_id,
-            action: "agent.key_revoked",
-            entity_type: "agent",
+            action: Action::AgentKeyRevoked,
+            entity_type: EntityType::Agent,
             entity_id: agent_id,
             details: json!({ "keyId": key_id, "name": key.name }),
         },

@@ -1,6 +1,7 @@
 //! Company labels; attached to issues through `labelIds`.
 
 use crate::db::DbRow;
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::input::NewLabel;
 use paperclip_core::model::Label;
@@ -52,8 +53,8 @@ pub async fn create(
         actor,
         Entry {
             company_id,
-            action: "label.created",
-            entity_type: "label",
+            action: Action::LabelCreated,
+            entity_type: EntityType::Label,
             entity_id: &id,
             details: json!({ "name": name, "color": input.color }),
         },
@@ -102,8 +103,8 @@ pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Label> {
         actor,
         Entry {
             company_id: &label.company_id,
-            action: "label.deleted",
-            entity_type: "label",
+            action: Action::LabelDeleted,
+            entity_type: EntityType::Label,
             entity_id: id,
             details: json!({ "name": label.name }),
         },

@@ -1,6 +1,7 @@
 //! Projects: a unit of work under a goal, with a lead agent and a target date.
 
 use crate::db::DbRow;
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::input::{NewProject, ProjectPatch};
 use paperclip_core::model::{GoalRef, Project};
@@ -72,8 +73,8 @@ pub async fn create(
         actor,
         Entry {
             company_id,
-            action: "project.created",
-            entity_type: "project",
+            action: Action::ProjectCreated,
+            entity_type: EntityType::Project,
             entity_id: &id,
             details: json!({ "name": name }),
         },
@@ -203,8 +204,8 @@ pub async fn update(
         actor,
         Entry {
             company_id: &before.company_id,
-            action: "project.updated",
-            entity_type: "project",
+            action: Action::ProjectUpdated,
+            entity_type: EntityType::Project,
             entity_id: id,
             details: json!({ "changes": changes }),
         },
@@ -227,8 +228,8 @@ pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Project> {
         actor,
         Entry {
             company_id: &project.company_id,
-            action: "project.deleted",
-            entity_type: "project",
+            action: Action::ProjectDeleted,
+            entity_type: EntityType::Project,
             entity_id: id,
             details: json!({ "name": project.name }),
         },

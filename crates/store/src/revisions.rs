@@ -2,6 +2,7 @@
 //! runtime config is kept, with secret values redacted, and can be rolled back.
 
 use crate::db::DbRow;
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::model::{Agent, ConfigRevision};
 use paperclip_core::secrets::{get_path, redact_config, set_path};
@@ -197,8 +198,8 @@ pub async fn rollback(
         actor,
         Entry {
             company_id: &agent.company_id,
-            action: "agent.config_rolled_back",
-            entity_type: "agent",
+            action: Action::AgentConfigRolledBack,
+            entity_type: EntityType::Agent,
             entity_id: agent_id,
             details: json!({ "revisionId": revision.id, "revisionNumber": revision.revision_number }),
         },

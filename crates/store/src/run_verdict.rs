@@ -3,6 +3,7 @@
 //! agent changed is read from the activity log by run (migration 18's
 //! index), one grouped query.
 
+use paperclip_core::activity::Action;
 use paperclip_core::model::HeartbeatRun;
 use paperclip_core::run_liveness::{self, Evidence};
 
@@ -20,9 +21,11 @@ pub(crate) async fn record_in(tx: &mut Tx, run: HeartbeatRun) -> Result<Heartbea
     let mut evidence = Evidence::default();
     for r in &rows {
         let n = r.int("n")?;
-        match r.text("action")?.as_str() {
-            "issue.comment_added" => evidence.comments += n,
-            "issue.document_created" | "issue.document_updated" => evidence.document_revisions += n,
+        match Action::parse(&r.text("action")?) {
+            Some(Action::IssueCommentAdded) => evidence.comments += n,
+            Some(Action::IssueDocumentCreated | Action::IssueDocumentUpdated) => {
+                evidence.document_revisions += n
+            }
             _ => evidence.other_changes += n,
         }
         let latest = r.opt_text("latest")?;

@@ -3,6 +3,7 @@
 //! conditional UPDATE, so a queued run is started at most once.
 
 use crate::db::DbRow;
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::heartbeat::RunStatus;
@@ -348,8 +349,8 @@ async fn limit_usage(tx: &mut Tx, run: &HeartbeatRun, finish: &Finish) -> Result
         &Actor::system(),
         Entry {
             company_id: &run.company_id,
-            action: "agent.usage_limited",
-            entity_type: "agent",
+            action: Action::AgentUsageLimited,
+            entity_type: EntityType::Agent,
             entity_id: &run.agent_id,
             details: json!({ "runId": run.id, "until": until }),
         },
@@ -451,8 +452,8 @@ pub(crate) async fn finish_in(
         &Actor::system(),
         Entry {
             company_id: &run.company_id,
-            action: "heartbeat.finished",
-            entity_type: "heartbeat_run",
+            action: Action::HeartbeatFinished,
+            entity_type: EntityType::HeartbeatRun,
             entity_id: &run.id,
             details: json!({
                 "agentId": run.agent_id,
@@ -547,8 +548,8 @@ pub async fn cancel_queued(
         actor,
         Entry {
             company_id: &run.company_id,
-            action: "heartbeat.cancelled",
-            entity_type: "heartbeat_run",
+            action: Action::HeartbeatCancelled,
+            entity_type: EntityType::HeartbeatRun,
             entity_id: run_id,
             details: json!({ "agentId": run.agent_id, "reason": reason, "started": false }),
         },
@@ -824,8 +825,8 @@ pub async fn record_recovery(store: &Store, actor: &Actor, run: &HeartbeatRun) -
         actor,
         Entry {
             company_id: &run.company_id,
-            action: "heartbeat.recovered",
-            entity_type: "heartbeat_run",
+            action: Action::HeartbeatRecovered,
+            entity_type: EntityType::HeartbeatRun,
             entity_id: &run.id,
             details: json!({ "agentId": run.agent_id, "errorCode": "control_plane_restart", "processGroupId": run.process_group_id }),
         },

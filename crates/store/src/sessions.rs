@@ -3,6 +3,7 @@
 //! in the same transaction that finishes the run that produced it.
 
 use crate::db::DbRow;
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::model::{HeartbeatRun, RuntimeState, TaskSession};
 use serde_json::json;
@@ -112,8 +113,8 @@ pub async fn reset(
         actor,
         Entry {
             company_id,
-            action: "agent.runtime_state.session_reset",
-            entity_type: "agent",
+            action: Action::AgentSessionReset,
+            entity_type: EntityType::Agent,
             entity_id: agent_id,
             details: json!({ "taskKey": task_key, "cleared": cleared }),
         },

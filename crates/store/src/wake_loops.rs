@@ -6,6 +6,7 @@
 //! each agent whose wakes were held.
 
 use chrono::{DateTime, Utc};
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::budget::stamp;
 use paperclip_core::heartbeat::WakeSource;
@@ -106,8 +107,8 @@ pub(crate) async fn count(tx: &mut Tx, actor: &Actor, issue_id: &str, ts: &str) 
             actor,
             Entry {
                 company_id: &company_id,
-                action: "issue.wake_loop_held",
-                entity_type: "issue",
+                action: Action::IssueWakeLoopHeld,
+                entity_type: EntityType::Issue,
                 entity_id: issue_id,
                 details: json!({
                     "wakes": window.wakes,
@@ -165,8 +166,8 @@ pub async fn release(store: &Store, actor: &Actor, issue_id: &str) -> Result<Vec
         actor,
         Entry {
             company_id: &issue.company_id,
-            action: "issue.wake_loop_released",
-            entity_type: "issue",
+            action: Action::IssueWakeLoopReleased,
+            entity_type: EntityType::Issue,
             entity_id: &issue.id,
             details: json!({ "heldAt": held_at, "agentIds": agents.iter().map(|a| &a.0).collect::<Vec<_>>() }),
         },

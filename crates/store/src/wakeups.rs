@@ -8,6 +8,7 @@
 //! a wake (an assignment, a comment) and the wake itself commit together.
 
 use crate::db::DbRow;
+use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::{Actor, ActorKind};
 use paperclip_core::heartbeat::{skip_reason, wants_work_check, HeartbeatPolicy, WakeSource};
 use paperclip_core::model::{HeartbeatRun, WakeupRequest};
@@ -164,9 +165,9 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
     .execute(tx.conn())
     .await?;
     let action = match request_status {
-        "skipped" => "heartbeat.skipped",
-        "coalesced" => "heartbeat.coalesced",
-        _ => "heartbeat.queued",
+        "skipped" => Action::HeartbeatSkipped,
+        "coalesced" => Action::HeartbeatCoalesced,
+        _ => Action::HeartbeatQueued,
     };
     if !quiet {
         activity::record(
@@ -175,7 +176,7 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
             Entry {
                 company_id: &agent.company_id,
                 action,
-                entity_type: "agent",
+                entity_type: EntityType::Agent,
                 entity_id: &agent.id,
                 details: json!({
                     "wakeupRequestId": request_id,

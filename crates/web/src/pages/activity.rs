@@ -3,6 +3,7 @@
 //! naming and linking what it is about; repeats in a row (same actor, action
 //! and item) collapse into one with a count.
 
+use paperclip_core::activity::Action;
 use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
@@ -184,47 +185,47 @@ pub fn describe(e: &ActivityEntry, names: &Names, p: &str) -> Markup {
     let on_task = |word: &'static str| {
         detail(e, "issueId").map(|issue| html! { " " (word) " " (task(issue, e, names, p)) })
     };
-    let (verb, after): (String, Option<Markup>) = match e.action.as_str() {
-        "issue.created" => ("created".into(), None),
-        "issue.updated" => match changes(e) {
+    let (verb, after): (String, Option<Markup>) = match Action::parse(&e.action) {
+        Some(Action::IssueCreated) => ("created".into(), None),
+        Some(Action::IssueUpdated) => match changes(e) {
             Some(c) if c.starts_with("to ") => ("moved".into(), Some(html! { " " (c) })),
             Some(c) => ("edited".into(), Some(html! { " " span.muted { (c) } })),
             None => ("edited".into(), None),
         },
-        "issue.comment_added" => ("commented on".into(), None),
-        "issue.comment_deleted" => ("deleted a comment on".into(), None),
-        "issue.checked_out" => ("started work on".into(), None),
-        "issue.released" => ("released".into(), None),
-        "issue.admin_force_release" => ("force-released".into(), None),
-        "issue.document_created" => ("added a document to".into(), None),
-        "issue.document_updated" => ("revised a document of".into(), None),
-        "issue.document_deleted" => ("deleted a document of".into(), None),
-        "issue.wake_loop_held" => ("held repeated wakes on".into(), None),
-        "issue.wake_loop_released" => ("released held wakes on".into(), None),
-        "agent.created" => ("added".into(), None),
-        "agent.updated" => (
+        Some(Action::IssueCommentAdded) => ("commented on".into(), None),
+        Some(Action::IssueCommentDeleted) => ("deleted a comment on".into(), None),
+        Some(Action::IssueCheckedOut) => ("started work on".into(), None),
+        Some(Action::IssueReleased) => ("released".into(), None),
+        Some(Action::IssueAdminForceRelease) => ("force-released".into(), None),
+        Some(Action::IssueDocumentCreated) => ("added a document to".into(), None),
+        Some(Action::IssueDocumentUpdated) => ("revised a document of".into(), None),
+        Some(Action::IssueDocumentDeleted) => ("deleted a document of".into(), None),
+        Some(Action::IssueWakeLoopHeld) => ("held repeated wakes on".into(), None),
+        Some(Action::IssueWakeLoopReleased) => ("released held wakes on".into(), None),
+        Some(Action::AgentCreated) => ("added".into(), None),
+        Some(Action::AgentUpdated) => (
             "updated".into(),
             changes(e).map(|c| html! { " " span.muted { (c) } }),
         ),
-        "agent.deleted" => ("removed".into(), None),
-        "agent.key_created" => ("created an API key for".into(), None),
-        "agent.key_revoked" => ("revoked an API key of".into(), None),
-        "agent.usage_limited" => ("noted a usage limit of".into(), None),
-        "agent.config_rolled_back" => ("rolled back the configuration of".into(), None),
-        "agent.runtime_state.session_reset" => ("reset the session of".into(), None),
-        "heartbeat.queued" => ("woke".into(), on_task("for")),
-        "heartbeat.skipped" => ("skipped a wake of".into(), on_task("for")),
-        "heartbeat.coalesced" => ("merged a wake of".into(), on_task("for")),
-        "heartbeat.finished" => {
+        Some(Action::AgentDeleted) => ("removed".into(), None),
+        Some(Action::AgentKeyCreated) => ("created an API key for".into(), None),
+        Some(Action::AgentKeyRevoked) => ("revoked an API key of".into(), None),
+        Some(Action::AgentUsageLimited) => ("noted a usage limit of".into(), None),
+        Some(Action::AgentConfigRolledBack) => ("rolled back the configuration of".into(), None),
+        Some(Action::AgentSessionReset) => ("reset the session of".into(), None),
+        Some(Action::HeartbeatQueued) => ("woke".into(), on_task("for")),
+        Some(Action::HeartbeatSkipped) => ("skipped a wake of".into(), on_task("for")),
+        Some(Action::HeartbeatCoalesced) => ("merged a wake of".into(), on_task("for")),
+        Some(Action::HeartbeatFinished) => {
             let status = detail(e, "status").unwrap_or("finished");
             ("finished".into(), Some(html! { " — " (words(status)) }))
         }
-        "approval.created" => ("requested".into(), None),
-        "approval.revision_requested" => ("asked for a revision of".into(), None),
-        "approval.comment_added" => ("commented on".into(), None),
-        "approval.issue_linked" => ("linked".into(), on_task("to")),
-        "approval.issue_unlinked" => ("unlinked".into(), on_task("for")),
-        "cost.reported" => {
+        Some(Action::ApprovalCreated) => ("requested".into(), None),
+        Some(Action::ApprovalRevisionRequested) => ("asked for a revision of".into(), None),
+        Some(Action::ApprovalCommentAdded) => ("commented on".into(), None),
+        Some(Action::ApprovalIssueLinked) => ("linked".into(), on_task("to")),
+        Some(Action::ApprovalIssueUnlinked) => ("unlinked".into(), on_task("for")),
+        Some(Action::CostReported) => {
             let cents = e
                 .details
                 .get("costCents")
@@ -232,11 +233,17 @@ pub fn describe(e: &ActivityEntry, names: &Names, p: &str) -> Markup {
                 .unwrap_or(0);
             (format!("reported {} spent by", money(cents)), None)
         }
-        "budget.soft_alert" => ("warned that the budget is nearly spent for".into(), None),
-        "budget.hard_stop" => ("stopped work: the budget is spent for".into(), None),
-        "budget.incident_resolved" => ("resolved a budget stop of".into(), None),
-        "budget.month_rollover" => ("started a new budget month for".into(), None),
-        a if a.ends_with(".budget_updated") => {
+        Some(Action::BudgetSoftAlert) => {
+            ("warned that the budget is nearly spent for".into(), None)
+        }
+        Some(Action::BudgetHardStop) => ("stopped work: the budget is spent for".into(), None),
+        Some(Action::BudgetIncidentResolved) => ("resolved a budget stop of".into(), None),
+        Some(Action::BudgetMonthRollover) => ("started a new budget month for".into(), None),
+        Some(
+            Action::CompanyBudgetUpdated
+            | Action::AgentBudgetUpdated
+            | Action::ProjectBudgetUpdated,
+        ) => {
             let cents = e
                 .details
                 .get("budgetMonthlyCents")
@@ -247,12 +254,15 @@ pub fn describe(e: &ActivityEntry, names: &Names, p: &str) -> Markup {
                 Some(html! { " to " (money(cents)) }),
             )
         }
-        a if a.starts_with("company.") && a != "company.created" => {
+        Some(Action::CompanyUpdated | Action::CompanyArchived) => {
             ("changed the settings of".into(), None)
         }
-        // Paused, resumed, terminated, approved, rejected, retried, ...: the
-        // action's last word says it.
-        other => (words(other.rsplit('.').next().unwrap_or(other)), None),
+        // Paused, resumed, terminated, approved, rejected, retried, ... and
+        // actions the board posted itself: the action's last word says it.
+        _ => {
+            let last = e.action.rsplit('.').next().unwrap_or(&e.action);
+            (words(last), None)
+        }
     };
     html! {
         span.actor { (actor) } " " span.action title=(e.action) { (verb) } " " (it)

@@ -1,0 +1,143 @@
+//! What the activity log records. Every entry Paperclip writes names one of
+//! these actions and entity kinds, so a misspelt action is a compile error,
+//! not a row no filter finds. The log itself keeps text: the board may post
+//! entries of its own (`POST /api/companies/{id}/activity`, free-form as
+//! upstream's), so readers parse what they need with [`Action::parse`].
+
+macro_rules! vocabulary {
+    ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($variant,)*
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)*
+                }
+            }
+
+            pub fn parse(text: &str) -> Option<$name> {
+                match text {
+                    $($text => Some($name::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+vocabulary! {
+    /// An action Paperclip writes to the activity log.
+    Action {
+        AgentBudgetUpdated = "agent.budget_updated",
+        AgentConfigRolledBack = "agent.config_rolled_back",
+        AgentCreated = "agent.created",
+        AgentDeleted = "agent.deleted",
+        AgentKeyCreated = "agent.key_created",
+        AgentKeyRevoked = "agent.key_revoked",
+        AgentPaused = "agent.paused",
+        AgentResumed = "agent.resumed",
+        AgentSessionReset = "agent.runtime_state.session_reset",
+        AgentTerminated = "agent.terminated",
+        AgentUpdated = "agent.updated",
+        AgentUsageLimited = "agent.usage_limited",
+        ApprovalApproved = "approval.approved",
+        ApprovalCancelled = "approval.cancelled",
+        ApprovalCommentAdded = "approval.comment_added",
+        ApprovalCreated = "approval.created",
+        ApprovalIssueLinked = "approval.issue_linked",
+        ApprovalIssueUnlinked = "approval.issue_unlinked",
+        ApprovalRejected = "approval.rejected",
+        ApprovalResubmitted = "approval.resubmitted",
+        ApprovalRevisionRequested = "approval.revision_requested",
+        BudgetHardStop = "budget.hard_stop",
+        BudgetIncidentResolved = "budget.incident_resolved",
+        BudgetMonthRollover = "budget.month_rollover",
+        BudgetSoftAlert = "budget.soft_alert",
+        CompanyArchived = "company.archived",
+        CompanyBudgetUpdated = "company.budget_updated",
+        CompanyCreated = "company.created",
+        CompanyUpdated = "company.updated",
+        CostReported = "cost.reported",
+        GoalCreated = "goal.created",
+        GoalDeleted = "goal.deleted",
+        GoalUpdated = "goal.updated",
+        HeartbeatCancelled = "heartbeat.cancelled",
+        HeartbeatCoalesced = "heartbeat.coalesced",
+        HeartbeatContinued = "heartbeat.continued",
+        HeartbeatFinished = "heartbeat.finished",
+        HeartbeatQueued = "heartbeat.queued",
+        HeartbeatRecovered = "heartbeat.recovered",
+        HeartbeatRetried = "heartbeat.retried",
+        HeartbeatSkipped = "heartbeat.skipped",
+        InboxDismissed = "inbox.dismissed",
+        InboxRestored = "inbox.restored",
+        IssueAdminForceRelease = "issue.admin_force_release",
+        IssueCheckedOut = "issue.checked_out",
+        IssueCommentAdded = "issue.comment_added",
+        IssueCommentDeleted = "issue.comment_deleted",
+        IssueCreated = "issue.created",
+        IssueDeleted = "issue.deleted",
+        IssueDocumentCreated = "issue.document_created",
+        IssueDocumentDeleted = "issue.document_deleted",
+        IssueDocumentLocked = "issue.document_locked",
+        IssueDocumentUnlocked = "issue.document_unlocked",
+        IssueDocumentUpdated = "issue.document_updated",
+        IssueReleased = "issue.released",
+        IssueUpdated = "issue.updated",
+        IssueWakeLoopHeld = "issue.wake_loop_held",
+        IssueWakeLoopReleased = "issue.wake_loop_released",
+        LabelCreated = "label.created",
+        LabelDeleted = "label.deleted",
+        ProjectBudgetUpdated = "project.budget_updated",
+        ProjectCreated = "project.created",
+        ProjectDeleted = "project.deleted",
+        ProjectUpdated = "project.updated",
+    }
+}
+
+vocabulary! {
+    /// The kind of entity an entry is about.
+    EntityType {
+        Agent = "agent",
+        Approval = "approval",
+        Company = "company",
+        CostEvent = "cost_event",
+        Goal = "goal",
+        HeartbeatRun = "heartbeat_run",
+        Issue = "issue",
+        Label = "label",
+        Project = "project",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_action_reads_back_as_itself_and_names_its_kind() {
+        let mut seen = std::collections::HashSet::new();
+        for action in Action::ALL {
+            assert_eq!(Action::parse(action.as_str()), Some(*action));
+            assert!(seen.insert(action.as_str()), "{action} twice");
+            let (kind, verb) = action.as_str().split_once('.').expect("kind.verb");
+            assert!(!kind.is_empty() && !verb.is_empty(), "{action}");
+        }
+        for kind in EntityType::ALL {
+            assert_eq!(EntityType::parse(kind.as_str()), Some(*kind));
+        }
+        assert_eq!(Action::parse("issue.creatd"), None);
+    }
+}
