@@ -41,6 +41,7 @@ async fn matching(
     store: &Store,
     company_id: &str,
     filter: &Filter,
+    use_for: Use,
 ) -> Result<Option<(String, Vec<Bind>)>> {
     let mut sql = "FROM issues WHERE company_id = $1".to_string();
     let mut binds: Vec<Bind> = vec![Bind::Text(company_id.to_string())];
@@ -115,6 +116,18 @@ async fn matching(
                 // of the company's index testing each task; the unary `+`
                 // keeps SQLite off that index. Many: the walk finds a page at once.
                 sql = sql.replacen("WHERE company_id = $1", "WHERE +company_id = $1", 1);
+            }
+            crate::Backend::Sqlite if use_for == Use::Page => {
+                // Many matches, walked to a page: two sets tested apart (the
+                // tasks' own matches by rowid, the tasks of matching comments
+                // by id) cost a quarter of their union, which joins every
+                // matching comment to its task first (a common word among a
+                // million tasks: 130 -> 35 ms). A count reads the matches
+                // themselves, where the union is cheaper.
+                clause =
+                    "(rowid IN (SELECT rowid FROM issue_fts WHERE issue_fts MATCH {p}) OR id IN \
+                 (SELECT c.issue_id FROM comment_fts f JOIN issue_comments c ON c.rowid = f.rowid \
+                 WHERE comment_fts MATCH {p} AND c.deleted_at IS NULL))";
             }
             crate::Backend::Postgres if rare(store, RARE_POSTGRES, &query).await? => {
                 // Few matches: collect them through the GIN indexes. Many: the
@@ -306,7 +319,7 @@ pub async fn list_sorted(
         last: None,
         more: false,
     };
-    let Some((mut from, mut binds)) = matching(store, company_id, filter).await? else {
+    let Some((mut from, mut binds)) = matching(store, company_id, filter, Use::Page).await? else {
         return Ok(empty());
     };
     let backward = matches!(at, Some((_, Direction::Before)));
@@ -512,7 +525,7 @@ pub async fn count(
             .sum();
         return Ok((n, false));
     }
-    let Some((from, binds)) = matching(store, company_id, &filter).await? else {
+    let Some((from, binds)) = matching(store, company_id, &filter, Use::Count).await? else {
         return Ok((0, false));
     };
     let sql = format!(
@@ -571,6 +584,13 @@ fn search_words(q: &str) -> Vec<String> {
         .map(|w| w.to_lowercase().chars().take(64).collect())
         .take(8)
         .collect()
+}
+
+/// What a filter's condition is for: walking to a page, or counting.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Use {
+    Page,
+    Count,
 }
 
 #[derive(Clone)]

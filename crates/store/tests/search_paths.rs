@@ -77,4 +77,38 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     .unwrap();
     let numbers: Vec<i64> = page.issues.iter().map(|i| i.issue_number).collect();
     assert_eq!(numbers, [2999, 2998], "a common word pages with the cursor");
+
+    // A word common in comments only: the tasks of its comments match, on
+    // the page walk and in the count, and a deleted comment no longer does.
+    paperclip_store::db::query(
+        "INSERT INTO issue_comments (id, company_id, issue_id, author_type, body, deleted_at, created_at, updated_at) \
+         SELECT 'c-' || i, $1, 'id-' || i, 'user', 'zebra crossing ' || i, \
+         CASE WHEN i = 5100 THEN '2026-01-02T00:00:00.000Z' ELSE NULL END, \
+         '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' \
+         FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2) SELECT i FROM n) s",
+    )
+    .bind(&company.id)
+    .bind(5_100)
+    .execute(store.pool())
+    .await
+    .unwrap();
+    let zebra = issues::list(&store, &company.id, &find("zebra", 3))
+        .await
+        .unwrap();
+    let numbers: Vec<i64> = zebra.issues.iter().map(|i| i.issue_number).collect();
+    assert_eq!(
+        numbers,
+        [5099, 5098, 5097],
+        "matched through their comments"
+    );
+    let (count, more) = issues::count(&store, &company.id, &find("zebra", 3), 10_000)
+        .await
+        .unwrap();
+    assert_eq!((count, more), (5_099, false));
+    let one = issues::list(&store, &company.id, &find("crossing 42", 200))
+        .await
+        .unwrap();
+    let numbers: Vec<i64> = one.issues.iter().map(|i| i.issue_number).collect();
+    assert_eq!(numbers.len(), 111, "42, 420-429, 4200-4299: {numbers:?}");
+    assert!(numbers.contains(&42), "{numbers:?}");
 }
