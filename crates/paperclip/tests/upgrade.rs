@@ -151,3 +151,71 @@ async fn a_schema_7_database_upgrades_without_loss() {
         json!({ "backlog": 2, "blocked": 1, "cancelled": 2, "in_review": 1, "todo": 1 })
     );
 }
+
+/// A database of schema 19 (before the kept relation flags) gets them filled
+/// on start: the default list, which reads the flag, shows every label and
+/// blocker it had.
+#[tokio::test]
+async fn a_schema_19_database_gets_its_relation_flags() {
+    let server = TestServer::start().await;
+    let cid = server.company("Flags Co").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let label = server
+        .ok_post(
+            &format!("/api/companies/{cid}/labels"),
+            json!({ "name": "urgent", "color": "#ff0000" }),
+        )
+        .await;
+    let first = server.issue(&cid, json!({ "title": "Blocker" })).await;
+    server
+        .issue(
+            &cid,
+            json!({ "title": "Blocked", "blockedByIssueIds": [first["id"]], "labelIds": [label["id"]] }),
+        )
+        .await;
+    server.issue(&cid, json!({ "title": "Plain" })).await;
+    let (data_dir, database_url) = server.stop_keeping_data();
+
+    let url = database_url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    let back_to_19: &[&str] = if url.starts_with("postgres") {
+        &[]
+    } else {
+        &[
+            "DROP TRIGGER issue_labels_flag_insert",
+            "DROP TRIGGER issue_labels_flag_delete",
+            "DROP TRIGGER issue_blockers_flag_insert",
+            "DROP TRIGGER issue_blockers_flag_delete",
+            "ALTER TABLE issues DROP COLUMN relation_count",
+        ]
+    };
+    for sql in back_to_19 {
+        sqlx::query(sql).execute(&pool).await.unwrap();
+    }
+    sqlx::query("DELETE FROM schema_migrations WHERE version = 20")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+
+    let server = TestServer::start_with(data_dir, database_url, &[]).await;
+    let list = server.ok_get(&format!("/api/companies/{cid}/issues")).await;
+    let by_title = |t: &str| -> Value {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["title"] == t)
+            .cloned()
+            .unwrap()
+    };
+    let blocked = by_title("Blocked");
+    assert_eq!(blocked["labelIds"], json!([label["id"]]));
+    assert_eq!(blocked["blockedBy"][0]["id"], first["id"]);
+    assert_eq!(by_title("Blocker")["blocks"][0]["title"], "Blocked");
+    assert_eq!(by_title("Plain")["labels"], json!([]));
+}

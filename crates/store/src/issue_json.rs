@@ -16,7 +16,7 @@ use paperclip_core::stored::Stored;
 
 use crate::db::{Arg, Conn};
 use crate::issue_list::{filtered, list, Filter};
-use crate::issues::{attach_relations_where, map, COLUMNS, HAS_RELATIONS};
+use crate::issues::{attach_relations_where, map, COLUMNS};
 use crate::raw::RawRow;
 use crate::{Error, Result, Store};
 
@@ -87,8 +87,10 @@ pub async fn list_json(store: &Store, company_id: &str, filter: &Filter) -> Resu
             next_cursor: page.next_cursor,
         });
     }
+    // The relation flag kept on the row (SQLite's migration 20), not the
+    // typed path's three probes per row.
     let sql = format!(
-        "SELECT {COLUMNS}, {HAS_RELATIONS} FROM issues WHERE company_id = $1 \
+        "SELECT {COLUMNS}, relation_count FROM issues WHERE company_id = $1 \
          AND issue_number < $2 ORDER BY issue_number DESC LIMIT $3"
     );
     let args = [

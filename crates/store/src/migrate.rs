@@ -125,6 +125,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
         "comment_requests",
         Sql::Both(include_str!("../migrations/0019_comment_requests.sql")),
     ),
+    (
+        20,
+        "relation_flags",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0020_relation_flags.sqlite.sql"),
+            postgres: include_str!("../migrations/0020_relation_flags.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

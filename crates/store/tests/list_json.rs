@@ -134,6 +134,41 @@ async fn the_default_list_answers_the_typed_lists_bytes() {
         assert!(pages >= 1);
     }
 
+    // Relations that come and go after creation: the kept flag follows.
+    let patch = |v: serde_json::Value| -> paperclip_core::input::IssuePatch {
+        serde_json::from_value(v).unwrap()
+    };
+    let board = Actor::local_board();
+    issues::update(
+        &store,
+        &board,
+        &ids[2],
+        patch(json!({ "labelIds": [label.id] })),
+    )
+    .await
+    .unwrap();
+    issues::update(
+        &store,
+        &board,
+        &ids[3],
+        patch(json!({ "blockedByIssueIds": [ids[2]] })),
+    )
+    .await
+    .unwrap();
+    same_pages(&store, &company, 1_000).await;
+    issues::update(&store, &board, &ids[2], patch(json!({ "labelIds": [] })))
+        .await
+        .unwrap();
+    issues::update(
+        &store,
+        &board,
+        &ids[3],
+        patch(json!({ "blockedByIssueIds": [] })),
+    )
+    .await
+    .unwrap();
+    same_pages(&store, &company, 1_000).await;
+
     // A page stops at the text budget (1 MiB) before its row limit.
     let long = "x".repeat(400 * 1024);
     for _ in 0..4 {
