@@ -192,6 +192,66 @@ impl<K: CliKind> Adapter for CliAdapter<K> {
     }
 }
 
+/// What the Kubernetes twins (`crate::k8s`) share with the local adapters:
+/// the same config, command line, stream parsing and judgement of the end.
+impl<K: CliKind> CliAdapter<K> {
+    pub(crate) fn cli(&self) -> &K {
+        &self.kind
+    }
+
+    pub(crate) fn parse_config(
+        &self,
+        config: &Value,
+    ) -> Result<(CliConfig, K::Extra), Vec<ConfigError>> {
+        self.parse(config)
+    }
+
+    /// A line-by-line parser of the CLI's stdout that reports transcript
+    /// items and usage to `sink` as they arrive; the shared parser is read
+    /// for the summary once the output is over.
+    pub(crate) fn tap(
+        &self,
+        cfg: &CliConfig,
+        sink: Arc<dyn RunSink>,
+    ) -> (Box<dyn process::Tap>, Arc<Mutex<Box<dyn StreamParser>>>) {
+        let parser = Arc::new(Mutex::new(self.kind.parser()));
+        let tap = ParseTap {
+            lines: Lines::default(),
+            parser: parser.clone(),
+            sink,
+            kind: self.kind.clone(),
+            config: cfg.clone(),
+            reported: None,
+        };
+        (Box::new(tap), parser)
+    }
+
+    /// The outcome of a CLI that exited with `code` (a remote process: no
+    /// local signal), judged exactly as a local run's.
+    pub(crate) fn settle(
+        &self,
+        cfg: &CliConfig,
+        code: Option<i32>,
+        stderr_tail: Option<String>,
+        parser: &Mutex<Box<dyn StreamParser>>,
+        resumed: bool,
+    ) -> Outcome {
+        use std::os::unix::process::ExitStatusExt;
+        let mut summary = parser.lock().unwrap().summary();
+        self.kind.complete(&mut summary, cfg);
+        // No exit code (the pod was gone) reads as killed, never as success.
+        let raw = code.map(|c| (c & 0xff) << 8).unwrap_or(9);
+        let exit = Exit {
+            status: std::process::ExitStatus::from_raw(raw),
+            stopped: None,
+            stderr_tail,
+        };
+        let mut out = self.outcome(cfg, Ok(exit), summary, resumed);
+        out.signal = None;
+        out
+    }
+}
+
 impl<K: CliKind> CliAdapter<K> {
     async fn run(&self, inv: Invocation, sink: Arc<dyn RunSink>) -> Outcome {
         let (cfg, extra) = match self.parse(&inv.config) {

@@ -1,0 +1,608 @@
+//! One run's Job against the API: the concurrency guard, creation, waiting
+//! for the pod, following its log while watching the Job, and cleanup.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::AsyncReadExt;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use kube::api::{DeleteParams, ListParams, LogParams, PostParams};
+use kube::{Api, Client};
+use tokio_util::sync::CancellationToken;
+
+use super::logs::{self, LineFilter, Timings, MAX_RECONNECTS};
+use super::selfpod::CALL_TIMEOUT;
+use super::spec::{self, Built, LABEL_RUN};
+use crate::process::Tap;
+use crate::{ErrorCode, Outcome, OutcomeStatus, Stream};
+
+pub(crate) struct JobRun {
+    pub client: Client,
+    pub namespace: String,
+    pub kind: &'static str,
+    pub container: &'static str,
+    pub agent_id: String,
+    pub run_id: String,
+    pub timings: Timings,
+    pub active: Arc<Mutex<HashSet<String>>>,
+    pub sink: Arc<dyn crate::RunSink>,
+    pub retain: bool,
+    /// `timeoutSec + graceSec`: the Job's own deadline plus time to report it.
+    pub deadline: Option<Duration>,
+}
+
+pub(crate) enum Ended {
+    /// Decided here (guard, scheduling, cancel, timeout, mismatch).
+    Outcome(Outcome),
+    /// The CLI ran to its end in the pod: judged like a local exit.
+    Exited {
+        code: Option<i32>,
+        stderr: Option<String>,
+    },
+}
+
+enum Completion {
+    Succeeded,
+    Failed {
+        deadline: bool,
+    },
+    /// Deleted (TTL, by hand) before a terminal state was read.
+    Gone,
+    TimedOut,
+    Cancelled,
+    /// Could not be read, and still not terminal after the bounded re-check.
+    Mismatch,
+}
+
+fn fail(code: ErrorCode, message: impl Into<String>) -> Ended {
+    Ended::Outcome(Outcome::failed(code, message))
+}
+
+async fn timed<T>(
+    f: impl std::future::Future<Output = Result<T, kube::Error>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(CALL_TIMEOUT, f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {}s", CALL_TIMEOUT.as_secs())),
+    }
+}
+
+fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.is_not_found())
+}
+
+pub(crate) fn terminal(job: &Job) -> Option<(bool, Option<String>)> {
+    let conditions = job.status.as_ref()?.conditions.as_ref()?;
+    // Only Complete/Failed: from 1.31 SuccessCriteriaMet/FailureTarget come
+    // first, while the pod may still be terminating.
+    conditions
+        .iter()
+        .find(|c| c.status == "True" && (c.type_ == "Complete" || c.type_ == "Failed"))
+        .map(|c| (c.type_ == "Complete", c.reason.clone()))
+}
+
+impl JobRun {
+    fn log(&self, stream: Stream, text: &str) {
+        self.sink.log(stream, &format!("[paperclip] {text}\n"));
+    }
+
+    fn jobs(&self) -> Api<Job> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    pub async fn drive(
+        &self,
+        built: Built,
+        mut tap: Box<dyn Tap>,
+        cancel: &CancellationToken,
+    ) -> Ended {
+        if let Err(ended) = self.guard().await {
+            return ended;
+        }
+        let name = built.name.clone();
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
+        if let Some(secret) = &built.prompt_secret {
+            if let Err(e) = timed(secrets.create(&PostParams::default(), secret)).await {
+                return fail(
+                    ErrorCode::K8sPromptSecretCreateFailed,
+                    format!("creating the prompt Secret {name}-prompt failed: {e}"),
+                );
+            }
+        }
+        self.active.lock().unwrap().insert(self.run_id.clone());
+        let ended = self.created(&built, &mut *tap, cancel).await;
+        self.active.lock().unwrap().remove(&self.run_id);
+        if built.prompt_secret.is_some() {
+            let _ =
+                timed(secrets.delete(&format!("{name}-prompt"), &DeleteParams::background())).await;
+        }
+        ended
+    }
+
+    /// One Job per agent. A live Job of another run this process does not
+    /// drive was left by a dead process and is removed; one of a run this
+    /// process drives blocks. Any failure to read the list refuses the run.
+    async fn guard(&self) -> Result<(), Ended> {
+        let selector = spec::agent_selector(self.kind, &self.agent_id);
+        let list = timed(self.jobs().list(&ListParams::default().labels(&selector)))
+            .await
+            .map_err(|e| {
+                self.log(
+                    Stream::Stderr,
+                    &format!("Concurrency guard failed: unable to list jobs: {e}"),
+                );
+                fail(
+                    ErrorCode::K8sConcurrencyGuardUnreachable,
+                    format!(
+                        "Concurrency guard unreachable: cannot list the agent's Jobs in namespace {} ({e}); no Job was started",
+                        self.namespace
+                    ),
+                )
+            })?;
+        let live: Vec<&Job> = list
+            .items
+            .iter()
+            .filter(|j| terminal(j).is_none())
+            .collect();
+        let run_of = |j: &Job| {
+            j.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(LABEL_RUN))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let name_of = |j: &Job| j.metadata.name.clone().unwrap_or_default();
+        let (blocking, orphans): (Vec<&Job>, Vec<&Job>) = {
+            let active = self.active.lock().unwrap();
+            let mine = spec::label_value(&self.run_id).unwrap_or_default();
+            live.into_iter()
+                .partition(|j| run_of(j) == mine || active.contains(&run_of(j)))
+        };
+        if !blocking.is_empty() {
+            let names: Vec<String> = blocking.iter().map(|j| name_of(j)).collect();
+            return Err(fail(
+                ErrorCode::K8sConcurrentRunBlocked,
+                format!(
+                    "Concurrent run blocked: Job {} is still running for this agent",
+                    names.join(", ")
+                ),
+            ));
+        }
+        if !orphans.is_empty() {
+            let names: Vec<String> = orphans.iter().map(|j| name_of(j)).collect();
+            self.log(
+                Stream::System,
+                &format!(
+                    "Cleaning up {} orphaned K8s Job(s) from previous run(s): {}",
+                    names.len(),
+                    names.join(", ")
+                ),
+            );
+            for n in names {
+                let _ = timed(self.jobs().delete(&n, &DeleteParams::background())).await;
+            }
+        }
+        Ok(())
+    }
+
+    async fn created(&self, built: &Built, tap: &mut dyn Tap, cancel: &CancellationToken) -> Ended {
+        let name = &built.name;
+        if let Err(e) = timed(self.jobs().create(&PostParams::default(), &built.job)).await {
+            return fail(
+                ErrorCode::K8sJobCreateFailed,
+                format!(
+                    "creating Job {name} in namespace {} failed: {e}",
+                    self.namespace
+                ),
+            );
+        }
+        let deadline = built
+            .job
+            .spec
+            .as_ref()
+            .and_then(|s| s.active_deadline_seconds)
+            .map(|d| format!("{d}s"))
+            .unwrap_or_else(|| "none".into());
+        self.log(
+            Stream::System,
+            &format!(
+                "Created K8s Job: {name} in namespace {} (deadline: {deadline})",
+                self.namespace
+            ),
+        );
+        self.sink.event(
+            "k8s.job.created",
+            "info",
+            &format!("Job {name} created"),
+            serde_json::json!({"job": name, "namespace": self.namespace}),
+        );
+        let pod = tokio::select! {
+            pod = self.wait_pod(name) => pod,
+            _ = cancel.cancelled() => Err(None),
+        };
+        let pod = match pod {
+            Ok(pod) => pod,
+            Err(why) => {
+                self.delete_job(name).await;
+                return match why {
+                    None => Ended::Outcome(cancelled()),
+                    Some(message) => fail(ErrorCode::K8sPodScheduleFailed, message),
+                };
+            }
+        };
+        self.log(Stream::System, &format!("Pod {pod} is running"));
+        let stop = CancellationToken::new();
+        let got_output = Arc::new(Mutex::new(false));
+        let (completion, ()) = tokio::join!(
+            async {
+                let c = self.completion(name, cancel).await;
+                stop.cancel();
+                c
+            },
+            self.follow(&pod, tap, &stop, got_output.clone()),
+        );
+        if matches!(completion, Completion::Cancelled) {
+            self.delete_job(name).await;
+            return Ended::Outcome(cancelled());
+        }
+        if !*got_output.lock().unwrap() {
+            self.log(
+                Stream::System,
+                "Log stream returned empty — reading pod logs directly...",
+            );
+            let params = LogParams {
+                container: Some(self.container.into()),
+                ..LogParams::default()
+            };
+            if let Ok(text) = timed(self.pods().logs(&pod, &params)).await {
+                self.sink.log(Stream::Stdout, &text);
+                tap.text(&text);
+            }
+        }
+        tap.end();
+        let code = self.exit_code(name).await;
+        match completion {
+            Completion::Mismatch => {
+                self.log(
+                    Stream::System,
+                    &format!(
+                        "Retaining job {name} (state mismatch — the run could not see its end)"
+                    ),
+                );
+                fail(
+                    ErrorCode::K8sJobStateMismatch,
+                    format!(
+                        "Job {name} did not complete cleanly (log stream ended before job reached terminal state); it is kept so no second Job starts beside it"
+                    ),
+                )
+            }
+            Completion::TimedOut | Completion::Failed { deadline: true } => {
+                self.cleanup(name).await;
+                let secs = self.deadline.map(|d| d.as_secs()).unwrap_or_default();
+                Ended::Outcome(Outcome {
+                    exit_code: code,
+                    ..Outcome::ended(
+                        OutcomeStatus::TimedOut,
+                        ErrorCode::Timeout,
+                        format!("Job {name} timed out (timeoutSec + graceSec = {secs}s)"),
+                    )
+                })
+            }
+            _ => {
+                self.cleanup(name).await;
+                Ended::Exited { code, stderr: None }
+            }
+        }
+    }
+
+    async fn cleanup(&self, name: &str) {
+        if self.retain {
+            self.log(
+                Stream::System,
+                &format!("Retaining job {name} for debugging (retainJobs=true)"),
+            );
+        } else {
+            self.delete_job(name).await;
+        }
+    }
+
+    async fn delete_job(&self, name: &str) {
+        match timed(self.jobs().delete(name, &DeleteParams::background())).await {
+            Ok(_) => {}
+            Err(e) if e.contains("404") || e.contains("not found") => {}
+            Err(e) => self.log(
+                Stream::Stderr,
+                &format!("Warning: failed to cleanup job {name}: {e}"),
+            ),
+        }
+    }
+
+    /// The pod of the Job once its CLI runs; `Err(Some(why))` when it never
+    /// will, with the cause and what to do.
+    async fn wait_pod(&self, job: &str) -> Result<String, Option<String>> {
+        let started = Instant::now();
+        let params = ListParams::default().labels(&format!("job-name={job}"));
+        let mut last = String::new();
+        loop {
+            if let Ok(list) = timed(self.pods().list(&params)).await {
+                if let Some(pod) = list.items.first() {
+                    let name = pod.metadata.name.clone().unwrap_or_default();
+                    match pod_state(pod, self.container) {
+                        PodState::Running => return Ok(name),
+                        PodState::Broken(why) => return Err(Some(why)),
+                        PodState::Waiting(now) => {
+                            if now != last {
+                                self.log(Stream::System, &format!("Pod {name}: {now}"));
+                                last = now;
+                            }
+                        }
+                    }
+                }
+            }
+            if started.elapsed() >= self.timings.pod_wait {
+                return Err(Some(format!(
+                    "Timed out waiting for pod to be scheduled ({}s); check the cluster's capacity and the Job's events (kubectl describe job {job})",
+                    self.timings.pod_wait.as_secs()
+                )));
+            }
+            tokio::time::sleep(self.timings.poll).await;
+        }
+    }
+
+    /// Polls the Job to a terminal state, logging a keepalive while it
+    /// runs. A read that fails is retried for `recheck` before the run gives
+    /// up on seeing the end.
+    async fn completion(&self, name: &str, cancel: &CancellationToken) -> Completion {
+        let started = Instant::now();
+        let mut last_keepalive = Instant::now();
+        let mut failing_since: Option<Instant> = None;
+        loop {
+            match tokio::time::timeout(CALL_TIMEOUT, self.jobs().get(name)).await {
+                Ok(Ok(job)) => {
+                    failing_since = None;
+                    match terminal(&job) {
+                        Some((true, _)) => return Completion::Succeeded,
+                        Some((false, reason)) => {
+                            return Completion::Failed {
+                                deadline: reason.as_deref() == Some("DeadlineExceeded"),
+                            }
+                        }
+                        None => {}
+                    }
+                }
+                Ok(Err(e)) if is_not_found(&e) => return Completion::Gone,
+                Ok(Err(e)) => {
+                    self.log(
+                        Stream::Stderr,
+                        &format!("transient error checking job status: {e}"),
+                    );
+                    failing_since.get_or_insert_with(Instant::now);
+                }
+                Err(_) => {
+                    failing_since.get_or_insert_with(Instant::now);
+                }
+            }
+            if failing_since.is_some_and(|t| t.elapsed() >= self.timings.recheck) {
+                return Completion::Mismatch;
+            }
+            if self.deadline.is_some_and(|d| started.elapsed() >= d) {
+                return Completion::TimedOut;
+            }
+            if last_keepalive.elapsed() >= self.timings.keepalive {
+                last_keepalive = Instant::now();
+                self.log(
+                    Stream::System,
+                    &format!(
+                        "keepalive — job {name} running ({}s)",
+                        started.elapsed().as_secs()
+                    ),
+                );
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(self.timings.poll) => {}
+                _ = cancel.cancelled() => return Completion::Cancelled,
+            }
+        }
+    }
+
+    /// Follows the main container's log until `stop` (the Job is terminal),
+    /// reconnecting up to [`MAX_RECONNECTS`] times.
+    async fn follow(
+        &self,
+        pod: &str,
+        tap: &mut dyn Tap,
+        stop: &CancellationToken,
+        got_output: Arc<Mutex<bool>>,
+    ) {
+        let mut filter = LineFilter::default();
+        let mut last_chunk = chrono::Utc::now().timestamp();
+        let mut attempt = 0u32;
+        loop {
+            if attempt >= MAX_RECONNECTS {
+                self.log(
+                    Stream::Stderr,
+                    &format!("Log stream: max reconnect attempts ({MAX_RECONNECTS}) reached — giving up."),
+                );
+                break;
+            }
+            let since = (attempt > 0)
+                .then(|| logs::since_seconds(chrono::Utc::now().timestamp(), last_chunk));
+            if attempt > 0 {
+                self.log(
+                    Stream::System,
+                    &format!("Log stream disconnected — reconnecting (attempt {attempt}/{MAX_RECONNECTS})..."),
+                );
+            }
+            let params = LogParams {
+                container: Some(self.container.into()),
+                follow: true,
+                timestamps: true,
+                since_seconds: since,
+                ..LogParams::default()
+            };
+            let mut emit = |lines: Vec<String>| {
+                for line in lines {
+                    let text = format!("{line}\n");
+                    self.sink.log(Stream::Stdout, &text);
+                    tap.text(&text);
+                    *got_output.lock().unwrap() = true;
+                }
+            };
+            let ended_cleanly = async {
+                let mut reader = match timed(self.pods().log_stream(pod, &params)).await {
+                    Ok(r) => Box::pin(r),
+                    Err(_) => return false,
+                };
+                let mut buf = vec![0u8; 16 * 1024];
+                loop {
+                    match reader.read(&mut buf).await {
+                        Ok(0) => return true,
+                        Ok(n) => {
+                            last_chunk = chrono::Utc::now().timestamp();
+                            emit(filter.push(&buf[..n]));
+                        }
+                        Err(_) => return false,
+                    }
+                }
+            };
+            // A stream the server keeps open after the Job ended is not
+            // waited on for more than the stop grace.
+            let clean = tokio::select! {
+                clean = ended_cleanly => clean,
+                _ = async {
+                    stop.cancelled().await;
+                    tokio::time::sleep(self.timings.stop_grace).await;
+                } => true,
+            };
+            if stop.is_cancelled() && clean {
+                break;
+            }
+            if !clean {
+                filter.disconnected();
+            }
+            attempt += 1;
+            tokio::select! {
+                _ = tokio::time::sleep(self.timings.reconnect_delay) => {}
+                _ = stop.cancelled() => {}
+            }
+            if stop.is_cancelled() && clean {
+                break;
+            }
+        }
+        if let Some(line) = filter.finish() {
+            let text = format!("{line}\n");
+            self.sink.log(Stream::Stdout, &text);
+            tap.text(&text);
+        }
+    }
+
+    async fn exit_code(&self, job: &str) -> Option<i32> {
+        let params = ListParams::default().labels(&format!("job-name={job}"));
+        let list = timed(self.pods().list(&params)).await.ok()?;
+        list.items.iter().find_map(|p| {
+            p.status
+                .as_ref()?
+                .container_statuses
+                .as_ref()?
+                .iter()
+                .find(|c| c.name == self.container)?
+                .state
+                .as_ref()?
+                .terminated
+                .as_ref()
+                .map(|t| t.exit_code)
+        })
+    }
+}
+
+fn cancelled() -> Outcome {
+    Outcome::ended(OutcomeStatus::Cancelled, ErrorCode::Cancelled, "cancelled")
+}
+
+#[derive(Debug, PartialEq)]
+pub(crate) enum PodState {
+    Running,
+    Waiting(String),
+    Broken(String),
+}
+
+/// Whether a Job's pod runs its CLI yet, or never will.
+pub(crate) fn pod_state(pod: &Pod, main: &str) -> PodState {
+    let Some(status) = &pod.status else {
+        return PodState::Waiting("no status yet".into());
+    };
+    for c in status.conditions.iter().flatten() {
+        if c.type_ == "PodScheduled"
+            && c.status == "False"
+            && c.reason.as_deref() == Some("Unschedulable")
+        {
+            return PodState::Broken(format!(
+                "Pod unschedulable: {}. Free capacity, or lower the Job's resources / change its nodeSelector and tolerations in the agent's config",
+                c.message.clone().unwrap_or_default()
+            ));
+        }
+    }
+    let init = status.init_container_statuses.clone().unwrap_or_default();
+    let main_statuses = status.container_statuses.clone().unwrap_or_default();
+    for c in init.iter().chain(main_statuses.iter()) {
+        let state = c.state.clone().unwrap_or_default();
+        if let Some(t) = &state.terminated {
+            if t.exit_code != 0 && init.iter().any(|i| i.name == c.name) {
+                return PodState::Broken(format!(
+                    "Init container \"{}\" failed with exit code {}: {}",
+                    c.name,
+                    t.exit_code,
+                    t.message.clone().or(t.reason.clone()).unwrap_or_default()
+                ));
+            }
+        }
+        if let Some(w) = &state.waiting {
+            let reason = w.reason.clone().unwrap_or_default();
+            if ["ErrImagePull", "ImagePullBackOff", "InvalidImageName"].contains(&reason.as_str()) {
+                return PodState::Broken(format!(
+                    "Image pull failed for container \"{}\" ({}): {}. Check adapterConfig.image and that the namespace's imagePullSecrets can read it",
+                    c.name,
+                    reason,
+                    w.message.clone().unwrap_or_default()
+                ));
+            }
+            if reason == "CrashLoopBackOff" || reason == "CreateContainerConfigError" {
+                return PodState::Broken(format!(
+                    "Container \"{}\" cannot start ({}): {}",
+                    c.name,
+                    reason,
+                    w.message.clone().unwrap_or_default()
+                ));
+            }
+        }
+    }
+    let phase = status.phase.clone().unwrap_or_default();
+    if ["Running", "Succeeded", "Failed"].contains(&phase.as_str()) {
+        return PodState::Running;
+    }
+    let inits_done = init.iter().all(|i| {
+        i.state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref())
+            .is_some_and(|t| t.exit_code == 0)
+    });
+    let main_running = main_statuses
+        .iter()
+        .any(|c| c.name == main && c.state.as_ref().is_some_and(|s| s.running.is_some()));
+    if inits_done && main_running {
+        return PodState::Running;
+    }
+    PodState::Waiting(if phase.is_empty() {
+        "Pending".into()
+    } else {
+        phase
+    })
+}
