@@ -192,6 +192,8 @@ impl<K: CliKind> Adapter for CliAdapter<K> {
     }
 }
 
+pub(crate) type SharedParser = Arc<Mutex<Box<dyn StreamParser>>>;
+
 /// What the Kubernetes twins (`crate::k8s`) share with the local adapters:
 /// the same config, command line, stream parsing and judgement of the end.
 impl<K: CliKind> CliAdapter<K> {
@@ -213,7 +215,7 @@ impl<K: CliKind> CliAdapter<K> {
         &self,
         cfg: &CliConfig,
         sink: Arc<dyn RunSink>,
-    ) -> (Box<dyn process::Tap>, Arc<Mutex<Box<dyn StreamParser>>>) {
+    ) -> (Box<dyn process::Tap>, SharedParser) {
         let parser = Arc::new(Mutex::new(self.kind.parser()));
         let tap = ParseTap {
             lines: Lines::default(),

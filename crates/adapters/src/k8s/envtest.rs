@@ -15,6 +15,8 @@ use crate::environment::{config_checks, Check, Level, Report};
 
 /// Every (verb, group, resource) a run or this test calls, with its check
 /// code. `deploy/` grants exactly these; a test holds the two equal.
+/// Creating SelfSubjectAccessReviews is not listed: every authenticated
+/// account may (the default `system:basic-user` binding).
 pub const RBAC: &[(&str, &str, &str, &str)] = &[
     ("create", "batch", "jobs", "k8s_rbac_job_create"),
     ("get", "batch", "jobs", "k8s_rbac_job_get"),

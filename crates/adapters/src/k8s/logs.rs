@@ -117,10 +117,11 @@ impl LineFilter {
             }
             None => {
                 let t = raw.trim();
-                if t.starts_with('{') && serde_json::from_str::<serde_json::Value>(t).is_ok() {
-                    if !self.seen_json.insert(t.to_string()) {
-                        return None;
-                    }
+                if t.starts_with('{')
+                    && serde_json::from_str::<serde_json::Value>(t).is_ok()
+                    && !self.seen_json.insert(t.to_string())
+                {
+                    return None;
                 }
                 Some(raw.to_string())
             }

@@ -33,6 +33,7 @@ use crate::{
     Adapter, BoxFuture, Capabilities, ConfigError, ErrorCode, Invocation, Outcome, RunLimits,
     RunSink, Stream,
 };
+pub use envtest::RBAC;
 use logs::Timings;
 use selfpod::Cluster;
 
@@ -125,9 +126,15 @@ impl<K: CliKind> K8sAdapter<K> {
             .skills_dir
             .as_deref()
             .filter(|_| std::fs::create_dir_all(&scratch).is_ok());
+        // The agent's workspace when it is on the shared volume (a control
+        // plane in the cluster), else the volume's root.
         let cwd = cli
             .cwd
             .clone()
+            .or_else(|| {
+                (pod.pvc_claim.is_some() && inv.default_cwd.starts_with(spec::SHARED_MOUNT))
+                    .then(|| inv.default_cwd.clone())
+            })
             .map(|c| c.display().to_string())
             .unwrap_or_else(|| spec::SHARED_MOUNT.to_string());
         let run = RunSpec {
