@@ -27,6 +27,7 @@ fn claude_lines() -> Vec<String> {
 
 struct Setup {
     s: TestServer,
+    env: Vec<(String, String)>,
     k8s: FakeK8s,
     cid: String,
     aid: String,
@@ -40,13 +41,16 @@ async fn setup(script: Script, config: Value) -> Setup {
     let dir = std::env::temp_dir().join(format!("paperclip-k8s-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let kubeconfig = k8s.kubeconfig(&dir);
-    let s = TestServer::start_env(&[
+    let env: Vec<(String, String)> = [
         ("KUBECONFIG", kubeconfig.to_str().unwrap()),
         ("HOSTNAME", fake::SELF_POD),
         ("PAPERCLIP_NAMESPACE", fake::NAMESPACE),
         ("SERVER_ONLY_SECRET", "must-not-reach-a-job"),
-    ])
-    .await;
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let s = TestServer::start_env(&pairs(&env)).await;
     let company = s.company("Acme").await;
     let cid = company["id"].as_str().unwrap().to_string();
     let agent = s
@@ -57,7 +61,17 @@ async fn setup(script: Script, config: Value) -> Setup {
         )
         .await;
     let aid = agent["id"].as_str().unwrap().to_string();
-    Setup { s, k8s, cid, aid }
+    Setup {
+        s,
+        env,
+        k8s,
+        cid,
+        aid,
+    }
+}
+
+fn pairs(env: &[(String, String)]) -> Vec<(&str, &str)> {
+    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
 }
 
 impl Setup {
@@ -125,6 +139,7 @@ async fn a_claude_k8s_run_is_a_job_with_transcript_usage_and_cleanup() {
             lines: claude_lines(),
             exit_code: 0,
             hold: false,
+            after_release: vec![],
         },
         json!({"env": {"AGENT_SETTING": "from-config"}, "model": "claude-sonnet-4-5"}),
     )
@@ -333,6 +348,7 @@ async fn cancel_deletes_the_job() {
             lines: claude_lines()[..1].to_vec(),
             exit_code: 0,
             hold: true,
+            after_release: vec![],
         },
         json!({}),
     )
@@ -371,6 +387,7 @@ async fn an_unreachable_api_fails_closed() {
             lines: claude_lines(),
             exit_code: 0,
             hold: false,
+            after_release: vec![],
         },
         json!({}),
     )
@@ -437,6 +454,7 @@ async fn an_image_pull_failure_is_a_clear_run_error() {
             lines: claude_lines(),
             exit_code: 0,
             hold: false,
+            after_release: vec![],
         },
         json!({}),
     )
@@ -490,5 +508,69 @@ async fn the_environment_test_checks_rbac_and_the_shared_volume() {
     assert_eq!(check("k8s_pvc_rwx").unwrap()["level"], "info", "{report}");
     assert!(check("k8s_api_reachable").is_some());
     let reviews = t.calls("POST", "selfsubjectaccessreviews");
-    assert_eq!(reviews.len(), 10);
+    assert_eq!(reviews.len(), 11);
+}
+
+/// A control plane that dies while a Job runs: on restart its run is
+/// settled as lost (`control_plane_restart`) and the task's continuation
+/// reattaches to the still-running Job, reads its whole log and finishes
+/// with its result; no second Job is created.
+#[tokio::test]
+async fn a_restarted_control_plane_reattaches_to_the_running_job() {
+    let lines = claude_lines();
+    let t = setup(
+        Script {
+            lines: lines[..2].to_vec(),
+            exit_code: 0,
+            hold: true,
+            after_release: lines[2..].to_vec(),
+        },
+        json!({}),
+    )
+    .await;
+    t.assign("Survive a restart").await;
+    until(30, "the Job's pod to run", async || {
+        (t.k8s.running_pods() == 1).then_some(())
+    })
+    .await;
+    let followed = t.calls("GET", "/log").len();
+    let Setup {
+        s,
+        env,
+        k8s,
+        cid,
+        aid,
+    } = t;
+    let s = common::restart_keeping_data_env(s, &pairs(&env)).await;
+    let t = Setup {
+        s,
+        env,
+        k8s,
+        cid,
+        aid,
+    };
+    until(30, "the continuation to follow the Job", async || {
+        (t.calls("GET", "/log").len() > followed).then_some(())
+    })
+    .await;
+    t.k8s.release();
+    let runs = t.ended_runs(2).await;
+    assert_eq!(runs[0]["errorCode"], "control_plane_restart", "{}", runs[0]);
+    assert_eq!(runs[1]["status"], "succeeded", "{}", runs[1]);
+    assert_eq!(
+        t.calls("POST", "/jobs").len(),
+        1,
+        "a second Job was created"
+    );
+    let run_id = runs[1]["id"].as_str().unwrap();
+    let log =
+        t.s.ok_get(&format!(
+            "/api/heartbeat-runs/{run_id}/log?limitBytes=4194304"
+        ))
+        .await;
+    let log = log["content"].as_str().unwrap();
+    assert!(log.contains("Reattaching to orphaned Job"), "{log}");
+    assert_eq!(log.matches("msg_1").count(), 1, "{log}");
+    assert_eq!(runs[1]["usageJson"]["outputTokens"], 20, "{}", runs[1]);
+    assert!(t.k8s.job_names().is_empty());
 }

@@ -32,6 +32,9 @@ pub struct K8sConfig {
     pub labels: BTreeMap<String, String>,
     pub ttl_seconds: i64,
     pub retain_jobs: bool,
+    /// A live Job of the same task left by a restarted control plane is
+    /// followed to its end instead of deleted and started again.
+    pub reattach: bool,
     /// More variable names of the control plane's container a Job inherits.
     pub inherit_env: Vec<String>,
     /// Copy the control plane's `envFrom` whole: off by default, because a
@@ -81,6 +84,7 @@ pub fn parse(config: &Value) -> Result<K8sConfig, Vec<ConfigError>> {
     };
     let ttl_seconds = f.non_negative("ttlSecondsAfterFinished", 300.0) as i64;
     let retain_jobs = f.bool("retainJobs", false);
+    let reattach = f.bool("reattachOrphanedJobs", true);
     let inherit_env = f.string_list("inheritEnv");
     let inherit_env_from = f.bool("inheritEnvFrom", false);
     let init_image = non_empty(f.string("initImage")).unwrap_or_else(|| "busybox:1.36".into());
@@ -96,6 +100,7 @@ pub fn parse(config: &Value) -> Result<K8sConfig, Vec<ConfigError>> {
         labels,
         ttl_seconds,
         retain_jobs,
+        reattach,
         inherit_env,
         inherit_env_from,
         init_image,

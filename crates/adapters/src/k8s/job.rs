@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::logs::{self, LineFilter, Timings, MAX_RECONNECTS};
 use super::selfpod::CALL_TIMEOUT;
-use super::spec::{self, Built, LABEL_RUN};
+use super::spec::{self, Built, LABEL_RUN, LABEL_TASK};
 use crate::process::Tap;
 use crate::{ErrorCode, Outcome, OutcomeStatus, Stream};
 
@@ -29,6 +29,8 @@ pub(crate) struct JobRun {
     pub active: Arc<Mutex<HashSet<String>>>,
     pub sink: Arc<dyn crate::RunSink>,
     pub retain: bool,
+    pub reattach: bool,
+    pub task_id: Option<String>,
     /// `timeoutSec + graceSec`: the Job's own deadline plus time to report it.
     pub deadline: Option<Duration>,
 }
@@ -103,23 +105,33 @@ impl JobRun {
         mut tap: Box<dyn Tap>,
         cancel: &CancellationToken,
     ) -> Ended {
-        if let Err(ended) = self.guard().await {
-            return ended;
-        }
-        let name = built.name.clone();
+        let reattach = match self.guard().await {
+            Ok(reattach) => reattach,
+            Err(ended) => return ended,
+        };
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
-        if let Some(secret) = &built.prompt_secret {
-            if let Err(e) = timed(secrets.create(&PostParams::default(), secret)).await {
-                return fail(
-                    ErrorCode::K8sPromptSecretCreateFailed,
-                    format!("creating the prompt Secret {name}-prompt failed: {e}"),
-                );
+        let name = reattach.clone().unwrap_or(built.name.clone());
+        match &reattach {
+            Some(job) => self.log(
+                Stream::System,
+                &format!("Reattaching to orphaned Job {job}: a previous control plane started it for this task"),
+            ),
+            None => {
+                if let Some(secret) = &built.prompt_secret {
+                    if let Err(e) = timed(secrets.create(&PostParams::default(), secret)).await {
+                        return fail(
+                            ErrorCode::K8sPromptSecretCreateFailed,
+                            format!("creating the prompt Secret {name}-prompt failed: {e}"),
+                        );
+                    }
+                }
             }
         }
         self.active.lock().unwrap().insert(self.run_id.clone());
-        let ended = self.created(&built, &mut *tap, cancel).await;
+        let job = reattach.is_none().then_some(&built.job);
+        let ended = self.created(&name, job, &mut *tap, cancel).await;
         self.active.lock().unwrap().remove(&self.run_id);
-        if built.prompt_secret.is_some() {
+        if built.prompt_secret.is_some() || reattach.is_some() {
             let _ =
                 timed(secrets.delete(&format!("{name}-prompt"), &DeleteParams::background())).await;
         }
@@ -129,7 +141,8 @@ impl JobRun {
     /// One Job per agent. A live Job of another run this process does not
     /// drive was left by a dead process and is removed; one of a run this
     /// process drives blocks. Any failure to read the list refuses the run.
-    async fn guard(&self) -> Result<(), Ended> {
+    /// Returns the Job to reattach to, if a dead run left one for this task.
+    async fn guard(&self) -> Result<Option<String>, Ended> {
         let selector = spec::agent_selector(self.kind, &self.agent_id);
         let list = timed(self.jobs().list(&ListParams::default().labels(&selector)))
             .await
@@ -176,6 +189,19 @@ impl JobRun {
                 ),
             ));
         }
+        let task = self.task_id.as_deref().and_then(spec::label_value);
+        let same_task = |j: &Job| {
+            task.is_some()
+                && j.metadata.labels.as_ref().and_then(|l| l.get(LABEL_TASK)) == task.as_ref()
+        };
+        let adopted = orphans
+            .iter()
+            .find(|j| self.reattach && same_task(j))
+            .map(|j| name_of(j));
+        let orphans: Vec<&Job> = orphans
+            .into_iter()
+            .filter(|j| Some(name_of(j)) != adopted)
+            .collect();
         if !orphans.is_empty() {
             let names: Vec<String> = orphans.iter().map(|j| name_of(j)).collect();
             self.log(
@@ -190,39 +216,51 @@ impl JobRun {
                 let _ = timed(self.jobs().delete(&n, &DeleteParams::background())).await;
             }
         }
-        Ok(())
+        Ok(adopted)
     }
 
-    async fn created(&self, built: &Built, tap: &mut dyn Tap, cancel: &CancellationToken) -> Ended {
-        let name = &built.name;
-        if let Err(e) = timed(self.jobs().create(&PostParams::default(), &built.job)).await {
-            return fail(
-                ErrorCode::K8sJobCreateFailed,
-                format!(
-                    "creating Job {name} in namespace {} failed: {e}",
+    /// Creates `job` (unless reattaching to `name`) and drives it to its end.
+    async fn created(
+        &self,
+        name: &str,
+        job: Option<&Job>,
+        tap: &mut dyn Tap,
+        cancel: &CancellationToken,
+    ) -> Ended {
+        if let Some(job) = job {
+            if let Err(e) = timed(self.jobs().create(&PostParams::default(), job)).await {
+                return fail(
+                    ErrorCode::K8sJobCreateFailed,
+                    format!(
+                        "creating Job {name} in namespace {} failed: {e}",
+                        self.namespace
+                    ),
+                );
+            }
+            let deadline = job
+                .spec
+                .as_ref()
+                .and_then(|s| s.active_deadline_seconds)
+                .map(|d| format!("{d}s"))
+                .unwrap_or_else(|| "none".into());
+            self.log(
+                Stream::System,
+                &format!(
+                    "Created K8s Job: {name} in namespace {} (deadline: {deadline})",
                     self.namespace
                 ),
             );
         }
-        let deadline = built
-            .job
-            .spec
-            .as_ref()
-            .and_then(|s| s.active_deadline_seconds)
-            .map(|d| format!("{d}s"))
-            .unwrap_or_else(|| "none".into());
-        self.log(
-            Stream::System,
-            &format!(
-                "Created K8s Job: {name} in namespace {} (deadline: {deadline})",
-                self.namespace
-            ),
-        );
+        let how = if job.is_some() {
+            "created"
+        } else {
+            "reattached"
+        };
         self.sink.event(
-            "k8s.job.created",
+            "k8s.job",
             "info",
-            &format!("Job {name} created"),
-            serde_json::json!({"job": name, "namespace": self.namespace}),
+            &format!("Job {name} {how}"),
+            serde_json::json!({"job": name, "namespace": self.namespace, "reattached": job.is_none()}),
         );
         let pod = tokio::select! {
             pod = self.wait_pod(name) => pod,

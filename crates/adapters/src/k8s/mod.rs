@@ -168,6 +168,7 @@ impl<K: CliKind> K8sAdapter<K> {
             agent_id: &inv.agent_id,
             run_id: &inv.run_id,
             company_id: &inv.company_id,
+            task_id: inv.env.get("PAPERCLIP_TASK_ID").map(String::as_str),
             namespace: &namespace,
             image: &image,
             config: &kcfg,
@@ -199,6 +200,8 @@ impl<K: CliKind> K8sAdapter<K> {
             active: self.active.clone(),
             sink: sink.clone(),
             retain: kcfg.retain_jobs,
+            reattach: kcfg.reattach,
+            task_id: inv.env.get("PAPERCLIP_TASK_ID").cloned(),
             deadline: cli.timeout.map(|t| t + cli.grace),
         };
         let (tap, parser) = self.cli.tap(&cli, sink.clone());

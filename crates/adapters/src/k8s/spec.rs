@@ -26,6 +26,9 @@ pub const LABEL_AGENT: &str = "paperclip.io/agent-id";
 pub const LABEL_RUN: &str = "paperclip.io/run-id";
 pub const LABEL_COMPANY: &str = "paperclip.io/company-id";
 pub const LABEL_ADAPTER: &str = "paperclip.io/adapter-type";
+/// The task a Job works on: a restarted control plane's continuation of that
+/// task reattaches to the Job instead of starting another.
+pub const LABEL_TASK: &str = "paperclip.io/task-id";
 
 /// Variables of the control plane's own container a Job may inherit (as a
 /// literal or as the same `valueFrom` reference): locale, proxies, CA
@@ -142,6 +145,7 @@ pub struct JobInput<'a> {
     pub agent_id: &'a str,
     pub run_id: &'a str,
     pub company_id: &'a str,
+    pub task_id: Option<&'a str>,
     pub namespace: &'a str,
     pub image: &'a str,
     pub config: &'a K8sConfig,
@@ -172,6 +176,9 @@ pub fn build(input: &JobInput<'_>) -> Result<Built, serde_json::Error> {
         input.run_id,
         input.company_id,
     );
+    if let Some(task) = input.task_id.and_then(label_value) {
+        labels.insert(LABEL_TASK.to_string(), task);
+    }
     // A user label may add, never override what the guard and cleanup
     // select Jobs by.
     for (k, v) in &cfg.labels {

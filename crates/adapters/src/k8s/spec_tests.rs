@@ -41,6 +41,7 @@ fn job_json(config: Value, prompt: &str, env: &[(&str, &str)]) -> (Value, Option
         agent_id: "agent-1",
         run_id: "run-1",
         company_id: "co-1",
+        task_id: Some("task-1"),
         namespace: "paperclip",
         image: "ghcr.io/x/paperclip:1",
         config: &cfg,
@@ -105,6 +106,7 @@ fn the_job_carries_the_contract_labels_security_and_resources() {
     assert_eq!(labels["paperclip.io/company-id"], "co-1");
     assert_eq!(labels["paperclip.io/adapter-type"], "claude_k8s");
     assert_eq!(labels["team"], "a");
+    assert_eq!(labels["paperclip.io/task-id"], "task-1");
     let spec = &job["spec"];
     assert_eq!(spec["backoffLimit"], 0);
     assert_eq!(spec["ttlSecondsAfterFinished"], 300);

@@ -37,8 +37,10 @@ pub struct Recorded {
 pub struct Script {
     pub lines: Vec<String>,
     pub exit_code: i32,
-    /// Keep running after the lines until the Job is deleted.
+    /// Keep running after `lines` until [`FakeK8s::release`] (then print
+    /// `after_release` and exit) or until the Job is deleted.
     pub hold: bool,
+    pub after_release: Vec<String>,
 }
 
 #[derive(Default)]
@@ -69,6 +71,7 @@ struct Inner {
     requests: Vec<Recorded>,
     follows: usize,
     script: Script,
+    released: bool,
     faults: Faults,
     next_id: u64,
 }
@@ -174,6 +177,11 @@ impl FakeK8s {
         self.inner.lock().unwrap().script = script;
     }
 
+    /// Lets held pods go on to their end.
+    pub fn release(&self) {
+        self.edit(|i| i.released = true);
+    }
+
     pub fn faults(&self, f: impl FnOnce(&mut Faults)) {
         f(&mut self.inner.lock().unwrap().faults);
     }
@@ -236,21 +244,27 @@ impl FakeK8s {
                 *j = serde_json::from_value(v).unwrap();
             }
         });
-        for line in &script.lines {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            let alive = self.edit(|i| match i.logs.get_mut(&pod) {
-                Some(log) if !log.finished => {
-                    log.lines.push((Utc::now(), line.clone()));
-                    true
-                }
-                _ => false,
-            });
-            if !alive {
-                return;
-            }
+        if !self.print(&pod, &script.lines).await {
+            return;
         }
         if script.hold {
-            return; // until the Job is deleted
+            loop {
+                let notified = self.changed.notified();
+                let (released, alive) = {
+                    let i = self.inner.lock().unwrap();
+                    (i.released, i.logs.get(&pod).is_some_and(|l| !l.finished))
+                };
+                if !alive {
+                    return;
+                }
+                if released {
+                    break;
+                }
+                let _ = tokio::time::timeout(Duration::from_millis(200), notified).await;
+            }
+            if !self.print(&pod, &script.after_release).await {
+                return;
+            }
         }
         tokio::time::sleep(step).await;
         let code = script.exit_code;
@@ -295,6 +309,24 @@ impl FakeK8s {
                 }
             });
         }
+    }
+
+    /// Appends `lines` to the pod's log; `false` once the pod is gone.
+    async fn print(&self, pod: &str, lines: &[String]) -> bool {
+        for line in lines {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let alive = self.edit(|i| match i.logs.get_mut(pod) {
+                Some(log) if !log.finished => {
+                    log.lines.push((Utc::now(), line.clone()));
+                    true
+                }
+                _ => false,
+            });
+            if !alive {
+                return false;
+            }
+        }
+        true
     }
 
     fn set_pod(&self, name: &str, f: impl FnOnce(&mut Value)) {
