@@ -58,6 +58,12 @@ impl<K: CliKind> K8sAdapter<K> {
         }
     }
 
+    /// Other poll intervals and bounds (tests run them in milliseconds).
+    pub fn with_timings(mut self, timings: Timings) -> K8sAdapter<K> {
+        self.timings = timings;
+        self
+    }
+
     /// The main container's name: the CLI's.
     fn container(&self) -> &'static str {
         if self.kind == "opencode_k8s" {

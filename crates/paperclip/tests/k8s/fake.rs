@@ -49,6 +49,12 @@ pub struct Faults {
     pub list_jobs: Option<u16>,
     /// The main container's image cannot be pulled.
     pub image_pull: bool,
+    /// No node can take the pod.
+    pub unschedulable: bool,
+    /// Status code answered to every read of a Job.
+    pub get_job: Option<u16>,
+    /// Every follow stream breaks (not only the first).
+    pub drop_every_follow: bool,
     /// The first follow stream breaks after this many lines, in the middle
     /// of the next one.
     pub drop_log_after: Option<usize>,
@@ -214,7 +220,15 @@ impl FakeK8s {
         let step = Duration::from_millis(40);
         let script = self.inner.lock().unwrap().script.clone();
         let image_pull = self.inner.lock().unwrap().faults.image_pull;
+        let unschedulable = self.inner.lock().unwrap().faults.unschedulable;
         tokio::time::sleep(step).await;
+        if unschedulable {
+            self.set_pod(&pod, |p| {
+                p["status"]["conditions"] = json!([{"type": "PodScheduled", "status": "False",
+                    "reason": "Unschedulable", "message": "0/3 nodes are available: 3 Insufficient cpu."}]);
+            });
+            return;
+        }
         self.set_pod(&pod, |p| {
             p["status"]["initContainerStatuses"] = json!([{"name": "write-prompt", "ready": false, "restartCount": 0,
                 "image": "busybox:1.36", "imageID": "",
@@ -425,7 +439,7 @@ async fn pod_log(
         }
         (
             started,
-            follow && inner.follows == 1,
+            follow && (inner.follows == 1 || inner.faults.drop_every_follow),
             inner.faults.drop_log_after,
         )
     };
@@ -612,6 +626,9 @@ async fn get_job(
     State(fake): State<FakeK8s>,
     Path((_ns, name)): Path<(String, String)>,
 ) -> Response {
+    if let Some(code) = fake.inner.lock().unwrap().faults.get_job {
+        return status(code, "InternalError", "etcdserver: leader changed".into());
+    }
     match fake.inner.lock().unwrap().jobs.get(&name) {
         Some(j) => Json(j.clone()).into_response(),
         None => not_found("jobs.batch", &name),
