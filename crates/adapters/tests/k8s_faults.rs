@@ -3,7 +3,7 @@
 //! Job whose state cannot be read, an unschedulable pod, a prompt too large
 //! for an env var, a failed CLI, a log stream that never holds.
 
-#[path = "../../paperclip/tests/k8s/fake.rs"]
+#[path = "../../paperclip/tests/k8s/fake/mod.rs"]
 #[allow(dead_code)]
 mod fake;
 

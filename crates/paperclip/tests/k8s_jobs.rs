@@ -3,7 +3,7 @@
 //! a script of Claude Code's stream-json output.
 
 mod common;
-#[path = "k8s/fake.rs"]
+#[path = "k8s/fake/mod.rs"]
 mod fake;
 
 use common::{until, TestServer};

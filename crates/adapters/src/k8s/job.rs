@@ -13,6 +13,7 @@ use kube::{Api, Client};
 use tokio_util::sync::CancellationToken;
 
 use super::logs::{self, LineFilter, Timings, MAX_RECONNECTS};
+use super::pod::{pod_state, PodState};
 use super::selfpod::CALL_TIMEOUT;
 use super::spec::{self, Built, LABEL_RUN, LABEL_TASK};
 use crate::process::Tap;
@@ -563,84 +564,4 @@ impl JobRun {
 
 fn cancelled() -> Outcome {
     Outcome::ended(OutcomeStatus::Cancelled, ErrorCode::Cancelled, "cancelled")
-}
-
-#[derive(Debug, PartialEq)]
-pub(crate) enum PodState {
-    Running,
-    Waiting(String),
-    Broken(String),
-}
-
-/// Whether a Job's pod runs its CLI yet, or never will.
-pub(crate) fn pod_state(pod: &Pod, main: &str) -> PodState {
-    let Some(status) = &pod.status else {
-        return PodState::Waiting("no status yet".into());
-    };
-    for c in status.conditions.iter().flatten() {
-        if c.type_ == "PodScheduled"
-            && c.status == "False"
-            && c.reason.as_deref() == Some("Unschedulable")
-        {
-            return PodState::Broken(format!(
-                "Pod unschedulable: {}. Free capacity, or lower the Job's resources / change its nodeSelector and tolerations in the agent's config",
-                c.message.clone().unwrap_or_default()
-            ));
-        }
-    }
-    let init = status.init_container_statuses.clone().unwrap_or_default();
-    let main_statuses = status.container_statuses.clone().unwrap_or_default();
-    for c in init.iter().chain(main_statuses.iter()) {
-        let state = c.state.clone().unwrap_or_default();
-        if let Some(t) = &state.terminated {
-            if t.exit_code != 0 && init.iter().any(|i| i.name == c.name) {
-                return PodState::Broken(format!(
-                    "Init container \"{}\" failed with exit code {}: {}",
-                    c.name,
-                    t.exit_code,
-                    t.message.clone().or(t.reason.clone()).unwrap_or_default()
-                ));
-            }
-        }
-        if let Some(w) = &state.waiting {
-            let reason = w.reason.clone().unwrap_or_default();
-            if ["ErrImagePull", "ImagePullBackOff", "InvalidImageName"].contains(&reason.as_str()) {
-                return PodState::Broken(format!(
-                    "Image pull failed for container \"{}\" ({}): {}. Check adapterConfig.image and that the namespace's imagePullSecrets can read it",
-                    c.name,
-                    reason,
-                    w.message.clone().unwrap_or_default()
-                ));
-            }
-            if reason == "CrashLoopBackOff" || reason == "CreateContainerConfigError" {
-                return PodState::Broken(format!(
-                    "Container \"{}\" cannot start ({}): {}",
-                    c.name,
-                    reason,
-                    w.message.clone().unwrap_or_default()
-                ));
-            }
-        }
-    }
-    let phase = status.phase.clone().unwrap_or_default();
-    if ["Running", "Succeeded", "Failed"].contains(&phase.as_str()) {
-        return PodState::Running;
-    }
-    let inits_done = init.iter().all(|i| {
-        i.state
-            .as_ref()
-            .and_then(|s| s.terminated.as_ref())
-            .is_some_and(|t| t.exit_code == 0)
-    });
-    let main_running = main_statuses
-        .iter()
-        .any(|c| c.name == main && c.state.as_ref().is_some_and(|s| s.running.is_some()));
-    if inits_done && main_running {
-        return PodState::Running;
-    }
-    PodState::Waiting(if phase.is_empty() {
-        "Pending".into()
-    } else {
-        phase
-    })
 }

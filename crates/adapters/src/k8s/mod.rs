@@ -16,6 +16,7 @@ pub mod config;
 mod envtest;
 mod job;
 pub mod logs;
+mod pod;
 pub mod selfpod;
 pub mod spec;
 
