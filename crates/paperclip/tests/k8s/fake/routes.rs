@@ -114,7 +114,8 @@ pub(super) async fn pod_log(
         }
     };
     let keep = move |ts: &DateTime<Utc>| since.is_none_or(|s| *ts >= s);
-    if !q.get("follow").is_some_and(|f| f == "true") {
+    let follow = q.get("follow").is_some_and(|f| f == "true");
+    if !follow {
         let inner = fake.inner.lock().unwrap();
         let text: String = inner.logs[&name]
             .lines
