@@ -2,12 +2,16 @@
 //! fake Kubernetes API server (`k8s/fake.rs`) that runs each Job's pod from
 //! a script of Claude Code's stream-json output.
 
+#[path = "coding_agents/clis.rs"]
+#[allow(dead_code)]
+mod clis;
 mod common;
 #[path = "k8s/fake/mod.rs"]
 mod fake;
 
 use common::{until, TestServer};
-use fake::{FakeK8s, Recorded, Script, API_URL_IN_CLUSTER};
+use fake::{FakeK8s, LocalKubelet, Recorded, Script, API_URL_IN_CLUSTER};
+use paperclip_scripted_provider::{ScriptedProvider, Turn};
 use serde_json::{json, Value};
 
 const SESSION: &str = "sess-k8s-1";
@@ -572,5 +576,75 @@ async fn a_restarted_control_plane_reattaches_to_the_running_job() {
     assert!(log.contains("Reattaching to orphaned Job"), "{log}");
     assert_eq!(log.matches("msg_1").count(), 1, "{log}");
     assert_eq!(runs[1]["usageJson"]["outputTokens"], 20, "{}", runs[1]);
+    assert!(t.k8s.job_names().is_empty());
+}
+
+/// The pod's container is the real `claude` CLI (run by the fake as a local
+/// process with the Job's command line and env) against the scripted
+/// provider: the Job checks out the task, comments and marks it done through
+/// our API with the run's key, and its usage is recorded. Skipped when the
+/// CLI is not installed (required in CI).
+#[tokio::test]
+async fn a_job_running_the_real_claude_cli_works_the_task_through_the_api() {
+    let Some(cli) = clis::Cli::find("claude_local") else {
+        return;
+    };
+    let auth = r#"-H "Authorization: Bearer $PAPERCLIP_API_KEY" -H "X-Paperclip-Run-Id: $PAPERCLIP_RUN_ID" -H 'Content-Type: application/json'"#;
+    let api = r#""$PAPERCLIP_API_URL/api/issues/$PAPERCLIP_TASK_ID"#;
+    let provider = ScriptedProvider::start(vec![
+        Turn::Bash {
+            command: format!(
+                r#"curl -sSf -X POST {api}/checkout" {auth} -d "{{\"agentId\":\"$PAPERCLIP_AGENT_ID\",\"expectedStatuses\":[\"todo\"]}}""#
+            ),
+        },
+        Turn::Bash {
+            command: format!(
+                r#"curl -sSf -X POST {api}/comments" {auth} -d '{{"body":"Implemented in a Job."}}'"#
+            ),
+        },
+        Turn::Bash {
+            command: format!(r#"curl -sSf -X PATCH {api}" {auth} -d '{{"status":"done"}}'"#),
+        },
+        Turn::Answer {
+            text: "Finished the task and marked it done.".into(),
+        },
+    ])
+    .await;
+    let t = setup(Script::default(), cli.config(&provider)).await;
+    t.k8s.set_api_url(&t.s.base);
+    t.k8s.run_locally(LocalKubelet {
+        home: cli.home.clone(),
+        workdir: cli.home.join("work"),
+    });
+    let issue = t.assign("Add the health endpoint").await;
+    let iid = issue["id"].as_str().unwrap();
+    let runs = t.ended_runs(1).await;
+    let run_id = runs[0]["id"].as_str().unwrap();
+    let log =
+        t.s.ok_get(&format!(
+            "/api/heartbeat-runs/{run_id}/log?limitBytes=4194304"
+        ))
+        .await;
+    assert_eq!(
+        runs[0]["status"], "succeeded",
+        "{}\n{}",
+        runs[0], log["content"]
+    );
+    let issue = t.s.ok_get(&format!("/api/issues/{iid}")).await;
+    assert_eq!(issue["status"], "done", "{issue}");
+    let comments = t.s.ok_get(&format!("/api/issues/{iid}/comments")).await;
+    assert!(
+        comments
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["body"] == "Implemented in a Job." && c["authorAgentId"] == t.aid.as_str()),
+        "{comments}"
+    );
+    assert!(
+        runs[0]["usageJson"]["outputTokens"].as_u64().unwrap() > 0,
+        "{}",
+        runs[0]
+    );
     assert!(t.k8s.job_names().is_empty());
 }

@@ -71,8 +71,19 @@ struct PodLog {
     finished: bool,
 }
 
+/// Runs a Job's main container as a local process instead of printing a
+/// script: its real command line and env, with the pod's paths mapped here.
+#[derive(Clone)]
+pub struct LocalKubelet {
+    pub home: std::path::PathBuf,
+    pub workdir: std::path::PathBuf,
+}
+
 #[derive(Default)]
 struct Inner {
+    /// The control plane's `PAPERCLIP_API_URL` as its pod spec says.
+    api_url: String,
+    local: Option<LocalKubelet>,
     jobs: BTreeMap<String, Job>,
     pods: BTreeMap<String, Pod>,
     logs: HashMap<String, PodLog>,
@@ -125,7 +136,10 @@ impl FakeK8s {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let fake = FakeK8s {
-            inner: Arc::default(),
+            inner: Arc::new(Mutex::new(Inner {
+                api_url: API_URL_IN_CLUSTER.to_string(),
+                ..Inner::default()
+            })),
             changed: Arc::new(Notify::new()),
             url,
         };
@@ -180,6 +194,15 @@ impl FakeK8s {
         );
         std::fs::write(&path, text).unwrap();
         path
+    }
+
+    /// Where the control plane says it is reached (its pod's env).
+    pub fn set_api_url(&self, url: &str) {
+        self.inner.lock().unwrap().api_url = url.to_string();
+    }
+
+    pub fn run_locally(&self, kubelet: LocalKubelet) {
+        self.inner.lock().unwrap().local = Some(kubelet);
     }
 
     pub fn script(&self, script: Script) {
@@ -261,7 +284,14 @@ impl FakeK8s {
                 *j = serde_json::from_value(v).unwrap();
             }
         });
-        if !self.print(&pod, &script.lines).await {
+        let local = self.inner.lock().unwrap().local.clone();
+        let mut code = script.exit_code;
+        if let Some(kubelet) = local {
+            match self.run_local(&pod, &kubelet).await {
+                Some(c) => code = c,
+                None => return,
+            }
+        } else if !self.print(&pod, &script.lines).await {
             return;
         }
         if script.hold {
@@ -284,7 +314,6 @@ impl FakeK8s {
             }
         }
         tokio::time::sleep(step).await;
-        let code = script.exit_code;
         self.set_pod(&pod, |p| {
             p["status"]["phase"] = json!(if code == 0 { "Succeeded" } else { "Failed" });
             p["status"]["containerStatuses"][0]["ready"] = json!(false);
@@ -326,6 +355,83 @@ impl FakeK8s {
                 }
             });
         }
+    }
+
+    /// The pod's main container as a local process; its exit code, or
+    /// `None` when the pod was deleted (and the process killed).
+    async fn run_local(&self, pod: &str, k: &LocalKubelet) -> Option<i32> {
+        let spec = self.inner.lock().unwrap().pods[pod].spec.clone().unwrap();
+        let init = &spec.init_containers.as_ref().unwrap()[0];
+        let prompt = init
+            .env
+            .iter()
+            .flatten()
+            .find(|e| e.name == "PROMPT_CONTENT")
+            .and_then(|e| e.value.clone())
+            .unwrap_or_default();
+        std::fs::create_dir_all(&k.workdir).unwrap();
+        let prompt_file = k.workdir.join(format!("{pod}.prompt.txt"));
+        std::fs::write(&prompt_file, prompt).unwrap();
+        let main = &spec.containers[0];
+        let script = main.command.as_ref().unwrap()[2]
+            .replace("/tmp/prompt/prompt.txt", prompt_file.to_str().unwrap());
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.arg("-c").arg(script).env_clear();
+        cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
+        for e in main.env.iter().flatten() {
+            if let Some(v) = &e.value {
+                cmd.env(&e.name, v);
+            }
+        }
+        // The pod runs as uid 1000; a test machine's root must tell Claude
+        // Code it is sandboxed to skip permissions the same way.
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            cmd.env("IS_SANDBOX", "1");
+        }
+        cmd.env("HOME", &k.home)
+            .current_dir(&k.workdir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().unwrap();
+        let readers = [
+            self.pipe(pod, child.stdout.take().unwrap()),
+            self.pipe(pod, child.stderr.take().unwrap()),
+        ];
+        loop {
+            tokio::select! {
+                status = child.wait() => {
+                    for r in readers {
+                        let _ = r.await;
+                    }
+                    return Some(status.unwrap().code().unwrap_or(137));
+                }
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                    let gone = self.inner.lock().unwrap().logs.get(pod).is_none_or(|l| l.finished);
+                    if gone {
+                        let _ = child.kill().await;
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// A process's output into the pod's log, line by line.
+    fn pipe(
+        &self,
+        pod: &str,
+        from: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    ) -> tokio::task::JoinHandle<()> {
+        use tokio::io::AsyncBufReadExt;
+        let (fake, pod) = (self.clone(), pod.to_string());
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(from).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                fake.print(&pod, &[line]).await;
+            }
+        })
     }
 
     /// Appends `lines` to the pod's log; `false` once the pod is gone.

@@ -21,14 +21,14 @@ pub(super) async fn record(State(fake): State<FakeK8s>, req: Request, next: Next
 
 pub(super) type Q = Query<HashMap<String, String>>;
 
-pub fn self_pod() -> Value {
+pub fn self_pod(api_url: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod",
       "metadata": {"name": SELF_POD, "namespace": NAMESPACE, "uid": "11111111-2222-3333-4444-555555555555"},
       "spec": {"serviceAccountName": "paperclip",
         "imagePullSecrets": [{"name": "regcred"}],
         "dnsConfig": {"nameservers": ["10.0.0.10"], "searches": ["paperclip.svc.cluster.local"], "options": [{"name": "ndots", "value": "2"}]},
         "containers": [{"name": "paperclip", "image": "ghcr.io/example/paperclip:1.0.0",
-          "env": [{"name": "PAPERCLIP_API_URL", "value": API_URL_IN_CLUSTER},
+          "env": [{"name": "PAPERCLIP_API_URL", "value": api_url},
                   {"name": "PAPERCLIP_SIGNING_SECRET", "value": "server-signing-secret"},
                   {"name": "DATABASE_URL", "valueFrom": {"secretKeyRef": {"name": "paperclip-db", "key": "url"}}},
                   {"name": "ANTHROPIC_API_KEY", "valueFrom": {"secretKeyRef": {"name": "paperclip-secrets", "key": "ANTHROPIC_API_KEY"}}},
@@ -52,7 +52,8 @@ pub(super) async fn get_pod(
     Path((ns, name)): Path<(String, String)>,
 ) -> Response {
     if ns == NAMESPACE && name == SELF_POD {
-        return Json(self_pod()).into_response();
+        let url = fake.inner.lock().unwrap().api_url.clone();
+        return Json(self_pod(&url)).into_response();
     }
     match fake.inner.lock().unwrap().pods.get(&name) {
         Some(p) => Json(p.clone()).into_response(),
