@@ -41,26 +41,28 @@ fn claude_result(exit_ok: bool) -> Vec<String> {
     ]
 }
 
-async fn run(fake: &FakeK8s, prompt: &str) -> (Outcome, String) {
-    let port = fake.url.rsplit(':').next().unwrap();
-    let dir = std::env::temp_dir().join(format!("k8s-faults-{}-{port}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = fake.kubeconfig(&dir);
-    let adapter = K8sAdapter::new("claude_k8s", cli::claude::Claude).with_timings(Timings {
+fn adapter() -> K8sAdapter<cli::claude::Claude> {
+    K8sAdapter::new("claude_k8s", cli::claude::Claude).with_timings(Timings {
         poll: Duration::from_millis(50),
         reconnect_delay: Duration::from_millis(10),
         keepalive: Duration::from_millis(200),
         pod_wait: Duration::from_secs(5),
         recheck: Duration::from_millis(600),
         stop_grace: Duration::from_millis(200),
-    });
-    let sink = Arc::new(Sink::default());
-    let inv = Invocation {
-        run_id: "run-1".into(),
+    })
+}
+
+fn invocation(fake: &FakeK8s, run_id: &str, prompt: &str) -> Invocation {
+    let port = fake.url.rsplit(':').next().unwrap();
+    let dir = std::env::temp_dir().join(format!("k8s-faults-{}-{port}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = fake.kubeconfig(&dir);
+    Invocation {
+        run_id: run_id.into(),
         agent_id: "agent-1".into(),
         company_id: "co-1".into(),
         config: json!({"kubeconfig": kubeconfig, "image": "ghcr.io/example/paperclip:1.0.0", "namespace": fake::NAMESPACE}),
-        env: [("PAPERCLIP_RUN_ID".to_string(), "run-1".to_string())].into(),
+        env: [("PAPERCLIP_RUN_ID".to_string(), run_id.to_string())].into(),
         prompt: Some(prompt.to_string()),
         context: json!({}),
         default_cwd: PathBuf::from("/paperclip/workspaces/agent-1"),
@@ -68,10 +70,17 @@ async fn run(fake: &FakeK8s, prompt: &str) -> (Outcome, String) {
         stop_now: CancellationToken::new(),
         session_id: None,
         skills_dir: None,
-    };
-    let outcome = tokio::time::timeout(Duration::from_secs(20), adapter.invoke(inv, sink.clone()))
-        .await
-        .expect("the run ended");
+    }
+}
+
+async fn run(fake: &FakeK8s, prompt: &str) -> (Outcome, String) {
+    let sink = Arc::new(Sink::default());
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(20),
+        adapter().invoke(invocation(fake, "run-1", prompt), sink.clone()),
+    )
+    .await
+    .expect("the run ended");
     let log = sink.log.lock().unwrap().clone();
     (outcome, log)
 }
@@ -207,5 +216,34 @@ async fn a_log_stream_that_never_holds_is_given_up_after_50_attempts() {
         outcome.status,
         OutcomeStatus::Succeeded,
         "{outcome:?}\n{log}"
+    );
+}
+
+#[tokio::test]
+async fn two_runs_of_one_agent_at_once_make_one_job() {
+    let mut s = script(claude_result(true), 0);
+    s.hold = true;
+    let fake = fake_with(s).await;
+    let adapter = adapter();
+    let sink = Arc::new(Sink::default());
+    let first = invocation(&fake, "run-1", "hi");
+    let cancel = first.cancel.clone();
+    let (a, b) = tokio::join!(adapter.invoke(first, sink.clone()), async {
+        let second = adapter
+            .invoke(invocation(&fake, "run-2", "hi"), sink.clone())
+            .await;
+        cancel.cancel();
+        second
+    });
+    assert_eq!(
+        b.error_code,
+        Some(ErrorCode::K8sConcurrentRunBlocked),
+        "{b:?}"
+    );
+    assert_eq!(a.status, OutcomeStatus::Cancelled, "{a:?}");
+    assert_eq!(count(&fake, "POST", "/jobs"), 1);
+    assert!(
+        fake.job_names().is_empty(),
+        "the cancelled run's Job is deleted"
     );
 }

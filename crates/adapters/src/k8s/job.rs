@@ -27,6 +27,7 @@ pub(crate) struct JobRun {
     pub agent_id: String,
     pub run_id: String,
     pub timings: Timings,
+    /// Agents with a run at the guard or with a Job, in this process.
     pub active: Arc<Mutex<HashSet<String>>>,
     pub sink: Arc<dyn crate::RunSink>,
     pub retain: bool,
@@ -100,7 +101,27 @@ impl JobRun {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
 
+    /// One run of an agent at a time in this process holds its claim from
+    /// before the guard reads the API until its Job is gone, so two runs of
+    /// one agent cannot both find no Job and both create one.
     pub async fn drive(
+        &self,
+        built: Built,
+        tap: Box<dyn Tap>,
+        cancel: &CancellationToken,
+    ) -> Ended {
+        if !self.active.lock().unwrap().insert(self.agent_id.clone()) {
+            return fail(
+                ErrorCode::K8sConcurrentRunBlocked,
+                "Concurrent run blocked: another run of this agent has a Job",
+            );
+        }
+        let ended = self.claimed(built, tap, cancel).await;
+        self.active.lock().unwrap().remove(&self.agent_id);
+        ended
+    }
+
+    async fn claimed(
         &self,
         built: Built,
         mut tap: Box<dyn Tap>,
@@ -128,10 +149,8 @@ impl JobRun {
                 }
             }
         }
-        self.active.lock().unwrap().insert(self.run_id.clone());
         let job = reattach.is_none().then_some(&built.job);
         let ended = self.created(&name, job, &mut *tap, cancel).await;
-        self.active.lock().unwrap().remove(&self.run_id);
         if built.prompt_secret.is_some() || reattach.is_some() {
             let _ =
                 timed(secrets.delete(&format!("{name}-prompt"), &DeleteParams::background())).await;
@@ -174,12 +193,11 @@ impl JobRun {
                 .unwrap_or_default()
         };
         let name_of = |j: &Job| j.metadata.name.clone().unwrap_or_default();
-        let (blocking, orphans): (Vec<&Job>, Vec<&Job>) = {
-            let active = self.active.lock().unwrap();
-            let mine = spec::label_value(&self.run_id).unwrap_or_default();
-            live.into_iter()
-                .partition(|j| run_of(j) == mine || active.contains(&run_of(j)))
-        };
+        // This process drives no other run of the agent (the claim), so a
+        // live Job of another run was left by a process that is gone.
+        let mine = spec::label_value(&self.run_id).unwrap_or_default();
+        let (blocking, orphans): (Vec<&Job>, Vec<&Job>) =
+            live.into_iter().partition(|j| run_of(j) == mine);
         if !blocking.is_empty() {
             let names: Vec<String> = blocking.iter().map(|j| name_of(j)).collect();
             return Err(fail(

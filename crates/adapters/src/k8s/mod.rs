@@ -43,8 +43,8 @@ pub struct K8sAdapter<K: CliKind> {
     cli: CliAdapter<K>,
     cluster: Arc<Cluster>,
     timings: Timings,
-    /// Runs of this process with a Job: the guard keeps their Jobs, and
-    /// treats any other live Job of the agent as left by a dead process.
+    /// Agents of this process with a run at the guard or with a Job: one
+    /// each, so any other live Job of the agent was left by a dead process.
     active: Arc<Mutex<HashSet<String>>>,
 }
 
