@@ -40,6 +40,10 @@ struct Setup {
 /// A server whose environment holds a secret of its own, as a Deployment's
 /// would, and a `claude_k8s` agent.
 async fn setup(script: Script, config: Value) -> Setup {
+    setup_kind("claude_k8s", script, config).await
+}
+
+async fn setup_kind(kind: &str, script: Script, config: Value) -> Setup {
     let k8s = FakeK8s::start().await;
     k8s.script(script);
     let dir = std::env::temp_dir().join(format!("paperclip-k8s-{}", uuid::Uuid::new_v4()));
@@ -60,7 +64,7 @@ async fn setup(script: Script, config: Value) -> Setup {
     let agent = s
         .ok_post(
             &format!("/api/companies/{cid}/agents"),
-            json!({"name": "Pod Coder", "role": "engineer", "adapterType": "claude_k8s",
+            json!({"name": "Pod Coder", "role": "engineer", "adapterType": kind,
                    "adapterConfig": config}),
         )
         .await;
@@ -579,14 +583,16 @@ async fn a_restarted_control_plane_reattaches_to_the_running_job() {
     assert!(t.k8s.job_names().is_empty());
 }
 
-/// The pod's container is the real `claude` CLI (run by the fake as a local
-/// process with the Job's command line and env) against the scripted
-/// provider: the Job checks out the task, comments and marks it done through
-/// our API with the run's key, and its usage is recorded. Skipped when the
-/// CLI is not installed (required in CI).
-#[tokio::test]
-async fn a_job_running_the_real_claude_cli_works_the_task_through_the_api() {
-    let Some(cli) = clis::Cli::find("claude_local") else {
+/// The pod's container is the real CLI (run by the fake as a local process
+/// with the Job's command line and env) against the scripted provider: the
+/// Job checks out the task, comments and marks it done through our API with
+/// the run's key, and its usage is recorded. Skipped when the CLI is not
+/// installed (required in CI).
+async fn a_job_running_the_real_cli_works_the_task_through_the_api(
+    local: &'static str,
+    kind: &str,
+) {
+    let Some(cli) = clis::Cli::find(local) else {
         return;
     };
     let auth = r#"-H "Authorization: Bearer $PAPERCLIP_API_KEY" -H "X-Paperclip-Run-Id: $PAPERCLIP_RUN_ID" -H 'Content-Type: application/json'"#;
@@ -610,7 +616,7 @@ async fn a_job_running_the_real_claude_cli_works_the_task_through_the_api() {
         },
     ])
     .await;
-    let t = setup(Script::default(), cli.config(&provider)).await;
+    let t = setup_kind(kind, Script::default(), cli.config(&provider)).await;
     t.k8s.set_api_url(&t.s.base);
     t.k8s.run_locally(LocalKubelet {
         home: cli.home.clone(),
@@ -647,4 +653,15 @@ async fn a_job_running_the_real_claude_cli_works_the_task_through_the_api() {
         runs[0]
     );
     assert!(t.k8s.job_names().is_empty());
+}
+
+#[tokio::test]
+async fn a_claude_k8s_job_running_the_real_cli_works_the_task() {
+    a_job_running_the_real_cli_works_the_task_through_the_api("claude_local", "claude_k8s").await;
+}
+
+#[tokio::test]
+async fn an_opencode_k8s_job_running_the_real_cli_works_the_task() {
+    a_job_running_the_real_cli_works_the_task_through_the_api("opencode_local", "opencode_k8s")
+        .await;
 }

@@ -245,6 +245,13 @@ impl FakeK8s {
     async fn run_job(self, job: String, pod: String) {
         let step = Duration::from_millis(40);
         let script = self.inner.lock().unwrap().script.clone();
+        // The main container's name, as the Job's spec gives it.
+        let main = self.inner.lock().unwrap().pods[&pod]
+            .spec
+            .as_ref()
+            .map(|s| s.containers[0].name.clone())
+            .unwrap_or_default();
+        let main = main.as_str();
         let image_pull = self.inner.lock().unwrap().faults.image_pull;
         let unschedulable = self.inner.lock().unwrap().faults.unschedulable;
         tokio::time::sleep(step).await;
@@ -263,7 +270,7 @@ impl FakeK8s {
         tokio::time::sleep(step).await;
         if image_pull {
             self.set_pod(&pod, |p| {
-                p["status"]["containerStatuses"] = json!([{"name": "claude", "ready": false, "restartCount": 0,
+                p["status"]["containerStatuses"] = json!([{"name": main, "ready": false, "restartCount": 0,
                     "image": "ghcr.io/example/paperclip:1.0.0", "imageID": "",
                     "state": {"waiting": {"reason": "ImagePullBackOff",
                         "message": "Back-off pulling image \"ghcr.io/example/paperclip:1.0.0\""}}}]);
@@ -272,7 +279,7 @@ impl FakeK8s {
         }
         self.set_pod(&pod, |p| {
             p["status"]["phase"] = json!("Running");
-            p["status"]["containerStatuses"] = json!([{"name": "claude", "ready": true, "restartCount": 0,
+            p["status"]["containerStatuses"] = json!([{"name": main, "ready": true, "restartCount": 0,
                 "image": "ghcr.io/example/paperclip:1.0.0", "imageID": "",
                 "state": {"running": {"startedAt": now()}}}]);
         });

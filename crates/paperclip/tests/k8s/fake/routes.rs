@@ -96,7 +96,10 @@ pub(super) async fn pod_log(
         return status(
             400,
             "BadRequest",
-            format!("container \"claude\" in pod \"{name}\" is waiting to start: PodInitializing"),
+            format!(
+                "container \"{}\" in pod \"{name}\" is waiting to start: PodInitializing",
+                q.get("container").map(String::as_str).unwrap_or_default()
+            ),
         );
     }
     let since = q
