@@ -8,11 +8,14 @@ mod clis;
 mod common;
 #[path = "k8s/fake/mod.rs"]
 mod fake;
+#[path = "k8s/setup.rs"]
+mod setup;
 
-use common::{until, TestServer};
-use fake::{FakeK8s, LocalKubelet, Recorded, Script, API_URL_IN_CLUSTER};
+use common::until;
+use fake::{LocalKubelet, Recorded, Script, API_URL_IN_CLUSTER};
 use paperclip_scripted_provider::{ScriptedProvider, Turn};
 use serde_json::{json, Value};
+use setup::{pairs, setup, setup_kind, Setup};
 
 const SESSION: &str = "sess-k8s-1";
 
@@ -27,99 +30,6 @@ fn claude_lines() -> Vec<String> {
             "session_id": SESSION, "total_cost_usd": 0.0125, "num_turns": 1,
             "usage": {"input_tokens": 100, "output_tokens": 20}}).to_string(),
     ]
-}
-
-struct Setup {
-    s: TestServer,
-    env: Vec<(String, String)>,
-    k8s: FakeK8s,
-    cid: String,
-    aid: String,
-}
-
-/// A server whose environment holds a secret of its own, as a Deployment's
-/// would, and a `claude_k8s` agent.
-async fn setup(script: Script, config: Value) -> Setup {
-    setup_kind("claude_k8s", script, config).await
-}
-
-async fn setup_kind(kind: &str, script: Script, config: Value) -> Setup {
-    let k8s = FakeK8s::start().await;
-    k8s.script(script);
-    let dir = std::env::temp_dir().join(format!("paperclip-k8s-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = k8s.kubeconfig(&dir);
-    let env: Vec<(String, String)> = [
-        ("KUBECONFIG", kubeconfig.to_str().unwrap()),
-        ("HOSTNAME", fake::SELF_POD),
-        ("PAPERCLIP_NAMESPACE", fake::NAMESPACE),
-        ("SERVER_ONLY_SECRET", "must-not-reach-a-job"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    let s = TestServer::start_env(&pairs(&env)).await;
-    let company = s.company("Acme").await;
-    let cid = company["id"].as_str().unwrap().to_string();
-    let agent = s
-        .ok_post(
-            &format!("/api/companies/{cid}/agents"),
-            json!({"name": "Pod Coder", "role": "engineer", "adapterType": kind,
-                   "adapterConfig": config}),
-        )
-        .await;
-    let aid = agent["id"].as_str().unwrap().to_string();
-    Setup {
-        s,
-        env,
-        k8s,
-        cid,
-        aid,
-    }
-}
-
-fn pairs(env: &[(String, String)]) -> Vec<(&str, &str)> {
-    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
-}
-
-impl Setup {
-    async fn assign(&self, title: &str) -> Value {
-        self.s
-            .issue(
-                &self.cid,
-                json!({"title": title, "status": "todo", "assigneeAgentId": self.aid}),
-            )
-            .await
-    }
-
-    /// The agent's runs once `n` of them have ended, oldest first.
-    async fn ended_runs(&self, n: usize) -> Vec<Value> {
-        let path = format!(
-            "/api/companies/{}/heartbeat-runs?agentId={}",
-            self.cid, self.aid
-        );
-        let list = self
-            .s
-            .wait_for(&path, 30, |r| {
-                r.as_array().is_some_and(|r| {
-                    r.len() >= n
-                        && r.iter()
-                            .all(|run| run["status"] != "queued" && run["status"] != "running")
-                })
-            })
-            .await;
-        let mut runs = list.as_array().unwrap().clone();
-        runs.reverse();
-        runs
-    }
-
-    fn calls(&self, method: &str, path_part: &str) -> Vec<Recorded> {
-        self.k8s
-            .requests()
-            .into_iter()
-            .filter(|r| r.method == method && r.path.contains(path_part))
-            .collect()
-    }
 }
 
 fn env_of(job: &Value) -> Vec<Value> {
