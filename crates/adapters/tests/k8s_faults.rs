@@ -247,3 +247,40 @@ async fn two_runs_of_one_agent_at_once_make_one_job() {
         "the cancelled run's Job is deleted"
     );
 }
+
+#[tokio::test]
+async fn a_job_past_its_deadline_is_a_timeout() {
+    let mut s = script(claude_result(true)[..1].to_vec(), 0);
+    s.hold = true;
+    let fake = fake_with(s).await;
+    let sink = Arc::new(Sink::default());
+    let mut inv = invocation(&fake, "run-1", "hi");
+    inv.config["timeoutSec"] = json!(1);
+    inv.config["graceSec"] = json!(30);
+    let outcome = tokio::time::timeout(Duration::from_secs(20), adapter().invoke(inv, sink))
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, OutcomeStatus::TimedOut, "{outcome:?}");
+    assert_eq!(outcome.error_code, Some(ErrorCode::Timeout));
+    assert_eq!(outcome.exit_code, Some(137));
+    let job = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "POST" && r.path.ends_with("/jobs"))
+        .unwrap();
+    assert_eq!(job.body["spec"]["activeDeadlineSeconds"], 1);
+    assert!(fake.job_names().is_empty());
+}
+
+#[tokio::test]
+async fn a_job_removed_before_its_end_is_read_is_judged_by_its_output() {
+    let fake = fake_with(script(claude_result(true), 0)).await;
+    fake.faults(|f| f.vanish = true);
+    let (outcome, log) = run(&fake, "hi").await;
+    assert_eq!(
+        outcome.status,
+        OutcomeStatus::Succeeded,
+        "{outcome:?}\n{log}"
+    );
+    assert_eq!(outcome.session_id.as_deref(), Some("s1"));
+}

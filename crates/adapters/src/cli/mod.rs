@@ -241,7 +241,9 @@ impl<K: CliKind> CliAdapter<K> {
         use std::os::unix::process::ExitStatusExt;
         let mut summary = parser.lock().unwrap().summary();
         self.kind.complete(&mut summary, cfg);
-        // No exit code (the pod was gone) reads as killed, never as success.
+        // No exit code (the pod was removed before it was read): a CLI that
+        // reported its own clean end finished; anything else reads as killed.
+        let code = code.or_else(|| (summary.completed && summary.error.is_none()).then_some(0));
         let raw = code.map(|c| (c & 0xff) << 8).unwrap_or(9);
         let exit = Exit {
             status: std::process::ExitStatus::from_raw(raw),

@@ -58,6 +58,9 @@ pub struct Faults {
     pub get_job: Option<u16>,
     /// Every follow stream breaks (not only the first).
     pub drop_every_follow: bool,
+    /// A finished Job is removed at once with its pod (a TTL of 0, or
+    /// someone's kubectl delete), before its conditions are read.
+    pub vanish: bool,
     /// The first follow stream breaks after this many lines, in the middle
     /// of the next one.
     pub drop_log_after: Option<usize>,
@@ -321,6 +324,30 @@ impl FakeK8s {
             }
         }
         tokio::time::sleep(step).await;
+        self.terminate(&job, &pod, code, None).await;
+    }
+
+    /// `activeDeadlineSeconds`: a Job still running then is killed and
+    /// fails with `DeadlineExceeded`.
+    pub(crate) async fn deadline(self, job: String, pod: String, secs: u64) {
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+        let running = self
+            .inner
+            .lock()
+            .unwrap()
+            .logs
+            .get(&pod)
+            .is_some_and(|l| !l.finished);
+        if running {
+            self.terminate(&job, &pod, 137, Some("DeadlineExceeded"))
+                .await;
+        }
+    }
+
+    /// The container exits with `code`; after the controller's lag the Job
+    /// gets its conditions (`reason` overrides the failure's).
+    async fn terminate(&self, job: &str, pod: &str, code: i32, reason: Option<&str>) {
+        let (job, pod) = (job.to_string(), pod.to_string());
         self.set_pod(&pod, |p| {
             p["status"]["phase"] = json!(if code == 0 { "Succeeded" } else { "Failed" });
             p["status"]["containerStatuses"][0]["ready"] = json!(false);
@@ -332,12 +359,30 @@ impl FakeK8s {
                 log.finished = true;
             }
         });
+        if self.inner.lock().unwrap().faults.vanish {
+            self.edit(|i| {
+                i.jobs.remove(&job);
+                i.pods.remove(&pod);
+            });
+            return;
+        }
         // From 1.31 the controller announces the outcome before the
         // terminal condition; the adapter must wait for the latter.
         let (first, last, reason) = if code == 0 {
             ("SuccessCriteriaMet", "Complete", "CompletionsReached")
         } else {
-            ("FailureTarget", "Failed", "BackoffLimitExceeded")
+            (
+                "FailureTarget",
+                "Failed",
+                reason.unwrap_or("BackoffLimitExceeded"),
+            )
+        };
+        let message = if reason == "DeadlineExceeded" {
+            "Job was active longer than specified deadline"
+        } else if code == 0 {
+            "Reached expected number of succeeded pods"
+        } else {
+            "Job has reached the specified backoff limit"
         };
         for types in [vec![first], vec![first, last]] {
             tokio::time::sleep(Duration::from_millis(150)).await;
@@ -347,7 +392,7 @@ impl FakeK8s {
                         .iter()
                         .map(|t| {
                             json!({"type": t, "status": "True",
-                        "reason": reason, "message": "Reached expected number of succeeded pods",
+                        "reason": reason, "message": message,
                         "lastProbeTime": now(), "lastTransitionTime": now()})
                         })
                         .collect();

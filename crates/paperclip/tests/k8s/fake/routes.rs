@@ -271,6 +271,12 @@ pub(super) async fn create_job(
             },
         );
     });
+    if let Some(secs) = v["spec"]["activeDeadlineSeconds"].as_u64() {
+        tokio::spawn(
+            fake.clone()
+                .deadline(name.clone(), pod_name.clone(), secs),
+        );
+    }
     tokio::spawn(fake.clone().run_job(name, pod_name));
     (StatusCode::CREATED, Json(v)).into_response()
 }
