@@ -164,6 +164,15 @@ async fn a_large_prompt_goes_through_a_secret_made_before_the_job_and_deleted_af
         !init.to_string().contains("xxxxxxxx"),
         "the prompt is not in the Job"
     );
+    // Owned by the Job, so it goes with it even if the process dies first.
+    let patch = requests
+        .iter()
+        .find(|r| r.method == "PATCH" && r.path.ends_with("-prompt"))
+        .unwrap();
+    let owner = &patch.body["metadata"]["ownerReferences"][0];
+    assert_eq!(owner["kind"], "Job");
+    assert_eq!(owner["name"], requests[job].body["metadata"]["name"]);
+    assert!(owner["uid"].as_str().is_some_and(|u| !u.is_empty()));
     assert_eq!(count(&fake, "DELETE", "-prompt"), 1);
 }
 

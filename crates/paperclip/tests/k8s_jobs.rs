@@ -426,7 +426,7 @@ async fn the_environment_test_checks_rbac_and_the_shared_volume() {
     assert_eq!(check("k8s_pvc_rwx").unwrap()["level"], "info", "{report}");
     assert!(check("k8s_api_reachable").is_some());
     let reviews = t.calls("POST", "selfsubjectaccessreviews");
-    assert_eq!(reviews.len(), 11);
+    assert_eq!(reviews.len(), 12);
 }
 
 /// A control plane that dies while a Job runs: on restart its run is

@@ -27,6 +27,7 @@ pub const RBAC: &[(&str, &str, &str, &str)] = &[
     ("get", "", "pods/log", "k8s_rbac_pod_log"),
     ("create", "", "secrets", "k8s_rbac_secret_create"),
     ("delete", "", "secrets", "k8s_rbac_secret_delete"),
+    ("patch", "", "secrets", "k8s_rbac_secret_patch"),
     ("get", "", "persistentvolumeclaims", "k8s_rbac_pvc_get"),
     ("get", "", "namespaces", "k8s_rbac_namespace_get"),
 ];

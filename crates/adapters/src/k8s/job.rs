@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use futures::AsyncReadExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use kube::api::{DeleteParams, ListParams, LogParams, PostParams};
+use kube::api::{DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use tokio_util::sync::CancellationToken;
 
@@ -150,7 +150,10 @@ impl JobRun {
             }
         }
         let job = reattach.is_none().then_some(&built.job);
-        let ended = self.created(&name, job, &mut *tap, cancel).await;
+        let with_secret = job.is_some() && built.prompt_secret.is_some();
+        let ended = self
+            .created(&name, job, with_secret, &mut *tap, cancel)
+            .await;
         if built.prompt_secret.is_some() || reattach.is_some() {
             let _ =
                 timed(secrets.delete(&format!("{name}-prompt"), &DeleteParams::background())).await;
@@ -243,18 +246,25 @@ impl JobRun {
         &self,
         name: &str,
         job: Option<&Job>,
+        with_secret: bool,
         tap: &mut dyn Tap,
         cancel: &CancellationToken,
     ) -> Ended {
         if let Some(job) = job {
-            if let Err(e) = timed(self.jobs().create(&PostParams::default(), job)).await {
-                return fail(
-                    ErrorCode::K8sJobCreateFailed,
-                    format!(
-                        "creating Job {name} in namespace {} failed: {e}",
-                        self.namespace
-                    ),
-                );
+            let created = match timed(self.jobs().create(&PostParams::default(), job)).await {
+                Ok(created) => created,
+                Err(e) => {
+                    return fail(
+                        ErrorCode::K8sJobCreateFailed,
+                        format!(
+                            "creating Job {name} in namespace {} failed: {e}",
+                            self.namespace
+                        ),
+                    )
+                }
+            };
+            if with_secret {
+                self.own_secret(name, &created).await;
             }
             let deadline = job
                 .spec
@@ -357,6 +367,30 @@ impl JobRun {
                 self.cleanup(name).await;
                 Ended::Exited { code, stderr: None }
             }
+        }
+    }
+
+    /// Makes the Job the prompt Secret's owner, so the garbage collector
+    /// removes the Secret with the Job if this process dies before it
+    /// deletes it. Best effort: the run does not depend on it.
+    async fn own_secret(&self, name: &str, job: &Job) {
+        let Some(uid) = job.metadata.uid.clone() else {
+            return;
+        };
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
+        let patch = serde_json::json!({"metadata": {"ownerReferences": [{
+            "apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid,
+            // true would need update on jobs/finalizers where the API server
+            // enforces owner-reference permissions.
+            "controller": true, "blockOwnerDeletion": false,
+        }]}});
+        let params = PatchParams::default();
+        let secret = format!("{name}-prompt");
+        if let Err(e) = timed(secrets.patch(&secret, &params, &Patch::Merge(&patch))).await {
+            self.log(
+                Stream::Stderr,
+                &format!("Warning: could not make Job {name} the owner of Secret {secret}: {e}"),
+            );
         }
     }
 

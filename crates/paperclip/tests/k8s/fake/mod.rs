@@ -162,7 +162,7 @@ impl FakeK8s {
             .route("/api/v1/namespaces/{ns}/secrets", post(create_secret))
             .route(
                 "/api/v1/namespaces/{ns}/secrets/{name}",
-                get(get_secret).delete(delete_secret),
+                get(get_secret).delete(delete_secret).patch(patch_secret),
             )
             .route(
                 "/api/v1/namespaces/{ns}/persistentvolumeclaims/{name}",

@@ -272,10 +272,7 @@ pub(super) async fn create_job(
         );
     });
     if let Some(secs) = v["spec"]["activeDeadlineSeconds"].as_u64() {
-        tokio::spawn(
-            fake.clone()
-                .deadline(name.clone(), pod_name.clone(), secs),
-        );
+        tokio::spawn(fake.clone().deadline(name.clone(), pod_name.clone(), secs));
     }
     tokio::spawn(fake.clone().run_job(name, pod_name));
     (StatusCode::CREATED, Json(v)).into_response()
@@ -349,6 +346,40 @@ pub(super) async fn get_secret(
 ) -> Response {
     match fake.inner.lock().unwrap().secrets.get(&name) {
         Some(s) => Json(s.clone()).into_response(),
+        None => not_found("secrets", &name),
+    }
+}
+
+/// A JSON merge patch of a Secret's metadata (what the adapter sends).
+pub(super) async fn patch_secret(
+    State(fake): State<FakeK8s>,
+    Path((_ns, name)): Path<(String, String)>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
+    let kind = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if kind != "application/merge-patch+json" {
+        return status(
+            415,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format: {kind}"),
+        );
+    }
+    let patch: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let patched = fake.edit(|i| {
+        let secret = i.secrets.get_mut(&name)?;
+        let mut v = serde_json::to_value(&*secret).unwrap();
+        if let Some(refs) = patch.pointer("/metadata/ownerReferences") {
+            v["metadata"]["ownerReferences"] = refs.clone();
+        }
+        *secret = serde_json::from_value(v).unwrap();
+        Some(secret.clone())
+    });
+    match patched {
+        Some(s) => Json(s).into_response(),
         None => not_found("secrets", &name),
     }
 }
