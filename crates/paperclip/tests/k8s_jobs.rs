@@ -144,7 +144,23 @@ async fn a_claude_k8s_run_is_a_job_with_transcript_usage_and_cleanup() {
         literal(&env, "PAPERCLIP_TASK_ID").as_deref(),
         issue["id"].as_str()
     );
-    assert!(literal(&env, "PAPERCLIP_API_KEY").is_some_and(|k| !k.is_empty()));
+    // The run's key is in the run's own Secret, referenced, not in the Job.
+    let key = env
+        .iter()
+        .find(|e| e["name"] == "PAPERCLIP_API_KEY")
+        .unwrap();
+    assert_eq!(
+        key["valueFrom"]["secretKeyRef"]["name"],
+        format!("{name}-env")
+    );
+    let env_secret = requests
+        .iter()
+        .find(|r| r.method == "POST" && r.path.ends_with("/secrets"))
+        .unwrap();
+    let api_key = env_secret.body["stringData"]["PAPERCLIP_API_KEY"]
+        .as_str()
+        .unwrap();
+    assert!(!api_key.is_empty() && !job.to_string().contains(api_key));
     assert_eq!(
         literal(&env, "PAPERCLIP_API_URL").as_deref(),
         Some(API_URL_IN_CLUSTER)
@@ -232,6 +248,7 @@ async fn a_claude_k8s_run_is_a_job_with_transcript_usage_and_cleanup() {
     assert_eq!(costs[0]["costCents"], 1);
 
     // Cleaned up: the Job deleted in the background, nothing left.
+    assert_eq!(t.calls("DELETE", &format!("/secrets/{name}-env")).len(), 1);
     let deletes = t.calls("DELETE", &format!("/jobs/{name}"));
     assert_eq!(deletes.len(), 1);
     assert_eq!(deletes[0].body["propagationPolicy"], "Background");

@@ -133,32 +133,50 @@ impl JobRun {
         };
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
         let name = reattach.clone().unwrap_or(built.name.clone());
+        // A reattached Job's Secrets are the ones its first run made.
+        let secret_names: Vec<String> = match &reattach {
+            Some(_) => vec![format!("{name}-env"), format!("{name}-prompt")],
+            None => built
+                .secrets()
+                .filter_map(|s| s.metadata.name.clone())
+                .collect(),
+        };
         match &reattach {
             Some(job) => self.log(
                 Stream::System,
                 &format!("Reattaching to orphaned Job {job}: a previous control plane started it for this task"),
             ),
             None => {
-                if let Some(secret) = &built.prompt_secret {
+                for secret in built.secrets() {
                     if let Err(e) = timed(secrets.create(&PostParams::default(), secret)).await {
-                        return fail(
-                            ErrorCode::K8sPromptSecretCreateFailed,
-                            format!("creating the prompt Secret {name}-prompt failed: {e}"),
-                        );
+                        let which = secret.metadata.name.clone().unwrap_or_default();
+                        self.delete_secrets(&secret_names).await;
+                        let code = if which.ends_with("-prompt") {
+                            ErrorCode::K8sPromptSecretCreateFailed
+                        } else {
+                            ErrorCode::K8sJobCreateFailed
+                        };
+                        return fail(code, format!("creating the Secret {which} failed: {e}"));
                     }
                 }
             }
         }
         let job = reattach.is_none().then_some(&built.job);
-        let with_secret = job.is_some() && built.prompt_secret.is_some();
-        let ended = self
-            .created(&name, job, with_secret, &mut *tap, cancel)
-            .await;
-        if built.prompt_secret.is_some() || reattach.is_some() {
-            let _ =
-                timed(secrets.delete(&format!("{name}-prompt"), &DeleteParams::background())).await;
-        }
+        let owned = if job.is_some() {
+            secret_names.clone()
+        } else {
+            Vec::new()
+        };
+        let ended = self.created(&name, job, &owned, &mut *tap, cancel).await;
+        self.delete_secrets(&secret_names).await;
         ended
+    }
+
+    async fn delete_secrets(&self, names: &[String]) {
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
+        for name in names {
+            let _ = timed(secrets.delete(name, &DeleteParams::background())).await;
+        }
     }
 
     /// One Job per agent. A live Job of another run this process does not
@@ -246,7 +264,7 @@ impl JobRun {
         &self,
         name: &str,
         job: Option<&Job>,
-        with_secret: bool,
+        owned: &[String],
         tap: &mut dyn Tap,
         cancel: &CancellationToken,
     ) -> Ended {
@@ -263,8 +281,8 @@ impl JobRun {
                     )
                 }
             };
-            if with_secret {
-                self.own_secret(name, &created).await;
+            for secret in owned {
+                self.own_secret(name, secret, &created).await;
             }
             let deadline = job
                 .spec
@@ -370,10 +388,10 @@ impl JobRun {
         }
     }
 
-    /// Makes the Job the prompt Secret's owner, so the garbage collector
-    /// removes the Secret with the Job if this process dies before it
-    /// deletes it. Best effort: the run does not depend on it.
-    async fn own_secret(&self, name: &str, job: &Job) {
+    /// Makes the Job its Secret's owner, so the garbage collector removes
+    /// the Secret with the Job if this process dies before it deletes it.
+    /// Best effort: the run does not depend on it.
+    async fn own_secret(&self, name: &str, secret: &str, job: &Job) {
         let Some(uid) = job.metadata.uid.clone() else {
             return;
         };
@@ -385,8 +403,7 @@ impl JobRun {
             "controller": true, "blockOwnerDeletion": false,
         }]}});
         let params = PatchParams::default();
-        let secret = format!("{name}-prompt");
-        if let Err(e) = timed(secrets.patch(&secret, &params, &Patch::Merge(&patch))).await {
+        if let Err(e) = timed(secrets.patch(secret, &params, &Patch::Merge(&patch))).await {
             self.log(
                 Stream::Stderr,
                 &format!("Warning: could not make Job {name} the owner of Secret {secret}: {e}"),

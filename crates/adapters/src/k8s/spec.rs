@@ -165,6 +165,15 @@ pub struct Built {
     pub name: String,
     pub job: Job,
     pub prompt_secret: Option<Secret>,
+    /// `<job>-env`: the credential-shaped variables, referenced by the Job.
+    pub env_secret: Option<Secret>,
+}
+
+impl Built {
+    /// The Secrets to create before the Job and delete after it.
+    pub fn secrets(&self) -> impl Iterator<Item = &Secret> {
+        self.env_secret.iter().chain(self.prompt_secret.iter())
+    }
 }
 
 pub fn build(input: &JobInput<'_>) -> Result<Built, serde_json::Error> {
@@ -233,10 +242,21 @@ pub fn build(input: &JobInput<'_>) -> Result<Built, serde_json::Error> {
         mounts.push(json!({"name": v.volume_name, "mountPath": v.mount_path, "readOnly": true}));
     }
 
+    // Credential-shaped values (the run's key, provider keys) go into a
+    // per-run Secret, so reading the Job does not reveal them.
+    let env_secret_name = format!("{name}-env");
+    let mut secret_env = BTreeMap::new();
     let mut env: Vec<Value> = input
         .env
         .iter()
-        .map(|(k, v)| json!({"name": k, "value": v}))
+        .map(|(k, v)| {
+            if paperclip_core::secrets::is_secret_name(k) {
+                secret_env.insert(k.clone(), v.clone());
+                json!({"name": k, "valueFrom": {"secretKeyRef": {"name": env_secret_name, "key": k}}})
+            } else {
+                json!({"name": k, "value": v})
+            }
+        })
         .collect();
     // A literal wins over an inherited reference of the same name.
     for var in &input.pod.env_value_from {
@@ -334,21 +354,26 @@ pub fn build(input: &JobInput<'_>) -> Result<Built, serde_json::Error> {
         },
         "spec": job_spec,
     });
+    let secret = |name: &str, data: Value| {
+        serde_json::from_value::<Secret>(json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": name, "namespace": input.namespace, "labels": labels},
+            "type": "Opaque",
+            "stringData": data,
+        }))
+    };
     let prompt_secret = large
-        .then(|| {
-            serde_json::from_value::<Secret>(json!({
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": secret_name, "namespace": input.namespace, "labels": labels},
-                "type": "Opaque",
-                "stringData": {"prompt.txt": input.prompt},
-            }))
-        })
+        .then(|| secret(&secret_name, json!({"prompt.txt": input.prompt})))
+        .transpose()?;
+    let env_secret = (!secret_env.is_empty())
+        .then(|| secret(&env_secret_name, json!(secret_env)))
         .transpose()?;
     Ok(Built {
         name,
         job: serde_json::from_value(job)?,
         prompt_secret,
+        env_secret,
     })
 }
 

@@ -208,3 +208,27 @@ fn a_prompt_up_to_256_kib_goes_by_env_and_a_larger_one_by_secret() {
         &json!({"name": "prompt-secret", "secret": {"secretName": format!("{name}-prompt"), "optional": false}})
     ));
 }
+
+#[test]
+fn credential_shaped_values_go_into_the_runs_secret() {
+    let (job, _) = job_json(
+        json!({}),
+        "hi",
+        &[("PAPERCLIP_API_KEY", "jwt"), ("TZ", "UTC")],
+    );
+    let name = job["metadata"]["name"].as_str().unwrap();
+    let env = job["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let key = env
+        .iter()
+        .find(|e| e["name"] == "PAPERCLIP_API_KEY")
+        .unwrap();
+    assert_eq!(
+        key["valueFrom"]["secretKeyRef"],
+        json!({"name": format!("{name}-env"), "key": "PAPERCLIP_API_KEY"})
+    );
+    assert!(env.iter().any(|e| e["name"] == "TZ" && e["value"] == "UTC"));
+    assert!(!job.to_string().contains("jwt"));
+}

@@ -434,6 +434,21 @@ impl FakeK8s {
             if let Some(v) = &e.value {
                 cmd.env(&e.name, v);
             }
+            // As the kubelet does: a Secret's key by reference.
+            let key = e
+                .value_from
+                .as_ref()
+                .and_then(|f| f.secret_key_ref.as_ref());
+            if let Some(key) = key {
+                let inner = self.inner.lock().unwrap();
+                let value = inner
+                    .secrets
+                    .get(&key.name)
+                    .and_then(|s| s.data.as_ref()?.get(&key.key).cloned());
+                if let Some(v) = value {
+                    cmd.env(&e.name, String::from_utf8_lossy(&v.0).to_string());
+                }
+            }
         }
         // The pod runs as uid 1000; a test machine's root must tell Claude
         // Code it is sandboxed to skip permissions the same way.
