@@ -332,7 +332,7 @@ impl JobRun {
                 stop.cancel();
                 c
             },
-            self.follow(&pod, tap, &stop, got_output.clone()),
+            self.follow(&pod, tap, &stop, cancel, got_output.clone()),
         );
         if matches!(completion, Completion::Cancelled) {
             self.delete_job(name).await;
@@ -528,6 +528,7 @@ impl JobRun {
         pod: &str,
         tap: &mut dyn Tap,
         stop: &CancellationToken,
+        cancel: &CancellationToken,
         got_output: Arc<Mutex<bool>>,
     ) {
         let mut filter = LineFilter::default();
@@ -589,7 +590,12 @@ impl JobRun {
                     stop.cancelled().await;
                     tokio::time::sleep(self.timings.stop_grace).await;
                 } => true,
+                // A cancelled run reads no more: its Job is deleted next.
+                _ = cancel.cancelled() => true,
             };
+            if cancel.is_cancelled() {
+                break;
+            }
             if stop.is_cancelled() && clean {
                 break;
             }
