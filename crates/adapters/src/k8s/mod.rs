@@ -144,6 +144,11 @@ impl<K: CliKind> K8sAdapter<K> {
             })
             .map(|c| c.display().to_string())
             .unwrap_or_else(|| spec::SHARED_MOUNT.to_string());
+        // Made here, as this uid, on the volume the Job mounts: a working
+        // directory the container runtime has to create would be root's.
+        if pod.pvc_claim.is_some() && cwd.starts_with(spec::SHARED_MOUNT) {
+            let _ = std::fs::create_dir_all(&cwd);
+        }
         let run = RunSpec {
             config: &cli,
             extra: &extra,
