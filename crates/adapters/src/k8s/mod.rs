@@ -146,7 +146,9 @@ impl<K: CliKind> K8sAdapter<K> {
             .unwrap_or_else(|| spec::SHARED_MOUNT.to_string());
         // Made here, as this uid, on the volume the Job mounts: a working
         // directory the container runtime has to create would be root's.
-        if pod.pvc_claim.is_some() && cwd.starts_with(spec::SHARED_MOUNT) {
+        let below_mount =
+            Path::new(&cwd).starts_with(spec::SHARED_MOUNT) && cwd != spec::SHARED_MOUNT;
+        if pod.pvc_claim.is_some() && below_mount {
             let _ = std::fs::create_dir_all(&cwd);
         }
         let run = RunSpec {
