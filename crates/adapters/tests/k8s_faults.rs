@@ -293,3 +293,24 @@ async fn a_job_removed_before_its_end_is_read_is_judged_by_its_output() {
     );
     assert_eq!(outcome.session_id.as_deref(), Some("s1"));
 }
+
+#[tokio::test]
+async fn a_job_name_taken_is_a_create_failure_with_the_apis_reason() {
+    let fake = fake_with(script(claude_result(true), 0)).await;
+    let adapter = adapter();
+    let sink = Arc::new(Sink::default());
+    let mut first = invocation(&fake, "run-1", "hi");
+    first.config["retainJobs"] = json!(true);
+    let outcome = adapter.invoke(first.clone(), sink.clone()).await;
+    assert_eq!(outcome.status, OutcomeStatus::Succeeded, "{outcome:?}");
+    // The same run again (a retry) finds its retained, finished Job's name
+    // taken: the guard ignores a finished Job, the API answers 409.
+    let again = adapter.invoke(first, sink).await;
+    assert_eq!(
+        again.error_code,
+        Some(ErrorCode::K8sJobCreateFailed),
+        "{again:?}"
+    );
+    assert!(again.error.unwrap().contains("already exists"));
+    assert_eq!(count(&fake, "POST", "/jobs"), 2);
+}
