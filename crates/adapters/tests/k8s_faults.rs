@@ -182,7 +182,11 @@ async fn a_failed_cli_is_judged_like_the_local_one_with_the_pods_exit_code() {
     let (outcome, _) = run(&fake, "hi").await;
     assert_eq!(outcome.status, OutcomeStatus::Failed);
     assert_eq!(outcome.exit_code, Some(1));
-    assert!(outcome.error.unwrap().contains("the tool broke"));
+    let error = outcome.error.unwrap();
+    assert!(
+        error.contains("the tool broke") && error.starts_with("claude_k8s exited with code 1"),
+        "{error}"
+    );
     assert_eq!(outcome.session_id.as_deref(), Some("s1"));
     assert_eq!(count(&fake, "DELETE", "/jobs/"), 1);
 }

@@ -83,11 +83,19 @@ pub trait CliKind: Clone + Send + Sync + 'static {
 
 pub struct CliAdapter<K: CliKind> {
     kind: K,
+    /// The adapter type failures are reported under (a Kubernetes twin's
+    /// own, not the local CLI's).
+    name: &'static str,
 }
 
 impl<K: CliKind> CliAdapter<K> {
     pub fn new(kind: K) -> CliAdapter<K> {
-        CliAdapter { kind }
+        let name = kind.kind();
+        CliAdapter { kind, name }
+    }
+
+    pub(crate) fn named(kind: K, name: &'static str) -> CliAdapter<K> {
+        CliAdapter { kind, name }
     }
 
     fn parse(&self, config: &Value) -> Result<(CliConfig, K::Extra), Vec<ConfigError>> {
@@ -426,7 +434,7 @@ impl<K: CliKind> CliAdapter<K> {
             summary.last_other_line.as_deref().unwrap_or("")
         );
         let said = truncate(said.trim(), 1000).to_string();
-        let name = self.kind.kind();
+        let name = self.name;
         if resumed && self.kind.resume_rejected(&all) {
             return Outcome::failed(
                 ErrorCode::ResumeSessionInvalid,

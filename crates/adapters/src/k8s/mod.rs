@@ -52,7 +52,7 @@ impl<K: CliKind> K8sAdapter<K> {
     pub fn new(kind: &'static str, cli: K) -> K8sAdapter<K> {
         K8sAdapter {
             kind,
-            cli: CliAdapter::new(cli),
+            cli: CliAdapter::named(cli, kind),
             cluster: Arc::new(Cluster::default()),
             timings: Timings::default(),
             active: Arc::default(),
