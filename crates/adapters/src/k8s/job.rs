@@ -5,14 +5,13 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::AsyncReadExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use tokio_util::sync::CancellationToken;
 
-use super::logs::{self, LineFilter, Timings, MAX_RECONNECTS};
+use super::logs::Timings;
 use super::pod::{pod_state, PodState};
 use super::selfpod::CALL_TIMEOUT;
 use super::spec::{self, Built, LABEL_RUN, LABEL_TASK};
@@ -64,7 +63,7 @@ fn fail(code: ErrorCode, message: impl Into<String>) -> Ended {
     Ended::Outcome(Outcome::failed(code, message))
 }
 
-async fn timed<T>(
+pub(super) async fn timed<T>(
     f: impl std::future::Future<Output = Result<T, kube::Error>>,
 ) -> Result<T, String> {
     match tokio::time::timeout(CALL_TIMEOUT, f).await {
@@ -89,7 +88,7 @@ pub(crate) fn terminal(job: &Job) -> Option<(bool, Option<String>)> {
 }
 
 impl JobRun {
-    fn log(&self, stream: Stream, text: &str) {
+    pub(super) fn log(&self, stream: Stream, text: &str) {
         self.sink.log(stream, &format!("[paperclip] {text}\n"));
     }
 
@@ -97,7 +96,7 @@ impl JobRun {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
 
-    fn pods(&self) -> Api<Pod> {
+    pub(super) fn pods(&self) -> Api<Pod> {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
 
@@ -518,103 +517,6 @@ impl JobRun {
                 _ = tokio::time::sleep(self.timings.poll) => {}
                 _ = cancel.cancelled() => return Completion::Cancelled,
             }
-        }
-    }
-
-    /// Follows the main container's log until `stop` (the Job is terminal),
-    /// reconnecting up to [`MAX_RECONNECTS`] times.
-    async fn follow(
-        &self,
-        pod: &str,
-        tap: &mut dyn Tap,
-        stop: &CancellationToken,
-        cancel: &CancellationToken,
-        got_output: Arc<Mutex<bool>>,
-    ) {
-        let mut filter = LineFilter::default();
-        let mut last_chunk = chrono::Utc::now().timestamp();
-        let mut attempt = 0u32;
-        loop {
-            if attempt >= MAX_RECONNECTS {
-                self.log(
-                    Stream::Stderr,
-                    &format!("Log stream: max reconnect attempts ({MAX_RECONNECTS}) reached — giving up."),
-                );
-                break;
-            }
-            let since = (attempt > 0)
-                .then(|| logs::since_seconds(chrono::Utc::now().timestamp(), last_chunk));
-            if attempt > 0 {
-                self.log(
-                    Stream::System,
-                    &format!("Log stream disconnected — reconnecting (attempt {attempt}/{MAX_RECONNECTS})..."),
-                );
-            }
-            let params = LogParams {
-                container: Some(self.container.into()),
-                follow: true,
-                timestamps: true,
-                since_seconds: since,
-                ..LogParams::default()
-            };
-            let mut emit = |lines: Vec<String>| {
-                for line in lines {
-                    let text = format!("{line}\n");
-                    self.sink.log(Stream::Stdout, &text);
-                    tap.text(&text);
-                    *got_output.lock().unwrap() = true;
-                }
-            };
-            let ended_cleanly = async {
-                let mut reader = match timed(self.pods().log_stream(pod, &params)).await {
-                    Ok(r) => Box::pin(r),
-                    Err(_) => return false,
-                };
-                let mut buf = vec![0u8; 16 * 1024];
-                loop {
-                    match reader.read(&mut buf).await {
-                        Ok(0) => return true,
-                        Ok(n) => {
-                            last_chunk = chrono::Utc::now().timestamp();
-                            emit(filter.push(&buf[..n]));
-                        }
-                        Err(_) => return false,
-                    }
-                }
-            };
-            // A stream the server keeps open after the Job ended is not
-            // waited on for more than the stop grace.
-            let clean = tokio::select! {
-                clean = ended_cleanly => clean,
-                _ = async {
-                    stop.cancelled().await;
-                    tokio::time::sleep(self.timings.stop_grace).await;
-                } => true,
-                // A cancelled run reads no more: its Job is deleted next.
-                _ = cancel.cancelled() => true,
-            };
-            if cancel.is_cancelled() {
-                break;
-            }
-            if stop.is_cancelled() && clean {
-                break;
-            }
-            if !clean {
-                filter.disconnected();
-            }
-            attempt += 1;
-            tokio::select! {
-                _ = tokio::time::sleep(self.timings.reconnect_delay) => {}
-                _ = stop.cancelled() => {}
-            }
-            if stop.is_cancelled() && clean {
-                break;
-            }
-        }
-        if let Some(line) = filter.finish() {
-            let text = format!("{line}\n");
-            self.sink.log(Stream::Stdout, &text);
-            tap.text(&text);
         }
     }
 

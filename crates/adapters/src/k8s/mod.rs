@@ -14,6 +14,7 @@
 
 pub mod config;
 mod envtest;
+mod follow;
 mod job;
 pub mod logs;
 mod pod;
