@@ -18,6 +18,7 @@ pub mod cli;
 pub mod config;
 pub mod environment;
 pub mod http;
+pub mod k8s;
 mod output;
 pub mod process;
 pub mod tree;
@@ -106,6 +107,20 @@ pub enum ErrorCode {
     RateLimited,
     /// The conversation no longer fits the model's context window.
     ContextWindowExceeded,
+    /// The Kubernetes API could not be read to check for a running Job of
+    /// this agent; no Job is started on a guess (fail closed).
+    K8sConcurrencyGuardUnreachable,
+    /// A Job of this agent is still running.
+    K8sConcurrentRunBlocked,
+    K8sPromptSecretCreateFailed,
+    K8sJobCreateFailed,
+    /// The Job's pod never ran: unschedulable, image pull, init failure.
+    K8sPodScheduleFailed,
+    /// The log stream ended but the Job did not reach a terminal state in
+    /// time; the Job is kept so nothing starts beside it.
+    K8sJobStateMismatch,
+    /// No usable Kubernetes client (no kubeconfig, the pod not found).
+    K8sUnavailable,
 }
 
 impl ErrorCode {
@@ -124,6 +139,13 @@ impl ErrorCode {
             ErrorCode::AuthRequired => "auth_required",
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::ContextWindowExceeded => "context_window_exceeded",
+            ErrorCode::K8sConcurrencyGuardUnreachable => "k8s_concurrency_guard_unreachable",
+            ErrorCode::K8sConcurrentRunBlocked => "k8s_concurrent_run_blocked",
+            ErrorCode::K8sPromptSecretCreateFailed => "k8s_prompt_secret_create_failed",
+            ErrorCode::K8sJobCreateFailed => "k8s_job_create_failed",
+            ErrorCode::K8sPodScheduleFailed => "k8s_pod_schedule_failed",
+            ErrorCode::K8sJobStateMismatch => "k8s_job_state_mismatch",
+            ErrorCode::K8sUnavailable => "k8s_unavailable",
         }
     }
 }
@@ -290,6 +312,17 @@ pub fn registry() -> BTreeMap<&'static str, Arc<dyn Adapter>> {
     map.insert(
         "opencode_local",
         Arc::new(cli::CliAdapter::new(cli::opencode::OpenCode)),
+    );
+    map.insert(
+        "claude_k8s",
+        Arc::new(k8s::K8sAdapter::new("claude_k8s", cli::claude::Claude)),
+    );
+    map.insert(
+        "opencode_k8s",
+        Arc::new(k8s::K8sAdapter::new(
+            "opencode_k8s",
+            cli::opencode::OpenCode,
+        )),
     );
     map
 }

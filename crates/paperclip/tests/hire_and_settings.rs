@@ -186,6 +186,8 @@ async fn the_hire_dialog_offers_each_adapters_fields() {
         "claude_local",
         "codex_local",
         "opencode_local",
+        "claude_k8s",
+        "opencode_k8s",
     ] {
         assert!(
             html.contains(&format!("data-adapter=\"{kind}\"")),

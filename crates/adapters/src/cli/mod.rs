@@ -83,11 +83,19 @@ pub trait CliKind: Clone + Send + Sync + 'static {
 
 pub struct CliAdapter<K: CliKind> {
     kind: K,
+    /// The adapter type failures are reported under (a Kubernetes twin's
+    /// own, not the local CLI's).
+    name: &'static str,
 }
 
 impl<K: CliKind> CliAdapter<K> {
     pub fn new(kind: K) -> CliAdapter<K> {
-        CliAdapter { kind }
+        let name = kind.kind();
+        CliAdapter { kind, name }
+    }
+
+    pub(crate) fn named(kind: K, name: &'static str) -> CliAdapter<K> {
+        CliAdapter { kind, name }
     }
 
     fn parse(&self, config: &Value) -> Result<(CliConfig, K::Extra), Vec<ConfigError>> {
@@ -189,6 +197,70 @@ impl<K: CliKind> Adapter for CliAdapter<K> {
         default_cwd: &'a Path,
     ) -> BoxFuture<'a, Report> {
         Box::pin(self.probe(config, default_cwd))
+    }
+}
+
+pub(crate) type SharedParser = Arc<Mutex<Box<dyn StreamParser>>>;
+
+/// What the Kubernetes twins (`crate::k8s`) share with the local adapters:
+/// the same config, command line, stream parsing and judgement of the end.
+impl<K: CliKind> CliAdapter<K> {
+    pub(crate) fn cli(&self) -> &K {
+        &self.kind
+    }
+
+    pub(crate) fn parse_config(
+        &self,
+        config: &Value,
+    ) -> Result<(CliConfig, K::Extra), Vec<ConfigError>> {
+        self.parse(config)
+    }
+
+    /// A line-by-line parser of the CLI's stdout that reports transcript
+    /// items and usage to `sink` as they arrive; the shared parser is read
+    /// for the summary once the output is over.
+    pub(crate) fn tap(
+        &self,
+        cfg: &CliConfig,
+        sink: Arc<dyn RunSink>,
+    ) -> (Box<dyn process::Tap>, SharedParser) {
+        let parser = Arc::new(Mutex::new(self.kind.parser()));
+        let tap = ParseTap {
+            lines: Lines::default(),
+            parser: parser.clone(),
+            sink,
+            kind: self.kind.clone(),
+            config: cfg.clone(),
+            reported: None,
+        };
+        (Box::new(tap), parser)
+    }
+
+    /// The outcome of a CLI that exited with `code` (a remote process: no
+    /// local signal), judged exactly as a local run's.
+    pub(crate) fn settle(
+        &self,
+        cfg: &CliConfig,
+        code: Option<i32>,
+        stderr_tail: Option<String>,
+        parser: &Mutex<Box<dyn StreamParser>>,
+        resumed: bool,
+    ) -> Outcome {
+        use std::os::unix::process::ExitStatusExt;
+        let mut summary = parser.lock().unwrap().summary();
+        self.kind.complete(&mut summary, cfg);
+        // No exit code (the pod was removed before it was read): a CLI that
+        // reported its own clean end finished; anything else reads as killed.
+        let code = code.or_else(|| (summary.completed && summary.error.is_none()).then_some(0));
+        let raw = code.map(|c| (c & 0xff) << 8).unwrap_or(9);
+        let exit = Exit {
+            status: std::process::ExitStatus::from_raw(raw),
+            stopped: None,
+            stderr_tail,
+        };
+        let mut out = self.outcome(cfg, Ok(exit), summary, resumed);
+        out.signal = None;
+        out
     }
 }
 
@@ -362,7 +434,7 @@ impl<K: CliKind> CliAdapter<K> {
             summary.last_other_line.as_deref().unwrap_or("")
         );
         let said = truncate(said.trim(), 1000).to_string();
-        let name = self.kind.kind();
+        let name = self.name;
         if resumed && self.kind.resume_rejected(&all) {
             return Outcome::failed(
                 ErrorCode::ResumeSessionInvalid,

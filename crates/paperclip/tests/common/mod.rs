@@ -393,6 +393,13 @@ pub async fn restart_keeping_data(server: TestServer) -> TestServer {
     TestServer::start_with(data_dir, database_url, &[]).await
 }
 
+/// Like [`restart_keeping_data`], with variables in the new server's
+/// environment (as its first start had them).
+pub async fn restart_keeping_data_env(server: TestServer, env: &[(&str, &str)]) -> TestServer {
+    let (data_dir, database_url) = server.stop_keeping_data();
+    TestServer::spawn(data_dir, database_url, 0, &[], env).await
+}
+
 /// Polls `probe` until it returns `Some`, or panics naming `what` after
 /// `secs`. The one place tests wait: on a condition, with a deadline.
 pub async fn until<T>(secs: u64, what: &str, probe: impl AsyncFnMut() -> Option<T>) -> T {

@@ -321,12 +321,89 @@ const OPENCODE: &[Field] = &[
     PROMPT,
 ];
 
+/// A Kubernetes agent's fields: its CLI's (given), then where its Job runs;
+/// every Job field defaults to the control plane's own pod (namespace,
+/// image, pull secrets, placement).
+macro_rules! k8s_adapter {
+    ($($cli:expr),* $(,)?) => {
+        &[
+            $($cli,)*
+            f("namespace", "Namespace", Kind::Text, "Where Jobs run. Empty: the control plane's namespace.", ""),
+            f("image", "Image", Kind::Text, "The Job's image, with the CLI installed. Empty: the control plane's image.", ""),
+            f("imagePullPolicy", "Image pull policy", Kind::Choice(&["IfNotPresent", "Always", "Never"]), "Default IfNotPresent.", ""),
+            f("serviceAccountName", "Service account", Kind::Text, "The Job pod's account. Empty: the namespace's default.", ""),
+            f("resources.requests.cpu", "CPU request", Kind::Text, "Default 1000m.", "1000m"),
+            f("resources.requests.memory", "Memory request", Kind::Text, "Default 2Gi.", "2Gi"),
+            f("resources.limits.cpu", "CPU limit", Kind::Text, "Default 4000m.", "4000m"),
+            f("resources.limits.memory", "Memory limit", Kind::Text, "Default 8Gi.", "8Gi"),
+            f("nodeSelector", "Node selector", Kind::Pairs, "key=value per line. Empty: the control plane's.", "pool=agents"),
+            f("tolerations", "Tolerations (JSON)", Kind::Json, "A JSON array of tolerations.", ""),
+            f("labels", "Extra labels", Kind::Pairs, "key=value per line, added to the Job (paperclip.io/* are kept).", ""),
+            f("ttlSecondsAfterFinished", "Keep finished Jobs (seconds)", Kind::Number, "Kubernetes removes a finished Job after this. Default 300.", "300"),
+            f("retainJobs", "Retain Jobs", Kind::Bool, "Keep finished Jobs for debugging (no TTL, no delete).", ""),
+            f("reattachOrphanedJobs", "Reattach after a restart", Kind::Bool, "On by default: a restarted control plane follows the task's running Job instead of starting another.", ""),
+            f("inheritEnv", "Inherited variables", Kind::Lines, "More names of the control plane's own variables a Job may get (one per line).", ""),
+            f("inheritEnvFrom", "Inherit envFrom", Kind::Bool, "Copy the control plane's whole envFrom Secrets and ConfigMaps into Jobs.", ""),
+            f("kubeconfig", "Kubeconfig file", Kind::Text, "Outside the cluster. Empty: KUBECONFIG, then the pod's service account.", ""),
+            EXTRA_ARGS,
+            ENV,
+            CLI_TIMEOUT,
+            PROMPT,
+        ]
+    };
+}
+
+const CLAUDE_K8S: &[Field] = k8s_adapter!(
+    MODEL,
+    f(
+        "effort",
+        "Effort",
+        Kind::Choice(&["low", "medium", "high", "xhigh", "max"]),
+        "Reasoning effort. Empty: the CLI's default.",
+        "",
+    ),
+    f(
+        "maxTurnsPerRun",
+        "Max turns per run",
+        Kind::Number,
+        "A positive whole number. Empty: no limit.",
+        "",
+    ),
+    f(
+        "dangerouslySkipPermissions",
+        "Skip permission prompts",
+        Kind::Bool,
+        "Lets the CLI run tools without asking; nobody is there to answer.",
+        "",
+    ),
+);
+
+const OPENCODE_K8S: &[Field] = k8s_adapter!(f(
+    "model",
+    "Model",
+    Kind::Text,
+    "provider/model, e.g. anthropic/claude-sonnet-4-5. Empty: OpenCode's default.",
+    "anthropic/claude-sonnet-4-5",
+));
+
 /// Adapter types in the order offered, with a one-line description, their
 /// fields, and how many of those are shown before "More options".
 const ADAPTERS: &[(&str, &str, &[Field], usize)] = &[
     ("claude_local", "Claude Code on this machine", CLAUDE, 5),
     ("codex_local", "Codex CLI on this machine", CODEX, 5),
     ("opencode_local", "OpenCode on this machine", OPENCODE, 3),
+    (
+        "claude_k8s",
+        "Claude Code as a Kubernetes Job",
+        CLAUDE_K8S,
+        3,
+    ),
+    (
+        "opencode_k8s",
+        "OpenCode as a Kubernetes Job",
+        OPENCODE_K8S,
+        3,
+    ),
     ("process", "Any local command", PROCESS, 3),
     ("http", "An agent behind an HTTP endpoint", HTTP, 3),
 ];

@@ -1,0 +1,100 @@
+//! A server started with `KUBECONFIG` at a fresh fake API server, and a
+//! Kubernetes agent hired on it.
+
+use serde_json::{json, Value};
+
+use super::common::TestServer;
+use super::fake::{self, FakeK8s, Recorded, Script};
+
+pub struct Setup {
+    pub s: TestServer,
+    pub env: Vec<(String, String)>,
+    pub k8s: FakeK8s,
+    pub cid: String,
+    pub aid: String,
+}
+
+/// A server whose environment holds a secret of its own, as a Deployment's
+/// would, and a `claude_k8s` agent.
+pub async fn setup(script: Script, config: Value) -> Setup {
+    setup_kind("claude_k8s", script, config).await
+}
+
+pub async fn setup_kind(kind: &str, script: Script, config: Value) -> Setup {
+    let k8s = FakeK8s::start().await;
+    k8s.script(script);
+    let dir = std::env::temp_dir().join(format!("paperclip-k8s-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = k8s.kubeconfig(&dir);
+    let env: Vec<(String, String)> = [
+        ("KUBECONFIG", kubeconfig.to_str().unwrap()),
+        ("HOSTNAME", fake::SELF_POD),
+        ("PAPERCLIP_NAMESPACE", fake::NAMESPACE),
+        ("SERVER_ONLY_SECRET", "must-not-reach-a-job"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let s = TestServer::start_env(&pairs(&env)).await;
+    let company = s.company("Acme").await;
+    let cid = company["id"].as_str().unwrap().to_string();
+    let agent = s
+        .ok_post(
+            &format!("/api/companies/{cid}/agents"),
+            json!({"name": "Pod Coder", "role": "engineer", "adapterType": kind,
+                   "adapterConfig": config}),
+        )
+        .await;
+    let aid = agent["id"].as_str().unwrap().to_string();
+    Setup {
+        s,
+        env,
+        k8s,
+        cid,
+        aid,
+    }
+}
+
+pub fn pairs(env: &[(String, String)]) -> Vec<(&str, &str)> {
+    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
+impl Setup {
+    pub async fn assign(&self, title: &str) -> Value {
+        self.s
+            .issue(
+                &self.cid,
+                json!({"title": title, "status": "todo", "assigneeAgentId": self.aid}),
+            )
+            .await
+    }
+
+    /// The agent's runs once `n` of them have ended, oldest first.
+    pub async fn ended_runs(&self, n: usize) -> Vec<Value> {
+        let path = format!(
+            "/api/companies/{}/heartbeat-runs?agentId={}",
+            self.cid, self.aid
+        );
+        let list = self
+            .s
+            .wait_for(&path, 30, |r| {
+                r.as_array().is_some_and(|r| {
+                    r.len() >= n
+                        && r.iter()
+                            .all(|run| run["status"] != "queued" && run["status"] != "running")
+                })
+            })
+            .await;
+        let mut runs = list.as_array().unwrap().clone();
+        runs.reverse();
+        runs
+    }
+
+    pub fn calls(&self, method: &str, path_part: &str) -> Vec<Recorded> {
+        self.k8s
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == method && r.path.contains(path_part))
+            .collect()
+    }
+}
