@@ -14,7 +14,11 @@
 //!   so nobody is told "saved" before the data is durable, and a failed
 //!   group commit fails every member.
 //! - A member's rollback (or a dropped transaction) rolls back its own
-//!   savepoint only; the group goes on.
+//!   savepoint only, then commits the group at once if others are in it,
+//!   before anyone else writes or the caller reads on: what it saw of the
+//!   group (another's claim of a run, say) is then what every reader sees.
+//!   It runs synchronously (the writer is SQLite's C API), so a dropped
+//!   transaction needs no task to clean up after it.
 //! - Every member, after releasing its savepoint, queues for the writer
 //!   again. Holding it once more, it commits the group if nobody has yet:
 //!   each group is committed by one of its own members once the writers
@@ -61,7 +65,7 @@ pub(crate) fn new(conn: RawConn) -> Writer {
 /// (opening the group first if there is none).
 pub(crate) async fn begin(writer: &Writer) -> sqlx::Result<OwnedMutexGuard<Slot>> {
     let mut slot = writer.clone().lock_owned().await;
-    slot.clean().await?;
+    slot.clean()?;
     if slot.group.is_none() {
         slot.conn.script("BEGIN IMMEDIATE")?;
         slot.group = Some(Arc::new(Group {
@@ -79,8 +83,7 @@ pub(crate) async fn begin(writer: &Writer) -> sqlx::Result<OwnedMutexGuard<Slot>
 pub(crate) async fn commit(mut slot: OwnedMutexGuard<Slot>) -> sqlx::Result<()> {
     let writer = OwnedMutexGuard::mutex(&slot).clone();
     if let Err(err) = slot.conn.script("RELEASE member") {
-        slot.clean().await?;
-        slot.end_if_empty().await?;
+        slot.end_without_commit()?;
         return Err(err);
     }
     slot.savepoint = false;
@@ -91,7 +94,7 @@ pub(crate) async fn commit(mut slot: OwnedMutexGuard<Slot>) -> sqlx::Result<()> 
         .expect("a member belongs to an open group");
     let mut done = group.done.subscribe();
     if slot.members >= MAX_MEMBERS {
-        slot.commit_group().await;
+        slot.commit_group();
         drop(slot);
     } else {
         drop(slot);
@@ -101,8 +104,8 @@ pub(crate) async fn commit(mut slot: OwnedMutexGuard<Slot>) -> sqlx::Result<()> 
         let mut slot = writer.lock_owned().await;
         let ours = slot.group.as_ref().is_some_and(|g| Arc::ptr_eq(g, &group));
         if ours {
-            slot.clean().await?;
-            slot.commit_group().await;
+            slot.clean()?;
+            slot.commit_group();
         }
     }
     // The sender lives in `group`, which we hold, so the wait ends only
@@ -118,27 +121,21 @@ pub(crate) async fn commit(mut slot: OwnedMutexGuard<Slot>) -> sqlx::Result<()> 
     }
 }
 
-/// Rolls back the member's savepoint only.
+/// Rolls back the member's savepoint (see [`Slot::end_without_commit`]).
 pub(crate) async fn rollback(mut slot: OwnedMutexGuard<Slot>) -> sqlx::Result<()> {
-    slot.clean().await?;
-    slot.end_if_empty().await
+    slot.end_without_commit()
 }
 
-/// A transaction dropped without commit or rollback: rolled back on the
-/// runtime if there is one, else by the next holder of the writer.
-pub(crate) fn abandon(slot: OwnedMutexGuard<Slot>) {
-    if let Ok(handle) = tokio::runtime::Handle::try_current() {
-        handle.spawn(async move {
-            let _ = rollback(slot).await;
-        });
-    }
+/// A transaction dropped without commit or rollback: the same, at once.
+pub(crate) fn abandon(mut slot: OwnedMutexGuard<Slot>) {
+    let _ = slot.end_without_commit();
 }
 
 /// Commits the open group, if any (a store closing).
 pub(crate) async fn flush(writer: &Writer) {
     let mut slot = writer.lock().await;
-    if slot.clean().await.is_ok() && slot.group.is_some() {
-        slot.commit_group().await;
+    if slot.clean().is_ok() && slot.group.is_some() {
+        slot.commit_group();
     }
 }
 
@@ -146,7 +143,7 @@ impl Slot {
     /// Rolls back a member's savepoint left open. If even that fails, the
     /// whole group is rolled back and fails: committing it would keep the
     /// changes of a transaction that did not commit.
-    async fn clean(&mut self) -> sqlx::Result<()> {
+    fn clean(&mut self) -> sqlx::Result<()> {
         if !self.savepoint {
             return Ok(());
         }
@@ -168,17 +165,24 @@ impl Slot {
         Ok(())
     }
 
-    /// Ends a group nobody has joined (its first member rolled back), so
-    /// no empty transaction keeps SQLite's write lock.
-    async fn end_if_empty(&mut self) -> sqlx::Result<()> {
-        if self.group.is_some() && self.members == 0 {
-            self.group = None;
-            self.conn.script("ROLLBACK")?;
+    /// A member ends without committing: its savepoint is rolled back; the
+    /// group is committed now if others are in it (so nothing the member saw
+    /// of them stays unseen by readers after it returns), or ended if not
+    /// (no empty transaction keeps SQLite's write lock).
+    fn end_without_commit(&mut self) -> sqlx::Result<()> {
+        self.clean()?;
+        if self.group.is_some() {
+            if self.members == 0 {
+                self.group = None;
+                self.conn.script("ROLLBACK")?;
+            } else {
+                self.commit_group();
+            }
         }
         Ok(())
     }
 
-    async fn commit_group(&mut self) {
+    fn commit_group(&mut self) {
         let Some(group) = self.group.take() else {
             return;
         };

@@ -223,30 +223,34 @@ const HTTP: &[Field] = &[
     ),
 ];
 
+const CLAUDE_EFFORT: Field = f(
+    "effort",
+    "Effort",
+    Kind::Choice(&["low", "medium", "high", "xhigh", "max"]),
+    "Reasoning effort. Empty: the CLI's default.",
+    "",
+);
+const CLAUDE_MAX_TURNS: Field = f(
+    "maxTurnsPerRun",
+    "Max turns per run",
+    Kind::Number,
+    "A positive whole number. Empty: no limit.",
+    "",
+);
+const CLAUDE_SKIP_PERMISSIONS: Field = f(
+    "dangerouslySkipPermissions",
+    "Skip permission prompts",
+    Kind::Bool,
+    "Lets the CLI run tools without asking; nobody is there to answer.",
+    "",
+);
+
 const CLAUDE: &[Field] = &[
     CWD,
     MODEL,
-    f(
-        "effort",
-        "Effort",
-        Kind::Choice(&["low", "medium", "high", "xhigh", "max"]),
-        "Reasoning effort. Empty: the CLI's default.",
-        "",
-    ),
-    f(
-        "maxTurnsPerRun",
-        "Max turns per run",
-        Kind::Number,
-        "A positive whole number. Empty: no limit.",
-        "",
-    ),
-    f(
-        "dangerouslySkipPermissions",
-        "Skip permission prompts",
-        Kind::Bool,
-        "Lets the CLI run tools without asking; nobody is there to answer.",
-        "",
-    ),
+    CLAUDE_EFFORT,
+    CLAUDE_MAX_TURNS,
+    CLAUDE_SKIP_PERMISSIONS,
     command("claude"),
     INSTRUCTIONS,
     EXTRA_ARGS,
@@ -355,27 +359,9 @@ macro_rules! k8s_adapter {
 
 const CLAUDE_K8S: &[Field] = k8s_adapter!(
     MODEL,
-    f(
-        "effort",
-        "Effort",
-        Kind::Choice(&["low", "medium", "high", "xhigh", "max"]),
-        "Reasoning effort. Empty: the CLI's default.",
-        "",
-    ),
-    f(
-        "maxTurnsPerRun",
-        "Max turns per run",
-        Kind::Number,
-        "A positive whole number. Empty: no limit.",
-        "",
-    ),
-    f(
-        "dangerouslySkipPermissions",
-        "Skip permission prompts",
-        Kind::Bool,
-        "Lets the CLI run tools without asking; nobody is there to answer.",
-        "",
-    ),
+    CLAUDE_EFFORT,
+    CLAUDE_MAX_TURNS,
+    CLAUDE_SKIP_PERMISSIONS,
 );
 
 const OPENCODE_K8S: &[Field] = k8s_adapter!(f(
