@@ -24,6 +24,10 @@
 //!   each group is committed by one of its own members once the writers
 //!   queued before that member have run, without any timer.
 //! - A group is closed at [`MAX_MEMBERS`], so a long queue still commits.
+//! - A member whose request is dropped while it waits in the queue (a
+//!   client gone) leaves its group to the writers ahead of it: every holder
+//!   of the writer ends by committing the open group or failing it, so a
+//!   group never stays open once the queue is empty.
 
 use std::sync::Arc;
 
