@@ -77,7 +77,11 @@ pub(crate) async fn begin(writer: &Writer) -> sqlx::Result<OwnedMutexGuard<Slot>
         }));
         slot.members = 0;
     }
-    slot.conn.script("SAVEPOINT member")?;
+    if let Err(err) = slot.conn.script("SAVEPOINT member") {
+        // Leave no group open behind us (see the rules above).
+        let _ = slot.end_without_commit();
+        return Err(err);
+    }
     slot.savepoint = true;
     Ok(slot)
 }
