@@ -408,9 +408,11 @@ async fn interrupt_stops_the_turn_and_the_next_run_gets_the_new_comment_at_once(
         .as_str()
         .expect("a next run")
         .to_string();
+
     assert_eq!(
         out["nextRun"]["contextSnapshot"]["commentIds"],
-        json!([comment])
+        json!([comment]),
+        "{out}"
     );
     server
         .wait_for(&format!("/api/issues/{}", s.task), 20, |i| {

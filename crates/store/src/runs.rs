@@ -73,22 +73,6 @@ pub async fn touching_issue(
 }
 
 pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Vec<HeartbeatRun>> {
-    if filter.live_only && filter.status.is_none() {
-        // One equality per status: with `IN` and the id order, SQLite walks
-        // the company's whole history by id (300 ms among 100,000 runs).
-        let mut live = Vec::new();
-        for status in ["running", "queued"] {
-            let one = Filter {
-                status: Some(status.to_string()),
-                live_only: false,
-                ..filter.clone()
-            };
-            live.extend(Box::pin(list(store, company_id, &one)).await?);
-        }
-        live.sort_by(|a, b| b.id.cmp(&a.id));
-        live.truncate(usize::try_from(filter.limit).unwrap_or(0));
-        return Ok(live);
-    }
     // Only the filters given become conditions, so the planner can use the
     // agent, task or status index (`$n IS NULL OR ...` hides them: a task's
     // runs took 300 ms among 100,000 runs).
@@ -104,10 +88,23 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Ve
             sql.push_str(&format!(" AND {column} = ${}", values.len() + 1));
         }
     }
-    if filter.live_only {
-        sql.push_str(" AND status IN ('queued', 'running')");
-    }
-    sql.push_str(&format!(" ORDER BY id DESC LIMIT ${}", values.len() + 2));
+    let limit = format!("${}", values.len() + 2);
+    let sql = if filter.live_only && filter.status.is_none() {
+        // One equality per status (with `IN` and the id order, SQLite walks
+        // the company's whole history by id: 300 ms among 100,000 runs),
+        // in one statement: as two reads, a run claimed between them was
+        // in neither (an interrupt then missed the run it should hand over to).
+        format!(
+            "SELECT * FROM (SELECT * FROM ({sql} AND status = 'running' ORDER BY id DESC LIMIT {limit}) r \
+             UNION ALL SELECT * FROM ({sql} AND status = 'queued' ORDER BY id DESC LIMIT {limit}) q) live \
+             ORDER BY id DESC LIMIT {limit}"
+        )
+    } else {
+        if filter.live_only {
+            sql.push_str(" AND status IN ('queued', 'running')");
+        }
+        format!("{sql} ORDER BY id DESC LIMIT {limit}")
+    };
     let mut query = crate::db::query(&sql).bind(company_id);
     for value in values {
         query = query.bind(value);
