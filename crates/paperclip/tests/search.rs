@@ -1,6 +1,7 @@
 //! Task search (`?q=`): full-text indexes on both engines over identifiers,
-//! titles, descriptions and comments; every word must match, each as a
-//! prefix; it follows edits and deletions and never crosses companies.
+//! titles, descriptions and comments, a task with its thread; every word
+//! must match, each as a prefix; it follows edits and deletions and never
+//! crosses companies.
 
 mod common;
 
@@ -104,8 +105,12 @@ async fn search_finds_words_prefixes_identifiers_and_comments_and_follows_edits(
     assert_eq!(search(&server, &cid, "espresso").await, ["Café menu"]);
     assert_eq!(
         search(&server, &cid, "café tonic").await,
-        [] as [&str; 0],
-        "words of the task and of a comment do not combine"
+        ["Café menu"],
+        "a task is searched with its thread: its words and its comments' combine"
+    );
+    assert!(
+        search(&server, &cid, "login tonic").await.is_empty(),
+        "but not across tasks"
     );
     let (status, _) = server
         .delete(&format!(
@@ -180,28 +185,33 @@ async fn an_existing_database_is_indexed_on_upgrade() {
         .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(&url).await.unwrap();
-    // Back to schema 6: no search objects at all.
+    // Back to schema 6: no search objects at all. The start migrates through
+    // 7 (the first indexes) and 21 (one index per task with its comments).
     let drops: &[&str] = if url.starts_with("postgres") {
         &[
-            "DROP INDEX issues_search",
-            "DROP INDEX issue_comments_search",
+            "DROP TRIGGER task_search_issue_insert ON issues",
+            "DROP TRIGGER task_search_issue_update ON issues",
+            "DROP TRIGGER task_search_comment_change ON issue_comments",
+            "DROP FUNCTION task_search_issue_follow()",
+            "DROP FUNCTION task_search_comment_follow()",
+            "DROP FUNCTION task_search_words(TEXT)",
+            "DROP TABLE task_search",
         ]
     } else {
         &[
-            "DROP TRIGGER issue_fts_insert",
-            "DROP TRIGGER issue_fts_delete",
-            "DROP TRIGGER issue_fts_update",
-            "DROP TRIGGER comment_fts_insert",
-            "DROP TRIGGER comment_fts_delete",
-            "DROP TRIGGER comment_fts_update",
-            "DROP TABLE issue_fts",
-            "DROP TABLE comment_fts",
+            "DROP TRIGGER task_search_issue_insert",
+            "DROP TRIGGER task_search_issue_delete",
+            "DROP TRIGGER task_search_issue_update",
+            "DROP TRIGGER task_search_comment_insert",
+            "DROP TRIGGER task_search_comment_update",
+            "DROP TRIGGER task_search_comment_delete",
+            "DROP TABLE task_search",
         ]
     };
     for sql in drops {
         sqlx::query(sql).execute(&pool).await.unwrap();
     }
-    sqlx::query("DELETE FROM schema_migrations WHERE version = 7")
+    sqlx::query("DELETE FROM schema_migrations WHERE version IN (7, 21)")
         .execute(&pool)
         .await
         .unwrap();

@@ -37,14 +37,23 @@ pub struct Page {
 
 /// `FROM issues WHERE ...` of the tasks `filter` matches, with its binds;
 /// `None` when nothing can match (a search of punctuation only).
+struct Matching {
+    from: String,
+    binds: Vec<Bind>,
+    /// A search left out of `from`, to be matched one number range of the
+    /// company at a time ([`walk_search`]): the full-text query.
+    walk: Option<String>,
+}
+
 async fn matching(
     store: &Store,
     company_id: &str,
     filter: &Filter,
     use_for: Use,
-) -> Result<Option<(String, Vec<Bind>)>> {
+) -> Result<Option<Matching>> {
     let mut sql = "FROM issues WHERE company_id = $1".to_string();
     let mut binds: Vec<Bind> = vec![Bind::Text(company_id.to_string())];
+    let mut walk = None;
     let param = |binds: &mut Vec<Bind>, value: Bind| {
         binds.push(value);
         format!("${}", binds.len())
@@ -69,11 +78,46 @@ async fn matching(
             sql.push_str(&format!(" AND {column} = {p}"));
         }
     }
+    let fts = store.backend() == crate::Backend::Sqlite
+        && filter.q.as_deref().is_some_and(|q| !q.trim().is_empty())
+        && filter.q.as_deref().and_then(as_identifier).is_none();
     if let Some(label) = &filter.label_id {
         let p = param(&mut binds, Bind::Text(label.clone()));
-        sql.push_str(&format!(
-            " AND id IN (SELECT issue_id FROM issue_labels WHERE label_id = {p})"
-        ));
+        let clause = match store.backend() {
+            crate::Backend::Sqlite if use_for == Use::Count && !fts => {
+                // The label's tasks drive, each looked up by id, until the cap.
+                sql = sql.replacen(
+                    "FROM issues WHERE",
+                    &format!(
+                        "FROM issue_labels CROSS JOIN issues ON issues.id = issue_labels.issue_id \
+                              WHERE issue_labels.label_id = {p} AND"
+                    ),
+                    1,
+                );
+                String::new()
+            }
+            crate::Backend::Sqlite if !label_is_rare(store, label).await? => {
+                // A label on many tasks: each task of the walk is probed by
+                // the relation's key (a page among a million tasks ~10 ms),
+                // where the set of all its tasks took ~90 ms to build.
+                format!(
+                    "EXISTS (SELECT 1 FROM issue_labels l WHERE l.issue_id = issues.id AND l.label_id = {p})"
+                )
+            }
+            crate::Backend::Sqlite => {
+                // A label on few tasks: they drive (the unary `+` keeps
+                // SQLite off the company's index, as for a rare word).
+                sql = sql.replacen("WHERE company_id = $1", "WHERE +company_id = $1", 1);
+                format!("id IN (SELECT issue_id FROM issue_labels WHERE label_id = {p})")
+            }
+            crate::Backend::Postgres => {
+                format!("id IN (SELECT issue_id FROM issue_labels WHERE label_id = {p})")
+            }
+        };
+        if !clause.is_empty() {
+            sql.push_str(" AND ");
+            sql.push_str(&clause);
+        }
     }
     if let Some(ident) = filter.q.as_deref().and_then(as_identifier) {
         // `ACM-12` names one task: the identifier index finds it at once.
@@ -85,70 +129,82 @@ async fn matching(
             // Nothing searchable (only punctuation): nothing matches.
             return Ok(None);
         }
-        let (query, clause) = match store.backend() {
-            crate::Backend::Sqlite => (
-                words
+        match store.backend() {
+            crate::Backend::Sqlite => {
+                let query = words
                     .iter()
                     .map(|w| format!("\"{w}\"*"))
                     .collect::<Vec<_>>()
-                    .join(" AND "),
-                "rowid IN (SELECT rowid FROM issue_fts WHERE issue_fts MATCH {p} UNION \
-                 SELECT i.rowid FROM comment_fts JOIN issue_comments c ON c.rowid = comment_fts.rowid \
-                 JOIN issues i ON i.id = c.issue_id WHERE comment_fts MATCH {p} AND c.deleted_at IS NULL)",
-            ),
-            crate::Backend::Postgres => (
-                words
+                    .join(" AND ");
+                let clause = if use_for == Use::Count {
+                    // The matches drive, each looked up by rowid, until the
+                    // cap: a common word among a million tasks counts its
+                    // first 10,000 in ~15 ms, where testing the company's
+                    // tasks against the set of matches took ~45 ms.
+                    sql = sql.replacen(
+                        "FROM issues WHERE",
+                        "FROM task_search CROSS JOIN issues ON issues.rowid = task_search.rowid WHERE",
+                        1,
+                    );
+                    "task_search MATCH {p}"
+                } else if rare(store, RARE_SQLITE, &query).await? {
+                    // Few matches: they drive (rowid lookups) rather than a
+                    // walk of the company's index testing each task; the
+                    // unary `+` keeps SQLite off that index.
+                    sql = sql.replacen("WHERE company_id = $1", "WHERE +company_id = $1", 1);
+                    "rowid IN (SELECT rowid FROM task_search WHERE task_search MATCH {p})"
+                } else if use_for == Use::Walk {
+                    // Many, in number order: matched a range of numbers at a
+                    // time (a page among a million tasks ~6 ms, against
+                    // ~25 ms to build the set of all matches first).
+                    walk = Some(query.clone());
+                    ""
+                } else {
+                    "rowid IN (SELECT rowid FROM task_search WHERE task_search MATCH {p})"
+                };
+                if !clause.is_empty() {
+                    let p = param(&mut binds, Bind::Text(query));
+                    sql.push_str(" AND ");
+                    sql.push_str(&clause.replace("{p}", &p));
+                }
+            }
+            crate::Backend::Postgres => {
+                let query = words
                     .iter()
                     .map(|w| format!("{w}:*"))
                     .collect::<Vec<_>>()
-                    .join(" & "),
-                // The expressions of the indexes in migration 7, exactly.
-                "(to_tsvector('simple', regexp_replace(identifier || ' ' || title || ' ' || COALESCE(description, ''), \
-                 '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p}) OR id IN (SELECT issue_id FROM issue_comments \
-                 WHERE company_id = $1 AND deleted_at IS NULL \
-                 AND to_tsvector('simple', regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p})))",
-            ),
-        };
-        let mut clause = clause;
-        match store.backend() {
-            crate::Backend::Sqlite if rare(store, RARE_SQLITE, &query).await? => {
-                // Few matches: they drive (rowid lookups) rather than a walk
-                // of the company's index testing each task; the unary `+`
-                // keeps SQLite off that index. Many: the walk finds a page at once.
-                sql = sql.replacen("WHERE company_id = $1", "WHERE +company_id = $1", 1);
+                    .join(" & ");
+                // Each task's words are kept in `task_search` (migration 21).
+                let exact = words.join(" & ");
+                let clause = if estimated_rare(store, &query, &exact).await? {
+                    // Few matches: they drive, collected through the GIN
+                    // index first (as an array, so the planner cannot turn
+                    // them into a walk of the company testing each task).
+                    "id = ANY(ARRAY(SELECT issue_id FROM task_search WHERE words @@ to_tsquery('simple', {p})))"
+                } else if use_for == Use::Count {
+                    // Many, counted up to the cap: joined in id order.
+                    "id IN (SELECT issue_id FROM task_search WHERE words @@ to_tsquery('simple', {p}))"
+                } else {
+                    // Many, walked to a page: each task of the walk has its
+                    // kept words tested (~2 µs a task).
+                    "EXISTS (SELECT 1 FROM task_search s WHERE s.issue_id = issues.id \
+                     AND s.words @@ to_tsquery('simple', {p}))"
+                };
+                let p = param(&mut binds, Bind::Text(query));
+                sql.push_str(" AND ");
+                sql.push_str(&clause.replace("{p}", &p));
             }
-            crate::Backend::Sqlite if use_for == Use::Page => {
-                // Many matches, walked to a page: two sets tested apart (the
-                // tasks' own matches by rowid, the tasks of matching comments
-                // by id) cost a quarter of their union, which joins every
-                // matching comment to its task first (a common word among a
-                // million tasks: 130 -> 35 ms). A count reads the matches
-                // themselves, where the union is cheaper.
-                clause =
-                    "(rowid IN (SELECT rowid FROM issue_fts WHERE issue_fts MATCH {p}) OR id IN \
-                 (SELECT c.issue_id FROM comment_fts f JOIN issue_comments c ON c.rowid = f.rowid \
-                 WHERE comment_fts MATCH {p} AND c.deleted_at IS NULL))";
-            }
-            crate::Backend::Postgres if rare(store, RARE_POSTGRES, &query).await? => {
-                // Few matches: collect them through the GIN indexes. Many: the
-                // OR above walks the company's tasks newest first and stops
-                // at a page (the planner cannot use the indexes through it).
-                clause = "id IN (SELECT id FROM issues WHERE to_tsvector('simple', regexp_replace(identifier || ' ' || title \
-                 || ' ' || COALESCE(description, ''), '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p}) \
-                 UNION SELECT issue_id FROM issue_comments WHERE company_id = $1 AND deleted_at IS NULL \
-                 AND to_tsvector('simple', regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', {p}))";
-            }
-            _ => {}
         }
-        let p = param(&mut binds, Bind::Text(query));
-        sql.push_str(" AND ");
-        sql.push_str(&clause.replace("{p}", &p));
     }
     if let Some(cursor) = filter.cursor {
         let p = param(&mut binds, Bind::Int(cursor));
         sql.push_str(&format!(" AND issue_number < {p}"));
     }
-    Ok(Some((sql, binds)))
+    Ok(Some(Matching {
+        from: sql,
+        binds,
+        walk,
+    }))
 }
 
 /// Newest first (by issue number), so a cursor pages without skips or repeats
@@ -319,7 +375,17 @@ pub async fn list_sorted(
         last: None,
         more: false,
     };
-    let Some((mut from, mut binds)) = matching(store, company_id, filter, Use::Page).await? else {
+    let use_for = if sort.key().is_none() {
+        Use::Walk
+    } else {
+        Use::Page
+    };
+    let Some(Matching {
+        mut from,
+        mut binds,
+        walk,
+    }) = matching(store, company_id, filter, use_for).await?
+    else {
         return Ok(empty());
     };
     let backward = matches!(at, Some((_, Direction::Before)));
@@ -390,6 +456,19 @@ pub async fn list_sorted(
     // text: the page stops at `limit` or once its titles and descriptions
     // pass the budget, whichever comes first.
     let mut rows: Vec<(i64, i64, String)> = Vec::new();
+    if let Some(query) = &walk {
+        let start = at.map(|(position, _)| position.number);
+        let (from, binds) = &parts[0];
+        let window = Window {
+            company_id,
+            from,
+            binds,
+            query,
+            down,
+        };
+        rows = walk_search(&mut conn, &window, start, filter.limit + 1).await?;
+        parts.clear();
+    }
     for (from, binds) in &parts {
         let wanted = filter.limit + 1 - rows.len() as i64;
         if wanted <= 0 {
@@ -470,6 +549,89 @@ pub async fn list_sorted(
     })
 }
 
+/// A search walked in number order: the tasks of `from` (in `down` order)
+/// that match `query`.
+struct Window<'a> {
+    company_id: &'a str,
+    from: &'a str,
+    binds: &'a [Bind],
+    query: &'a str,
+    down: bool,
+}
+
+/// The first `wanted` tasks of a [`Window`] past `start`, as `(number, size,
+/// '')`. The company's numbers are read a range at a time, and each range is
+/// matched against the search index within the rowids it spans: the rowids
+/// only bound the index read (the join decides), and since tasks are numbered
+/// in the order they are inserted the bound is tight. Ranges grow fourfold,
+/// so a rare match far back costs few rounds.
+async fn walk_search(
+    conn: &mut crate::db::Conn,
+    w: &Window<'_>,
+    mut start: Option<i64>,
+    wanted: i64,
+) -> Result<Vec<(i64, i64, String)>> {
+    let (dir, cmp) = if w.down { ("DESC", "<") } else { ("ASC", ">") };
+    let mut rows = Vec::new();
+    let mut span: i64 = 1024;
+    loop {
+        let past = if start.is_some() {
+            format!("AND issue_number {cmp} $2")
+        } else {
+            String::new()
+        };
+        let limit = if start.is_some() { "$3" } else { "$2" };
+        let range_sql = format!(
+            "SELECT COUNT(*), COALESCE(MIN(issue_number), 0), COALESCE(MAX(issue_number), 0), \
+             COALESCE(MIN(rowid), 0), COALESCE(MAX(rowid), 0) FROM \
+             (SELECT issue_number, rowid FROM issues WHERE company_id = $1 {past} \
+             ORDER BY issue_number {dir} LIMIT {limit})"
+        );
+        let mut range = crate::db::query(&range_sql).bind(w.company_id);
+        if let Some(start) = start {
+            range = range.bind(start);
+        }
+        let row = range.bind(span).fetch_one(&mut *conn).await?;
+        let n = row.int(0)?;
+        if n == 0 {
+            break;
+        }
+        let (low, high, first, last) = (row.int(1)?, row.int(2)?, row.int(3)?, row.int(4)?);
+        // Parameters in the order they appear: SQLite numbers `$n` names by
+        // appearance.
+        let k = w.binds.len();
+        let sql = format!(
+            "SELECT issue_number, CAST(OCTET_LENGTH(title) + COALESCE(OCTET_LENGTH(description), 0) AS BIGINT) \
+             AS size, '' AS sort_key {} AND issue_number BETWEEN ${} AND ${} AND rowid IN \
+             (SELECT rowid FROM task_search WHERE task_search MATCH ${} AND rowid BETWEEN ${} AND ${}) \
+             ORDER BY issue_number {dir} LIMIT ${}",
+            w.from,
+            k + 1,
+            k + 2,
+            k + 3,
+            k + 4,
+            k + 5,
+            k + 6
+        );
+        let part: Vec<(i64, i64, String)> = bind_all(crate::db::query(&sql), w.binds)
+            .bind(low)
+            .bind(high)
+            .bind(w.query)
+            .bind(first)
+            .bind(last)
+            .bind(wanted - rows.len() as i64)
+            .fetch_map(&mut *conn, number_size_key, number_size_key)
+            .await?;
+        rows.extend(part);
+        if rows.len() as i64 >= wanted || n < span {
+            break;
+        }
+        start = Some(if w.down { low } else { high });
+        span = (span * 4).min(65_536);
+    }
+    Ok(rows)
+}
+
 /// `(SELECT ...)` of the values of the JSON array bound as `param`, as
 /// `sql_type`: how a list of any length is one parameter on both engines.
 pub(crate) fn json_values(backend: crate::Backend, param: &str, sql_type: &str) -> String {
@@ -525,7 +687,9 @@ pub async fn count(
             .sum();
         return Ok((n, false));
     }
-    let Some((from, binds)) = matching(store, company_id, &filter, Use::Count).await? else {
+    let Some(Matching { from, binds, .. }) =
+        matching(store, company_id, &filter, Use::Count).await?
+    else {
         return Ok((0, false));
     };
     let sql = format!(
@@ -555,12 +719,53 @@ fn as_identifier(q: &str) -> Option<String> {
 const RARE_MATCHES: i64 = 5_000;
 
 /// Counting the matches of a search, up to a bound, on each engine.
-const RARE_SQLITE: &str = "SELECT (SELECT COUNT(*) FROM (SELECT rowid FROM issue_fts WHERE issue_fts MATCH $1 LIMIT $2)) \
-     + (SELECT COUNT(*) FROM (SELECT rowid FROM comment_fts WHERE comment_fts MATCH $1 LIMIT $2))";
-const RARE_POSTGRES: &str = "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM issues WHERE to_tsvector('simple', \
-     regexp_replace(identifier || ' ' || title || ' ' || COALESCE(description, ''), '[^[:alnum:]]+', ' ', 'g')) \
-     @@ to_tsquery('simple', $1) LIMIT $2) x) + (SELECT COUNT(*) FROM (SELECT 1 FROM issue_comments WHERE \
-     to_tsvector('simple', regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', $1) LIMIT $2) y)";
+const RARE_SQLITE: &str =
+    "SELECT COUNT(*) FROM (SELECT rowid FROM task_search WHERE task_search MATCH $1 LIMIT $2)";
+/// Whether the planner expects a full-text query to match at most
+/// [`RARE_MATCHES`] tasks, from the statistics `ANALYZE` keeps of the words
+/// (their most common elements). Counting the matches instead, as on SQLite,
+/// costs ~40 ms for a common word on Postgres (a GIN scan of a prefix, or a
+/// scan of the table until the bound), more than the search itself. Without
+/// statistics the estimate is 0.5 % of the tasks: the matches drive, which is
+/// right at any size those statistics are missing for long.
+/// The words as prefixes (`query`) are estimated together with the words as
+/// they are (`exact`, a subset of their matches): Postgres estimates a prefix
+/// from the common words it starts, and has been seen to guess 440 matches
+/// for a prefix whose whole word alone it counted at 6,000.
+async fn estimated_rare(store: &Store, query: &str, exact: &str) -> Result<bool> {
+    // The plan's top line: `Seq Scan on task_search  (cost=.. rows=N width=4)`
+    // (the JSON format comes back typed `json`, which the text reader refuses).
+    let (plan,): (String,) = crate::db::query_as(
+        "EXPLAIN SELECT 1 FROM task_search WHERE words @@ to_tsquery('simple', $1) \
+         OR words @@ to_tsquery('simple', $2)",
+    )
+    .bind(query)
+    .bind(exact)
+    .fetch_one(store.pool())
+    .await?;
+    let rows = plan
+        .split_once(" rows=")
+        .and_then(|(_, rest)| rest.split(' ').next())
+        .and_then(|n| n.parse::<f64>().ok())
+        .ok_or_else(|| {
+            crate::Error::Database(sqlx::Error::Protocol(format!(
+                "unreadable query plan: {plan}"
+            )))
+        })?;
+    Ok(rows <= RARE_MATCHES as f64)
+}
+
+/// Whether a label is on at most [`RARE_MATCHES`] tasks (of any company).
+async fn label_is_rare(store: &Store, label: &str) -> Result<bool> {
+    let (n,): (i64,) = crate::db::query_as(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM issue_labels WHERE label_id = $1 LIMIT $2)",
+    )
+    .bind(label)
+    .bind(RARE_MATCHES + 1)
+    .fetch_one(store.pool())
+    .await?;
+    Ok(n <= RARE_MATCHES)
+}
 
 /// Whether a full-text query matches at most [`RARE_MATCHES`] tasks and
 /// comments (counted up to that bound, so a common word costs no more to
@@ -586,10 +791,12 @@ fn search_words(q: &str) -> Vec<String> {
         .collect()
 }
 
-/// What a filter's condition is for: walking to a page, or counting.
+/// What a filter's condition is for: a page in a keyed order, a page in
+/// number order, or counting.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Use {
     Page,
+    Walk,
     Count,
 }
 

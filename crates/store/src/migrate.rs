@@ -133,6 +133,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0020_relation_flags.postgres.sql"),
         },
     ),
+    (
+        21,
+        "task_search",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0021_task_search.sqlite.sql"),
+            postgres: include_str!("../migrations/0021_task_search.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {
