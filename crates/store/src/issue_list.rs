@@ -37,15 +37,15 @@ pub struct Page {
 
 /// `FROM issues WHERE ...` of the tasks `filter` matches, with its binds;
 /// `None` when nothing can match (a search of punctuation only).
-struct Matching {
-    from: String,
-    binds: Vec<Bind>,
+pub(crate) struct Matching {
+    pub(crate) from: String,
+    pub(crate) binds: Vec<Bind>,
     /// A search left out of `from`, to be matched one number range of the
     /// company at a time ([`walk_search`]): the full-text query.
-    walk: Option<String>,
+    pub(crate) walk: Option<String>,
 }
 
-async fn matching(
+pub(crate) async fn matching(
     store: &Store,
     company_id: &str,
     filter: &Filter,
@@ -725,34 +725,52 @@ const RARE_SQLITE: &str =
 /// [`RARE_MATCHES`] tasks, from the statistics `ANALYZE` keeps of the words
 /// (their most common elements). Counting the matches instead, as on SQLite,
 /// costs ~40 ms for a common word on Postgres (a GIN scan of a prefix, or a
-/// scan of the table until the bound), more than the search itself. Without
-/// statistics the estimate is 0.5 % of the tasks: the matches drive, which is
-/// right at any size those statistics are missing for long.
-/// The words as prefixes (`query`) are estimated together with the words as
-/// they are (`exact`, a subset of their matches): Postgres estimates a prefix
-/// from the common words it starts, and has been seen to guess 440 matches
-/// for a prefix whose whole word alone it counted at 6,000.
+/// scan of the table until the bound), more than the search itself.
+///
+/// Each plan is ruinous for the other kind of word (a rare word walked
+/// through a million tasks: ~2 s; a common one driven as an array of its
+/// 91,000 matches: ~8 s), so the estimates are read with care: the words as
+/// prefixes (`query`) and as they are (`exact`, a subset of the matches) are
+/// estimated apart and the larger taken (a prefix has been estimated at 440
+/// where its whole word alone was at 6,000), and an estimate that is
+/// Postgres' default guess (0.5 % of the rows: a word outside the most common
+/// elements, or no statistics yet) counts as rare, which such a word is.
 async fn estimated_rare(store: &Store, query: &str, exact: &str) -> Result<bool> {
+    let (tasks,): (i64,) = crate::db::query_as(
+        "SELECT CAST(GREATEST(reltuples, 0) AS BIGINT) FROM pg_class \
+         WHERE oid = CAST('task_search' AS regclass)",
+    )
+    .fetch_one(store.pool())
+    .await?;
+    let guess = (tasks as f64 * 0.005).round();
+    let mut most: f64 = 0.0;
+    for words in [query, exact] {
+        let rows = estimated_rows(store, words).await?;
+        if (rows - guess).abs() > 1.0 {
+            most = most.max(rows);
+        }
+    }
+    Ok(most <= RARE_MATCHES as f64)
+}
+
+/// The planner's estimate of the tasks `words` match.
+async fn estimated_rows(store: &Store, words: &str) -> Result<f64> {
     // The plan's top line: `Seq Scan on task_search  (cost=.. rows=N width=4)`
     // (the JSON format comes back typed `json`, which the text reader refuses).
     let (plan,): (String,) = crate::db::query_as(
-        "EXPLAIN SELECT 1 FROM task_search WHERE words @@ to_tsquery('simple', $1) \
-         OR words @@ to_tsquery('simple', $2)",
+        "EXPLAIN SELECT 1 FROM task_search WHERE words @@ to_tsquery('simple', $1)",
     )
-    .bind(query)
-    .bind(exact)
+    .bind(words)
     .fetch_one(store.pool())
     .await?;
-    let rows = plan
-        .split_once(" rows=")
+    plan.split_once(" rows=")
         .and_then(|(_, rest)| rest.split(' ').next())
         .and_then(|n| n.parse::<f64>().ok())
         .ok_or_else(|| {
             crate::Error::Database(sqlx::Error::Protocol(format!(
                 "unreadable query plan: {plan}"
             )))
-        })?;
-    Ok(rows <= RARE_MATCHES as f64)
+        })
 }
 
 /// Whether a label is on at most [`RARE_MATCHES`] tasks (of any company).
@@ -794,7 +812,7 @@ fn search_words(q: &str) -> Vec<String> {
 /// What a filter's condition is for: a page in a keyed order, a page in
 /// number order, or counting.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Use {
+pub(crate) enum Use {
     Page,
     Walk,
     Count,

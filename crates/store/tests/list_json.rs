@@ -25,13 +25,23 @@ async fn task(store: &Store, company: &str, spec: serde_json::Value) -> String {
 
 /// Every page of `limit`, through the cursors, on both paths.
 async fn same_pages(store: &Store, company: &str, limit: i64) -> usize {
+    same_filtered_pages(store, company, limit, &issues::Filter::default()).await
+}
+
+/// Every page of `limit` of the tasks `base` filters, on both paths.
+async fn same_filtered_pages(
+    store: &Store,
+    company: &str,
+    limit: i64,
+    base: &issues::Filter,
+) -> usize {
     let mut cursor = None;
     let mut pages = 0;
     loop {
         let filter = issues::Filter {
             limit,
             cursor,
-            ..issues::Filter::default()
+            ..base.clone()
         };
         let typed = issues::list(store, company, &filter).await.unwrap();
         let raw = issues::list_json(store, company, &filter).await.unwrap();
@@ -132,6 +142,40 @@ async fn the_default_list_answers_the_typed_lists_bytes() {
     for limit in [1, 2, 3, 5, 50, 1_000] {
         let pages = same_pages(&store, &company, limit).await;
         assert!(pages >= 1);
+    }
+
+    // Filtered lists take one pass over the filter's own statement.
+    let first = issues::get(&store, &ids[0]).await.unwrap();
+    let filters = [
+        issues::Filter {
+            statuses: vec![IssueStatus::Todo, IssueStatus::Backlog],
+            ..issues::Filter::default()
+        },
+        issues::Filter {
+            assignee_agent_id: Some(agent.clone()),
+            ..issues::Filter::default()
+        },
+        issues::Filter {
+            label_id: Some(label.id.clone()),
+            ..issues::Filter::default()
+        },
+        issues::Filter {
+            parent_id: Some(ids[0].clone()),
+            ..issues::Filter::default()
+        },
+        issues::Filter {
+            q: Some(first.identifier.to_lowercase()),
+            ..issues::Filter::default()
+        },
+        issues::Filter {
+            assignee_agent_id: Some("no-such-agent".into()),
+            ..issues::Filter::default()
+        },
+    ];
+    for base in &filters {
+        for limit in [1, 2, 50] {
+            same_filtered_pages(&store, &company, limit, base).await;
+        }
     }
 
     // Relations that come and go after creation: the kept flag follows.
