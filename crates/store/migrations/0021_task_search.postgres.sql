@@ -45,8 +45,11 @@ CREATE INDEX task_search_company_number ON task_search (company_id, issue_number
 CREATE FUNCTION task_search_issue_follow() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
+        -- A new task has no comments yet: its words are its own.
         INSERT INTO task_search (issue_id, company_id, issue_number, words)
-            VALUES (NEW.id, NEW.company_id, NEW.issue_number, task_search_words(NEW.id));
+            VALUES (NEW.id, NEW.company_id, NEW.issue_number, to_tsvector('simple', regexp_replace(
+                NEW.identifier || ' ' || NEW.title || ' ' || COALESCE(NEW.description, ''),
+                '[^[:alnum:]]+', ' ', 'g')));
     ELSE
         UPDATE task_search SET company_id = NEW.company_id, issue_number = NEW.issue_number,
             words = COALESCE(task_search_words(NEW.id), words) WHERE issue_id = NEW.id;
