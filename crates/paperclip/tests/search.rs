@@ -194,7 +194,9 @@ async fn an_existing_database_is_indexed_on_upgrade() {
             "DROP TRIGGER task_search_comment_change ON issue_comments",
             "DROP FUNCTION task_search_issue_follow()",
             "DROP FUNCTION task_search_comment_follow()",
+            "DROP FUNCTION task_search_rebuild(TEXT)",
             "DROP FUNCTION task_search_words(TEXT)",
+            "DROP FUNCTION task_search_vector(TEXT)",
             "DROP TABLE task_search",
         ]
     } else {
@@ -226,4 +228,83 @@ async fn an_existing_database_is_indexed_on_upgrade() {
         search(&server, &cid, "ledger").await,
         ["Legacy invoice export"]
     );
+}
+
+/// A task is searched with its whole thread, and stays so: many comments at
+/// once all count (on Postgres two writers of one task's words wait for each
+/// other), an edit of its title keeps its comments' words, a move does not
+/// touch them, a thread of distinct words past Postgres' tsvector size (1 MB)
+/// still takes comments and its first part stays searchable, and a deleted
+/// task is gone with its comments.
+#[tokio::test]
+async fn a_task_is_searched_with_its_whole_thread() {
+    let server = TestServer::start().await;
+    let cid = server.company("Thread Co").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let task = server
+        .issue(&cid, json!({ "title": "Quarterly ledger" }))
+        .await;
+    let id = task["id"].as_str().unwrap().to_string();
+    let comments = format!("/api/issues/{id}/comments");
+    let sends = (0..12).map(|n| {
+        server.post(
+            &comments,
+            json!({ "body": format!("note zeta{n}x for the ledger") }),
+        )
+    });
+    for (status, body) in futures::future::join_all(sends).await {
+        assert!(status.is_success(), "{status} {body}");
+    }
+    for n in 0..12 {
+        assert_eq!(
+            search(&server, &cid, &format!("zeta{n}x")).await,
+            ["Quarterly ledger"],
+            "comment {n} of twelve sent at once"
+        );
+    }
+
+    server
+        .ok_patch(
+            &format!("/api/issues/{id}"),
+            json!({ "title": "Yearly ledger", "status": "todo" }),
+        )
+        .await;
+    assert_eq!(search(&server, &cid, "zeta3x").await, ["Yearly ledger"]);
+    assert!(search(&server, &cid, "quarterly").await.is_empty());
+    server
+        .ok_patch(&format!("/api/issues/{id}"), json!({ "status": "blocked" }))
+        .await;
+    assert_eq!(
+        search(&server, &cid, "yearly zeta7x").await,
+        ["Yearly ledger"],
+        "a move keeps the thread's words"
+    );
+
+    // A thread of many distinct words: four comments of 252,000 characters
+    // each, every word new (112,000 distinct words in all).
+    let heavy = server.issue(&cid, json!({ "title": "Heavy thread" })).await;
+    let heavy_id = heavy["id"].as_str().unwrap().to_string();
+    for part in 0..4 {
+        let body: String = (0..28_000).map(|n| format!("w{part}q{n:05} ")).collect();
+        let (status, answer) = server
+            .post(
+                &format!("/api/issues/{heavy_id}/comments"),
+                json!({ "body": body }),
+            )
+            .await;
+        assert!(status.is_success(), "comment {part}: {status} {answer}");
+    }
+    assert_eq!(search(&server, &cid, "heavy").await, ["Heavy thread"]);
+    assert_eq!(
+        search(&server, &cid, "w0q00001").await,
+        ["Heavy thread"],
+        "the start of the thread stays searchable"
+    );
+
+    let (status, _) = server.delete(&format!("/api/issues/{id}")).await;
+    assert!(status.is_success());
+    assert!(search(&server, &cid, "zeta3x").await.is_empty());
+    assert!(search(&server, &cid, "ledger").await.is_empty());
 }

@@ -8,71 +8,87 @@
 -- A row of its own, not a column of `issues`: a comment rewrites only its
 -- task's search row, never locks the task row that checkouts and moves take.
 -- Words as before: everything but letters and digits separates, 'simple'
--- configuration (lower-cased, no stemming). Comments count up to 500,000
--- characters of a task's thread (a tsvector holds at most 1 MB).
+-- configuration (lower-cased, no stemming). A task's comments (oldest
+-- first) count up to 1,000,000 characters, as on SQLite.
 DROP INDEX IF EXISTS issues_search;
 DROP INDEX IF EXISTS issue_comments_search;
 
+-- A tsvector holds at most 1 MB of words and positions: a thread of many
+-- distinct words (logs full of ids, three-byte scripts) can pass it, and then
+-- the first 100,000 characters are indexed instead of failing the write.
+CREATE FUNCTION task_search_vector(doc TEXT) RETURNS tsvector LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    RETURN to_tsvector('simple', regexp_replace(doc, '[^[:alnum:]]+', ' ', 'g'));
+EXCEPTION WHEN program_limit_exceeded THEN
+    RETURN to_tsvector('simple', regexp_replace(LEFT(doc, 100000), '[^[:alnum:]]+', ' ', 'g'));
+END
+$$;
+
 CREATE FUNCTION task_search_words(task TEXT) RETURNS tsvector LANGUAGE sql STABLE AS $$
-    SELECT to_tsvector('simple', regexp_replace(
+    SELECT task_search_vector(
         i.identifier || ' ' || i.title || ' ' || COALESCE(i.description, '') || ' ' ||
-        LEFT(COALESCE((SELECT string_agg(c.body, ' ') FROM issue_comments c
-                       WHERE c.issue_id = i.id AND c.deleted_at IS NULL), ''), 500000),
-        '[^[:alnum:]]+', ' ', 'g'))
+        LEFT(COALESCE((SELECT string_agg(c.body, ' ' ORDER BY c.created_at, c.id) FROM issue_comments c
+                       WHERE c.issue_id = i.id AND c.deleted_at IS NULL), ''), 1000000))
     FROM issues i WHERE i.id = task
 $$;
 
 CREATE TABLE task_search (
     issue_id TEXT PRIMARY KEY REFERENCES issues (id) ON DELETE CASCADE,
-    company_id TEXT NOT NULL,
-    issue_number BIGINT NOT NULL,
     words tsvector NOT NULL
 );
 
-INSERT INTO task_search (issue_id, company_id, issue_number, words)
-    SELECT i.id, i.company_id, i.issue_number, to_tsvector('simple', regexp_replace(
+INSERT INTO task_search (issue_id, words)
+    SELECT i.id, task_search_vector(
         i.identifier || ' ' || i.title || ' ' || COALESCE(i.description, '') || ' ' ||
-        LEFT(COALESCE(c.bodies, ''), 500000), '[^[:alnum:]]+', ' ', 'g'))
+        LEFT(COALESCE(c.bodies, ''), 1000000))
     FROM issues i
-    LEFT JOIN (SELECT issue_id, string_agg(body, ' ') AS bodies FROM issue_comments
+    LEFT JOIN (SELECT issue_id, string_agg(body, ' ' ORDER BY created_at, id) AS bodies FROM issue_comments
                WHERE deleted_at IS NULL GROUP BY issue_id) c ON c.issue_id = i.id;
 
 CREATE INDEX task_search_words ON task_search USING GIN (words);
--- The walk of a common word: the company's tasks newest first, words tested
--- per row.
-CREATE INDEX task_search_company_number ON task_search (company_id, issue_number);
+
+-- Rebuilds a task's row. Its row is locked first, and the words are read by
+-- the next statement: under READ COMMITTED that statement sees what a
+-- concurrent writer of the same task committed while this one waited, so
+-- two comments at once cannot each write words without the other's.
+CREATE FUNCTION task_search_rebuild(task TEXT) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 1 FROM task_search WHERE issue_id = task FOR UPDATE;
+    -- COALESCE: a comment removed with its task (cascade) may find the task
+    -- gone and its search row not yet.
+    UPDATE task_search SET words = COALESCE(task_search_words(task), words) WHERE issue_id = task;
+END
+$$;
 
 CREATE FUNCTION task_search_issue_follow() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
         -- A new task has no comments yet: its words are its own.
-        INSERT INTO task_search (issue_id, company_id, issue_number, words)
-            VALUES (NEW.id, NEW.company_id, NEW.issue_number, to_tsvector('simple', regexp_replace(
-                NEW.identifier || ' ' || NEW.title || ' ' || COALESCE(NEW.description, ''),
-                '[^[:alnum:]]+', ' ', 'g')));
+        INSERT INTO task_search (issue_id, words)
+            VALUES (NEW.id, task_search_vector(
+                NEW.identifier || ' ' || NEW.title || ' ' || COALESCE(NEW.description, '')));
     ELSE
-        UPDATE task_search SET company_id = NEW.company_id, issue_number = NEW.issue_number,
-            words = COALESCE(task_search_words(NEW.id), words) WHERE issue_id = NEW.id;
+        PERFORM task_search_rebuild(NEW.id);
     END IF;
     RETURN NULL;
 END
 $$;
 CREATE TRIGGER task_search_issue_insert AFTER INSERT ON issues
     FOR EACH ROW EXECUTE FUNCTION task_search_issue_follow();
-CREATE TRIGGER task_search_issue_update AFTER UPDATE OF identifier, title, description, company_id, issue_number
-    ON issues FOR EACH ROW EXECUTE FUNCTION task_search_issue_follow();
+-- Only when the words change: every write of a task sets its title and
+-- description, and a move must not re-read the whole thread.
+CREATE TRIGGER task_search_issue_update AFTER UPDATE OF identifier, title, description ON issues
+    FOR EACH ROW WHEN (OLD.identifier IS DISTINCT FROM NEW.identifier OR OLD.title IS DISTINCT FROM NEW.title
+        OR OLD.description IS DISTINCT FROM NEW.description)
+    EXECUTE FUNCTION task_search_issue_follow();
 
 CREATE FUNCTION task_search_comment_follow() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    -- COALESCE: a comment removed with its task (cascade) may find the task
-    -- gone and its search row not yet.
     IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        UPDATE task_search SET words = COALESCE(task_search_words(NEW.issue_id), words)
-            WHERE issue_id = NEW.issue_id;
+        PERFORM task_search_rebuild(NEW.issue_id);
     END IF;
     IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND OLD.issue_id IS DISTINCT FROM NEW.issue_id) THEN
-        UPDATE task_search SET words = COALESCE(task_search_words(OLD.issue_id), words)
-            WHERE issue_id = OLD.issue_id;
+        PERFORM task_search_rebuild(OLD.issue_id);
     END IF;
     RETURN NULL;
 END
