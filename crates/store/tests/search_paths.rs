@@ -7,9 +7,7 @@ mod common;
 
 use common::store;
 
-use paperclip_core::actor::Actor;
-use paperclip_core::input::NewCompany;
-use paperclip_store::{companies, issues};
+use paperclip_store::issues;
 
 /// Postgres chooses a search's plan from the words' statistics: kept fresh
 /// here as autovacuum would keep them, so both plans are taken.
@@ -25,19 +23,7 @@ async fn analyze(store: &paperclip_store::Store) {
 #[tokio::test]
 async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     let store = store().await;
-    let company = companies::create(
-        &store,
-        &Actor::local_board(),
-        NewCompany {
-            name: "Many Co".into(),
-            description: None,
-            budget_monthly_cents: None,
-            default_responsible_user_id: None,
-            require_board_approval_for_new_agents: None,
-        },
-    )
-    .await
-    .unwrap();
+    let company = common::company(&store, "Many Co").await;
     // More tasks with the common word than the rare-plan bound (5,000),
     // bulk-inserted (the search indexes follow by trigger or expression).
     let n = 6_000;
@@ -47,7 +33,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
          i, 'MAN-' || i, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' \
          FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2) SELECT i FROM n) s",
     )
-    .bind(&company.id)
+    .bind(&company)
     .bind(n)
     .execute(store.pool())
     .await
@@ -58,7 +44,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
         limit,
         ..issues::Filter::default()
     };
-    let common = issues::list(&store, &company.id, &find("common", 10))
+    let common = issues::list(&store, &company, &find("common", 10))
         .await
         .unwrap();
     let numbers: Vec<i64> = common.issues.iter().map(|i| i.issue_number).collect();
@@ -68,18 +54,18 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
         "the newest ten"
     );
     assert_eq!(common.next_cursor, Some(n - 9));
-    let rare = issues::list(&store, &company.id, &find("okapi", 100))
+    let rare = issues::list(&store, &company, &find("okapi", 100))
         .await
         .unwrap();
     let numbers: Vec<i64> = rare.issues.iter().map(|i| i.issue_number).collect();
     assert_eq!(numbers, [6000, 5000, 4000, 3000, 2000, 1000]);
-    let both = issues::list(&store, &company.id, &find("common okapi", 100))
+    let both = issues::list(&store, &company, &find("common okapi", 100))
         .await
         .unwrap();
     assert_eq!(both.issues.len(), 6);
     let page = issues::list(
         &store,
-        &company.id,
+        &company,
         &issues::Filter {
             cursor: Some(3000),
             ..find("chore", 2)
@@ -99,13 +85,13 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
          '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' \
          FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2) SELECT i FROM n) s",
     )
-    .bind(&company.id)
+    .bind(&company)
     .bind(5_100)
     .execute(store.pool())
     .await
     .unwrap();
     analyze(&store).await;
-    let zebra = issues::list(&store, &company.id, &find("zebra", 3))
+    let zebra = issues::list(&store, &company, &find("zebra", 3))
         .await
         .unwrap();
     let numbers: Vec<i64> = zebra.issues.iter().map(|i| i.issue_number).collect();
@@ -114,11 +100,11 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
         [5099, 5098, 5097],
         "matched through their comments"
     );
-    let (count, more) = issues::count(&store, &company.id, &find("zebra", 3), 10_000)
+    let (count, more) = issues::count(&store, &company, &find("zebra", 3), 10_000)
         .await
         .unwrap();
     assert_eq!((count, more), (5_099, false));
-    let one = issues::list(&store, &company.id, &find("crossing 42", 200))
+    let one = issues::list(&store, &company, &find("crossing 42", 200))
         .await
         .unwrap();
     let numbers: Vec<i64> = one.issues.iter().map(|i| i.issue_number).collect();
@@ -129,39 +115,27 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     // as an import might), a word matching more than the rare-plan bound:
     // the walk reads number ranges, so the order and the cursor hold; only
     // its speed relies on rowids following numbers.
-    let back = companies::create(
-        &store,
-        &Actor::local_board(),
-        NewCompany {
-            name: "Back Co".into(),
-            description: None,
-            budget_monthly_cents: None,
-            default_responsible_user_id: None,
-            require_board_approval_for_new_agents: None,
-        },
-    )
-    .await
-    .unwrap();
+    let back = common::company(&store, "Back Co").await;
     paperclip_store::db::query(
         "INSERT INTO issues (id, company_id, title, issue_number, identifier, created_at, updated_at) \
          SELECT 'back-' || i, $1, CASE WHEN i % 3 = 0 THEN 'Common errand ' || i ELSE 'Other ' || i END, \
          i, 'BAK-' || i, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' \
          FROM (WITH RECURSIVE n(i) AS (SELECT $2 UNION ALL SELECT i - 1 FROM n WHERE i > 1) SELECT i FROM n) s",
     )
-    .bind(&back.id)
+    .bind(&back)
     .bind(16_000)
     .execute(store.pool())
     .await
     .unwrap();
     analyze(&store).await;
-    let newest = issues::list(&store, &back.id, &find("errand", 4))
+    let newest = issues::list(&store, &back, &find("errand", 4))
         .await
         .unwrap();
     let numbers: Vec<i64> = newest.issues.iter().map(|i| i.issue_number).collect();
     assert_eq!(numbers, [15999, 15996, 15993, 15990]);
     let next = issues::list(
         &store,
-        &back.id,
+        &back,
         &issues::Filter {
             cursor: newest.next_cursor,
             ..find("errand", 3)
@@ -177,7 +151,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     };
     let before = issues::list_sorted(
         &store,
-        &back.id,
+        &back,
         &find("errand", 3),
         issues::Sort::Newest,
         Some((&at, issues::Direction::Before)),
@@ -188,7 +162,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     assert_eq!(numbers, [3009, 3006, 3003], "the page before a position");
     let oldest = issues::list_sorted(
         &store,
-        &back.id,
+        &back,
         &find("errand", 3),
         issues::Sort::Oldest,
         None,
@@ -197,11 +171,11 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     .unwrap();
     let numbers: Vec<i64> = oldest.issues.iter().map(|i| i.issue_number).collect();
     assert_eq!(numbers, [3, 6, 9], "oldest first");
-    let (count, more) = issues::count(&store, &back.id, &find("errand", 3), 10_000)
+    let (count, more) = issues::count(&store, &back, &find("errand", 3), 10_000)
         .await
         .unwrap();
     assert_eq!((count, more), (5_333, false));
-    let (count, more) = issues::count(&store, &back.id, &find("errand", 3), 100)
+    let (count, more) = issues::count(&store, &back, &find("errand", 3), 100)
         .await
         .unwrap();
     assert_eq!((count, more), (100, true), "counted up to the cap");
@@ -213,7 +187,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
          ('lab-many', $1, 'many', '#000000', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'), \
          ('lab-few', $1, 'few', '#000000', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
     )
-    .bind(&back.id)
+    .bind(&back)
     .execute(store.pool())
     .await
     .unwrap();
@@ -223,7 +197,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
          SELECT id, CASE WHEN issue_number % 1000 = 7 THEN 'lab-few' ELSE 'lab-many' END FROM issues \
          WHERE company_id = $1 AND (issue_number % 2 = 0 OR issue_number % 1000 = 7)",
     )
-    .bind(&back.id)
+    .bind(&back)
     .execute(store.pool())
     .await
     .unwrap();
@@ -233,12 +207,12 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
         limit,
         ..issues::Filter::default()
     };
-    let many = issues::list(&store, &back.id, &by_label("lab-many", 3))
+    let many = issues::list(&store, &back, &by_label("lab-many", 3))
         .await
         .unwrap();
     let numbers: Vec<i64> = many.issues.iter().map(|i| i.issue_number).collect();
     assert_eq!(numbers, [16000, 15998, 15996]);
-    let few = issues::list(&store, &back.id, &by_label("lab-few", 100))
+    let few = issues::list(&store, &back, &by_label("lab-few", 100))
         .await
         .unwrap();
     let numbers: Vec<i64> = few.issues.iter().map(|i| i.issue_number).collect();
@@ -247,7 +221,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
         (0..16).rev().map(|k| k * 1000 + 7).collect::<Vec<_>>()
     );
     for (label, expected) in [("lab-many", 8_000), ("lab-few", 16)] {
-        let (count, more) = issues::count(&store, &back.id, &by_label(label, 3), 10_000)
+        let (count, more) = issues::count(&store, &back, &by_label(label, 3), 10_000)
             .await
             .unwrap();
         assert_eq!((count, more), (expected, false), "{label}");
@@ -256,11 +230,9 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
         q: Some("errand".into()),
         ..by_label("lab-many", 2)
     };
-    let page = issues::list(&store, &back.id, &both).await.unwrap();
+    let page = issues::list(&store, &back, &both).await.unwrap();
     let numbers: Vec<i64> = page.issues.iter().map(|i| i.issue_number).collect();
     assert_eq!(numbers, [15996, 15990], "a word and a label together");
-    let (count, _) = issues::count(&store, &back.id, &both, 10_000)
-        .await
-        .unwrap();
+    let (count, _) = issues::count(&store, &back, &both, 10_000).await.unwrap();
     assert_eq!(count, 2_666);
 }
