@@ -497,6 +497,7 @@ pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Agent> {
         .bind(id)
         .execute(tx.conn())
         .await?;
+    crate::run_days::forget(&mut tx, store.backend(), &agent.company_id).await?;
     activity::record(
         &mut tx,
         actor,

@@ -286,25 +286,13 @@ fn by_day(days: Vec<String>, rows: &[crate::db::DbRow]) -> Result<Vec<Day>> {
     Ok(out)
 }
 
-/// Runs created per chart day, by current status: kept on SQLite (migration
-/// 15), grouped from the runs' (company, created_at, status) index on
-/// Postgres. Postgres does not keep them: a run's status changes within
-/// transactions that also insert or finish other runs, and counters locked
-/// in those orders deadlocked there (a wake racing a cancel).
+/// Runs created per chart day, by current status: kept by triggers on
+/// SQLite (migration 15); on Postgres, see [`crate::run_days`].
 async fn runs_per_day(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<Vec<Day>> {
-    if store.backend() == crate::Backend::Sqlite {
-        return per_day(store, company_id, "run", now).await;
+    match store.backend() {
+        crate::Backend::Sqlite => per_day(store, company_id, "run", now).await,
+        crate::Backend::Postgres => crate::run_days::per_day(store, company_id, now).await,
     }
-    let days = chart_days(now);
-    let rows = crate::db::query(
-        "SELECT SUBSTR(created_at, 1, 10) AS day, status, COUNT(*) AS n FROM heartbeat_runs \
-         WHERE company_id = $1 AND created_at >= $2 GROUP BY SUBSTR(created_at, 1, 10), status",
-    )
-    .bind(company_id)
-    .bind(&days[0])
-    .fetch_all(store.pool())
-    .await?;
-    by_day(days, &rows)
 }
 
 /// Runs created over the UTC days `[first, next)`.

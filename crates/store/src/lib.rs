@@ -49,6 +49,7 @@ pub mod follow_up;
 pub mod goals;
 pub mod idle;
 pub mod inbox;
+pub mod inbox_badge;
 mod issue_graph;
 mod issue_json;
 mod issue_list;
@@ -65,6 +66,7 @@ pub mod raw_conn;
 pub mod revisions;
 mod row;
 pub mod run_budget;
+mod run_days;
 mod run_limit;
 mod run_verdict;
 pub mod runs;
@@ -131,6 +133,7 @@ pub struct Store {
     backend: Backend,
     sqlite_writer: Option<writer::Writer>,
     events: broadcast::Sender<StoreEvent>,
+    badges: std::sync::Arc<inbox_badge::Badges>,
 }
 
 /// A write transaction. On SQLite it is a savepoint on the one writer, held
@@ -142,6 +145,7 @@ pub struct Tx {
     inner: Option<db::Conn>,
     pending: Vec<StoreEvent>,
     events: broadcast::Sender<StoreEvent>,
+    badges: std::sync::Arc<inbox_badge::Badges>,
 }
 
 impl Tx {
@@ -161,6 +165,7 @@ impl Tx {
             .take()
             .expect("a transaction is live until commit");
         inner.commit().await?;
+        self.badges.committed(&self.pending);
         for event in std::mem::take(&mut self.pending) {
             // Nobody listening (tests of the store alone) is fine.
             let _ = self.events.send(event);
@@ -243,6 +248,7 @@ impl Store {
             backend,
             sqlite_writer,
             events: broadcast::channel(4096).0,
+            badges: Default::default(),
         };
         migrate::run(&store).await?;
         Ok(store)
@@ -250,6 +256,10 @@ impl Store {
 
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    pub(crate) fn badges(&self) -> &inbox_badge::Badges {
+        &self.badges
     }
 
     pub fn pool(&self) -> &db::Pool {
@@ -265,6 +275,7 @@ impl Store {
             inner: Some(inner),
             pending: Vec::new(),
             events: self.events.clone(),
+            badges: self.badges.clone(),
         })
     }
 

@@ -141,6 +141,11 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0021_task_search.postgres.sql"),
         },
     ),
+    (
+        22,
+        "run_day_totals",
+        Sql::Both(include_str!("../migrations/0022_run_day_totals.sql")),
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

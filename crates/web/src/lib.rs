@@ -149,15 +149,13 @@ impl Web {
             .await
             .map_err(store_failure)?
             .len();
-        let open_failures = paperclip_store::inbox::failed_runs(
+        let open_failures = paperclip_store::inbox_badge::open_failures(
             &self.store,
             &company.id,
             paperclip_core::actor::LOCAL_BOARD_USER_ID,
-            false,
         )
         .await
-        .map_err(store_failure)?
-        .len();
+        .map_err(store_failure)?;
         Ok(Ctx {
             companies,
             company,
