@@ -301,19 +301,14 @@ pub(crate) async fn runs_between(
     company_id: &str,
     first: &str,
     next: &str,
+    now: DateTime<Utc>,
 ) -> Result<i64> {
-    if store.backend() == crate::Backend::Sqlite {
-        return counted(store, company_id, "run", first, next).await;
+    match store.backend() {
+        crate::Backend::Sqlite => counted(store, company_id, "run", first, next).await,
+        crate::Backend::Postgres => {
+            crate::run_days::between(store, company_id, first, next, now).await
+        }
     }
-    let (n,): (i64,) = crate::db::query_as(
-        "SELECT COUNT(*) FROM heartbeat_runs WHERE company_id = $1 AND created_at >= $2 AND created_at < $3",
-    )
-    .bind(company_id)
-    .bind(first)
-    .bind(next)
-    .fetch_one(store.pool())
-    .await?;
-    Ok(n)
 }
 
 /// The kept count of `subject` (`task`, `done`, or `run` on SQLite) over the UTC days

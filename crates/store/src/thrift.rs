@@ -62,7 +62,7 @@ pub async fn get(
         out.tokens = split.tokens;
         out.unpriced_tokens = split.unpriced_tokens;
         let (first, next) = (&month.start[..10], &month.end[..10]);
-        out.runs = crate::dashboard::runs_between(store, company_id, first, next).await?;
+        out.runs = crate::dashboard::runs_between(store, company_id, first, next, now).await?;
         out.tasks_done = crate::dashboard::counted(store, company_id, "done", first, next).await?;
         return Ok(ratios(out));
     }
