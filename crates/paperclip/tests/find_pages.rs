@@ -238,6 +238,60 @@ async fn activity_rows_name_and_link_their_task_and_fold_repeats() {
     }
 }
 
+/// A company of many agents gets the 24 that most need a look on its
+/// dashboard (a failing agent first, even the last one hired), a line that
+/// says so and links them all; the Agents page lists every one.
+#[tokio::test]
+async fn the_dashboard_shows_the_agents_that_most_need_a_look() {
+    let server = TestServer::start().await;
+    let company = server.company("Crowd Co").await;
+    let cid = company["id"].as_str().unwrap();
+    let p = company["issuePrefix"].as_str().unwrap();
+    for i in 0..30 {
+        server.agent(cid, &format!("Worker {i:02}"), None).await;
+    }
+    let failing = server
+        .script_agent(cid, "Last Hired", "exit 1", json!({}))
+        .await;
+    let fid = failing["id"].as_str().unwrap().to_string();
+    server
+        .ok_post(&format!("/api/agents/{fid}/wakeup"), json!({}))
+        .await;
+    common::until(60, "the last hire to fail", async || {
+        let a = server.ok_get(&format!("/api/agents/{fid}")).await;
+        (a["status"] == "error").then_some(())
+    })
+    .await;
+
+    let dash = server.page(&format!("/{p}/dashboard")).await;
+    let cards: Vec<&str> = dash
+        .split(r#"class="card agent-card""#)
+        .skip(1)
+        .map(|c| &c[..c.find("</a>").unwrap()])
+        .collect();
+    assert_eq!(cards.len(), 24, "cards on the dashboard");
+    assert!(cards[0].contains("Last Hired"), "the failing agent first");
+    assert!(cards.iter().any(|c| c.contains("Worker 00")));
+    assert!(
+        !cards.iter().any(|c| c.contains("Worker 29")),
+        "the last idle hire is left out"
+    );
+    let text = visible_text(&dash);
+    assert!(
+        text.contains("The 24 that most need a look, of 31: all agents"),
+        "{text}"
+    );
+    assert!(dash.contains(&format!(r#"href="/{p}/agents""#)));
+    let all = server.page(&format!("/{p}/agents")).await;
+    for i in 0..30 {
+        assert!(
+            all.contains(&format!("Worker {i:02}")),
+            "Worker {i:02} listed"
+        );
+    }
+    assert!(all.contains("Last Hired"));
+}
+
 #[tokio::test]
 async fn the_org_chart_draws_one_tree_per_top_level_agent() {
     let server = TestServer::start().await;

@@ -221,10 +221,13 @@ static LOAD_BY_IDENTIFIER: LazyLock<String> = LazyLock::new(|| {
 });
 const HAS_DOCUMENTS: &str = "CAST(CASE WHEN EXISTS (SELECT 1 FROM issue_documents d \
      WHERE d.issue_id = issues.id) THEN 1 ELSE 0 END AS BIGINT) AS has_documents";
+/// Probes as scalar subqueries, not `EXISTS`: Postgres turned each `EXISTS`
+/// of a list of 50 into a hashed read of the whole blockers table (15 ms a
+/// board column at 15,000 blockers, against 1 ms for the probes).
 pub(crate) const HAS_RELATIONS: &str =
-    "CAST(CASE WHEN EXISTS (SELECT 1 FROM issue_labels r WHERE r.issue_id = issues.id) \
-     OR EXISTS (SELECT 1 FROM issue_blockers r WHERE r.issue_id = issues.id) \
-     OR EXISTS (SELECT 1 FROM issue_blockers r WHERE r.blocked_by_issue_id = issues.id) \
+    "CAST(CASE WHEN (SELECT 1 FROM issue_labels r WHERE r.issue_id = issues.id LIMIT 1) IS NOT NULL \
+     OR (SELECT 1 FROM issue_blockers r WHERE r.issue_id = issues.id LIMIT 1) IS NOT NULL \
+     OR (SELECT 1 FROM issue_blockers r WHERE r.blocked_by_issue_id = issues.id LIMIT 1) IS NOT NULL \
      THEN 1 ELSE 0 END AS BIGINT) AS has_relations";
 
 async fn load(conn: &mut Conn, id_or_identifier: &str) -> Result<Issue> {

@@ -75,6 +75,15 @@ pub async fn working_on(store: &Store, company_id: &str) -> Result<Vec<(String, 
         .bind(company_id)
         .fetch_all(store.pool())
         .await?;
+    tasks_by_number(store, company_id, &newest).await
+}
+
+/// (assignee, identifier, title) of the company's tasks numbered `numbers`.
+async fn tasks_by_number(
+    store: &Store,
+    company_id: &str,
+    newest: &[(i64,)],
+) -> Result<Vec<(String, String, String)>> {
     if newest.is_empty() {
         return Ok(Vec::new());
     }
@@ -97,6 +106,29 @@ pub async fn working_on(store: &Store, company_id: &str) -> Result<Vec<(String, 
             ))
         })
         .collect()
+}
+
+/// [`working_on`] for a few agents of the company (the dashboard's cards):
+/// one index seek per agent on either engine.
+pub async fn working_on_of(
+    store: &Store,
+    company_id: &str,
+    agent_ids: &[&str],
+) -> Result<Vec<(String, String, String)>> {
+    if agent_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids = crate::issue_list::json_values(store.backend(), "$2", "TEXT");
+    let newest: Vec<(i64,)> = crate::db::query_as(&format!(
+        "SELECT n FROM (SELECT (SELECT MAX(i.issue_number) FROM issues i WHERE i.company_id = $1 \
+         AND i.status = 'in_progress' AND i.assignee_agent_id = a.id) AS n \
+         FROM agents a WHERE a.company_id = $1 AND a.id IN {ids}) newest WHERE n IS NOT NULL"
+    ))
+    .bind(company_id)
+    .bind(crate::issue_list::json_array(agent_ids.iter()))
+    .fetch_all(store.pool())
+    .await?;
+    tasks_by_number(store, company_id, &newest).await
 }
 
 /// The timeline events of every run on an issue, in run and sequence order:

@@ -1,10 +1,12 @@
 //! Dashboard: agent cards, counters, 14-day charts, recent activity and tasks.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use axum::extract::{Path, State};
 use chrono::Utc;
 use maud::html;
+use paperclip_core::agent::AgentStatus;
+use paperclip_core::model::Agent;
 use paperclip_store::{agents, dashboard, issues, ui};
 
 use super::by_id;
@@ -21,7 +23,15 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         .await
         .map_err(store_failure)?;
     let agents = agents::list(store, cid).await.map_err(store_failure)?;
-    let working = ui::working_on(store, cid).await.map_err(store_failure)?;
+    let cards = cards(&agents);
+    let card_ids: Vec<&str> = cards.iter().map(|a| a.id.as_str()).collect();
+    let working = ui::working_on_of(store, cid, &card_ids)
+        .await
+        .map_err(store_failure)?;
+    let working: HashMap<&str, (&str, &str)> = working
+        .iter()
+        .map(|(agent, ident, title)| (agent.as_str(), (ident.as_str(), title.as_str())))
+        .collect();
     let recent = issues::list(
         store,
         cid,
@@ -94,15 +104,18 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         section.cards {
             h2 { "Agents" }
             @if agents.is_empty() { p.empty { "No agents yet. Hire one from " a href={"/" (p) "/agents"} { "Agents" } "." } }
+            @if agents.len() > cards.len() {
+                p.muted { "The " (cards.len()) " that most need a look, of " (agents.len()) ": " a href={"/" (p) "/agents"} { "all agents" } "." }
+            }
             div.grid {
-                @for agent in &agents {
-                    @let task = working.iter().find(|(id, _, _)| *id == agent.id);
+                @for agent in &cards {
+                    @let task = working.get(agent.id.as_str());
                     a.card.agent-card href={"/" (p) "/agents/" (agent.url_key)} data-live-agent=(agent.id) {
                         div.card-head { strong { (agent.name) } (pill(&agent.status)) (crate::thrift::usage_limit(agent.usage_limited_until.as_deref())) }
                         div.muted { (agent.title.as_deref().unwrap_or(agent.role.as_str())) " · " (agent.adapter_type) }
                         div.working {
                             @match task {
-                                Some((_, identifier, title)) => { span.ident { (identifier) } " " (title) }
+                                Some((identifier, title)) => { span.ident { (identifier) } " " (title) }
                                 None => span.muted { "Not working on a task" }
                             }
                         }
@@ -140,4 +153,27 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         }
     };
     html(layout::page(&ctx, "dashboard", "Dashboard", body))
+}
+
+/// Agent cards the dashboard shows at most: a company of a thousand agents
+/// got a thousand cards (400 KB), which nobody reads; the Agents page lists
+/// everyone.
+const CARDS: usize = 24;
+
+/// The agents that most need a look, in this order: failing, working,
+/// ready, paused, waiting for approval, let go; hiring order within each.
+fn cards(agents: &[Agent]) -> Vec<&Agent> {
+    let rank = |s: &AgentStatus| match s {
+        AgentStatus::Error => 0,
+        AgentStatus::Running => 1,
+        AgentStatus::Active | AgentStatus::Idle => 2,
+        AgentStatus::Paused => 3,
+        AgentStatus::PendingApproval => 4,
+        AgentStatus::Terminated => 5,
+    };
+    let mut cards: Vec<&Agent> = agents.iter().collect();
+    // Stable: `agents` comes in hiring order.
+    cards.sort_by_key(|a| rank(&a.status));
+    cards.truncate(CARDS);
+    cards
 }
