@@ -101,7 +101,7 @@ pub async fn list(
     } else {
         COUNT_CAP
     };
-    let (page, columns) = if board {
+    let (page, columns, total) = if board {
         let mut columns = Vec::new();
         for status in COLUMNS {
             if !filter.statuses.is_empty() && !filter.statuses.contains(&status) {
@@ -125,25 +125,24 @@ pub async fn list(
                 total,
             });
         }
-        (None, columns)
+        (None, columns, None)
     } else {
-        let page =
-            issues::list_sorted(store, cid, &filter, sort, at.as_ref().map(|(p, d)| (p, *d)))
-                .await
-                .map_err(store_failure)?;
-        (Some(page), Vec::new())
+        // Independent reads, each on a connection of its own: a search's
+        // page and its count of up to 1,000 matches are ~15 ms each at a
+        // million tasks, and one after the other made the page ~40 ms.
+        let (page, total) = tokio::try_join!(
+            issues::list_sorted(store, cid, &filter, sort, at.as_ref().map(|(p, d)| (p, *d))),
+            issues::count(store, cid, &filter, cap),
+        )
+        .map_err(store_failure)?;
+        (Some(page), Vec::new(), Some(total))
     };
-    let total = match &page {
-        Some(_) => Some(
-            issues::count(store, cid, &filter, cap)
-                .await
-                .map_err(store_failure)?,
-        ),
-        None => None,
-    };
-    let agents = agents::list(store, cid).await.map_err(store_failure)?;
-    let projects = projects::list(store, cid).await.map_err(store_failure)?;
-    let labels = labels::list(store, cid).await.map_err(store_failure)?;
+    let (agents, projects, labels) = tokio::try_join!(
+        agents::list(store, cid),
+        projects::list(store, cid),
+        labels::list(store, cid),
+    )
+    .map_err(store_failure)?;
     let p = &ctx.company.issue_prefix;
     let sel = |v: &Option<String>, x: &str| v.as_deref() == Some(x);
     let query_without_view = {
