@@ -247,9 +247,27 @@ async fn the_dashboard_shows_the_agents_that_most_need_a_look() {
     let company = server.company("Crowd Co").await;
     let cid = company["id"].as_str().unwrap();
     let p = company["issuePrefix"].as_str().unwrap();
+    let mut workers = Vec::new();
     for i in 0..30 {
-        server.agent(cid, &format!("Worker {i:02}"), None).await;
+        let a = server.agent(cid, &format!("Worker {i:02}"), None).await;
+        workers.push(a["id"].as_str().unwrap().to_string());
     }
+    // What a card says an agent works on: its newest task in progress.
+    let mut task = async |title: &str, status: &str, who: &str| {
+        server
+            .issue(
+                cid,
+                json!({ "title": title, "status": status, "assigneeAgentId": who }),
+            )
+            .await["identifier"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let old_work = task("Old work", "in_progress", &workers[0]).await;
+    let new_work = task("New work", "in_progress", &workers[0]).await;
+    let side_work = task("Side work", "in_progress", &workers[1]).await;
+    task("Next up", "todo", &workers[1]).await;
     let failing = server
         .script_agent(cid, "Last Hired", "exit 1", json!({}))
         .await;
@@ -271,7 +289,15 @@ async fn the_dashboard_shows_the_agents_that_most_need_a_look() {
         .collect();
     assert_eq!(cards.len(), 24, "cards on the dashboard");
     assert!(cards[0].contains("Last Hired"), "the failing agent first");
-    assert!(cards.iter().any(|c| c.contains("Worker 00")));
+    let card = |name: &str| *cards.iter().find(|c| c.contains(name)).unwrap();
+    assert!(
+        card("Worker 00").contains(&new_work),
+        "{}",
+        card("Worker 00")
+    );
+    assert!(!card("Worker 00").contains(&old_work));
+    assert!(card("Worker 01").contains(&side_work));
+    assert!(card("Worker 02").contains("Not working on a task"));
     assert!(
         !cards.iter().any(|c| c.contains("Worker 29")),
         "the last idle hire is left out"
@@ -283,6 +309,14 @@ async fn the_dashboard_shows_the_agents_that_most_need_a_look() {
     );
     assert!(dash.contains(&format!(r#"href="/{p}/agents""#)));
     let all = server.page(&format!("/{p}/agents")).await;
+    let row = |id: &str| {
+        let at = all.find(&format!(r#"data-live-agent="{id}""#)).unwrap();
+        let rest = &all[at..];
+        rest[..rest.find("</tr>").unwrap()].to_string()
+    };
+    assert!(row(&workers[0]).contains(&new_work));
+    assert!(!row(&workers[0]).contains(&old_work));
+    assert!(row(&workers[1]).contains(&side_work));
     for i in 0..30 {
         assert!(
             all.contains(&format!("Worker {i:02}")),

@@ -53,37 +53,65 @@ async fn grouped(
 }
 
 /// Each agent's newest in-progress task (agent, identifier, title), for
-/// agent cards: the newest per agent is found in an index alone (migration
-/// 9), then those tasks are read by their numbers. Two statements on
-/// purpose: as one join, SQLite 3.46 may drive it from the million-row side
-/// (measured: 120 s at 1M tasks). SQLite seeks the index once per agent
-/// rather than walking every in-progress task (22,500 of a million: 2.6 ms
-/// against 6); Postgres walks it (12 ms, against 70+ for 1,000 seeks).
+/// the agents page: one index seek per agent (migration 9), never a walk of
+/// every in-progress task (22,500 of a million: on Postgres 37 ms when their
+/// pages are not all-visible, as a busy table's are, against 11-15 ms).
 pub async fn working_on(store: &Store, company_id: &str) -> Result<Vec<(String, String, String)>> {
-    let newest_sql = match store.backend() {
-        crate::Backend::Sqlite => {
-            "SELECT n FROM (SELECT (SELECT MAX(i.issue_number) FROM issues i WHERE i.company_id = $1 \
-             AND i.status = 'in_progress' AND i.assignee_agent_id = a.id) AS n \
-             FROM agents a WHERE a.company_id = $1) newest WHERE n IS NOT NULL"
-        }
-        crate::Backend::Postgres => {
-            "SELECT MAX(issue_number) FROM issues WHERE company_id = $1 \
-             AND status = 'in_progress' AND assignee_agent_id IS NOT NULL GROUP BY assignee_agent_id"
-        }
-    };
-    let newest: Vec<(i64,)> = crate::db::query_as(newest_sql)
-        .bind(company_id)
-        .fetch_all(store.pool())
-        .await?;
-    tasks_by_number(store, company_id, &newest).await
+    current_tasks(store, company_id, None).await
 }
 
-/// (assignee, identifier, title) of the company's tasks numbered `numbers`.
-async fn tasks_by_number(
+/// [`working_on`] for a few agents of the company (the dashboard's cards).
+pub async fn working_on_of(
     store: &Store,
     company_id: &str,
-    newest: &[(i64,)],
+    agent_ids: &[&str],
 ) -> Result<Vec<(String, String, String)>> {
+    if agent_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    current_tasks(store, company_id, Some(agent_ids)).await
+}
+
+async fn current_tasks(
+    store: &Store,
+    company_id: &str,
+    agent_ids: Option<&[&str]>,
+) -> Result<Vec<(String, String, String)>> {
+    let only = match agent_ids {
+        Some(_) => format!(
+            " AND a.id IN {}",
+            crate::issue_list::json_values(store.backend(), "$2", "TEXT")
+        ),
+        None => String::new(),
+    };
+    let ids = agent_ids.map(|ids| crate::issue_list::json_array(ids.iter()));
+    if store.backend() == crate::Backend::Postgres {
+        let sql = format!(
+            "SELECT a.id AS assignee_agent_id, x.identifier, x.title FROM agents a \
+             CROSS JOIN LATERAL (SELECT i.identifier, i.title, i.issue_number FROM issues i \
+                 WHERE i.company_id = $1 AND i.status = 'in_progress' AND i.assignee_agent_id = a.id \
+                 ORDER BY i.issue_number DESC LIMIT 1) x \
+             WHERE a.company_id = $1{only} ORDER BY x.issue_number DESC"
+        );
+        let mut query = crate::db::query(&sql).bind(company_id);
+        if let Some(ids) = &ids {
+            query = query.bind(ids);
+        }
+        let rows = query.fetch_all(store.pool()).await?;
+        return rows.iter().map(current_task).collect();
+    }
+    // SQLite has no LATERAL, and as one join 3.46 may drive it from the
+    // million-row side (120 s at 1M tasks): the numbers first, then the tasks.
+    let newest_sql = format!(
+        "SELECT n FROM (SELECT (SELECT MAX(i.issue_number) FROM issues i WHERE i.company_id = $1 \
+         AND i.status = 'in_progress' AND i.assignee_agent_id = a.id) AS n \
+         FROM agents a WHERE a.company_id = $1{only}) newest WHERE n IS NOT NULL"
+    );
+    let mut query = crate::db::query_as(&newest_sql).bind(company_id);
+    if let Some(ids) = &ids {
+        query = query.bind(ids);
+    }
+    let newest: Vec<(i64,)> = query.fetch_all(store.pool()).await?;
     if newest.is_empty() {
         return Ok(Vec::new());
     }
@@ -97,38 +125,15 @@ async fn tasks_by_number(
         .bind(crate::issue_list::json_array(newest.iter().map(|(n,)| n)))
         .fetch_all(store.pool())
         .await?;
-    rows.iter()
-        .map(|r| {
-            Ok((
-                r.text("assignee_agent_id")?,
-                r.text("identifier")?,
-                r.text("title")?,
-            ))
-        })
-        .collect()
+    rows.iter().map(current_task).collect()
 }
 
-/// [`working_on`] for a few agents of the company (the dashboard's cards):
-/// one index seek per agent on either engine.
-pub async fn working_on_of(
-    store: &Store,
-    company_id: &str,
-    agent_ids: &[&str],
-) -> Result<Vec<(String, String, String)>> {
-    if agent_ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ids = crate::issue_list::json_values(store.backend(), "$2", "TEXT");
-    let newest: Vec<(i64,)> = crate::db::query_as(&format!(
-        "SELECT n FROM (SELECT (SELECT MAX(i.issue_number) FROM issues i WHERE i.company_id = $1 \
-         AND i.status = 'in_progress' AND i.assignee_agent_id = a.id) AS n \
-         FROM agents a WHERE a.company_id = $1 AND a.id IN {ids}) newest WHERE n IS NOT NULL"
+fn current_task(r: &crate::db::DbRow) -> Result<(String, String, String)> {
+    Ok((
+        r.text("assignee_agent_id")?,
+        r.text("identifier")?,
+        r.text("title")?,
     ))
-    .bind(company_id)
-    .bind(crate::issue_list::json_array(agent_ids.iter()))
-    .fetch_all(store.pool())
-    .await?;
-    tasks_by_number(store, company_id, &newest).await
 }
 
 /// The timeline events of every run on an issue, in run and sequence order:
