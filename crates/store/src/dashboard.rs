@@ -270,6 +270,18 @@ async fn per_day(
 
 /// The chart's days, each with the `(day, status, n)` rows that fall on it.
 fn by_day(days: Vec<String>, rows: &[crate::db::DbRow]) -> Result<Vec<Day>> {
+    let counts = rows
+        .iter()
+        .map(|row| Ok((row.text("day")?, row.text("status")?, row.int("n")?)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(days_with(days, counts))
+}
+
+/// `days`, each with the `(day, status, n)` counts that fall on it.
+pub(crate) fn days_with(
+    days: Vec<String>,
+    counts: impl IntoIterator<Item = (String, String, i64)>,
+) -> Vec<Day> {
     let mut out: Vec<Day> = days
         .into_iter()
         .map(|day| Day {
@@ -277,13 +289,12 @@ fn by_day(days: Vec<String>, rows: &[crate::db::DbRow]) -> Result<Vec<Day>> {
             by_status: BTreeMap::new(),
         })
         .collect();
-    for row in rows {
-        let day = row.text("day")?;
+    for (day, status, n) in counts {
         if let Some(d) = out.iter_mut().find(|d| d.day == day) {
-            d.by_status.insert(row.text("status")?, row.int("n")?);
+            d.by_status.insert(status, n);
         }
     }
-    Ok(out)
+    out
 }
 
 /// Runs created per chart day, by current status: kept by triggers on

@@ -10,7 +10,7 @@
 //! no lock: nothing writes it again but an agent's deletion, which takes the
 //! company's key below exclusively and drops the kept days.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 
@@ -29,19 +29,7 @@ pub(crate) async fn per_day(
 ) -> Result<Vec<Day>> {
     let days = chart_days(now);
     let counts = counts(store, company_id, &days, now).await?;
-    let mut out: Vec<Day> = days
-        .into_iter()
-        .map(|day| Day {
-            day,
-            by_status: BTreeMap::new(),
-        })
-        .collect();
-    for (day, status, n) in counts {
-        if let Some(d) = out.iter_mut().find(|d| d.day == day) {
-            d.by_status.insert(status, n);
-        }
-    }
-    Ok(out)
+    Ok(crate::dashboard::days_with(days, counts))
 }
 
 /// Runs created over the UTC days `[first, next)` (a month's, for the
