@@ -580,18 +580,13 @@ struct Db(sqlx::AnyPool);
 
 impl Db {
     async fn open(server: &TestServer) -> Db {
-        sqlx::any::install_default_drivers();
         let url = server.database_url.clone().unwrap_or_else(|| {
             format!(
                 "sqlite://{}",
                 server.data_dir.join("paperclip.db").display()
             )
         });
-        Db(sqlx::any::AnyPoolOptions::new()
-            .max_connections(1)
-            .connect(&url)
-            .await
-            .unwrap())
+        Db(common::database(&url).await)
     }
 
     async fn grouped(&self, sql: &str, company: &str) -> Vec<(String, i64)> {

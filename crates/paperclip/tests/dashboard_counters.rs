@@ -23,12 +23,7 @@ impl Raw {
     }
 
     async fn at(url: &str) -> Raw {
-        sqlx::any::install_default_drivers();
-        Raw(sqlx::any::AnyPoolOptions::new()
-            .max_connections(1)
-            .connect(url)
-            .await
-            .unwrap())
+        Raw(common::database(url).await)
     }
 
     async fn exec(&self, sql: &str, binds: &[&str]) {

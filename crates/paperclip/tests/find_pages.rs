@@ -253,7 +253,7 @@ async fn the_dashboard_shows_the_agents_that_most_need_a_look() {
         workers.push(a["id"].as_str().unwrap().to_string());
     }
     // What a card says an agent works on: its newest task in progress.
-    let mut task = async |title: &str, status: &str, who: &str| {
+    let task = async |title: &str, status: &str, who: &str| {
         server
             .issue(
                 cid,

@@ -22,18 +22,13 @@ fn issue_of(status: reqwest::StatusCode, body: &Value) -> &Value {
 /// A direct connection to the server's database, to plant rows that older
 /// versions let in.
 async fn db(server: &TestServer) -> sqlx::AnyPool {
-    sqlx::any::install_default_drivers();
     let url = server.database_url.clone().unwrap_or_else(|| {
         format!(
             "sqlite://{}",
             server.data_dir.join("paperclip.db").display()
         )
     });
-    sqlx::any::AnyPoolOptions::new()
-        .max_connections(1)
-        .connect(&url)
-        .await
-        .unwrap()
+    common::database(&url).await
 }
 
 async fn status_of(server: &TestServer, path: &str) -> u16 {

@@ -183,7 +183,7 @@ async fn an_existing_database_is_indexed_on_upgrade() {
     let url = database_url
         .clone()
         .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
-    let pool = common::old_database(&url).await;
+    let pool = common::database(&url).await;
     // Back to schema 6: no search objects at all. The start migrates through
     // 7 (the first indexes) and 21 (one index per task with its comments).
     let drops: &[&str] = if url.starts_with("postgres") {

@@ -81,7 +81,7 @@ async fn a_schema_7_database_upgrades_without_loss() {
     let url = database_url
         .clone()
         .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
-    let pool = common::old_database(&url).await;
+    let pool = common::database(&url).await;
     let engine_only = if url.starts_with("postgres") {
         BACK_TO_7_POSTGRES
     } else {
@@ -180,7 +180,7 @@ async fn a_schema_19_database_gets_its_relation_flags() {
     let url = database_url
         .clone()
         .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
-    let pool = common::old_database(&url).await;
+    let pool = common::database(&url).await;
     let back_to_19: &[&str] = if url.starts_with("postgres") {
         &[]
     } else {

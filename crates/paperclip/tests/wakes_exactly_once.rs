@@ -368,7 +368,7 @@ async fn the_upgrade_folds_duplicate_queued_runs_into_the_oldest() {
     let url = database_url
         .clone()
         .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
-    let pool = common::old_database(&url).await;
+    let pool = common::database(&url).await;
     // Back to schema 4, then what concurrent wakes on an older build left.
     sqlx::query("DROP INDEX heartbeat_runs_one_queued")
         .execute(&pool)
@@ -435,7 +435,7 @@ async fn the_upgrade_folds_duplicate_queued_runs_into_the_oldest() {
             server.data_dir.join("paperclip.db").display()
         ),
     };
-    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    let pool = common::database(&url).await;
     let rows: Vec<(String, String)> = sqlx::query_as(
         "SELECT run_id, status FROM agent_wakeup_requests WHERE agent_id = $1 ORDER BY id",
     )

@@ -414,20 +414,20 @@ pub async fn try_until<T>(secs: u64, probe: impl AsyncFnMut() -> Option<T>) -> O
     paperclip_bench::poll::until(secs, probe).await
 }
 
-/// One connection onto a stopped server's database, for tests that rewrite
-/// its schema back to an older release's. With a pool of several, a
-/// statement on one connection right after schema changes on another failed
-/// now and then on SQLite with "no such table: issues" (about half the runs
-/// here, the database all in its WAL after the kill; never seen from the
-/// server, which changes its schema on one connection before opening the
-/// others). An older release is imitated from one connection anyway.
-pub async fn old_database(url: &str) -> sqlx::AnyPool {
+/// One connection onto a server's database (`url`), for tests that count
+/// or plant rows behind its back, or rewrite a stopped server's schema back
+/// to an older release's. One on purpose: with a pool of several, a statement
+/// on one connection right after schema changes on another failed now and
+/// then on SQLite with "no such table: issues" (about half the runs here,
+/// the database all in its WAL after the kill; never seen from the server,
+/// which changes its schema on one connection before opening the others).
+pub async fn database(url: &str) -> sqlx::AnyPool {
     sqlx::any::install_default_drivers();
     sqlx::any::AnyPoolOptions::new()
         .max_connections(1)
         .connect(url)
         .await
-        .expect("open the stopped server's database")
+        .expect("open the server's database")
 }
 
 pub async fn create_pg_database(admin_url: &str) -> String {
