@@ -185,7 +185,8 @@ async fn an_existing_database_is_indexed_on_upgrade() {
         .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
     let pool = common::database(&url).await;
     // Back to schema 6: no search objects at all. The start migrates through
-    // 7 (the first indexes) and 21 (one index per task with its comments).
+    // 7 (the first indexes), 21 (one index per task with its comments) and
+    // 23 (title words apart, on Postgres).
     let drops: &[&str] = if url.starts_with("postgres") {
         &[
             "DROP TRIGGER task_search_issue_insert ON issues",
@@ -212,7 +213,7 @@ async fn an_existing_database_is_indexed_on_upgrade() {
     for sql in drops {
         sqlx::query(sql).execute(&pool).await.unwrap();
     }
-    sqlx::query("DELETE FROM schema_migrations WHERE version IN (7, 21)")
+    sqlx::query("DELETE FROM schema_migrations WHERE version IN (7, 21, 23)")
         .execute(&pool)
         .await
         .unwrap();
@@ -306,4 +307,112 @@ async fn a_task_is_searched_with_its_whole_thread() {
     assert!(status.is_success());
     assert!(search(&server, &cid, "zeta3x").await.is_empty());
     assert!(search(&server, &cid, "ledger").await.is_empty());
+}
+
+/// A search lists the tasks whose identifier or title hold every word first,
+/// then the other matches, newest first within each; its cursor carries the
+/// rank, and the tasks page does the same by default ("Best match").
+#[tokio::test]
+async fn a_search_ranks_title_matches_first_and_pages_across_ranks() {
+    let server = TestServer::start().await;
+    let cid = server.company("Rank Co").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let titled = server
+        .issue(&cid, json!({ "title": "Rotate the gateway keys" }))
+        .await;
+    let described = server
+        .issue(
+            &cid,
+            json!({ "title": "Quarterly audit", "description": "Check the gateway logs" }),
+        )
+        .await;
+    let commented = server
+        .issue(&cid, json!({ "title": "Release notes" }))
+        .await;
+    server
+        .ok_post(
+            &format!("/api/issues/{}/comments", commented["id"].as_str().unwrap()),
+            json!({ "body": "Mention the gateway change" }),
+        )
+        .await;
+    server
+        .issue(&cid, json!({ "title": "Unrelated chore" }))
+        .await;
+    let ident = |v: &serde_json::Value| v["identifier"].as_str().unwrap().to_string();
+
+    let all = server
+        .ok_get(&format!("/api/companies/{cid}/issues?q=gateway"))
+        .await;
+    let order: Vec<String> = all.as_array().unwrap().iter().map(ident).collect();
+    assert_eq!(
+        order,
+        [ident(&titled), ident(&commented), ident(&described)],
+        "the title match first, then the others newest first"
+    );
+
+    // One at a time through the cursor: the same order, each once.
+    let mut seen = Vec::new();
+    let mut cursors = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut path = format!("/api/companies/{cid}/issues?q=gateway&limit=1");
+        if let Some(c) = &cursor {
+            path.push_str(&format!("&cursor={c}"));
+        }
+        let resp = server.client().get(server.url(&path)).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let next = resp
+            .headers()
+            .get("x-next-cursor")
+            .map(|v| v.to_str().unwrap().to_string());
+        let page: serde_json::Value = resp.json().await.unwrap();
+        seen.extend(page.as_array().unwrap().iter().map(ident));
+        match next {
+            Some(next) => {
+                cursors.push(next.clone());
+                cursor = Some(next);
+            }
+            None => break,
+        }
+    }
+    assert_eq!(seen, order);
+    let title_number = titled["issueNumber"].as_i64().unwrap();
+    assert_eq!(cursors[0], format!("title~{title_number}"));
+    assert!(cursors[1].starts_with("rest~"), "{cursors:?}");
+
+    // A rank in the cursor of a list without ranks, or an unknown rank.
+    for (query, cursor) in [
+        ("", "rest~3"),
+        ("q=gateway&", "best~3"),
+        ("q=gateway&", "title~x"),
+    ] {
+        let (status, body) = server
+            .get(&format!(
+                "/api/companies/{cid}/issues?{query}cursor={cursor}"
+            ))
+            .await;
+        assert_eq!(status, 400, "{query}{cursor}: {body}");
+        assert_eq!(body["details"][0]["path"][0], "cursor", "{body}");
+    }
+
+    // The tasks page: best match first by default, newest first on request.
+    let page = server.page("/RAN/tasks?q=gateway").await;
+    let at = |html: &str, id: &str| html.find(&format!("data-issue-id=\"{id}\"")).unwrap();
+    let id = |v: &serde_json::Value| v["id"].as_str().unwrap().to_string();
+    assert!(at(&page, &id(&titled)) < at(&page, &id(&commented)));
+    assert!(at(&page, &id(&commented)) < at(&page, &id(&described)));
+    assert!(
+        page.contains(r#"<option value="relevance" selected>Best match (title first)</option>"#),
+        "the order is named"
+    );
+    let newest = server.page("/RAN/tasks?q=gateway&sort=newest").await;
+    assert!(at(&newest, &id(&commented)) < at(&newest, &id(&described)));
+    assert!(at(&newest, &id(&described)) < at(&newest, &id(&titled)));
+    let plain = server.page("/RAN/tasks").await;
+    assert!(
+        !plain.contains("value=\"relevance\""),
+        "no best match without a search"
+    );
 }

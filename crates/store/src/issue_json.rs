@@ -15,7 +15,9 @@ use paperclip_core::model::Issue;
 use paperclip_core::stored::Stored;
 
 use crate::db::{Arg, Conn};
-use crate::issue_list::{filtered, list, matching, Bind, Filter, Matching, Use};
+use crate::issue_list::{
+    check_cursor, filtered, list, matching, Bind, Filter, Matching, Position, Use,
+};
 use crate::issues::{attach_relations_where, map, COLUMNS};
 use crate::raw::RawRow;
 use crate::{Error, Result, Store};
@@ -24,7 +26,7 @@ use crate::{Error, Result, Store};
 pub struct JsonPage {
     pub body: Vec<u8>,
     /// Set when more tasks match than fit on this page.
-    pub next_cursor: Option<i64>,
+    pub next_cursor: Option<Position>,
 }
 
 /// What each column of [`COLUMNS`] is, by position, and its JSON name.
@@ -81,6 +83,7 @@ const TAIL: &[u8] =
 /// walks the filter's index to the page (a search, matched a range of numbers
 /// at a time, takes the typed list); on Postgres the typed list, serialised.
 pub async fn list_json(store: &Store, company_id: &str, filter: &Filter) -> Result<JsonPage> {
+    check_cursor(filter)?;
     let search = filter.q.as_deref().is_some_and(|q| !q.trim().is_empty());
     if store.backend() != crate::Backend::Sqlite || search {
         let page = list(store, company_id, filter).await?;
@@ -123,7 +126,7 @@ pub async fn list_json(store: &Store, company_id: &str, filter: &Filter) -> Resu
         );
         let args = vec![
             Arg::from(company_id),
-            Arg::from(filter.cursor.unwrap_or(i64::MAX)),
+            Arg::from(filter.cursor.as_ref().map_or(i64::MAX, |c| c.number)),
             Arg::from(filter.limit.saturating_add(1)),
         ];
         (sql, args)
@@ -188,7 +191,11 @@ impl Writer {
             self.body.push(b'[');
         }
         self.body.push(b']');
-        let next_cursor = if self.more { self.last } else { None };
+        let next_cursor = if self.more {
+            self.last.map(|number| Position { key: None, number })
+        } else {
+            None
+        };
         if self.holes.is_empty() {
             return Ok(JsonPage {
                 body: self.body,

@@ -24,15 +24,44 @@ pub struct Filter {
     pub parent_id: Option<String>,
     pub label_id: Option<String>,
     pub q: Option<String>,
-    /// Issues numbered below this (the previous page's `nextCursor`).
-    pub cursor: Option<i64>,
+    /// Of a search's matches, only one rank's (see [`Band`]).
+    pub band: Option<Band>,
+    /// Past this place (the previous page's `nextCursor`): issues numbered
+    /// below it, or for a ranked search, past it in rank order.
+    pub cursor: Option<Position>,
     pub limit: i64,
+}
+
+/// The ranks of a search's matches, best first: tasks whose identifier or
+/// title hold every word, then the tasks that match elsewhere (description,
+/// comments). Newest first within each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Band {
+    Title,
+    Rest,
+}
+
+impl Band {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Band::Title => "title",
+            Band::Rest => "rest",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Band> {
+        match s {
+            "title" => Some(Band::Title),
+            "rest" => Some(Band::Rest),
+            _ => None,
+        }
+    }
 }
 
 pub struct Page {
     pub issues: Vec<Issue>,
     /// Set when more issues match than fit on this page.
-    pub next_cursor: Option<i64>,
+    pub next_cursor: Option<Position>,
 }
 
 /// `FROM issues WHERE ...` of the tasks `filter` matches, with its binds;
@@ -131,11 +160,18 @@ pub(crate) async fn matching(
         }
         match store.backend() {
             crate::Backend::Sqlite => {
-                let query = words
+                let all = words
                     .iter()
                     .map(|w| format!("\"{w}\"*"))
                     .collect::<Vec<_>>()
                     .join(" AND ");
+                // A rank is a query of the index's columns: every word in
+                // the identifier or title, or a match that is not one.
+                let query = match filter.band {
+                    None => all,
+                    Some(Band::Title) => format!("{{identifier title}} : ({all})"),
+                    Some(Band::Rest) => format!("({all}) NOT {{identifier title}} : ({all})"),
+                };
                 let clause = if use_for == Use::Count {
                     // The matches drive, each looked up by rowid, until the
                     // cap: a common word among a million tasks counts its
@@ -174,30 +210,38 @@ pub(crate) async fn matching(
                     .map(|w| format!("{w}:*"))
                     .collect::<Vec<_>>()
                     .join(" & ");
-                // Each task's words are kept in `task_search` (migration 21).
+                // Each task's words are kept in `task_search` (migration 21),
+                // those of its identifier and title apart (migration 23).
                 let exact = words.join(" & ");
-                let clause = if estimated_rare(store, &query, &exact).await? {
+                let (column, test) = match filter.band {
+                    None => ("words", "words @@ to_tsquery('simple', {p})"),
+                    Some(Band::Title) => ("title_words", "title_words @@ to_tsquery('simple', {p})"),
+                    Some(Band::Rest) => (
+                        "words",
+                        "words @@ to_tsquery('simple', {p}) AND NOT title_words @@ to_tsquery('simple', {p})",
+                    ),
+                };
+                let clause = if estimated_rare(store, column, &query, &exact).await? {
                     // Few matches: they drive, collected through the GIN
                     // index first (as an array, so the planner cannot turn
                     // them into a walk of the company testing each task).
-                    "id = ANY(ARRAY(SELECT issue_id FROM task_search WHERE words @@ to_tsquery('simple', {p})))"
+                    "id = ANY(ARRAY(SELECT issue_id FROM task_search WHERE {test}))"
                 } else if use_for == Use::Count {
                     // Many, counted up to the cap: joined in id order.
-                    "id IN (SELECT issue_id FROM task_search WHERE words @@ to_tsquery('simple', {p}))"
+                    "id IN (SELECT issue_id FROM task_search WHERE {test})"
                 } else {
                     // Many, walked to a page: each task of the walk has its
                     // kept words tested (~2 µs a task).
-                    "EXISTS (SELECT 1 FROM task_search s WHERE s.issue_id = issues.id \
-                     AND s.words @@ to_tsquery('simple', {p}))"
+                    "EXISTS (SELECT 1 FROM task_search s WHERE s.issue_id = issues.id AND {test})"
                 };
                 let p = param(&mut binds, Bind::Text(query));
                 sql.push_str(" AND ");
-                sql.push_str(&clause.replace("{p}", &p));
+                sql.push_str(&clause.replace("{test}", test).replace("{p}", &p));
             }
         }
     }
-    if let Some(cursor) = filter.cursor {
-        let p = param(&mut binds, Bind::Int(cursor));
+    if let Some(cursor) = &filter.cursor {
+        let p = param(&mut binds, Bind::Int(cursor.number));
         sql.push_str(&format!(" AND issue_number < {p}"));
     }
     Ok(Some(Matching {
@@ -208,9 +252,15 @@ pub(crate) async fn matching(
 }
 
 /// Newest first (by issue number), so a cursor pages without skips or repeats
-/// while new issues are being created.
+/// while new issues are being created; a search in rank order (see [`Band`]).
 pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Page> {
-    let at = filter.cursor.map(|number| Position { key: None, number });
+    check_cursor(filter)?;
+    let ranked = ranks(filter);
+    let sort = if ranked {
+        Sort::Relevance
+    } else {
+        Sort::Newest
+    };
     let page = list_sorted(
         store,
         company_id,
@@ -218,19 +268,38 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
             cursor: None,
             ..filter.clone()
         },
-        Sort::Newest,
-        at.as_ref().map(|p| (p, Direction::After)),
+        sort,
+        filter.cursor.as_ref().map(|p| (p, Direction::After)),
     )
     .await?;
-    let next_cursor = if page.more {
-        page.last.map(|p| p.number)
-    } else {
-        None
-    };
+    let next_cursor = if page.more { page.last } else { None };
     Ok(Page {
         issues: page.issues,
         next_cursor,
     })
+}
+
+/// A cursor names a rank only in a ranked search.
+pub(crate) fn check_cursor(filter: &Filter) -> Result<()> {
+    let known = match filter.cursor.as_ref().and_then(|c| c.key.as_deref()) {
+        None => true,
+        Some(key) => ranks(filter) && Band::parse(key).is_some(),
+    };
+    if known {
+        Ok(())
+    } else {
+        Err(crate::Error::invalid("cursor", "Unknown cursor"))
+    }
+}
+
+/// Whether `filter` is a search of words whose matches come in ranks: not
+/// an identifier (one task) nor already one rank.
+pub(crate) fn ranks(filter: &Filter) -> bool {
+    filter.band.is_none()
+        && filter
+            .q
+            .as_deref()
+            .is_some_and(|q| as_identifier(q).is_none() && !search_words(q).is_empty())
 }
 
 /// How a list is ordered. Each order walks an index `(company_id, key,
@@ -244,6 +313,8 @@ pub enum Sort {
     Oldest,
     Updated,
     Priority,
+    /// A search's best matches first ([`Band`]); newest first otherwise.
+    Relevance,
 }
 
 /// The priority order, highest first: the expression of migration 12's
@@ -261,6 +332,7 @@ impl Sort {
             "oldest" | "identifier" => Some(Sort::Oldest),
             "updated" => Some(Sort::Updated),
             "priority" => Some(Sort::Priority),
+            "relevance" => Some(Sort::Relevance),
             _ => None,
         }
     }
@@ -271,13 +343,14 @@ impl Sort {
             Sort::Oldest => "oldest",
             Sort::Updated => "updated",
             Sort::Priority => "priority",
+            Sort::Relevance => "relevance",
         }
     }
 
     /// What is ordered on before the issue number, if anything.
     fn key(self) -> Option<&'static str> {
         match self {
-            Sort::Newest | Sort::Oldest => None,
+            Sort::Newest | Sort::Oldest | Sort::Relevance => None,
             Sort::Updated => Some("updated_at"),
             Sort::Priority => Some(PRIORITY_RANK),
         }
@@ -299,6 +372,10 @@ impl Position {
     /// As a page link writes it: `number`, or `key~number`.
     pub fn parse(sort: Sort, s: &str) -> Option<Position> {
         let (key, number) = match sort.key() {
+            None if sort == Sort::Relevance => match s.rsplit_once('~') {
+                Some((band, number)) => (Some(Band::parse(band)?.as_str().to_string()), number),
+                None => (None, s),
+            },
             None => (None, s),
             Some(_) => {
                 let (key, number) = s.rsplit_once('~')?;
@@ -374,6 +451,17 @@ pub async fn list_sorted(
         first: None,
         last: None,
         more: false,
+    };
+    let sort = match sort {
+        Sort::Relevance if ranks(filter) => {
+            // Boxed: a rank is read by this function again.
+            return Box::pin(crate::issue_rank::list_ranked(
+                store, company_id, filter, at,
+            ))
+            .await;
+        }
+        Sort::Relevance => Sort::Newest,
+        sort => sort,
     };
     let use_for = if sort.key().is_none() {
         Use::Walk
@@ -735,7 +823,7 @@ const RARE_SQLITE: &str =
 /// where its whole word alone was at 6,000), and an estimate that is
 /// Postgres' default guess (0.5 % of the rows: a word outside the most common
 /// elements, or no statistics yet) counts as rare, which such a word is.
-async fn estimated_rare(store: &Store, query: &str, exact: &str) -> Result<bool> {
+async fn estimated_rare(store: &Store, column: &str, query: &str, exact: &str) -> Result<bool> {
     let (tasks,): (i64,) = crate::db::query_as(
         "SELECT CAST(GREATEST(reltuples, 0) AS BIGINT) FROM pg_class \
          WHERE oid = CAST('task_search' AS regclass)",
@@ -745,7 +833,7 @@ async fn estimated_rare(store: &Store, query: &str, exact: &str) -> Result<bool>
     let guess = (tasks as f64 * 0.005).round();
     let mut most: f64 = 0.0;
     for words in [query, exact] {
-        let rows = estimated_rows(store, words).await?;
+        let rows = estimated_rows(store, column, words).await?;
         if (rows - guess).abs() > 1.0 {
             most = most.max(rows);
         }
@@ -754,15 +842,15 @@ async fn estimated_rare(store: &Store, query: &str, exact: &str) -> Result<bool>
 }
 
 /// The planner's estimate of the tasks `words` match.
-async fn estimated_rows(store: &Store, words: &str) -> Result<f64> {
+async fn estimated_rows(store: &Store, column: &str, words: &str) -> Result<f64> {
     // The plan's top line: `Seq Scan on task_search  (cost=.. rows=N width=4)`
     // (the JSON format comes back typed `json`, which the text reader refuses).
-    let (plan,): (String,) = crate::db::query_as(
-        "EXPLAIN SELECT 1 FROM task_search WHERE words @@ to_tsquery('simple', $1)",
-    )
-    .bind(words)
-    .fetch_one(store.pool())
-    .await?;
+    let sql =
+        format!("EXPLAIN SELECT 1 FROM task_search WHERE {column} @@ to_tsquery('simple', $1)");
+    let (plan,): (String,) = crate::db::query_as(&sql)
+        .bind(words)
+        .fetch_one(store.pool())
+        .await?;
     plan.split_once(" rows=")
         .and_then(|(_, rest)| rest.split(' ').next())
         .and_then(|n| n.parse::<f64>().ok())

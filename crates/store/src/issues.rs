@@ -18,7 +18,7 @@ use crate::activity::{self, Entry};
 use crate::companies::diff;
 pub use crate::issue_json::{list_json, JsonPage};
 pub use crate::issue_list::{
-    count, list, list_sorted, Direction, Filter, Page, Position, Sort, SortedPage,
+    count, list, list_sorted, Band, Direction, Filter, Page, Position, Sort, SortedPage,
 };
 use crate::issue_list::{json_array, json_values};
 use crate::row::RowExt;

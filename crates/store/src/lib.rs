@@ -54,6 +54,7 @@ mod issue_graph;
 mod issue_json;
 mod issue_list;
 mod issue_page;
+mod issue_rank;
 pub mod issues;
 pub mod keys;
 pub mod labels;

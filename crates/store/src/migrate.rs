@@ -146,6 +146,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
         "run_day_totals",
         Sql::Both(include_str!("../migrations/0022_run_day_totals.sql")),
     ),
+    (
+        23,
+        "title_words",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0023_title_words.sqlite.sql"),
+            postgres: include_str!("../migrations/0023_title_words.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -53,7 +53,11 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
         (n - 9..=n).rev().collect::<Vec<_>>(),
         "the newest ten"
     );
-    assert_eq!(common.next_cursor, Some(n - 9));
+    assert_eq!(
+        common.next_cursor.map(|c| c.to_string()),
+        Some(format!("title~{}", n - 9)),
+        "a place in the title rank"
+    );
     let rare = issues::list(&store, &company, &find("okapi", 100))
         .await
         .unwrap();
@@ -67,7 +71,10 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
         &store,
         &company,
         &issues::Filter {
-            cursor: Some(3000),
+            cursor: Some(issues::Position {
+                key: None,
+                number: 3000,
+            }),
             ..find("chore", 2)
         },
     )
@@ -235,4 +242,164 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     assert_eq!(numbers, [15996, 15990], "a word and a label together");
     let (count, _) = issues::count(&store, &back, &both, 10_000).await.unwrap();
     assert_eq!(count, 2_666);
+}
+
+/// Matches in the identifier or title come first, then the others, newest
+/// first in each; pages follow one another across the two ranks both ways,
+/// with a common word (walked) and a rarer one (driven by its matches).
+#[tokio::test]
+async fn a_search_lists_title_matches_first_and_pages_across_its_ranks() {
+    let store = store().await;
+    let company = common::company(&store, "Rank Co").await;
+    let n: i64 = 12_000;
+    paperclip_store::db::query(
+        "INSERT INTO issues (id, company_id, title, description, issue_number, identifier, created_at, updated_at) \
+         SELECT 'rank-' || i, $1, CASE WHEN i % 2 = 0 THEN 'Widget ' || i ELSE 'Other ' || i END, \
+         CASE WHEN i % 2 = 1 AND i % 5 = 0 THEN 'Needs a widget' ELSE NULL END, \
+         i, 'RNK-' || i, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' \
+         FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2) SELECT i FROM n) s",
+    )
+    .bind(&company)
+    .bind(n)
+    .execute(store.pool())
+    .await
+    .unwrap();
+    analyze(&store).await;
+    let title: Vec<i64> = (1..=n).rev().filter(|i| i % 2 == 0).collect();
+    let rest: Vec<i64> = (1..=n).rev().filter(|i| i % 2 == 1 && i % 5 == 0).collect();
+    let expected: Vec<i64> = title.iter().chain(&rest).copied().collect();
+    let find = |limit: i64, cursor: Option<issues::Position>| issues::Filter {
+        q: Some("widget".to_string()),
+        limit,
+        cursor,
+        ..issues::Filter::default()
+    };
+    // Page through all of it, 1,000 at a time.
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = issues::list(&store, &company, &find(1_000, cursor.clone()))
+            .await
+            .unwrap();
+        seen.extend(page.issues.iter().map(|i| i.issue_number));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), expected.len(), "every match once");
+    assert!(
+        seen == expected,
+        "title matches, then the rest, newest first in each"
+    );
+    let (count, more) = issues::count(&store, &company, &find(10, None), 10_000)
+        .await
+        .unwrap();
+    assert_eq!((count, more), (expected.len() as i64, false));
+
+    // A page ending exactly at the end of the title rank says more follow.
+    let end = issues::list(
+        &store,
+        &company,
+        &find(
+            2,
+            Some(issues::Position::parse(issues::Sort::Relevance, "title~6").unwrap()),
+        ),
+    )
+    .await
+    .unwrap();
+    let numbers: Vec<i64> = end.issues.iter().map(|i| i.issue_number).collect();
+    assert_eq!(numbers, [4, 2]);
+    assert_eq!(
+        end.next_cursor.map(|c| c.to_string()).as_deref(),
+        Some("title~2")
+    );
+    let first_rest = issues::list(
+        &store,
+        &company,
+        &find(
+            2,
+            Some(issues::Position::parse(issues::Sort::Relevance, "title~2").unwrap()),
+        ),
+    )
+    .await
+    .unwrap();
+    let numbers: Vec<i64> = first_rest.issues.iter().map(|i| i.issue_number).collect();
+    assert_eq!(numbers, [11_995, 11_985], "the rest follow the title rank");
+
+    // Backwards across the ranks, as the tasks page's "Previous" reads.
+    let before = |at: &str, limit: i64| {
+        let at = issues::Position::parse(issues::Sort::Relevance, at).unwrap();
+        let store = &store;
+        let company = &company;
+        async move {
+            let page = issues::list_sorted(
+                store,
+                company,
+                &find(limit, None),
+                issues::Sort::Relevance,
+                Some((&at, issues::Direction::Before)),
+            )
+            .await
+            .unwrap();
+            let numbers: Vec<i64> = page.issues.iter().map(|i| i.issue_number).collect();
+            (numbers, page.more, page.first.map(|p| p.to_string()))
+        }
+    };
+    assert_eq!(
+        before("rest~11985", 3).await,
+        (vec![4, 2, 11_995], true, Some("title~4".to_string()))
+    );
+    assert_eq!(
+        before("title~11994", 5).await,
+        (
+            vec![12_000, 11_998, 11_996],
+            false,
+            Some("title~12000".to_string())
+        )
+    );
+
+    // A search of a word found in few titles and many descriptions.
+    paperclip_store::db::query(
+        "UPDATE issues SET title = 'Sprocket widget' WHERE issue_number IN (7, 9)",
+    )
+    .execute(store.pool())
+    .await
+    .unwrap();
+    analyze(&store).await;
+    let page = issues::list(&store, &company, &find(3, None))
+        .await
+        .unwrap();
+    let numbers: Vec<i64> = page.issues.iter().map(|i| i.issue_number).collect();
+    assert_eq!(numbers, [12_000, 11_998, 11_996]);
+    let sprocket = issues::list(
+        &store,
+        &company,
+        &issues::Filter {
+            q: Some("sprocket widget".to_string()),
+            limit: 10,
+            ..issues::Filter::default()
+        },
+    )
+    .await
+    .unwrap();
+    let numbers: Vec<i64> = sprocket.issues.iter().map(|i| i.issue_number).collect();
+    assert_eq!(numbers, [9, 7], "both words in two titles");
+
+    // A ranked place is refused where the list has no ranks.
+    let unranked = issues::list(
+        &store,
+        &company,
+        &issues::Filter {
+            cursor: Some(issues::Position::parse(issues::Sort::Relevance, "rest~5").unwrap()),
+            limit: 5,
+            ..issues::Filter::default()
+        },
+    )
+    .await;
+    assert!(
+        matches!(unranked, Err(paperclip_store::Error::Invalid { .. })),
+        "{:?}",
+        unranked.err()
+    );
 }

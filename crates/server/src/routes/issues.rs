@@ -49,7 +49,9 @@ struct ListQuery {
     cursor: Option<String>,
 }
 
-/// Newest first, 500 per page unless `limit` says otherwise (at most 5,000).
+/// Newest first, 500 per page unless `limit` says otherwise (at most 5,000);
+/// a search (`q`) lists the tasks whose identifier or title hold every word
+/// first, then the other matches, newest first within each.
 /// A page also ends early once its titles and descriptions pass 1 MiB.
 /// When more issues match, the response carries
 /// `X-Next-Cursor`; pass it back as `cursor` for the next page.
@@ -74,7 +76,8 @@ async fn list_issues(
     };
     let cursor = match query.cursor.as_deref() {
         None | Some("") => None,
-        Some(c) => Some(c.parse::<i64>().map_err(|_| {
+        // A number, or for a search in rank order `title~N` / `rest~N`.
+        Some(c) => Some(issues::Position::parse(issues::Sort::Relevance, c).ok_or_else(|| {
             ApiError::validation(json!([{ "code": "invalid_value", "path": ["cursor"], "message": "Unknown cursor" }]))
         })?),
     };
@@ -87,14 +90,19 @@ async fn list_issues(
         parent_id: query.parent_id,
         label_id: query.label_id,
         q: query.q,
+        band: None,
         cursor,
         limit: parse_limit(query.limit.as_deref(), ISSUE_PAGE_DEFAULT, ISSUE_PAGE_MAX)?,
     };
     let page = issues::list_json(&app.store, &company_id, &filter).await?;
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if let Some(next) = page.next_cursor {
-        headers.insert("x-next-cursor", HeaderValue::from(next));
+    // Digits, letters and `~` only: always a valid header value.
+    if let Some(Ok(next)) = page
+        .next_cursor
+        .map(|n| HeaderValue::try_from(n.to_string()))
+    {
+        headers.insert("x-next-cursor", next);
     }
     Ok((headers, page.body))
 }

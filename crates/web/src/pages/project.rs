@@ -73,7 +73,7 @@ pub async fn page(
 /// A page of the tasks a filter matches, newest first, and their count.
 pub(crate) struct TaskPage {
     issues: Vec<paperclip_core::model::Issue>,
-    next_cursor: Option<i64>,
+    next_cursor: Option<issues::Position>,
     total: (i64, bool),
     paged: bool,
 }
@@ -86,7 +86,7 @@ impl TaskPage {
         cursor: Option<&str>,
     ) -> Result<TaskPage, axum::response::Response> {
         let filter = issues::Filter {
-            cursor: cursor.and_then(|c| c.parse().ok()),
+            cursor: cursor.and_then(|c| issues::Position::parse(issues::Sort::Newest, c)),
             limit: TASKS_PAGE,
             ..filter
         };
@@ -132,7 +132,7 @@ impl TaskPage {
                 }
                 nav.pager {
                     @if self.paged { a href=(here) { "Newest tasks" } " " }
-                    @if let Some(c) = self.next_cursor { a href={(here) "?cursor=" (c)} rel="next" { "Older tasks →" } }
+                    @if let Some(c) = &self.next_cursor { a href={(here) "?cursor=" (c)} rel="next" { "Older tasks →" } }
                 }
             }
         }

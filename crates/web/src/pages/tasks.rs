@@ -21,7 +21,8 @@ pub struct Params {
     label: Option<String>,
     q: Option<String>,
     view: Option<String>,
-    /// `newest` (default), `oldest`, `identifier` (oldest), `updated`, `priority`.
+    /// `newest` (default), `oldest`, `identifier` (oldest), `updated`,
+    /// `priority`, `relevance` (a search's default: title matches first).
     sort: Option<String>,
     /// The list's next page: tasks after this place in the sort order.
     cursor: Option<String>,
@@ -76,9 +77,16 @@ pub async fn list(
     let cid = &ctx.company.id;
     let blank = |s: &Option<String>| s.clone().filter(|v| !v.is_empty());
     let board = q.view.as_deref() == Some("board");
+    // A search lists its best matches first unless another order is chosen.
+    let searching = blank(&q.q).is_some();
+    let default_sort = if searching {
+        issues::Sort::Relevance
+    } else {
+        issues::Sort::default()
+    };
     let sort = blank(&q.sort)
         .and_then(|s| issues::Sort::parse(&s))
-        .unwrap_or_default();
+        .unwrap_or(default_sort);
     let at = match (blank(&q.before), blank(&q.cursor)) {
         (Some(b), _) => issues::Position::parse(sort, &b).map(|p| (p, issues::Direction::Before)),
         (None, Some(c)) => issues::Position::parse(sort, &c).map(|p| (p, issues::Direction::After)),
@@ -158,7 +166,7 @@ pub async fn list(
                 parts.push(format!("{k}={}", urlencode(&v)));
             }
         }
-        if sort != issues::Sort::default() {
+        if sort != default_sort {
             parts.push(format!("sort={}", sort.as_str()));
         }
         parts.join("&")
@@ -197,6 +205,7 @@ pub async fn list(
             input type="search" name="q" placeholder="Text" value=[q.q.as_deref()] aria-label="Text";
             @if !board {
                 select name="sort" aria-label="Sort" {
+                    @if searching { option value=(issues::Sort::Relevance.as_str()) selected[sort == issues::Sort::Relevance] { (sort_label(issues::Sort::Relevance)) } }
                     @for s in issues::Sort::ALL { option value=(s.as_str()) selected[s == sort] { (sort_label(s)) } }
                 }
             }
@@ -219,6 +228,7 @@ fn sort_label(sort: issues::Sort) -> &'static str {
         issues::Sort::Oldest => "Oldest first (by identifier)",
         issues::Sort::Updated => "Recently updated",
         issues::Sort::Priority => "Priority, highest first",
+        issues::Sort::Relevance => "Best match (title first)",
     }
 }
 
