@@ -217,3 +217,93 @@ async fn a_schema_19_database_gets_its_relation_flags() {
     assert_eq!(by_title("Blocker")["blocks"][0]["title"], "Blocked");
     assert_eq!(by_title("Plain")["labels"], json!([]));
 }
+
+/// A database of schema 23 (labels without their tasks' numbers) gets them
+/// on start: a label's list, read from those numbers, pages through every
+/// task it had, and a label given after the upgrade joins them.
+#[tokio::test]
+async fn a_schema_23_database_gets_its_label_numbers() {
+    let server = TestServer::start().await;
+    let cid = server.company("Numbers Co").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let label = server
+        .ok_post(
+            &format!("/api/companies/{cid}/labels"),
+            json!({ "name": "infra", "color": "#00ff00" }),
+        )
+        .await;
+    let mut labelled = Vec::new();
+    for n in 0..3 {
+        let task = server
+            .issue(
+                &cid,
+                json!({ "title": format!("Labelled {n}"), "labelIds": [label["id"]] }),
+            )
+            .await;
+        labelled.push(task["identifier"].as_str().unwrap().to_string());
+        server
+            .issue(&cid, json!({ "title": format!("Plain {n}") }))
+            .await;
+    }
+    let (data_dir, database_url) = server.stop_keeping_data();
+    let url = database_url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
+    let pool = common::database(&url).await;
+    let back_to_23: &[&str] = if url.starts_with("postgres") {
+        &[
+            "DROP TRIGGER issue_labels_number ON issue_labels",
+            "DROP FUNCTION issue_labels_number()",
+        ]
+    } else {
+        &["DROP TRIGGER issue_labels_number"]
+    };
+    let common_steps = [
+        "DROP INDEX issue_labels_label_number",
+        "CREATE INDEX issue_labels_label ON issue_labels (label_id)",
+        "ALTER TABLE issue_labels DROP COLUMN task_number",
+        "DELETE FROM schema_migrations WHERE version = 24",
+    ];
+    for sql in back_to_23.iter().chain(&common_steps) {
+        sqlx::query(sql).execute(&pool).await.unwrap();
+    }
+    pool.close().await;
+
+    let server = TestServer::start_with(data_dir, database_url, &[]).await;
+    let later = server
+        .issue(
+            &cid,
+            json!({ "title": "Labelled later", "labelIds": [label["id"]] }),
+        )
+        .await;
+    labelled.push(later["identifier"].as_str().unwrap().to_string());
+    labelled.reverse();
+    let label_id = label["id"].as_str().unwrap();
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut path = format!("/api/companies/{cid}/issues?labelId={label_id}&limit=1");
+        if let Some(c) = &cursor {
+            path.push_str(&format!("&cursor={c}"));
+        }
+        let resp = server.client().get(server.url(&path)).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        cursor = resp
+            .headers()
+            .get("x-next-cursor")
+            .map(|v| v.to_str().unwrap().to_string());
+        let page: Value = resp.json().await.unwrap();
+        seen.extend(
+            page.as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["identifier"].as_str().unwrap().to_string()),
+        );
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen, labelled, "newest first, each once");
+}

@@ -16,7 +16,7 @@ use paperclip_core::stored::Stored;
 
 use crate::db::{Arg, Conn};
 use crate::issue_list::{
-    check_cursor, filtered, list, matching, Bind, Filter, Matching, Position, Use,
+    check_cursor, filtered, list, matching, Bind, Filter, Matching, Position, Reach, Use,
 };
 use crate::issues::{attach_relations_where, map, COLUMNS};
 use crate::raw::RawRow;
@@ -98,8 +98,18 @@ pub async fn list_json(store: &Store, company_id: &str, filter: &Filter) -> Resu
         // Filtered: the typed list's own conditions (labels on many tasks
         // probed per row, on few driving), in number order, in one pass
         // instead of a pass for the sizes and a read of the chosen rows.
-        let Some(Matching { from, binds, .. }) =
-            matching(store, company_id, filter, Use::Walk).await?
+        let Some(Matching { from, binds, .. }) = matching(
+            store,
+            company_id,
+            filter,
+            Use::Walk,
+            Some(Reach {
+                past: filter.cursor.as_ref().map(|c| c.number),
+                down: true,
+                rows: filter.limit.saturating_add(1),
+            }),
+        )
+        .await?
         else {
             return Ok(JsonPage {
                 body: b"[]".to_vec(),

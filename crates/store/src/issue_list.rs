@@ -79,6 +79,7 @@ pub(crate) async fn matching(
     company_id: &str,
     filter: &Filter,
     use_for: Use,
+    reach: Option<Reach>,
 ) -> Result<Option<Matching>> {
     let mut sql = "FROM issues WHERE company_id = $1".to_string();
     let mut binds: Vec<Bind> = vec![Bind::Text(company_id.to_string())];
@@ -110,9 +111,38 @@ pub(crate) async fn matching(
     let fts = store.backend() == crate::Backend::Sqlite
         && filter.q.as_deref().is_some_and(|q| !q.trim().is_empty())
         && filter.q.as_deref().and_then(as_identifier).is_none();
+    let label_only = filter.statuses.is_empty()
+        && filter.assignee_agent_id.is_none()
+        && filter.assignee_user_id.is_none()
+        && filter.project_id.is_none()
+        && filter.goal_id.is_none()
+        && filter.parent_id.is_none()
+        && filter.q.as_deref().is_none_or(|q| q.trim().is_empty());
     if let Some(label) = &filter.label_id {
         let p = param(&mut binds, Bind::Text(label.clone()));
         let clause = match store.backend() {
+            _ if use_for == Use::Walk && label_only && reach.is_some() => {
+                // The label's next numbers past the place, from its own
+                // index (migration 24): exactly the page's tasks.
+                let reach = reach.expect("checked");
+                let (cmp, dir) = if reach.down {
+                    ("<", "DESC")
+                } else {
+                    (">", "ASC")
+                };
+                let past = match reach.past {
+                    Some(number) => {
+                        let b = param(&mut binds, Bind::Int(number));
+                        format!(" AND task_number {cmp} {b}")
+                    }
+                    None => String::new(),
+                };
+                let rows = param(&mut binds, Bind::Int(reach.rows));
+                format!(
+                    "issue_number IN (SELECT task_number FROM issue_labels WHERE label_id = {p}{past} \
+                     ORDER BY task_number {dir} LIMIT {rows})"
+                )
+            }
             crate::Backend::Sqlite if use_for == Use::Count && !fts => {
                 // The label's tasks drive, each looked up by id, until the cap.
                 sql = sql.replacen(
@@ -468,16 +498,21 @@ pub async fn list_sorted(
     } else {
         Use::Page
     };
+    let backward = matches!(at, Some((_, Direction::Before)));
+    let down = sort.descending() != backward;
+    let reach = (use_for == Use::Walk).then(|| Reach {
+        past: at.map(|(position, _)| position.number),
+        down,
+        rows: filter.limit + 1,
+    });
     let Some(Matching {
         mut from,
         mut binds,
         walk,
-    }) = matching(store, company_id, filter, use_for).await?
+    }) = matching(store, company_id, filter, use_for, reach).await?
     else {
         return Ok(empty());
     };
-    let backward = matches!(at, Some((_, Direction::Before)));
-    let down = sort.descending() != backward;
     let (dir, cmp) = if down { ("DESC", "<") } else { ("ASC", ">") };
     // SQLite plans without statistics: it would walk the order's index
     // testing each task against the filter, a walk of the company's whole
@@ -776,7 +811,7 @@ pub async fn count(
         return Ok((n, false));
     }
     let Some(Matching { from, binds, .. }) =
-        matching(store, company_id, &filter, Use::Count).await?
+        matching(store, company_id, &filter, Use::Count, None).await?
     else {
         return Ok((0, false));
     };
@@ -895,6 +930,16 @@ fn search_words(q: &str) -> Vec<String> {
         .map(|w| w.to_lowercase().chars().take(64).collect())
         .take(8)
         .collect()
+}
+
+/// The part of a walk in number order a page can reach: past which number
+/// (if any), in which direction, how many rows at most. A condition may use
+/// it to read no further (a label's tasks).
+#[derive(Clone, Copy)]
+pub(crate) struct Reach {
+    pub(crate) past: Option<i64>,
+    pub(crate) down: bool,
+    pub(crate) rows: i64,
 }
 
 /// What a filter's condition is for: a page in a keyed order, a page in

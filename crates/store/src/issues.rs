@@ -800,11 +800,16 @@ async fn set_labels(
         .execute(tx.conn())
         .await?;
     for label in unique {
-        crate::db::query("INSERT INTO issue_labels (issue_id, label_id) VALUES ($1, $2)")
-            .bind(issue_id)
-            .bind(label.as_str())
-            .execute(tx.conn())
-            .await?;
+        // With the task's number (migration 24), which a trigger would
+        // otherwise look up.
+        crate::db::query(
+            "INSERT INTO issue_labels (issue_id, label_id, task_number) \
+             SELECT id, $1, issue_number FROM issues WHERE id = $2",
+        )
+        .bind(label.as_str())
+        .bind(issue_id)
+        .execute(tx.conn())
+        .await?;
     }
     Ok(())
 }

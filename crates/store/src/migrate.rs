@@ -154,6 +154,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0023_title_words.postgres.sql"),
         },
     ),
+    (
+        24,
+        "label_numbers",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0024_label_numbers.sqlite.sql"),
+            postgres: include_str!("../migrations/0024_label_numbers.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

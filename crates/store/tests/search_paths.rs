@@ -242,6 +242,75 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     assert_eq!(numbers, [15996, 15990], "a word and a label together");
     let (count, _) = issues::count(&store, &back, &both, 10_000).await.unwrap();
     assert_eq!(count, 2_666);
+
+    // A label alone is read from its own numbers (migration 24, filled by
+    // trigger for rows written without them, as above): the cursor's next
+    // page both ways, the JSON page, and with a status beside it.
+    let next = issues::list(
+        &store,
+        &back,
+        &issues::Filter {
+            cursor: many.next_cursor.clone(),
+            ..by_label("lab-many", 3)
+        },
+    )
+    .await
+    .unwrap();
+    let numbers: Vec<i64> = next.issues.iter().map(|i| i.issue_number).collect();
+    assert_eq!(numbers, [15994, 15992, 15990], "the next page of a label");
+    let json = issues::list_json(
+        &store,
+        &back,
+        &issues::Filter {
+            cursor: many.next_cursor.clone(),
+            ..by_label("lab-many", 3)
+        },
+    )
+    .await
+    .unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&json.body).unwrap();
+    let numbers: Vec<i64> = body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["issueNumber"].as_i64().unwrap())
+        .collect();
+    assert_eq!(numbers, [15994, 15992, 15990], "the same as JSON");
+    assert_eq!(json.next_cursor.map(|c| c.number), Some(15990));
+    let at = issues::Position {
+        key: None,
+        number: 9,
+    };
+    let before = issues::list_sorted(
+        &store,
+        &back,
+        &by_label("lab-many", 3),
+        issues::Sort::Newest,
+        Some((&at, issues::Direction::Before)),
+    )
+    .await
+    .unwrap();
+    let numbers: Vec<i64> = before.issues.iter().map(|i| i.issue_number).collect();
+    assert_eq!(numbers, [14, 12, 10], "the page before a place");
+    paperclip_store::db::query(
+        "UPDATE issues SET status = 'done' WHERE company_id = $1 AND issue_number % 4 = 0",
+    )
+    .bind(&back)
+    .execute(store.pool())
+    .await
+    .unwrap();
+    let done = issues::list(
+        &store,
+        &back,
+        &issues::Filter {
+            statuses: vec![paperclip_core::issue::IssueStatus::Done],
+            ..by_label("lab-many", 3)
+        },
+    )
+    .await
+    .unwrap();
+    let numbers: Vec<i64> = done.issues.iter().map(|i| i.issue_number).collect();
+    assert_eq!(numbers, [16000, 15996, 15992], "a label and a status");
 }
 
 /// Matches in the identifier or title come first, then the others, newest
