@@ -186,7 +186,7 @@ async fn an_existing_database_is_indexed_on_upgrade() {
     let pool = common::database(&url).await;
     // Back to schema 6: no search objects at all. The start migrates through
     // 7 (the first indexes), 21 (one index per task with its comments) and
-    // 23 (title words apart, on Postgres).
+    // 23 (the words of titles apart).
     let drops: &[&str] = if url.starts_with("postgres") {
         &[
             "DROP TRIGGER task_search_issue_insert ON issues",
@@ -208,6 +208,10 @@ async fn an_existing_database_is_indexed_on_upgrade() {
             "DROP TRIGGER task_search_comment_update",
             "DROP TRIGGER task_search_comment_delete",
             "DROP TABLE task_search",
+            "DROP TRIGGER task_titles_insert",
+            "DROP TRIGGER task_titles_delete",
+            "DROP TRIGGER task_titles_update",
+            "DROP TABLE task_titles",
         ]
     };
     for sql in drops {

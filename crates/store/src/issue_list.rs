@@ -70,8 +70,16 @@ pub(crate) struct Matching {
     pub(crate) from: String,
     pub(crate) binds: Vec<Bind>,
     /// A search left out of `from`, to be matched one number range of the
-    /// company at a time ([`walk_search`]): the full-text query.
-    pub(crate) walk: Option<String>,
+    /// company at a time ([`walk_search`]).
+    pub(crate) walk: Option<Walk>,
+}
+
+/// A full-text query matched a number range at a time: in which index, and
+/// whether the title index's matches of it are left out (the rest rank).
+pub(crate) struct Walk {
+    table: &'static str,
+    query: String,
+    except: bool,
 }
 
 pub(crate) async fn matching(
@@ -195,12 +203,13 @@ pub(crate) async fn matching(
                     .map(|w| format!("\"{w}\"*"))
                     .collect::<Vec<_>>()
                     .join(" AND ");
-                // A rank is a query of the index's columns: every word in
-                // the identifier or title, or a match that is not one.
-                let query = match filter.band {
-                    None => all,
-                    Some(Band::Title) => format!("{{identifier title}} : ({all})"),
-                    Some(Band::Rest) => format!("({all}) NOT {{identifier title}} : ({all})"),
+                // A rank reads another index: the title rank the index of
+                // identifiers and titles (migration 23), the rest the whole
+                // index less the title rank's matches.
+                let (table, except) = match filter.band {
+                    None => ("task_search", false),
+                    Some(Band::Title) => ("task_titles", false),
+                    Some(Band::Rest) => ("task_search", true),
                 };
                 let clause = if use_for == Use::Count {
                     // The matches drive, each looked up by rowid, until the
@@ -209,29 +218,41 @@ pub(crate) async fn matching(
                     // tasks against the set of matches took ~45 ms.
                     sql = sql.replacen(
                         "FROM issues WHERE",
-                        "FROM task_search CROSS JOIN issues ON issues.rowid = task_search.rowid WHERE",
+                        &format!(
+                            "FROM {table} CROSS JOIN issues ON issues.rowid = {table}.rowid WHERE"
+                        ),
                         1,
                     );
-                    "task_search MATCH {p}"
-                } else if rare(store, RARE_SQLITE, &query).await? {
+                    format!("{table} MATCH {{p}}")
+                } else if rare_sqlite(store, table, &words).await? {
                     // Few matches: they drive (rowid lookups) rather than a
                     // walk of the company's index testing each task; the
                     // unary `+` keeps SQLite off that index.
                     sql = sql.replacen("WHERE company_id = $1", "WHERE +company_id = $1", 1);
-                    "rowid IN (SELECT rowid FROM task_search WHERE task_search MATCH {p})"
+                    format!("issues.rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH {{p}})")
                 } else if use_for == Use::Walk {
                     // Many, in number order: matched a range of numbers at a
                     // time (a page among a million tasks ~6 ms, against
                     // ~25 ms to build the set of all matches first).
-                    walk = Some(query.clone());
-                    ""
+                    walk = Some(Walk {
+                        table,
+                        query: all.clone(),
+                        except,
+                    });
+                    String::new()
                 } else {
-                    "rowid IN (SELECT rowid FROM task_search WHERE task_search MATCH {p})"
+                    format!("issues.rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH {{p}})")
                 };
                 if !clause.is_empty() {
-                    let p = param(&mut binds, Bind::Text(query));
+                    let p = param(&mut binds, Bind::Text(all.clone()));
                     sql.push_str(" AND ");
                     sql.push_str(&clause.replace("{p}", &p));
+                    if except {
+                        let p = param(&mut binds, Bind::Text(all));
+                        sql.push_str(&format!(
+                            " AND issues.rowid NOT IN (SELECT rowid FROM task_titles WHERE task_titles MATCH {p})"
+                        ));
+                    }
                 }
             }
             crate::Backend::Postgres => {
@@ -242,7 +263,6 @@ pub(crate) async fn matching(
                     .join(" & ");
                 // Each task's words are kept in `task_search` (migration 21),
                 // those of its identifier and title apart (migration 23).
-                let exact = words.join(" & ");
                 let (column, test) = match filter.band {
                     None => ("words", "words @@ to_tsquery('simple', {p})"),
                     Some(Band::Title) => ("title_words", "title_words @@ to_tsquery('simple', {p})"),
@@ -251,7 +271,7 @@ pub(crate) async fn matching(
                         "words @@ to_tsquery('simple', {p}) AND NOT title_words @@ to_tsquery('simple', {p})",
                     ),
                 };
-                let clause = if estimated_rare(store, column, &query, &exact).await? {
+                let clause = if estimated_rare(store, column, &words).await? {
                     // Few matches: they drive, collected through the GIN
                     // index first (as an array, so the planner cannot turn
                     // them into a walk of the company testing each task).
@@ -579,14 +599,14 @@ pub async fn list_sorted(
     // text: the page stops at `limit` or once its titles and descriptions
     // pass the budget, whichever comes first.
     let mut rows: Vec<(i64, i64, String)> = Vec::new();
-    if let Some(query) = &walk {
+    if let Some(search) = &walk {
         let start = at.map(|(position, _)| position.number);
         let (from, binds) = &parts[0];
         let window = Window {
             company_id,
             from,
             binds,
-            query,
+            search,
             down,
         };
         rows = walk_search(&mut conn, &window, start, filter.limit + 1).await?;
@@ -673,12 +693,12 @@ pub async fn list_sorted(
 }
 
 /// A search walked in number order: the tasks of `from` (in `down` order)
-/// that match `query`.
+/// that match `search`.
 struct Window<'a> {
     company_id: &'a str,
     from: &'a str,
     binds: &'a [Bind],
-    query: &'a str,
+    search: &'a Walk,
     down: bool,
 }
 
@@ -723,10 +743,22 @@ async fn walk_search(
         // Parameters in the order they appear: SQLite numbers `$n` names by
         // appearance.
         let k = w.binds.len();
+        let table = w.search.table;
+        let except = if w.search.except {
+            format!(
+                " AND rowid NOT IN (SELECT rowid FROM task_titles WHERE task_titles MATCH ${} \
+                 AND rowid BETWEEN ${} AND ${})",
+                k + 6,
+                k + 7,
+                k + 8
+            )
+        } else {
+            String::new()
+        };
         let sql = format!(
             "SELECT issue_number, CAST(OCTET_LENGTH(title) + COALESCE(OCTET_LENGTH(description), 0) AS BIGINT) \
              AS size, '' AS sort_key {} AND issue_number BETWEEN ${} AND ${} AND rowid IN \
-             (SELECT rowid FROM task_search WHERE task_search MATCH ${} AND rowid BETWEEN ${} AND ${}) \
+             (SELECT rowid FROM {table} WHERE {table} MATCH ${} AND rowid BETWEEN ${} AND ${}){except} \
              ORDER BY issue_number {dir} LIMIT ${}",
             w.from,
             k + 1,
@@ -734,14 +766,18 @@ async fn walk_search(
             k + 3,
             k + 4,
             k + 5,
-            k + 6
+            if w.search.except { k + 9 } else { k + 6 }
         );
-        let part: Vec<(i64, i64, String)> = bind_all(crate::db::query(&sql), w.binds)
+        let mut query = bind_all(crate::db::query(&sql), w.binds)
             .bind(low)
             .bind(high)
-            .bind(w.query)
+            .bind(&w.search.query)
             .bind(first)
-            .bind(last)
+            .bind(last);
+        if w.search.except {
+            query = query.bind(&w.search.query).bind(first).bind(last);
+        }
+        let part: Vec<(i64, i64, String)> = query
             .bind(wanted - rows.len() as i64)
             .fetch_map(&mut *conn, number_size_key, number_size_key)
             .await?;
@@ -841,9 +877,30 @@ fn as_identifier(q: &str) -> Option<String> {
 /// Up to this many matches, a search is driven by its matches.
 const RARE_MATCHES: i64 = 5_000;
 
-/// Counting the matches of a search, up to a bound, on each engine.
-const RARE_SQLITE: &str =
-    "SELECT COUNT(*) FROM (SELECT rowid FROM task_search WHERE task_search MATCH $1 LIMIT $2)";
+/// Whether a search of `words` (each a prefix, all required) matches at most
+/// [`RARE_MATCHES`] tasks of the SQLite index `table`, counted up to that
+/// bound. The words as they are count first: a prefix query gathers the
+/// matches of every word it starts (a common one among a million tasks:
+/// ~15 ms), the whole words are read a match at a time, and if they alone
+/// pass the bound the prefixes do too.
+async fn rare_sqlite(store: &Store, table: &str, words: &[String]) -> Result<bool> {
+    let count =
+        format!("SELECT COUNT(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH $1 LIMIT $2)");
+    let exact = words
+        .iter()
+        .map(|w| format!("\"{w}\""))
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    if !rare(store, &count, &exact).await? {
+        return Ok(false);
+    }
+    let prefixes = words
+        .iter()
+        .map(|w| format!("\"{w}\"*"))
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    rare(store, &count, &prefixes).await
+}
 /// Whether the planner expects a full-text query to match at most
 /// [`RARE_MATCHES`] tasks, from the statistics `ANALYZE` keeps of the words
 /// (their most common elements). Counting the matches instead, as on SQLite,
@@ -852,28 +909,38 @@ const RARE_SQLITE: &str =
 ///
 /// Each plan is ruinous for the other kind of word (a rare word walked
 /// through a million tasks: ~2 s; a common one driven as an array of its
-/// 91,000 matches: ~8 s), so the estimates are read with care: the words as
-/// prefixes (`query`) and as they are (`exact`, a subset of the matches) are
-/// estimated apart and the larger taken (a prefix has been estimated at 440
-/// where its whole word alone was at 6,000), and an estimate that is
-/// Postgres' default guess (0.5 % of the rows: a word outside the most common
-/// elements, or no statistics yet) counts as rare, which such a word is.
-async fn estimated_rare(store: &Store, column: &str, query: &str, exact: &str) -> Result<bool> {
+/// 91,000 matches: ~8 s), so the estimates are read with care, word by word
+/// in `column`: each as a prefix and as it is (a subset of the matches)
+/// apart, the larger taken (a prefix has been estimated at 440 where its
+/// whole word alone was at 6,000); an estimate that is one of Postgres'
+/// default guesses (a word outside the most common elements, or no
+/// statistics yet) counts as rare, which such a word is. Words in titles
+/// are few, so there every prefix is a guess and the whole word decides.
+async fn estimated_rare(store: &Store, column: &str, words: &[String]) -> Result<bool> {
     let (tasks,): (i64,) = crate::db::query_as(
         "SELECT CAST(GREATEST(reltuples, 0) AS BIGINT) FROM pg_class \
          WHERE oid = CAST('task_search' AS regclass)",
     )
     .fetch_one(store.pool())
     .await?;
-    let guess = (tasks as f64 * 0.005).round();
-    let mut most: f64 = 0.0;
-    for words in [query, exact] {
-        let rows = estimated_rows(store, column, words).await?;
-        if (rows - guess).abs() > 1.0 {
-            most = most.max(rows);
+    let tasks = (tasks as f64).max(1.0);
+    // Postgres' guesses where it knows nothing: a word outside the most
+    // common elements (0.5 %), and any prefix when fewer than 100 words are
+    // common enough to be kept (2 %: titles use few words).
+    let guesses = [(tasks * 0.005).round(), (tasks * 0.02).round()];
+    let mut share = 1.0;
+    for word in words {
+        let mut most: f64 = 0.0;
+        for form in [format!("{word}:*"), word.clone()] {
+            let rows = estimated_rows(store, column, &form).await?;
+            if guesses.iter().all(|g| (rows - g).abs() > 1.0) {
+                most = most.max(rows);
+            }
         }
+        // Every word must match: as independent events.
+        share *= most / tasks;
     }
-    Ok(most <= RARE_MATCHES as f64)
+    Ok(share * tasks <= RARE_MATCHES as f64)
 }
 
 /// The planner's estimate of the tasks `words` match.

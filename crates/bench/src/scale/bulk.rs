@@ -105,6 +105,8 @@ const MODELS: [&str; 3] = ["claude-sonnet-4", "claude-opus-4", "claude-haiku-4"]
 /// The rare search word, in one task in 250,000 (and in the first tasks).
 pub const RARE_WORD: &str = "quixotically";
 pub const COMMON_WORD: &str = "billing";
+/// A word of a quarter of the descriptions (a reporter) and of no title.
+pub const DESCRIPTION_WORD: &str = "customers";
 
 /// Rows written per table and how long each statement took.
 pub type Steps = Vec<(String, u64, f64)>;

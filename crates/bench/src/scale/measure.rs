@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::bulk::{COMMON_WORD, RARE_WORD};
+use super::bulk::{COMMON_WORD, DESCRIPTION_WORD, RARE_WORD};
 use super::seed::{Api, Seed, Today};
 
 #[derive(Debug, Clone)]
@@ -50,6 +50,9 @@ pub fn paths(
         format!("/api/companies/{cid}/issues?limit=20&q={RARE_WORD}"),
         format!("/api/companies/{cid}/issues?limit=20&q={COMMON_WORD}"),
         format!("/api/companies/{cid}/issues?limit=20&q={sample}"),
+        // In a quarter of the descriptions and no title: the title rank is
+        // empty, every match ranks second.
+        format!("/api/companies/{cid}/issues?limit=20&q={DESCRIPTION_WORD}"),
         format!("/api/issues/{sample}"),
         format!("/api/issues/{}", today.parent_identifier),
         format!("/api/issues/{pid}/comments"),
@@ -97,6 +100,7 @@ pub fn paths(
         format!("/{pfx}/tasks?status=blocked"),
         format!("/{pfx}/tasks?assignee={agent}"),
         format!("/{pfx}/tasks?q={COMMON_WORD}"),
+        format!("/{pfx}/tasks?q={DESCRIPTION_WORD}"),
         format!("/{pfx}/tasks/{}", today.parent_identifier),
         format!("/{pfx}/tasks/{sample}"),
         format!("/{pfx}/projects"),
