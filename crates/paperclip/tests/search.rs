@@ -196,6 +196,10 @@ async fn an_existing_database_is_indexed_on_upgrade() {
             "DROP FUNCTION task_search_comment_follow()",
             "DROP FUNCTION task_search_rebuild(TEXT)",
             "DROP FUNCTION task_search_words(TEXT)",
+            "DROP TRIGGER task_titles_insert ON issues",
+            "DROP TRIGGER task_titles_update ON issues",
+            "DROP FUNCTION task_titles_follow()",
+            "DROP TABLE task_titles",
             "DROP FUNCTION task_search_vector(TEXT)",
             "DROP TABLE task_search",
         ]

@@ -272,6 +272,14 @@ async fn a_schema_23_database_gets_its_label_numbers() {
     pool.close().await;
 
     let server = TestServer::start_with(data_dir, database_url, &[]).await;
+    assert!(
+        server
+            .startup
+            .iter()
+            .any(|l| l == "Upgrading the database: step 24 (label_numbers)…"),
+        "the upgrade says what it does: {:?}",
+        server.startup
+    );
     let later = server
         .issue(
             &cid,

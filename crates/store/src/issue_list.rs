@@ -262,31 +262,50 @@ pub(crate) async fn matching(
                     .collect::<Vec<_>>()
                     .join(" & ");
                 // Each task's words are kept in `task_search` (migration 21),
-                // those of its identifier and title apart (migration 23).
-                let (column, test) = match filter.band {
-                    None => ("words", "words @@ to_tsquery('simple', {p})"),
-                    Some(Band::Title) => ("title_words", "title_words @@ to_tsquery('simple', {p})"),
-                    Some(Band::Rest) => (
-                        "words",
-                        "words @@ to_tsquery('simple', {p}) AND NOT title_words @@ to_tsquery('simple', {p})",
-                    ),
+                // those of its identifier and title in `task_titles` as well
+                // (migration 23): a rank reads one, the rest rank the first
+                // less the second's matches.
+                let (table, except) = match filter.band {
+                    None => ("task_search", false),
+                    Some(Band::Title) => ("task_titles", false),
+                    Some(Band::Rest) => ("task_search", true),
                 };
-                let clause = if estimated_rare(store, column, &words).await? {
+                let but = |task: &str| {
+                    if except {
+                        format!(
+                            " AND NOT EXISTS (SELECT 1 FROM task_titles t WHERE t.issue_id = {task} \
+                             AND t.words @@ to_tsquery('simple', {{p}}))"
+                        )
+                    } else {
+                        String::new()
+                    }
+                };
+                let clause = if estimated_rare(store, table, &words).await? {
                     // Few matches: they drive, collected through the GIN
                     // index first (as an array, so the planner cannot turn
                     // them into a walk of the company testing each task).
-                    "id = ANY(ARRAY(SELECT issue_id FROM task_search WHERE {test}))"
+                    format!(
+                        "id = ANY(ARRAY(SELECT issue_id FROM {table} m WHERE m.words @@ to_tsquery('simple', {{p}}){}))",
+                        but("m.issue_id")
+                    )
                 } else if use_for == Use::Count {
                     // Many, counted up to the cap: joined in id order.
-                    "id IN (SELECT issue_id FROM task_search WHERE {test})"
+                    format!(
+                        "id IN (SELECT issue_id FROM {table} m WHERE m.words @@ to_tsquery('simple', {{p}}){})",
+                        but("m.issue_id")
+                    )
                 } else {
                     // Many, walked to a page: each task of the walk has its
                     // kept words tested (~2 µs a task).
-                    "EXISTS (SELECT 1 FROM task_search s WHERE s.issue_id = issues.id AND {test})"
+                    format!(
+                        "EXISTS (SELECT 1 FROM {table} m WHERE m.issue_id = issues.id \
+                         AND m.words @@ to_tsquery('simple', {{p}})){}",
+                        but("issues.id")
+                    )
                 };
                 let p = param(&mut binds, Bind::Text(query));
                 sql.push_str(" AND ");
-                sql.push_str(&clause.replace("{test}", test).replace("{p}", &p));
+                sql.push_str(&clause.replace("{p}", &p));
             }
         }
     }
@@ -910,17 +929,18 @@ async fn rare_sqlite(store: &Store, table: &str, words: &[String]) -> Result<boo
 /// Each plan is ruinous for the other kind of word (a rare word walked
 /// through a million tasks: ~2 s; a common one driven as an array of its
 /// 91,000 matches: ~8 s), so the estimates are read with care, word by word
-/// in `column`: each as a prefix and as it is (a subset of the matches)
+/// in `table`: each as a prefix and as it is (a subset of the matches)
 /// apart, the larger taken (a prefix has been estimated at 440 where its
 /// whole word alone was at 6,000); an estimate that is one of Postgres'
 /// default guesses (a word outside the most common elements, or no
 /// statistics yet) counts as rare, which such a word is. Words in titles
 /// are few, so there every prefix is a guess and the whole word decides.
-async fn estimated_rare(store: &Store, column: &str, words: &[String]) -> Result<bool> {
+async fn estimated_rare(store: &Store, table: &str, words: &[String]) -> Result<bool> {
     let (tasks,): (i64,) = crate::db::query_as(
         "SELECT CAST(GREATEST(reltuples, 0) AS BIGINT) FROM pg_class \
-         WHERE oid = CAST('task_search' AS regclass)",
+         WHERE oid = CAST($1 AS regclass)",
     )
+    .bind(table)
     .fetch_one(store.pool())
     .await?;
     let tasks = (tasks as f64).max(1.0);
@@ -932,7 +952,7 @@ async fn estimated_rare(store: &Store, column: &str, words: &[String]) -> Result
     for word in words {
         let mut most: f64 = 0.0;
         for form in [format!("{word}:*"), word.clone()] {
-            let rows = estimated_rows(store, column, &form).await?;
+            let rows = estimated_rows(store, table, &form).await?;
             if guesses.iter().all(|g| (rows - g).abs() > 1.0) {
                 most = most.max(rows);
             }
@@ -944,11 +964,10 @@ async fn estimated_rare(store: &Store, column: &str, words: &[String]) -> Result
 }
 
 /// The planner's estimate of the tasks `words` match.
-async fn estimated_rows(store: &Store, column: &str, words: &str) -> Result<f64> {
+async fn estimated_rows(store: &Store, table: &str, words: &str) -> Result<f64> {
     // The plan's top line: `Seq Scan on task_search  (cost=.. rows=N width=4)`
     // (the JSON format comes back typed `json`, which the text reader refuses).
-    let sql =
-        format!("EXPLAIN SELECT 1 FROM task_search WHERE {column} @@ to_tsquery('simple', $1)");
+    let sql = format!("EXPLAIN SELECT 1 FROM {table} WHERE words @@ to_tsquery('simple', $1)");
     let (plan,): (String,) = crate::db::query_as(&sql)
         .bind(words)
         .fetch_one(store.pool())

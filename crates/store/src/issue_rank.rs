@@ -4,8 +4,8 @@
 //!
 //! Each rank is a search of its own, walked or driven like any search, so a
 //! page costs what a newest-first page does: the title rank reads an index
-//! of identifiers and titles only (SQLite's `task_titles`, Postgres'
-//! `title_words`, migration 23), the rest the whole index less those.
+//! of identifiers and titles only (`task_titles` on both engines, migration
+//! 23), the rest the whole index less those.
 //! Scoring every match instead (as `bm25()` or `ts_rank` would) reads all of
 //! them: ~90,000 for a common word among a million tasks. A place in the
 //! order is the rank and the number (`title~812345`).

@@ -148,10 +148,10 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
     ),
     (
         23,
-        "title_words",
+        "task_titles",
         Sql::Each {
-            sqlite: include_str!("../migrations/0023_title_words.sqlite.sql"),
-            postgres: include_str!("../migrations/0023_title_words.postgres.sql"),
+            sqlite: include_str!("../migrations/0023_task_titles.sqlite.sql"),
+            postgres: include_str!("../migrations/0023_task_titles.postgres.sql"),
         },
     ),
     (
@@ -171,6 +171,11 @@ pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {
     )
     .execute(store.pool())
     .await?;
+    // An existing database may take a while to upgrade (a million tasks: up
+    // to a minute on Postgres): say so, where a new one starts at once.
+    let (existing,): (i64,) = crate::db::query_as("SELECT COUNT(*) FROM schema_migrations")
+        .fetch_one(store.pool())
+        .await?;
     for (version, name, sql) in MIGRATIONS {
         let (version, name) = (*version, *name);
         let sql = match (sql, store.backend()) {
@@ -187,6 +192,10 @@ pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {
         if applied.is_some() {
             continue;
         }
+        let started = std::time::Instant::now();
+        if existing > 0 {
+            println!("Upgrading the database: step {version} ({name})…");
+        }
         tx.conn().run_script(sql).await?;
         crate::db::query(
             "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
@@ -197,6 +206,12 @@ pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {
         .execute(tx.conn())
         .await?;
         tx.commit().await?;
+        if existing > 0 {
+            println!(
+                "Upgraded the database: step {version} ({name}) in {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
         tracing::info!(version, name, "applied migration");
     }
     Ok(())

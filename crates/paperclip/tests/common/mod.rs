@@ -25,6 +25,8 @@ pub struct TestServer {
     pub database_url: Option<String>,
     child: Child,
     client: reqwest::Client,
+    /// What the server printed before it was listening.
+    pub startup: Vec<String>,
 }
 
 impl TestServer {
@@ -112,13 +114,16 @@ impl TestServer {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut lines = BufReader::new(stdout).lines();
+            let mut before = Vec::new();
             while let Some(Ok(line)) = lines.next() {
                 if let Some(url) = line.strip_prefix("Paperclip listening on ") {
-                    let _ = tx.send(url.to_string());
+                    let _ = tx.send((url.to_string(), std::mem::take(&mut before)));
+                } else {
+                    before.push(line);
                 }
             }
         });
-        let base = rx
+        let (base, startup) = rx
             .recv_timeout(Duration::from_secs(30))
             .expect("server did not report its address");
         let client = reqwest::Client::builder()
@@ -131,6 +136,7 @@ impl TestServer {
             database_url,
             child,
             client,
+            startup,
         }
     }
 
