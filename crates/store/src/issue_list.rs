@@ -146,10 +146,21 @@ pub(crate) async fn matching(
                     None => String::new(),
                 };
                 let rows = param(&mut binds, Bind::Int(reach.rows));
+                // Numbers name tasks within a company: another company's
+                // label must not pick this one's tasks by its numbers.
                 format!(
                     "issue_number IN (SELECT task_number FROM issue_labels WHERE label_id = {p}{past} \
+                     AND EXISTS (SELECT 1 FROM labels WHERE labels.id = {p} AND labels.company_id = $1) \
                      ORDER BY task_number {dir} LIMIT {rows})"
                 )
+            }
+            _ if use_for == Use::Count && label_only => {
+                // Counted from the label's own index, no task read.
+                sql = format!(
+                    "FROM issue_labels WHERE EXISTS (SELECT 1 FROM labels WHERE labels.company_id = $1 \
+                     AND labels.id = issue_labels.label_id) AND label_id = {p}"
+                );
+                String::new()
             }
             crate::Backend::Sqlite if use_for == Use::Count && !fts => {
                 // The label's tasks drive, each looked up by id, until the cap.

@@ -311,6 +311,21 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     .unwrap();
     let numbers: Vec<i64> = done.issues.iter().map(|i| i.issue_number).collect();
     assert_eq!(numbers, [16000, 15996, 15992], "a label and a status");
+
+    // Another company's label picks nothing here, though its tasks' numbers
+    // are this company's numbers too.
+    let elsewhere = issues::list(&store, &company, &by_label("lab-many", 3))
+        .await
+        .unwrap();
+    assert!(elsewhere.issues.is_empty(), "{:?}", elsewhere.next_cursor);
+    let json = issues::list_json(&store, &company, &by_label("lab-many", 3))
+        .await
+        .unwrap();
+    assert_eq!(json.body, b"[]");
+    let (count, _) = issues::count(&store, &company, &by_label("lab-many", 3), 10_000)
+        .await
+        .unwrap();
+    assert_eq!(count, 0, "nor counts any");
 }
 
 /// Matches in the identifier or title come first, then the others, newest
