@@ -154,7 +154,7 @@ pub(crate) async fn matching(
                      ORDER BY task_number {dir} LIMIT {rows})"
                 )
             }
-            _ if use_for == Use::Count && label_only => {
+            _ if use_for.counts() && label_only => {
                 // Counted from the label's own index, no task read.
                 sql = format!(
                     "FROM issue_labels WHERE EXISTS (SELECT 1 FROM labels WHERE labels.company_id = $1 \
@@ -162,7 +162,7 @@ pub(crate) async fn matching(
                 );
                 String::new()
             }
-            crate::Backend::Sqlite if use_for == Use::Count && !fts => {
+            crate::Backend::Sqlite if use_for.counts() && !fts => {
                 // The label's tasks drive, each looked up by id, until the cap.
                 sql = sql.replacen(
                     "FROM issues WHERE",
@@ -209,9 +209,16 @@ pub(crate) async fn matching(
         }
         match store.backend() {
             crate::Backend::Sqlite => {
+                // Each word a prefix, but for a count of the whole words
+                // (see [`count`]).
+                let star = if use_for == Use::CountWholeWords {
+                    ""
+                } else {
+                    "*"
+                };
                 let all = words
                     .iter()
-                    .map(|w| format!("\"{w}\"*"))
+                    .map(|w| format!("\"{w}\"{star}"))
                     .collect::<Vec<_>>()
                     .join(" AND ");
                 // A rank reads another index: the title rank the index of
@@ -222,7 +229,7 @@ pub(crate) async fn matching(
                     Some(Band::Title) => ("task_titles", false),
                     Some(Band::Rest) => ("task_search", true),
                 };
-                let clause = if use_for == Use::Count {
+                let clause = if use_for.counts() {
                     // The matches drive, each looked up by rowid, until the
                     // cap: a common word among a million tasks counts its
                     // first 10,000 in ~15 ms, where testing the company's
@@ -299,7 +306,7 @@ pub(crate) async fn matching(
                         "id = ANY(ARRAY(SELECT issue_id FROM {table} m WHERE m.words @@ to_tsquery('simple', {{p}}){}))",
                         but("m.issue_id")
                     )
-                } else if use_for == Use::Count {
+                } else if use_for.counts() {
                     // Many, counted up to the cap: joined in id order.
                     format!(
                         "id IN (SELECT issue_id FROM {table} m WHERE m.words @@ to_tsquery('simple', {{p}}){})",
@@ -876,8 +883,33 @@ pub async fn count(
             .sum();
         return Ok((n, false));
     }
+    // On SQLite a prefix query gathers the matches of every word it starts
+    // before the first is counted (a common word among a million tasks:
+    // ~15 ms); the whole words are read a match at a time. They are a
+    // subset of the matches, so if they pass the cap the count is done.
+    if store.backend() == crate::Backend::Sqlite
+        && ranks(&Filter {
+            band: None,
+            ..filter.clone()
+        })
+    {
+        let whole = count_as(store, company_id, &filter, Use::CountWholeWords, cap).await?;
+        if whole.1 {
+            return Ok(whole);
+        }
+    }
+    count_as(store, company_id, &filter, Use::Count, cap).await
+}
+
+async fn count_as(
+    store: &Store,
+    company_id: &str,
+    filter: &Filter,
+    use_for: Use,
+    cap: i64,
+) -> Result<(i64, bool)> {
     let Some(Matching { from, binds, .. }) =
-        matching(store, company_id, &filter, Use::Count, None).await?
+        matching(store, company_id, filter, use_for, None).await?
     else {
         return Ok((0, false));
     };
@@ -1046,6 +1078,14 @@ pub(crate) enum Use {
     Page,
     Walk,
     Count,
+    /// Counting the tasks a search's words match as whole words (SQLite).
+    CountWholeWords,
+}
+
+impl Use {
+    fn counts(self) -> bool {
+        matches!(self, Use::Count | Use::CountWholeWords)
+    }
 }
 
 #[derive(Clone)]

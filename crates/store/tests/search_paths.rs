@@ -186,6 +186,17 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
         .await
         .unwrap();
     assert_eq!((count, more), (100, true), "counted up to the cap");
+    // A prefix of many tasks' word and no whole word of its own: counted as
+    // a prefix once its whole word finds none.
+    for (q, cap, expected) in [
+        ("erran", 100, (100, true)),
+        ("erran", 6_000, (5_333, false)),
+    ] {
+        let got = issues::count(&store, &back, &find(q, 3), cap)
+            .await
+            .unwrap();
+        assert_eq!(got, expected, "{q} up to {cap}");
+    }
 
     // Labels take the same two plans: one on most tasks (a walk probing each
     // task), one on few (its tasks drive); pages and counts agree with them.
