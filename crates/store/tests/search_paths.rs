@@ -498,3 +498,18 @@ async fn a_search_lists_title_matches_first_and_pages_across_its_ranks() {
         unranked.err()
     );
 }
+
+/// Postgres sessions run without parallel workers (see `Store::connect`).
+#[tokio::test]
+async fn postgres_sessions_take_no_parallel_workers() {
+    let store = store().await;
+    if store.backend() != paperclip_store::Backend::Postgres {
+        return;
+    }
+    let (workers,): (String,) =
+        paperclip_store::db::query_as("SHOW max_parallel_workers_per_gather")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(workers, "0");
+}
