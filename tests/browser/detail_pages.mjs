@@ -85,6 +85,7 @@ await s.finish(async () => {
   s.step("the runs list pages the agent's runs");
   await page.goto(`${base}/${p}/agents/${builder.urlKey}/runs`);
   await page.locator(`a[href$="/runs/${failed.id}"]`).waitFor();
+  await s.shotBoth("agent-runs");
 
   s.step("the approval opens from the approvals list");
   await page.goto(`${base}/${p}/approvals`);

@@ -85,9 +85,25 @@ await s.finish(async () => {
   if ((await firstRow()) !== `${prefix}-201`) throw new Error(`page 2 starts at ${await firstRow()}`);
   if (!page.url().includes("sort=oldest")) throw new Error("the sort was lost");
   await s.shotBoth("tasks-page-2");
+  // On through all 1,000, 200 a page: the fifth page is the last.
+  for (const start of [401, 601, 801]) {
+    const before = page.url();
+    await page.locator("[data-next-page]").click();
+    await page.waitForURL((url) => url.href !== before);
+    if ((await firstRow()) !== `${prefix}-${start}`) throw new Error(`a page starts at ${await firstRow()}, not ${prefix}-${start}`);
+  }
+  if (await page.locator("[data-next-page]").count()) throw new Error("a page after the last");
+  const lastRow = (await page.locator("table.tasks tbody tr .ident").last().innerText()).trim();
+  if (lastRow !== `${prefix}-1000`) throw new Error(`the last page ends at ${lastRow}`);
+  const count = (await page.locator("[data-task-count]").getAttribute("data-task-count"));
+  if (count !== "1000") throw new Error(`the count says ${count}`);
   await page.locator("[data-prev-page]").click();
   await page.waitForURL(/before=/);
+  if ((await firstRow()) !== `${prefix}-601`) throw new Error(`back from the last page at ${await firstRow()}`);
+  await page.locator("[data-first-page]").click();
+  await page.waitForURL((url) => !/before=|cursor=/.test(url.search));
   if ((await firstRow()) !== `${prefix}-1`) throw new Error(`back on page 1 at ${await firstRow()}`);
+  if (!page.url().includes("sort=oldest")) throw new Error("the sort was lost on the way back");
   await s.shotBoth("tasks");
 
   s.step("dark mode follows the system");

@@ -1,7 +1,7 @@
 // A run fails while the person is on another page: a toast names the agent
 // and the task and links to the run, the Inbox badge appears, and the
 // inbox item is New until the inbox has been seen, and can be dismissed
-// (the badge goes with it).
+// (the badge goes with it). An approval asked for is noticed the same way.
 import { start } from "./lib.mjs";
 
 const s = await start();
@@ -45,4 +45,17 @@ await s.finish(async () => {
   await page.locator("#open-failures").waitFor({ state: "detached" });
   await page.goto(`${base}/${p}/inbox?tab=dismissed`);
   await page.locator("[data-failed-run]", { hasText: task.identifier }).waitFor();
+
+  s.step("an approval asked for anywhere is noticed here");
+  await page.goto(`${base}/${p}/costs`);
+  await page.locator("#live-state.on").waitFor();
+  const approval = await post(`/api/companies/${company.id}/approvals`, {
+    type: "request_board_approval", payload: { summary: "Ship the migration tonight" },
+  });
+  const asked = s.toast("An approval is waiting for you.");
+  await asked.waitFor();
+  const link = await asked.locator("a").getAttribute("href");
+  if (link !== `/${p}/approvals/${approval.id}`) throw new Error(`the approval toast links to ${link}`);
+  await page.locator("#pending-approvals", { hasText: "1" }).waitFor();
+  await s.shot("approval-toast");
 });

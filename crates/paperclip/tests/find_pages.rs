@@ -373,7 +373,7 @@ async fn the_org_chart_draws_one_tree_per_top_level_agent() {
 }
 
 /// `tests/browser/find.mjs`: the palette, paging, the skip link and dark
-/// mode in Chromium, on a company of 210 tasks and two top-level agents.
+/// mode in Chromium, on a company of 1,000 tasks and two top-level agents.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_person_finds_things_by_keyboard_in_a_browser() {
     if !common::browser::ready() {
@@ -388,7 +388,7 @@ async fn a_person_finds_things_by_keyboard_in_a_browser() {
         .await;
     server.agent(cid, "Auditor", None).await;
     let mut fifth = None;
-    for n in 1..=210 {
+    for n in 1..=1_000 {
         let issue = server
             .issue(cid, json!({ "title": format!("Task {n}") }))
             .await;

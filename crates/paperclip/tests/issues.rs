@@ -518,30 +518,13 @@ async fn list_filters_search_and_pages_with_a_cursor() {
         "search covers descriptions, case-insensitively"
     );
 
-    let mut seen = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let mut path = format!("/api/companies/{cid}/issues?limit=10");
-        if let Some(c) = &cursor {
-            path.push_str(&format!("&cursor={c}"));
-        }
-        let resp = server.client().get(server.url(&path)).send().await.unwrap();
-        let next = resp
-            .headers()
-            .get("x-next-cursor")
-            .map(|v| v.to_str().unwrap().to_string());
-        let page: Value = resp.json().await.unwrap();
-        seen.extend(
-            page.as_array()
-                .unwrap()
-                .iter()
-                .map(|i| i["issueNumber"].as_i64().unwrap()),
-        );
-        match next {
-            Some(n) => cursor = Some(n),
-            None => break,
-        }
-    }
+    let seen: Vec<i64> = server
+        .pages(&format!("/api/companies/{cid}/issues?limit=10"))
+        .await
+        .into_iter()
+        .flat_map(|(page, _)| page)
+        .map(|i| i["issueNumber"].as_i64().unwrap())
+        .collect();
     assert_eq!(
         seen,
         (1..=26).rev().collect::<Vec<_>>(),

@@ -361,30 +361,14 @@ async fn a_search_ranks_title_matches_first_and_pages_across_ranks() {
     );
 
     // One at a time through the cursor: the same order, each once.
-    let mut seen = Vec::new();
-    let mut cursors = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let mut path = format!("/api/companies/{cid}/issues?q=gateway&limit=1");
-        if let Some(c) = &cursor {
-            path.push_str(&format!("&cursor={c}"));
-        }
-        let resp = server.client().get(server.url(&path)).send().await.unwrap();
-        assert_eq!(resp.status(), 200);
-        let next = resp
-            .headers()
-            .get("x-next-cursor")
-            .map(|v| v.to_str().unwrap().to_string());
-        let page: serde_json::Value = resp.json().await.unwrap();
-        seen.extend(page.as_array().unwrap().iter().map(ident));
-        match next {
-            Some(next) => {
-                cursors.push(next.clone());
-                cursor = Some(next);
-            }
-            None => break,
-        }
-    }
+    let pages = server
+        .pages(&format!("/api/companies/{cid}/issues?q=gateway&limit=1"))
+        .await;
+    let seen: Vec<String> = pages
+        .iter()
+        .flat_map(|(page, _)| page.iter().map(ident))
+        .collect();
+    let cursors: Vec<String> = pages.iter().filter_map(|(_, next)| next.clone()).collect();
     assert_eq!(seen, order);
     let title_number = titled["issueNumber"].as_i64().unwrap();
     assert_eq!(cursors[0], format!("title~{title_number}"));

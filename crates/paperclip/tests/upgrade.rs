@@ -289,29 +289,14 @@ async fn a_schema_23_database_gets_its_label_numbers() {
     labelled.push(later["identifier"].as_str().unwrap().to_string());
     labelled.reverse();
     let label_id = label["id"].as_str().unwrap();
-    let mut seen = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let mut path = format!("/api/companies/{cid}/issues?labelId={label_id}&limit=1");
-        if let Some(c) = &cursor {
-            path.push_str(&format!("&cursor={c}"));
-        }
-        let resp = server.client().get(server.url(&path)).send().await.unwrap();
-        assert_eq!(resp.status(), 200);
-        cursor = resp
-            .headers()
-            .get("x-next-cursor")
-            .map(|v| v.to_str().unwrap().to_string());
-        let page: Value = resp.json().await.unwrap();
-        seen.extend(
-            page.as_array()
-                .unwrap()
-                .iter()
-                .map(|i| i["identifier"].as_str().unwrap().to_string()),
-        );
-        if cursor.is_none() {
-            break;
-        }
-    }
+    let seen: Vec<String> = server
+        .pages(&format!(
+            "/api/companies/{cid}/issues?labelId={label_id}&limit=1"
+        ))
+        .await
+        .into_iter()
+        .flat_map(|(page, _)| page)
+        .map(|i| i["identifier"].as_str().unwrap().to_string())
+        .collect();
     assert_eq!(seen, labelled, "newest first, each once");
 }

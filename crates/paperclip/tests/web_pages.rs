@@ -249,6 +249,16 @@ async fn the_ui_is_the_boards_and_unknown_places_are_404() {
         .await
         .unwrap();
     assert!(js.text().await.unwrap().contains("EventSource"));
+
+    // The icon every page links, and where browsers look for one unasked.
+    let page = server.page(&format!("/{prefix}/dashboard")).await;
+    assert!(page.contains(r#"<link rel="icon" type="image/svg+xml" href="/ui/favicon.svg">"#));
+    for path in ["/ui/favicon.svg", "/favicon.ico"] {
+        let icon = server.client().get(server.url(path)).send().await.unwrap();
+        assert_eq!(icon.status(), StatusCode::OK, "{path}");
+        assert_eq!(icon.headers()["content-type"], "image/svg+xml", "{path}");
+        assert!(icon.text().await.unwrap().starts_with("<svg"), "{path}");
+    }
 }
 
 /// A coding agent's page offers to forget its saved sessions through the

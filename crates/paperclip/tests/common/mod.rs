@@ -329,6 +329,37 @@ impl TestServer {
         .await
     }
 
+    /// Every page of a list through its `X-Next-Cursor`s: each page's items
+    /// and the cursor that followed it. `path` already has a `?`.
+    pub async fn pages(&self, path: &str) -> Vec<(Vec<Value>, Option<String>)> {
+        let mut out = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let url = match &cursor {
+                Some(c) => format!("{path}&cursor={c}"),
+                None => path.to_string(),
+            };
+            let resp = self
+                .client
+                .get(self.url(&url))
+                .send()
+                .await
+                .expect("request failed");
+            assert_eq!(resp.status(), 200, "GET {url}");
+            let next = resp
+                .headers()
+                .get("x-next-cursor")
+                .map(|v| v.to_str().unwrap().to_string());
+            let page: Vec<Value> = resp.json().await.unwrap();
+            out.push((page, next.clone()));
+            match next {
+                Some(next) => cursor = Some(next),
+                None => return out,
+            }
+            assert!(out.len() < 10_000, "{path}: a list that never ends");
+        }
+    }
+
     /// A board page's HTML; panics unless it answers 200.
     pub async fn page(&self, path: &str) -> String {
         let resp = self
