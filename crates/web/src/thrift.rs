@@ -36,7 +36,7 @@ pub fn section(t: &Thrift) -> Markup {
                 }
                 div.counter data-counter="tokens-per-run" {
                     b { @match t.tokens_per_run { Some(n) => (thousands(n)), None => "—" } }
-                    span { "tokens per run (" (t.runs) " runs)" }
+                    span { "tokens per run (" (t.runs) @if t.runs == 1 { " run)" } @else { " runs)" } }
                 }
                 div.counter data-counter="task-spend" { b { (money(t.task_spend_cents)) } span { "on tasks this month" } }
                 div.counter.warn[t.idle_spend_cents > 0] data-counter="idle-spend" { b { (money(t.idle_spend_cents)) } span { "idle (no task) this month" } }

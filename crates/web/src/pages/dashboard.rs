@@ -19,10 +19,17 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let store = &web.store;
     let cid = &ctx.company.id;
     let now = Utc::now();
-    let d = dashboard::get(store, cid, now)
-        .await
-        .map_err(store_failure)?;
-    let agents = agents::list(store, cid).await.map_err(store_failure)?;
+    // Independent reads at once (each a connection of its own).
+    let recent_filter = issues::Filter {
+        limit: 8,
+        ..issues::Filter::default()
+    };
+    let (d, agents, recent) = tokio::try_join!(
+        dashboard::get(store, cid, now),
+        agents::list(store, cid),
+        issues::list(store, cid, &recent_filter),
+    )
+    .map_err(store_failure)?;
     let cards = cards(&agents);
     let card_ids: Vec<&str> = cards.iter().map(|a| a.id.as_str()).collect();
     let working = ui::working_on_of(store, cid, &card_ids)
@@ -32,16 +39,6 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         .iter()
         .map(|(agent, ident, title)| (agent.as_str(), (ident.as_str(), title.as_str())))
         .collect();
-    let recent = issues::list(
-        store,
-        cid,
-        &issues::Filter {
-            limit: 8,
-            ..issues::Filter::default()
-        },
-    )
-    .await
-    .map_err(store_failure)?;
     let names = by_id(&agents);
     let feed = activity::collapse(&d.recent_activity);
     let feed = &feed[..feed.len().min(10)];
