@@ -580,12 +580,7 @@ struct Db(sqlx::AnyPool);
 
 impl Db {
     async fn open(server: &TestServer) -> Db {
-        let url = server.database_url.clone().unwrap_or_else(|| {
-            format!(
-                "sqlite://{}",
-                server.data_dir.join("paperclip.db").display()
-            )
-        });
+        let url = common::database_url(&server.data_dir, &server.database_url);
         Db(common::database(&url).await)
     }
 

@@ -19,7 +19,11 @@ struct Raw(sqlx::AnyPool);
 
 impl Raw {
     async fn open(server: &TestServer) -> Raw {
-        Raw::at(&url_of(&server.data_dir, &server.database_url)).await
+        Raw::at(&common::database_url(
+            &server.data_dir,
+            &server.database_url,
+        ))
+        .await
     }
 
     async fn at(url: &str) -> Raw {
@@ -52,12 +56,6 @@ impl Raw {
         let (n,): (i64,) = q.fetch_one(&self.0).await.unwrap();
         n
     }
-}
-
-fn url_of(data_dir: &std::path::Path, database_url: &Option<String>) -> String {
-    database_url
-        .clone()
-        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()))
 }
 
 /// `[start, end)` stamps of the UTC month `months_back` before this one.
@@ -666,7 +664,7 @@ async fn a_database_from_before_migration_13_fills_the_counters() {
     activity(&server, &cid).await;
     let (data_dir, database_url) = server.stop_keeping_data();
 
-    let url = url_of(&data_dir, &database_url);
+    let url = common::database_url(&data_dir, &database_url);
     let db = Raw::at(&url).await;
     let engine_only = if url.starts_with("postgres") {
         BEFORE_13_POSTGRES

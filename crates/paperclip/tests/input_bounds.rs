@@ -22,12 +22,7 @@ fn issue_of(status: reqwest::StatusCode, body: &Value) -> &Value {
 /// A direct connection to the server's database, to plant rows that older
 /// versions let in.
 async fn db(server: &TestServer) -> sqlx::AnyPool {
-    let url = server.database_url.clone().unwrap_or_else(|| {
-        format!(
-            "sqlite://{}",
-            server.data_dir.join("paperclip.db").display()
-        )
-    });
+    let url = common::database_url(&server.data_dir, &server.database_url);
     common::database(&url).await
 }
 

@@ -180,9 +180,7 @@ async fn an_existing_database_is_indexed_on_upgrade() {
         )
         .await;
     let (data_dir, database_url) = server.stop_keeping_data();
-    let url = database_url
-        .clone()
-        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
+    let url = common::database_url(&data_dir, &database_url);
     let pool = common::database(&url).await;
     // Back to schema 6: no search objects at all. The start migrates through
     // 7 (the first indexes), 21 (one index per task with its comments) and

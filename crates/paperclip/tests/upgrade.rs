@@ -78,9 +78,7 @@ async fn a_schema_7_database_upgrades_without_loss() {
     );
     let (data_dir, database_url) = server.stop_keeping_data();
 
-    let url = database_url
-        .clone()
-        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
+    let url = common::database_url(&data_dir, &database_url);
     let pool = common::database(&url).await;
     let engine_only = if url.starts_with("postgres") {
         BACK_TO_7_POSTGRES
@@ -177,9 +175,7 @@ async fn a_schema_19_database_gets_its_relation_flags() {
     server.issue(&cid, json!({ "title": "Plain" })).await;
     let (data_dir, database_url) = server.stop_keeping_data();
 
-    let url = database_url
-        .clone()
-        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
+    let url = common::database_url(&data_dir, &database_url);
     let pool = common::database(&url).await;
     let back_to_19: &[&str] = if url.starts_with("postgres") {
         &[]
@@ -248,9 +244,7 @@ async fn a_schema_23_database_gets_its_label_numbers() {
             .await;
     }
     let (data_dir, database_url) = server.stop_keeping_data();
-    let url = database_url
-        .clone()
-        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
+    let url = common::database_url(&data_dir, &database_url);
     let pool = common::database(&url).await;
     let back_to_23: &[&str] = if url.starts_with("postgres") {
         &[

@@ -365,9 +365,7 @@ async fn the_upgrade_folds_duplicate_queued_runs_into_the_oldest() {
         .issue(&cid, json!({ "title": "Old task", "status": "todo" }))
         .await);
     let (data_dir, database_url) = server.stop_keeping_data();
-    let url = database_url
-        .clone()
-        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()));
+    let url = common::database_url(&data_dir, &database_url);
     let pool = common::database(&url).await;
     // Back to schema 4, then what concurrent wakes on an older build left.
     sqlx::query("DROP INDEX heartbeat_runs_one_queued")
@@ -428,13 +426,7 @@ async fn the_upgrade_folds_duplicate_queued_runs_into_the_oldest() {
         assert!(run["error"].as_str().unwrap().contains("Folded"), "{run}");
     }
 
-    let url = match &server.database_url {
-        Some(u) => u.clone(),
-        None => format!(
-            "sqlite://{}",
-            server.data_dir.join("paperclip.db").display()
-        ),
-    };
+    let url = common::database_url(&server.data_dir, &server.database_url);
     let pool = common::database(&url).await;
     let rows: Vec<(String, String)> = sqlx::query_as(
         "SELECT run_id, status FROM agent_wakeup_requests WHERE agent_id = $1 ORDER BY id",

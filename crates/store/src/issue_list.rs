@@ -382,11 +382,15 @@ pub(crate) fn check_cursor(filter: &Filter) -> Result<()> {
 /// Whether `filter` is a search of words whose matches come in ranks: not
 /// an identifier (one task) nor already one rank.
 pub(crate) fn ranks(filter: &Filter) -> bool {
-    filter.band.is_none()
-        && filter
-            .q
-            .as_deref()
-            .is_some_and(|q| as_identifier(q).is_none() && !search_words(q).is_empty())
+    filter.band.is_none() && searches_words(filter)
+}
+
+/// Whether `filter` searches words (not an identifier, not punctuation).
+fn searches_words(filter: &Filter) -> bool {
+    filter
+        .q
+        .as_deref()
+        .is_some_and(|q| as_identifier(q).is_none() && !search_words(q).is_empty())
 }
 
 /// How a list is ordered. Each order walks an index `(company_id, key,
@@ -887,12 +891,7 @@ pub async fn count(
     // before the first is counted (a common word among a million tasks:
     // ~15 ms); the whole words are read a match at a time. They are a
     // subset of the matches, so if they pass the cap the count is done.
-    if store.backend() == crate::Backend::Sqlite
-        && ranks(&Filter {
-            band: None,
-            ..filter.clone()
-        })
-    {
+    if store.backend() == crate::Backend::Sqlite && searches_words(&filter) {
         let whole = count_as(store, company_id, &filter, Use::CountWholeWords, cap).await?;
         if whole.1 {
             return Ok(whole);

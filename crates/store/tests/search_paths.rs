@@ -20,6 +20,26 @@ async fn analyze(store: &paperclip_store::Store) {
     }
 }
 
+/// The numbers of the page before `number` in the newest-first list.
+async fn newest_before(
+    store: &paperclip_store::Store,
+    company: &str,
+    filter: &issues::Filter,
+    number: i64,
+) -> Vec<i64> {
+    let at = issues::Position { key: None, number };
+    let page = issues::list_sorted(
+        store,
+        company,
+        filter,
+        issues::Sort::Newest,
+        Some((&at, issues::Direction::Before)),
+    )
+    .await
+    .unwrap();
+    page.issues.iter().map(|i| i.issue_number).collect()
+}
+
 #[tokio::test]
 async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     let store = store().await;
@@ -152,21 +172,11 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     .unwrap();
     let numbers: Vec<i64> = next.issues.iter().map(|i| i.issue_number).collect();
     assert_eq!(numbers, [15987, 15984, 15981], "the next page, no skips");
-    let at = issues::Position {
-        key: None,
-        number: 3000,
-    };
-    let before = issues::list_sorted(
-        &store,
-        &back,
-        &find("errand", 3),
-        issues::Sort::Newest,
-        Some((&at, issues::Direction::Before)),
-    )
-    .await
-    .unwrap();
-    let numbers: Vec<i64> = before.issues.iter().map(|i| i.issue_number).collect();
-    assert_eq!(numbers, [3009, 3006, 3003], "the page before a position");
+    assert_eq!(
+        newest_before(&store, &back, &find("errand", 3), 3000).await,
+        [3009, 3006, 3003],
+        "the page before a position"
+    );
     let oldest = issues::list_sorted(
         &store,
         &back,
@@ -288,21 +298,11 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
         .collect();
     assert_eq!(numbers, [15994, 15992, 15990], "the same as JSON");
     assert_eq!(json.next_cursor.map(|c| c.number), Some(15990));
-    let at = issues::Position {
-        key: None,
-        number: 9,
-    };
-    let before = issues::list_sorted(
-        &store,
-        &back,
-        &by_label("lab-many", 3),
-        issues::Sort::Newest,
-        Some((&at, issues::Direction::Before)),
-    )
-    .await
-    .unwrap();
-    let numbers: Vec<i64> = before.issues.iter().map(|i| i.issue_number).collect();
-    assert_eq!(numbers, [14, 12, 10], "the page before a place");
+    assert_eq!(
+        newest_before(&store, &back, &by_label("lab-many", 3), 9).await,
+        [14, 12, 10],
+        "the page before a place"
+    );
     paperclip_store::db::query(
         "UPDATE issues SET status = 'done' WHERE company_id = $1 AND issue_number % 4 = 0",
     )

@@ -467,6 +467,14 @@ pub async fn database(url: &str) -> sqlx::AnyPool {
         .expect("open the server's database")
 }
 
+/// The URL of a stopped server's database: its Postgres URL, or the SQLite
+/// file in its data dir.
+pub fn database_url(data_dir: &std::path::Path, database_url: &Option<String>) -> String {
+    database_url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()))
+}
+
 pub async fn create_pg_database(admin_url: &str) -> String {
     use sqlx::Connection;
     let name = format!("pc_test_{}", uuid::Uuid::new_v4().simple());
