@@ -576,16 +576,17 @@ async fn the_dashboard_equals_what_the_tables_say() {
 }
 
 /// A direct connection to the server's database, for counting behind its back.
-struct Db(sqlx::AnyPool);
+struct Db(sqlx::AnyPool, bool);
 
 impl Db {
     async fn open(server: &TestServer) -> Db {
         let url = common::database_url(&server.data_dir, &server.database_url);
-        Db(common::database(&url).await)
+        Db(common::database(&url).await, url.starts_with("postgres"))
     }
 
     async fn grouped(&self, sql: &str, company: &str) -> Vec<(String, i64)> {
-        let mut rows: Vec<(String, i64)> = sqlx::query_as(sql)
+        let sql = common::times_bound_as_text(sql, self.1);
+        let mut rows: Vec<(String, i64)> = sqlx::query_as(&sql)
             .bind(company)
             .fetch_all(&self.0)
             .await
@@ -595,7 +596,8 @@ impl Db {
     }
 
     async fn scalar(&self, sql: &str, company: &str) -> i64 {
-        let (n,): (i64,) = sqlx::query_as(sql)
+        let sql = common::times_bound_as_text(sql, self.1);
+        let (n,): (i64,) = sqlx::query_as(&sql)
             .bind(company)
             .fetch_one(&self.0)
             .await

@@ -15,7 +15,7 @@ fn id(v: &Value) -> String {
 }
 
 /// A direct connection to the server's database, to count behind its back.
-struct Raw(sqlx::AnyPool);
+struct Raw(sqlx::AnyPool, bool);
 
 impl Raw {
     async fn open(server: &TestServer) -> Raw {
@@ -27,11 +27,12 @@ impl Raw {
     }
 
     async fn at(url: &str) -> Raw {
-        Raw(common::database(url).await)
+        Raw(common::database(url).await, url.starts_with("postgres"))
     }
 
     async fn exec(&self, sql: &str, binds: &[&str]) {
-        let mut q = sqlx::query(sql);
+        let sql = common::times_bound_as_text(sql, self.1);
+        let mut q = sqlx::query(&sql);
         for b in binds {
             q = q.bind(*b);
         }
@@ -39,7 +40,8 @@ impl Raw {
     }
 
     async fn rows(&self, sql: &str, binds: &[&str]) -> Vec<(String, String, i64)> {
-        let mut q = sqlx::query_as(sql);
+        let sql = common::times_bound_as_text(sql, self.1);
+        let mut q = sqlx::query_as(&sql);
         for b in binds {
             q = q.bind(*b);
         }
@@ -49,7 +51,8 @@ impl Raw {
     }
 
     async fn scalar(&self, sql: &str, binds: &[&str]) -> i64 {
-        let mut q = sqlx::query_as(sql);
+        let sql = common::times_bound_as_text(sql, self.1);
+        let mut q = sqlx::query_as(&sql);
         for b in binds {
             q = q.bind(*b);
         }
@@ -242,6 +245,7 @@ async fn check(server: &TestServer, cid: &str) {
                      GROUP BY {column}",
                     if only_set { format!(" AND {column} IS NOT NULL") } else { String::new() }
                 );
+                let sql = common::times_bound_as_text(&sql, db.1);
                 let mut q = sqlx::query_as(&sql);
                 for b in w {
                     q = q.bind(b);

@@ -271,14 +271,55 @@ async fn concurrent_creates_number_issues_without_duplicates_or_gaps() {
     let company = server.company("Acme Notes").await;
     assert_eq!(company["issuePrefix"], "ACM");
     let cid = company["id"].as_str().unwrap().to_string();
+    let label = server
+        .ok_post(
+            &format!("/api/companies/{cid}/labels"),
+            json!({ "name": "bug", "color": "#ff0000" }),
+        )
+        .await;
+    // A bare create is one statement on Postgres; one with a label is a
+    // transaction of several. Both take numbers from the same counter.
     let creates = (0..100).map(|i| {
+        let body = match i % 2 {
+            0 => json!({ "title": format!("Task {i}") }),
+            _ => json!({ "title": format!("Task {i}"), "labelIds": [label["id"]] }),
+        };
         let req = server
             .client()
             .post(server.url(&format!("/api/companies/{cid}/issues")))
-            .json(&json!({ "title": format!("Task {i}") }));
+            .json(&body);
         async move { req.send().await.unwrap().json::<Value>().await.unwrap() }
     });
     let created = futures::future::join_all(creates).await;
+    // Each task has its one entry, naming its own identifier.
+    let entries = server
+        .ok_get(&format!(
+            "/api/companies/{cid}/activity?action=issue.created&limit=1000"
+        ))
+        .await;
+    let logged: HashSet<(String, String)> = entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let identifier = e["details"]["identifier"].as_str().unwrap().to_string();
+            (e["entityId"].as_str().unwrap().to_string(), identifier)
+        })
+        .collect();
+    let expected: HashSet<(String, String)> = created
+        .iter()
+        .map(|i| {
+            let id = i["id"].as_str().unwrap().to_string();
+            (id, i["identifier"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert_eq!(entries.as_array().unwrap().len(), 100);
+    assert_eq!(logged, expected);
+    assert!(entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["details"]["title"].as_str().unwrap().starts_with("Task ")));
     let numbers: HashSet<i64> = created
         .iter()
         .map(|i| i["issueNumber"].as_i64().unwrap())

@@ -376,3 +376,41 @@ async fn the_task_list_pages_with_a_count_and_board_columns_keep_their_own() {
     assert_eq!(backlog.matches("task-card").count(), 3);
     assert!(!backlog.contains("in the list"));
 }
+
+#[tokio::test]
+async fn a_database_failure_on_a_page_says_where_its_cause_is_without_showing_it() {
+    let server = TestServer::start().await;
+    let company = server.company("Broken Co").await;
+    let prefix = company["issuePrefix"].as_str().unwrap().to_string();
+    let (status, _, _) = page(&server, &format!("/{prefix}/inbox")).await;
+    assert_eq!(status, StatusCode::OK);
+    // The inbox reads its dismissals; without their table the database
+    // answers with an error naming it.
+    let db = common::database(&common::database_url(
+        &server.data_dir,
+        &server.database_url,
+    ))
+    .await;
+    sqlx::query("DROP TABLE inbox_dismissals")
+        .execute(&db)
+        .await
+        .unwrap();
+    db.close().await;
+    let (status, _, html) = page(&server, &format!("/{prefix}/inbox")).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    let text = visible_text(&html);
+    assert!(
+        text.contains("The database could not answer this page"),
+        "{text}"
+    );
+    assert!(text.contains("server's log"), "{text}");
+    for leak in [
+        "inbox_dismissals",
+        "relation",
+        "no such table",
+        "database error:",
+        "SELECT",
+    ] {
+        assert!(!html.contains(leak), "the page shows {leak:?}: {text}");
+    }
+}

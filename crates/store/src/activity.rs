@@ -20,7 +20,13 @@ pub struct Entry<'a> {
 }
 
 pub async fn record(tx: &mut Tx, actor: &Actor, entry: Entry<'_>) -> Result<()> {
-    let row = ActivityEntry {
+    insert(tx, entry_row(actor, entry)).await
+}
+
+/// The row [`record`] writes, for a caller that writes it in a statement of
+/// its own (and then calls [`announce`]).
+pub(crate) fn entry_row(actor: &Actor, entry: Entry<'_>) -> ActivityEntry {
+    ActivityEntry {
         id: new_id(),
         company_id: entry.company_id.to_string(),
         actor_type: actor.kind.as_str().to_string(),
@@ -32,8 +38,12 @@ pub async fn record(tx: &mut Tx, actor: &Actor, entry: Entry<'_>) -> Result<()> 
         run_id: actor.run_id.clone(),
         details: entry.details,
         created_at: now(),
-    };
-    insert(tx, row).await
+    }
+}
+
+/// Tells subscribers of an entry written by its caller, once it commits.
+pub(crate) fn announce(tx: &mut Tx, row: ActivityEntry) {
+    tx.announce(StoreEvent::Activity(row));
 }
 
 /// An entry written as given (the board's `POST /api/companies/{id}/activity`):

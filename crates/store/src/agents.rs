@@ -569,7 +569,7 @@ async fn free_url_key(
 ) -> Result<String> {
     let taken: Vec<(String,)> = crate::db::query_as(
         "SELECT url_key FROM agents WHERE company_id = $1 AND (url_key = $2 OR url_key LIKE $3) \
-         AND ($4 IS NULL OR id <> $4)",
+         AND (id <> $4 OR $4 IS NULL)",
     )
     .bind(company_id)
     .bind(base)

@@ -85,7 +85,7 @@ pub(crate) async fn create_in(
 
 pub async fn list(store: &Store, company_id: &str, status: Option<&str>) -> Result<Vec<Approval>> {
     let rows = crate::db::query(
-        "SELECT * FROM approvals WHERE company_id = $1 AND ($2 IS NULL OR status = $2) ORDER BY id DESC",
+        "SELECT * FROM approvals WHERE company_id = $1 AND (status = $2 OR $2 IS NULL) ORDER BY id DESC",
     )
     .bind(company_id)
     .bind(status)

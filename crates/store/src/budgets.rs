@@ -525,7 +525,7 @@ pub async fn incidents(
     status: Option<&str>,
 ) -> Result<Vec<BudgetIncident>> {
     let rows = crate::db::query(
-        "SELECT * FROM budget_incidents WHERE company_id = $1 AND ($2 IS NULL OR status = $2) ORDER BY created_at DESC, id DESC",
+        "SELECT * FROM budget_incidents WHERE company_id = $1 AND (status = $2 OR $2 IS NULL) ORDER BY created_at DESC, id DESC",
     )
     .bind(company_id)
     .bind(status)

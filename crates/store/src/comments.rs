@@ -226,7 +226,7 @@ pub async fn list(
     let direction = if order == Order::Asc { "ASC" } else { "DESC" };
     let sql = format!(
         "SELECT * FROM issue_comments WHERE issue_id = $1 AND deleted_at IS NULL \
-         AND ($2 IS NULL OR id > $2) ORDER BY id {direction} LIMIT $3"
+         AND (id > $2 OR $2 IS NULL) ORDER BY id {direction} LIMIT $3"
     );
     let rows = crate::db::query(&sql)
         .bind(issue_id)

@@ -34,7 +34,7 @@ pub(crate) async fn run_activity(
     // (each retry names the run it retries, and is made after it, so inside
     // the window). The chains are walked back from the window's successful
     // retries, which are few, by the runs' ids: SQLite joins a CROSS JOIN in
-    // the order written, and the unindexable `|| ''` keeps both engines on
+    // the order written, and the unindexable `COALESCE(x, x)` keeps both engines on
     // those ids rather than on all the failures (SQLite 3.46 otherwise read
     // every failed run of every company: 20 ms at 100,000 runs).
     let recovered = by_day_and_code(
@@ -48,7 +48,8 @@ pub(crate) async fn run_activity(
          SELECT day, code, COUNT(*) AS n FROM ( \
            SELECT DISTINCT o.id, SUBSTR(o.created_at, 1, 10) AS day, COALESCE(o.error_code, 'unknown') AS code \
            FROM up CROSS JOIN heartbeat_runs o \
-           WHERE o.id = up.id AND o.company_id || '' = $1 AND o.created_at || '' >= $2 \
+           WHERE o.id = up.id AND COALESCE(o.company_id, o.company_id) = $1 \
+             AND COALESCE(o.created_at, o.created_at) >= $2 \
              AND o.status IN ('failed', 'timed_out')) recovered \
          GROUP BY day, code",
         company_id,

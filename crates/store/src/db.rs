@@ -18,31 +18,37 @@ use paperclip_core::issue::{IssuePriority, IssueStatus};
 use paperclip_core::project::ProjectStatus;
 use sqlx::pool::PoolConnection;
 
+use crate::pg_params::{Jsonb, Param, Params, Timestamptz};
 use crate::raw::RawRow;
 use sqlx::postgres::{PgConnection, PgPool, PgRow};
 use sqlx::sqlite::{SqliteConnection, SqlitePool, SqliteRow};
-use sqlx::{Column, ColumnIndex, Postgres, Row, Sqlite, Transaction, TypeInfo};
+use sqlx::{Column, ColumnIndex, Postgres, Row, Sqlite, Transaction, TypeInfo, ValueRef};
+use std::sync::Arc;
 use tokio::sync::OwnedMutexGuard;
 
 /// The store's connection pool: one engine, chosen by the database URL.
 #[derive(Clone)]
 pub enum Pool {
     Sqlite(SqlitePool),
-    Postgres(PgPool),
+    Postgres(PgPool, Arc<Params>),
 }
 
 impl Pool {
     pub(crate) async fn acquire(&self) -> sqlx::Result<Conn> {
         Ok(match self {
             Pool::Sqlite(pool) => Conn::SqlitePooled(pool.acquire().await?),
-            Pool::Postgres(pool) => Conn::PostgresPooled(pool.acquire().await?),
+            Pool::Postgres(pool, params) => {
+                Conn::PostgresPooled(pool.acquire().await?, params.clone())
+            }
         })
     }
 
     /// A Postgres transaction (SQLite writes go through [`crate::writer`]).
     pub(crate) async fn begin_postgres(&self) -> sqlx::Result<Conn> {
         match self {
-            Pool::Postgres(pool) => Ok(Conn::PostgresTx(pool.begin().await?)),
+            Pool::Postgres(pool, params) => {
+                Ok(Conn::PostgresTx(pool.begin().await?, params.clone()))
+            }
             Pool::Sqlite(_) => unreachable!("SQLite writes go through the writer"),
         }
     }
@@ -50,7 +56,7 @@ impl Pool {
     pub(crate) async fn close(&self) {
         match self {
             Pool::Sqlite(pool) => pool.close().await,
-            Pool::Postgres(pool) => pool.close().await,
+            Pool::Postgres(pool, _) => pool.close().await,
         }
     }
 }
@@ -59,32 +65,32 @@ impl Pool {
 pub enum Conn {
     /// A write transaction on SQLite: a savepoint on the one writer.
     SqliteWriter(OwnedMutexGuard<crate::writer::Slot>),
-    PostgresTx(Transaction<'static, Postgres>),
+    PostgresTx(Transaction<'static, Postgres>, Arc<Params>),
     SqlitePooled(PoolConnection<Sqlite>),
-    PostgresPooled(PoolConnection<Postgres>),
+    PostgresPooled(PoolConnection<Postgres>, Arc<Params>),
 }
 
 impl Conn {
     pub(crate) fn backend(&self) -> crate::Backend {
         match self {
             Conn::SqliteWriter(_) | Conn::SqlitePooled(_) => crate::Backend::Sqlite,
-            Conn::PostgresTx(_) | Conn::PostgresPooled(_) => crate::Backend::Postgres,
+            Conn::PostgresTx(..) | Conn::PostgresPooled(..) => crate::Backend::Postgres,
         }
     }
 
     pub(crate) async fn commit(self) -> sqlx::Result<()> {
         match self {
             Conn::SqliteWriter(slot) => crate::writer::commit(slot).await,
-            Conn::PostgresTx(tx) => tx.commit().await,
-            Conn::SqlitePooled(_) | Conn::PostgresPooled(_) => Ok(()),
+            Conn::PostgresTx(tx, _) => tx.commit().await,
+            Conn::SqlitePooled(_) | Conn::PostgresPooled(..) => Ok(()),
         }
     }
 
     pub(crate) async fn rollback(self) -> sqlx::Result<()> {
         match self {
             Conn::SqliteWriter(slot) => crate::writer::rollback(slot).await,
-            Conn::PostgresTx(tx) => tx.rollback().await,
-            Conn::SqlitePooled(_) | Conn::PostgresPooled(_) => Ok(()),
+            Conn::PostgresTx(tx, _) => tx.rollback().await,
+            Conn::SqlitePooled(_) | Conn::PostgresPooled(..) => Ok(()),
         }
     }
 
@@ -93,8 +99,8 @@ impl Conn {
         match (&mut *self).target() {
             Target::SqliteRaw(conn) => conn.script(sql),
             Target::Sqlite(conn) => sqlx::raw_sql(sql).execute(conn).await.map(drop),
-            Target::Postgres(conn) => sqlx::raw_sql(sql).execute(conn).await.map(drop),
-            Target::SqlitePool(_) | Target::PostgresPool(_) => unreachable!("a connection"),
+            Target::Postgres(conn, _) => sqlx::raw_sql(sql).execute(conn).await.map(drop),
+            Target::SqlitePool(_) | Target::PostgresPool(..) => unreachable!("a connection"),
         }
     }
 }
@@ -102,9 +108,9 @@ impl Conn {
 /// Where a query runs: the pool (any free connection) or one connection.
 pub enum Target<'e> {
     SqlitePool(&'e SqlitePool),
-    PostgresPool(&'e PgPool),
+    PostgresPool(&'e PgPool, &'e Params),
     Sqlite(&'e mut SqliteConnection),
-    Postgres(&'e mut PgConnection),
+    Postgres(&'e mut PgConnection, &'e Params),
     /// The SQLite writer's connection (see [`crate::raw_conn`]).
     SqliteRaw(&'e mut crate::raw_conn::RawConn),
 }
@@ -124,7 +130,7 @@ impl<'e> Exec<'e> for &'e Pool {
     fn target(self) -> Target<'e> {
         match self {
             Pool::Sqlite(pool) => Target::SqlitePool(pool),
-            Pool::Postgres(pool) => Target::PostgresPool(pool),
+            Pool::Postgres(pool, params) => Target::PostgresPool(pool, params),
         }
     }
 }
@@ -133,9 +139,9 @@ impl<'e> Exec<'e> for &'e mut Conn {
     fn target(self) -> Target<'e> {
         match self {
             Conn::SqliteWriter(slot) => Target::SqliteRaw(&mut slot.conn),
-            Conn::PostgresTx(tx) => Target::Postgres(&mut **tx),
+            Conn::PostgresTx(tx, params) => Target::Postgres(&mut **tx, params),
             Conn::SqlitePooled(conn) => Target::Sqlite(&mut **conn),
-            Conn::PostgresPooled(conn) => Target::Postgres(&mut **conn),
+            Conn::PostgresPooled(conn, params) => Target::Postgres(&mut **conn, params),
         }
     }
 }
@@ -251,12 +257,18 @@ macro_rules! on_engine {
                 let $q = $query.sqlite();
                 $body
             }
-            Target::PostgresPool($on) => {
-                let $q = $query.postgres();
+            Target::PostgresPool($on, params) => {
+                let types = params
+                    .of($query.sql, $query.args.len(), || $query.own_types())
+                    .await;
+                let $q = $query.postgres(types.as_deref());
                 $body
             }
-            Target::Postgres($on) => {
-                let $q = $query.postgres();
+            Target::Postgres($on, params) => {
+                let types = params
+                    .of($query.sql, $query.args.len(), || $query.own_types())
+                    .await;
+                let $q = $query.postgres(types.as_deref());
                 $body
             }
             Target::SqliteRaw(_) => unreachable!("the writer's queries run before"),
@@ -283,7 +295,26 @@ impl<'q> Query<'q> {
         q
     }
 
-    fn postgres(self) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+    /// Each bind's own Postgres type.
+    fn own_types(&self) -> Vec<sqlx::postgres::PgTypeInfo> {
+        self.args
+            .iter()
+            .map(|arg| match arg {
+                Arg::Text(_) => <String as sqlx::Type<Postgres>>::type_info(),
+                Arg::Int(_) => <i64 as sqlx::Type<Postgres>>::type_info(),
+                Arg::Bool(_) => <bool as sqlx::Type<Postgres>>::type_info(),
+                Arg::Real(_) => <f64 as sqlx::Type<Postgres>>::type_info(),
+            })
+            .collect()
+    }
+
+    /// The statement with its binds, each converted to the type Postgres
+    /// gives its parameter where that is a native one (see
+    /// [`crate::pg_params`]).
+    fn postgres(
+        self,
+        types: Option<&[Param]>,
+    ) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
         // A full-text condition costs what its words match. A named statement
         // is planned generically after five runs, its words unknown and
         // guessed rare: a page of a common word then gathered all its 83,000
@@ -291,12 +322,16 @@ impl<'q> Query<'q> {
         // tasks). Unnamed, each search is planned with its own words.
         let persistent = !self.sql.contains("to_tsquery(");
         let mut q = sqlx::query(self.sql).persistent(persistent);
-        for arg in self.args {
-            q = match arg {
-                Arg::Text(v) => q.bind(v),
-                Arg::Int(v) => q.bind(v),
-                Arg::Bool(v) => q.bind(v),
-                Arg::Real(v) => q.bind(v),
+        for (i, arg) in self.args.into_iter().enumerate() {
+            let param = types.and_then(|t| t.get(i)).copied().unwrap_or(Param::Same);
+            q = match (arg, param) {
+                (Arg::Text(v), Param::Json) => q.bind(v.map(Jsonb)),
+                (Arg::Text(v), Param::Time) => q.bind(v.and_then(|t| Timestamptz::parse(&t))),
+                (Arg::Int(v), Param::Bool) => q.bind(v.map(|n| n != 0)),
+                (Arg::Text(v), _) => q.bind(v),
+                (Arg::Int(v), _) => q.bind(v),
+                (Arg::Bool(v), _) => q.bind(v),
+                (Arg::Real(v), _) => q.bind(v),
             };
         }
         q
@@ -460,7 +495,7 @@ impl Col for String {
                 Option::<String>::from_owned(r.value(col)?)?.ok_or_else(|| null(col))
             }
             DbRow::Sqlite(r) => r.try_get(col),
-            DbRow::Postgres(r) => r.try_get(col),
+            DbRow::Postgres(_) => Option::<String>::get(row, col)?.ok_or_else(|| null(col)),
         }
     }
 }
@@ -470,7 +505,22 @@ impl Col for Option<String> {
         match row {
             DbRow::Owned(r) => Option::<String>::from_owned(r.value(col)?),
             DbRow::Sqlite(r) => r.try_get(col),
-            DbRow::Postgres(r) => r.try_get(col),
+            // JSON and times are native on Postgres; the store reads them as
+            // the text SQLite keeps.
+            DbRow::Postgres(r) => match r.try_column(col)?.type_info().name() {
+                name @ ("JSONB" | "JSON" | "TIMESTAMPTZ") => {
+                    let value = r.try_get_raw(col)?;
+                    if value.is_null() {
+                        return Ok(None);
+                    }
+                    let bytes = value.as_bytes().map_err(sqlx::Error::Decode)?;
+                    match name {
+                        "TIMESTAMPTZ" => crate::pg_params::time_text(bytes).map(Some),
+                        _ => crate::pg_params::json_text(name, bytes).map(Some),
+                    }
+                }
+                _ => r.try_get(col),
+            },
         }
     }
 }
@@ -481,10 +531,12 @@ impl Col for Option<i64> {
             DbRow::Owned(r) => Option::<i64>::from_owned(r.value(col)?),
             DbRow::Sqlite(r) => r.try_get(col),
             // Every integer column is BIGINT, but an expression (a literal,
-            // `COUNT` in a subquery, a `CASE`) may come back narrower.
+            // `COUNT` in a subquery, a `CASE`) may come back narrower; a flag
+            // is `boolean` on Postgres and 0/1 on SQLite.
             DbRow::Postgres(r) => match r.try_column(col)?.type_info().name() {
                 "INT4" => Ok(r.try_get::<Option<i32>, _>(col)?.map(i64::from)),
                 "INT2" => Ok(r.try_get::<Option<i16>, _>(col)?.map(i64::from)),
+                "BOOL" => Ok(r.try_get::<Option<bool>, _>(col)?.map(i64::from)),
                 _ => r.try_get(col),
             },
         }

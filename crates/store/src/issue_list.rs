@@ -596,7 +596,12 @@ pub async fn list_sorted(
     let key = key.as_deref();
     let (key_col, order) = match key {
         Some(expr) => (
-            format!("CAST({expr} AS TEXT)"),
+            // A time is read as the store's text on both engines; a rank
+            // is made text for the page link.
+            match sort {
+                Sort::Priority => format!("CAST({expr} AS TEXT)"),
+                _ => expr.to_string(),
+            },
             format!("{expr} {dir}, issue_number {dir}"),
         ),
         None => ("''".to_string(), format!("issue_number {dir}")),

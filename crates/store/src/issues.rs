@@ -9,172 +9,25 @@ use std::sync::LazyLock;
 use crate::db::Conn;
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
-use paperclip_core::input::{Checkout, IssuePatch, NewIssue};
-use paperclip_core::issue::{parse_identifier, transition_effects, IssuePriority, IssueStatus};
+use paperclip_core::input::{Checkout, IssuePatch};
+use paperclip_core::issue::{parse_identifier, transition_effects, IssueStatus};
 use paperclip_core::model::{Comment, Issue, IssueRef, Label};
 use serde_json::{json, Map, Value};
 
 use crate::activity::{self, Entry};
 use crate::companies::diff;
+pub use crate::issue_create::create;
 pub use crate::issue_json::{list_json, JsonPage};
 pub use crate::issue_list::{
     count, list, list_sorted, Band, Direction, Filter, Page, Position, Sort, SortedPage,
 };
 use crate::issue_list::{json_array, json_values};
 use crate::row::RowExt;
-use crate::{new_id, now, placeholders, Error, Result, Store, Tx};
-
-pub async fn create(
-    store: &Store,
-    actor: &Actor,
-    company_id: &str,
-    input: NewIssue,
-) -> Result<Issue> {
-    let title = input.title.trim().to_string();
-    if title.is_empty() {
-        return Err(Error::invalid("title", "Title must not be empty"));
-    }
-    let mut status = input.status.unwrap_or(IssueStatus::Backlog);
-    let mut tx = store.begin().await?;
-    // Checks run before the company row is locked by the counter update below
-    // (and a missing company is reported first); without any, that update is
-    // the existence check.
-    let checks = actor.agent_id().is_some()
-        || input.project_id.is_some()
-        || input.goal_id.is_some()
-        || input.assignee_agent_id.is_some()
-        || input.parent_id.is_some()
-        || check_assignable(
-            status,
-            input.assignee_agent_id.as_deref(),
-            input.assignee_user_id.as_deref(),
-        )
-        .is_err();
-    if checks {
-        company_exists(&mut tx, company_id).await?;
-    }
-    if ceo_gate_closed(&mut tx, company_id, actor.agent_id()).await? && is_active(status) {
-        // Until the board approves the CEO's strategy, the CEO drafts: its
-        // tasks wait in the backlog instead of being worked on.
-        status = IssueStatus::Backlog;
-    }
-    let refs = resolve_refs(
-        &mut tx,
-        company_id,
-        Refs {
-            project_id: input.project_id.as_deref(),
-            goal_id: input.goal_id.as_deref(),
-            assignee_agent_id: input.assignee_agent_id.as_deref(),
-        },
-    )
-    .await?;
-    let request_depth = match &input.parent_id {
-        Some(parent) => {
-            get_row_in_company(&mut tx, company_id, parent)
-                .await
-                .map_err(|_| Error::not_found("Parent issue"))?
-                .request_depth
-                + 1
-        }
-        None => 0,
-    };
-    check_assignable(
-        status,
-        input.assignee_agent_id.as_deref(),
-        input.assignee_user_id.as_deref(),
-    )?;
-    // One statement takes the next number: concurrent creates serialise on the
-    // company row, and a rolled-back create gives its number back.
-    let counter = crate::db::query(
-        "UPDATE companies SET issue_counter = issue_counter + 1 WHERE id = $1 \
-         RETURNING issue_counter, issue_prefix",
-    )
-    .bind(company_id)
-    // Stepped to the end (not `fetch_optional`): a SQLite statement left
-    // part-read is how a sqlx-sqlite worker was seen to panic on a later row.
-    .fetch_all(tx.conn())
-    .await?
-    .pop()
-    .ok_or_else(|| Error::not_found("Company"))?;
-    let number = counter.int(0)?;
-    let identifier = format!("{}-{number}", counter.text(1)?);
-    let id = new_id();
-    let ts = now();
-    let effects = transition_effects(IssueStatus::Backlog, status);
-    let sql = format!(
-        "INSERT INTO issues (id, company_id, project_id, goal_id, parent_id, title, description, \
-         status, priority, assignee_agent_id, assignee_user_id, created_by_agent_id, \
-         created_by_user_id, issue_number, identifier, origin_kind, request_depth, billing_code, \
-         started_at, completed_at, cancelled_at, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 'manual', $16, \
-         $17, $18, $19, $20, $21, $21) RETURNING {COLUMNS}"
-    );
-    let row = crate::db::query(&sql)
-        .bind(&id)
-        .bind(company_id)
-        .bind(input.project_id.as_deref())
-        .bind(refs.goal_id.as_deref())
-        .bind(input.parent_id.as_deref())
-        .bind(&title)
-        .bind(input.description.as_deref())
-        .bind(status.as_str())
-        .bind(input.priority.unwrap_or(IssuePriority::Medium).as_str())
-        .bind(input.assignee_agent_id.as_deref())
-        .bind(input.assignee_user_id.as_deref())
-        .bind(actor.agent_id())
-        .bind(actor.user_id())
-        .bind(number)
-        .bind(&identifier)
-        .bind(request_depth)
-        .bind(input.billing_code.as_deref())
-        .bind(effects.set_started_at.then(|| ts.clone()))
-        .bind(effects.set_completed_at.then(|| ts.clone()))
-        .bind(effects.set_cancelled_at.then(|| ts.clone()))
-        .bind(&ts)
-        .fetch_all(tx.conn())
-        .await?
-        .pop()
-        .ok_or_else(|| Error::not_found("Issue"))?;
-    let mut issue = map(&row)?;
-    let mut related = false;
-    if let Some(labels) = &input.label_ids {
-        set_labels(&mut tx, company_id, &id, labels).await?;
-        related |= !labels.is_empty();
-    }
-    if let Some(blockers) = &input.blocked_by_issue_ids {
-        set_blockers(&mut tx, company_id, &id, blockers).await?;
-        related |= !blockers.is_empty();
-    }
-    activity::record(
-        &mut tx,
-        actor,
-        Entry {
-            company_id,
-            action: Action::IssueCreated,
-            entity_type: EntityType::Issue,
-            entity_id: &id,
-            details: json!({
-                "identifier": identifier,
-                "title": title,
-                "status": status.as_str(),
-                "assigneeAgentId": input.assignee_agent_id,
-                "parentId": input.parent_id,
-            }),
-        },
-    )
-    .await?;
-    if related {
-        // A new issue blocks nothing yet; labels and blockers are its own.
-        attach_relations(tx.conn(), std::slice::from_mut(&mut issue)).await?;
-    }
-    wake_assignee(&mut tx, actor, &issue).await?;
-    tx.commit().await?;
-    Ok(issue)
-}
+use crate::{now, placeholders, Error, Result, Store, Tx};
 
 /// A newly assigned agent is woken, in the assigning transaction, unless the
 /// work is already over or the agent assigned itself.
-async fn wake_assignee(tx: &mut Tx, actor: &Actor, issue: &Issue) -> Result<()> {
+pub(crate) async fn wake_assignee(tx: &mut Tx, actor: &Actor, issue: &Issue) -> Result<()> {
     let Some(agent) = &issue.assignee_agent_id else {
         return Ok(());
     };
@@ -714,12 +567,16 @@ fn budget_blocked(message: &str, mut details: Value) -> Error {
 
 const CEO_GATE: &str = "The CEO's strategy is not approved yet: tasks the CEO creates stay drafts until the board approves it";
 
-fn is_active(status: IssueStatus) -> bool {
+pub(crate) fn is_active(status: IssueStatus) -> bool {
     matches!(status, IssueStatus::Todo | IssueStatus::InProgress)
 }
 
 /// Whether `creator` is the company's CEO and its strategy still awaits approval.
-async fn ceo_gate_closed(tx: &mut Tx, company_id: &str, creator: Option<&str>) -> Result<bool> {
+pub(crate) async fn ceo_gate_closed(
+    tx: &mut Tx,
+    company_id: &str,
+    creator: Option<&str>,
+) -> Result<bool> {
     let Some(creator) = creator else {
         return Ok(false);
     };
@@ -733,19 +590,23 @@ async fn ceo_gate_closed(tx: &mut Tx, company_id: &str, creator: Option<&str>) -
     Ok(!crate::approvals::strategy_approved(tx, company_id).await?)
 }
 
-struct Refs<'a> {
-    project_id: Option<&'a str>,
-    goal_id: Option<&'a str>,
-    assignee_agent_id: Option<&'a str>,
+pub(crate) struct Refs<'a> {
+    pub project_id: Option<&'a str>,
+    pub goal_id: Option<&'a str>,
+    pub assignee_agent_id: Option<&'a str>,
 }
 
-struct Resolved {
-    goal_id: Option<String>,
+pub(crate) struct Resolved {
+    pub goal_id: Option<String>,
 }
 
 /// Checks that every referenced entity exists in this company. An id from
 /// another company is reported exactly like a missing one.
-async fn resolve_refs(tx: &mut Tx, company_id: &str, refs: Refs<'_>) -> Result<Resolved> {
+pub(crate) async fn resolve_refs(
+    tx: &mut Tx,
+    company_id: &str,
+    refs: Refs<'_>,
+) -> Result<Resolved> {
     let mut goal_id = refs.goal_id.map(str::to_string);
     if let Some(project) = refs.project_id {
         let project = crate::projects::get_in_company(tx, company_id, project).await?;
@@ -767,14 +628,18 @@ async fn resolve_refs(tx: &mut Tx, company_id: &str, refs: Refs<'_>) -> Result<R
 }
 
 /// Work in progress has an owner: an issue cannot be `in_progress` unassigned.
-fn check_assignable(status: IssueStatus, agent: Option<&str>, user: Option<&str>) -> Result<()> {
+pub(crate) fn check_assignable(
+    status: IssueStatus,
+    agent: Option<&str>,
+    user: Option<&str>,
+) -> Result<()> {
     if status == IssueStatus::InProgress && agent.is_none() && user.is_none() {
         return Err(Error::rule("An issue in progress needs an assignee"));
     }
     Ok(())
 }
 
-async fn set_labels(
+pub(crate) async fn set_labels(
     tx: &mut Tx,
     company_id: &str,
     issue_id: &str,
@@ -816,7 +681,7 @@ async fn set_labels(
 
 /// Replaces the issue's blockers. Each must be another issue of the company,
 /// and the blocker graph must stay acyclic.
-async fn set_blockers(
+pub(crate) async fn set_blockers(
     tx: &mut Tx,
     company_id: &str,
     issue_id: &str,
@@ -945,10 +810,10 @@ enum Relation {
 }
 
 /// The bare columns needed for rule checks, without relations.
-struct IssueRow {
+pub(crate) struct IssueRow {
     id: String,
     status: IssueStatus,
-    request_depth: i64,
+    pub request_depth: i64,
     assignee_agent_id: Option<String>,
     checkout_run_id: Option<String>,
     execution_run_id: Option<String>,
@@ -973,7 +838,11 @@ async fn get_row(tx: &mut Tx, id: &str) -> Result<IssueRow> {
     })
 }
 
-async fn get_row_in_company(tx: &mut Tx, company_id: &str, id: &str) -> Result<IssueRow> {
+pub(crate) async fn get_row_in_company(
+    tx: &mut Tx,
+    company_id: &str,
+    id: &str,
+) -> Result<IssueRow> {
     let row: Option<(String,)> = crate::db::query_as("SELECT company_id FROM issues WHERE id = $1")
         .bind(id)
         .fetch_optional(tx.conn())
@@ -1083,7 +952,7 @@ pub(crate) fn map<R: RowExt>(row: &R) -> Result<Issue> {
 }
 
 /// Whether the company exists (without loading it).
-async fn company_exists(tx: &mut Tx, company_id: &str) -> Result<()> {
+pub(crate) async fn company_exists(tx: &mut Tx, company_id: &str) -> Result<()> {
     crate::db::query("SELECT 1 FROM companies WHERE id = $1")
         .bind(company_id)
         .fetch_optional(tx.conn())

@@ -50,6 +50,7 @@ pub mod goals;
 pub mod idle;
 pub mod inbox;
 pub mod inbox_badge;
+mod issue_create;
 mod issue_graph;
 mod issue_json;
 mod issue_list;
@@ -61,6 +62,7 @@ pub mod labels;
 pub mod mentions;
 mod migrate;
 mod ownership;
+mod pg_params;
 pub mod projects;
 mod raw;
 pub mod raw_conn;
@@ -222,8 +224,10 @@ impl Store {
                     .connect_with(SqliteConnectOptions::from_str(url)?)
                     .await?,
             ),
-            Backend::Postgres => db::Pool::Postgres(
-                PgPoolOptions::new()
+            Backend::Postgres => {
+                let options = PgConnectOptions::from_str(url)?
+                    .options([("max_parallel_workers_per_gather", "0")]);
+                let pool = PgPoolOptions::new()
                     .max_connections(16)
                     .acquire_timeout(Duration::from_secs(30))
                     // A broken connection fails its query instead of costing
@@ -234,12 +238,10 @@ impl Store {
                     // with two, 9 ms alone, at a million tasks) took the
                     // cores from the requests beside it (a search page's
                     // p50 36 ms with none, 67 ms with them).
-                    .connect_with(
-                        PgConnectOptions::from_str(url)?
-                            .options([("max_parallel_workers_per_gather", "0")]),
-                    )
-                    .await?,
-            ),
+                    .connect_with(options.clone())
+                    .await?;
+                db::Pool::Postgres(pool, std::sync::Arc::new(pg_params::Params::new(options)))
+            }
         };
         let sqlite_writer = match backend {
             Backend::Sqlite => {
@@ -282,6 +284,22 @@ impl Store {
         };
         Ok(Tx {
             inner: Some(inner),
+            pending: Vec::new(),
+            events: self.events.clone(),
+            badges: self.badges.clone(),
+        })
+    }
+
+    /// A unit of work that is one statement, atomic by itself. On Postgres
+    /// it runs outside a transaction: no `BEGIN` and `COMMIT` round trips,
+    /// and a row lock the statement takes ends with it rather than a round
+    /// trip later. On SQLite it is [`Store::begin`].
+    pub(crate) async fn begin_one_statement(&self) -> Result<Tx> {
+        if self.sqlite_writer.is_some() {
+            return self.begin().await;
+        }
+        Ok(Tx {
+            inner: Some(self.pool.acquire().await?),
             pending: Vec::new(),
             events: self.events.clone(),
             badges: self.badges.clone(),

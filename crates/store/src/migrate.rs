@@ -162,6 +162,22 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0024_label_numbers.postgres.sql"),
         },
     ),
+    (
+        25,
+        "native_json",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0025_native_json.sqlite.sql"),
+            postgres: include_str!("../migrations/0025_native_json.postgres.sql"),
+        },
+    ),
+    (
+        26,
+        "native_times",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0026_native_times.sqlite.sql"),
+            postgres: include_str!("../migrations/0026_native_times.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -791,17 +791,25 @@ pub struct TimerCandidate {
 }
 
 pub async fn timer_candidates(store: &Store) -> Result<Vec<TimerCandidate>> {
-    // The LIKE is a cheap prefilter on the stored compact JSON; the caller
-    // parses the policy properly.
-    let rows = crate::db::query(
+    // Agents whose policy turns the timer on (`heartbeat.enabled` is true);
+    // the caller reads the rest of the policy.
+    let enabled = match store.backend() {
+        // A malformed config (never written by the store) is skipped, not an
+        // error for every agent.
+        crate::Backend::Sqlite => {
+            "CASE WHEN json_valid(a.runtime_config) \
+             THEN json_type(a.runtime_config, '$.heartbeat.enabled') END = 'true'"
+        }
+        crate::Backend::Postgres => "a.runtime_config -> 'heartbeat' -> 'enabled' = 'true'::jsonb",
+    };
+    let sql = format!(
         "SELECT a.id, a.status, a.runtime_config, a.last_heartbeat_at, \
          (SELECT MAX(r.finished_at) FROM heartbeat_runs r WHERE r.agent_id = a.id) AS last_finished_at \
-         FROM agents a WHERE a.runtime_config LIKE '%\"enabled\":true%' \
+         FROM agents a WHERE {enabled} \
          AND a.status IN ('idle', 'active', 'error') \
-         AND NOT EXISTS (SELECT 1 FROM heartbeat_runs r WHERE r.agent_id = a.id AND r.status IN ('queued', 'running'))",
-    )
-    .fetch_all(store.pool())
-    .await?;
+         AND NOT EXISTS (SELECT 1 FROM heartbeat_runs r WHERE r.agent_id = a.id AND r.status IN ('queued', 'running'))"
+    );
+    let rows = crate::db::query(&sql).fetch_all(store.pool()).await?;
     rows.iter()
         .map(|r| {
             Ok(TimerCandidate {

@@ -101,7 +101,7 @@ pub async fn reset(
 ) -> Result<u64> {
     let mut tx = store.begin().await?;
     let cleared = crate::db::query(
-        "DELETE FROM agent_task_sessions WHERE agent_id = $1 AND ($2 IS NULL OR task_key = $2)",
+        "DELETE FROM agent_task_sessions WHERE agent_id = $1 AND (task_key = $2 OR $2 IS NULL)",
     )
     .bind(agent_id)
     .bind(task_key)

@@ -248,7 +248,7 @@ pub async fn list(
          FROM agent_wakeup_requests w \
          LEFT JOIN heartbeat_runs r ON r.id = w.run_id \
          LEFT JOIN issues i ON i.id = w.issue_id \
-         WHERE w.agent_id = $1 AND ($2 IS NULL OR w.status = $2) AND ($3 IS NULL OR w.created_at < $3) \
+         WHERE w.agent_id = $1 AND (w.status = $2 OR $2 IS NULL) AND (w.created_at < $3 OR $3 IS NULL) \
          ORDER BY w.created_at DESC, w.id DESC LIMIT $4",
     )
     .bind(agent_id)
@@ -279,7 +279,7 @@ pub async fn skipped_since(
 ) -> Result<Vec<(String, i64)>> {
     let rows: Vec<(Option<String>, i64)> = crate::db::query_as(
         "SELECT skip_reason, COUNT(*) FROM agent_wakeup_requests \
-         WHERE company_id = $1 AND ($2 IS NULL OR agent_id = $2) AND created_at >= $3 AND status = 'skipped' \
+         WHERE company_id = $1 AND (agent_id = $2 OR $2 IS NULL) AND created_at >= $3 AND status = 'skipped' \
          GROUP BY skip_reason ORDER BY COUNT(*) DESC",
     )
     .bind(company_id)

@@ -107,13 +107,18 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     // the page walk and in the count, and a deleted comment no longer does.
     paperclip_store::db::query(
         "INSERT INTO issue_comments (id, company_id, issue_id, author_type, body, deleted_at, created_at, updated_at) \
-         SELECT 'c-' || i, $1, 'id-' || i, 'user', 'zebra crossing ' || i, \
-         CASE WHEN i = 5100 THEN '2026-01-02T00:00:00.000Z' ELSE NULL END, \
+         SELECT 'c-' || i, $1, 'id-' || i, 'user', 'zebra crossing ' || i, NULL, \
          '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' \
          FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2) SELECT i FROM n) s",
     )
     .bind(&company)
     .bind(5_100)
+    .execute(store.pool())
+    .await
+    .unwrap();
+    paperclip_store::db::query(
+        "UPDATE issue_comments SET deleted_at = '2026-01-02T00:00:00.000Z' WHERE id = 'c-5100'",
+    )
     .execute(store.pool())
     .await
     .unwrap();

@@ -121,11 +121,27 @@ pub(crate) fn not_found(title: &str, detail: &str) -> Response {
 }
 
 pub(crate) fn store_failure(err: paperclip_store::Error) -> Response {
-    let status = match &err {
-        paperclip_store::Error::NotFound(_) => StatusCode::NOT_FOUND,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    failure(status, "Something went wrong", &err.to_string())
+    match err {
+        paperclip_store::Error::NotFound(what) => {
+            failure(StatusCode::NOT_FOUND, "Something went wrong", &what)
+        }
+        // The database's own words name tables and columns: they go to the
+        // server's log, and the page says where to find them.
+        paperclip_store::Error::Database(db) => {
+            tracing::error!(error = %db, "database error on a board page");
+            failure(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Something went wrong",
+                "The database could not answer this page. Its cause is in the server's log \
+                 (\"database error on a board page\"); reload to try again.",
+            )
+        }
+        other => failure(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Something went wrong",
+            &other.to_string(),
+        ),
+    }
 }
 
 impl Web {

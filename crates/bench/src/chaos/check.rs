@@ -53,6 +53,10 @@ impl Db {
         self.pool.close().await;
     }
 
+    /// Rows of `sql` (which takes the company as `$1`). The Any driver reads
+    /// text and numbers only: Postgres's native columns are selected as the
+    /// store's text (`CAST(json AS TEXT)`, and a time's 24 characters,
+    /// `SUBSTR(t, 1, 24)`, which store migration 26 defines on Postgres).
     async fn rows<T>(&self, sql: &str) -> anyhow::Result<Vec<T>>
     where
         T: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin,
@@ -224,8 +228,9 @@ type CommentRow = (
 async fn load(db: &Db) -> anyhow::Result<Data> {
     let runs: Vec<RunRow> = db
         .rows(
-            "SELECT id, agent_id, status, wakeup_request_id, context_snapshot, started_at, \
-             finished_at, error_code FROM heartbeat_runs WHERE company_id = $1",
+            "SELECT id, agent_id, status, wakeup_request_id, CAST(context_snapshot AS TEXT), \
+             SUBSTR(started_at, 1, 24), SUBSTR(finished_at, 1, 24), error_code \
+             FROM heartbeat_runs WHERE company_id = $1",
         )
         .await?;
     let runs = runs
@@ -248,7 +253,7 @@ async fn load(db: &Db) -> anyhow::Result<Data> {
         .collect();
     let wakes: Vec<WakeRow> = db
         .rows(
-            "SELECT id, agent_id, status, skip_reason, run_id, payload \
+            "SELECT id, agent_id, status, skip_reason, run_id, CAST(payload AS TEXT) \
              FROM agent_wakeup_requests WHERE company_id = $1",
         )
         .await?;
@@ -265,7 +270,7 @@ async fn load(db: &Db) -> anyhow::Result<Data> {
         .collect();
     let comments: Vec<CommentRow> = db
         .rows(
-            "SELECT id, issue_id, author_agent_id, body, created_at, created_by_run_id \
+            "SELECT id, issue_id, author_agent_id, body, SUBSTR(created_at, 1, 24), created_by_run_id \
              FROM issue_comments WHERE company_id = $1 AND deleted_at IS NULL",
         )
         .await?;
@@ -287,7 +292,8 @@ async fn load(db: &Db) -> anyhow::Result<Data> {
         .await?;
     let activity: Vec<(String, String, String, String)> = db
         .rows(
-            "SELECT entity_id, action, details, created_at FROM activity_log WHERE company_id = $1 \
+            "SELECT entity_id, action, CAST(details AS TEXT), SUBSTR(created_at, 1, 24) \
+             FROM activity_log WHERE company_id = $1 \
              AND action IN ('issue.created', 'issue.updated') ORDER BY created_at, id",
         )
         .await?;

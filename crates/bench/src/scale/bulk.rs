@@ -470,7 +470,7 @@ impl Queries<'_> {
              exit_code, signal, usage_json, result_json, stdout_excerpt, stderr_excerpt, log_store, log_ref, log_bytes, \
              process_pid, process_group_id, next_event_seq, coalesced_count, created_at, updated_at) \
              SELECT {id}, '{cid}', COALESCE(i.assignee_agent_id, a.id), 'assignment', 'system', y.status, NULL, i.id, \
-             'issue_assigned', '{{\"issueId\":\"' || i.id || '\",\"payload\":null,\"triggerDetail\":\"system\",\"wakeReason\":\"issue_assigned\",\"wakeSource\":\"assignment\"}}', \
+             'issue_assigned', {context}, \
              {start}, {end}, \
              CASE y.status WHEN 'failed' THEN 'Process exited with code 1' WHEN 'cancelled' THEN 'Cancelled by the board' \
              WHEN 'timed_out' THEN 'Run timed out' END, \
@@ -480,11 +480,12 @@ impl Queries<'_> {
              FROM {src} y JOIN issues i ON i.company_id = '{cid}' AND i.issue_number = {base} + y.issue_n \
              JOIN scale_agents a ON a.idx = (y.r * 31) % {agents}",
             id = d.uuid7("y.ms - 1500", "y.r", 3),
+            context = d.json("'{\"issueId\":\"' || i.id || '\",\"payload\":null,\"triggerDetail\":\"system\",\"wakeReason\":\"issue_assigned\",\"wakeSource\":\"assignment\"}'"),
             start = d.ts("y.ms"),
             end = d.ts("y.end_ms"),
             created = d.ts("y.ms - 1500"),
-            usage = format!("CASE WHEN y.status IN ('succeeded', 'failed') THEN '{{\"inputTokens\":' || {inp} || ',\"outputTokens\":' || {out} || ',\"costCents\":' || {cents} || ',\"provider\":\"anthropic\",\"model\":\"' || {model} || '\"}}' END",
-                inp = tokens_in("y.r"), out = tokens_out("y.r"), cents = cents("y.r"), model = pick("y.r", &MODELS)),
+            usage = d.json(&format!("CASE WHEN y.status IN ('succeeded', 'failed') THEN '{{\"inputTokens\":' || {inp} || ',\"outputTokens\":' || {out} || ',\"costCents\":' || {cents} || ',\"provider\":\"anthropic\",\"model\":\"' || {model} || '\"}}' END",
+                inp = tokens_in("y.r"), out = tokens_out("y.r"), cents = cents("y.r"), model = pick("y.r", &MODELS))),
             src = self.run_source(),
             base = self.base,
         )
@@ -518,12 +519,15 @@ impl Queries<'_> {
              run_id, details, created_at) \
              SELECT {id}, i.company_id, CASE WHEN i.created_by_agent_id IS NULL THEN 'user' ELSE 'agent' END, \
              COALESCE(i.created_by_agent_id, i.created_by_user_id), 'issue.created', 'issue', i.id, i.created_by_agent_id, NULL, \
-             '{{\"assigneeAgentId\":' || {assignee} || ',\"identifier\":\"' || i.identifier || '\",\"parentId\":' || {parent} || \
-             ',\"status\":\"' || i.status || '\",\"title\":\"' || i.title || '\"}}', i.created_at \
+             {details}, i.created_at \
              FROM issues i WHERE {w}",
             id = self.d.sibling_id("i.id", 0xa01),
-            assignee = nullable("i.assignee_agent_id"),
-            parent = nullable("i.parent_id"),
+            details = self.d.json(&format!(
+                "'{{\"assigneeAgentId\":' || {assignee} || ',\"identifier\":\"' || i.identifier || '\",\"parentId\":' || {parent} || \
+                 ',\"status\":\"' || i.status || '\",\"title\":\"' || i.title || '\"}}'",
+                assignee = nullable("i.assignee_agent_id"),
+                parent = nullable("i.parent_id"),
+            )),
             w = self.bulk_issues(),
         )
     }
@@ -534,9 +538,10 @@ impl Queries<'_> {
              run_id, details, created_at) \
              SELECT {id}, c.company_id, c.author_type, COALESCE(c.author_agent_id, c.author_user_id), 'issue.comment_added', \
              'issue', c.issue_id, c.author_agent_id, NULL, \
-             '{{\"bodySnippet\":\"' || CASE WHEN length(c.body) > 120 THEN substr(c.body, 1, 120) || '…' ELSE c.body END || '\",\"commentId\":\"' || c.id || '\",\"identifier\":\"' || i.identifier || '\"}}', \
+             {details}, \
              c.created_at FROM issue_comments c JOIN issues i ON i.id = c.issue_id WHERE c.company_id = '{cid}'",
             id = self.d.sibling_id("c.id", 0xa02),
+            details = self.d.json("'{\"bodySnippet\":\"' || CASE WHEN length(c.body) > 120 THEN substr(c.body, 1, 120) || '…' ELSE c.body END || '\",\"commentId\":\"' || c.id || '\",\"identifier\":\"' || i.identifier || '\"}'"),
             cid = self.seed.company_id,
         )
     }
@@ -555,9 +560,10 @@ impl Queries<'_> {
         format!(
             "INSERT INTO activity_log (id, company_id, actor_type, actor_id, action, entity_type, entity_id, agent_id, \
              run_id, details, created_at) \
-             SELECT {id}, r.company_id, 'system', 'paperclip', '{action}', '{entity}', {entity_id}, NULL, NULL, {details}, {at} \
+             SELECT {id}, r.company_id, 'system', 'paperclip', '{action}', '{entity}', {entity_id}, NULL, NULL, {json}, {at} \
              FROM {src} y JOIN heartbeat_runs r ON r.id = {run_id} {filter}",
             id = d.uuid7("y.end_ms", "y.r", salt),
+            json = d.json(&details),
             at = d.ts("y.end_ms"),
             run_id = d.uuid7("y.ms - 1500", "y.r", 3),
             src = self.run_source(),

@@ -31,7 +31,8 @@ impl Dialect {
     }
 
     /// `YYYY-MM-DDTHH:MM:SS.mmmZ` of a Unix time in milliseconds, as `now()`
-    /// in the store writes it (text order is time order).
+    /// in the store writes it (text order is time order); a timestamptz of
+    /// it on Postgres.
     pub fn ts(&self, ms: &str) -> String {
         let frac = if self.postgres {
             format!("lpad((({ms}) % 1000)::text, 3, '0')")
@@ -43,7 +44,22 @@ impl Dialect {
         } else {
             format!("strftime('%Y-%m-%dT%H:%M:%S', ({ms}) / 1000, 'unixepoch')")
         };
-        format!("({secs} || '.' || {frac} || 'Z')")
+        let text = format!("({secs} || '.' || {frac} || 'Z')");
+        // Postgres keeps times as timestamptz (store migration 26).
+        match self.postgres {
+            true => format!("CAST({text} AS TIMESTAMPTZ)"),
+            false => text,
+        }
+    }
+
+    /// JSON text built by concatenation, as the engine stores JSON (`jsonb`
+    /// on Postgres, text on SQLite).
+    pub fn json(&self, text: &str) -> String {
+        if self.postgres {
+            format!("CAST(({text}) AS JSONB)")
+        } else {
+            text.to_string()
+        }
     }
 
     /// A UUIDv7 for time `ms` (so ids sort by creation time, as the store's

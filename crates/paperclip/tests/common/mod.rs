@@ -510,3 +510,38 @@ pub fn visible_text(html: &str) -> String {
     }
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+/// `sql` for the Any driver, which binds text only: on Postgres, where times
+/// are `timestamptz`, a parameter a time column is compared with or set to
+/// (`created_at >= $2`, `SET completed_at = $1`) is cast to one.
+pub fn times_bound_as_text(sql: &str, postgres: bool) -> String {
+    if !postgres {
+        return sql.to_string();
+    }
+    let mut out = String::with_capacity(sql.len());
+    let mut rest = sql;
+    while let Some(at) = rest.find('$') {
+        let (before, after) = rest.split_at(at);
+        let digits = after[1..].chars().take_while(char::is_ascii_digit).count();
+        let param = &after[..1 + digits];
+        let lhs = before.trim_end();
+        let column = ["<=", ">=", "=", "<", ">"]
+            .iter()
+            .find_map(|op| lhs.strip_suffix(op))
+            .map(str::trim_end)
+            .and_then(|l| {
+                l.rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()
+            });
+        out.push_str(before);
+        match column {
+            Some(c) if digits > 0 && (c.ends_with("_at") || c.ends_with("_until")) => {
+                out.push_str(&format!("CAST({param} AS TIMESTAMPTZ)"))
+            }
+            _ => out.push_str(param),
+        }
+        rest = &after[param.len()..];
+    }
+    out.push_str(rest);
+    out
+}
