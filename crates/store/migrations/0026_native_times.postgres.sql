@@ -8,9 +8,11 @@
 
 -- Shared SQL takes a day or a month as the first 10 or 7 characters of a
 -- time (as SQLite's text is): the same characters of a timestamptz, in UTC.
+-- STABLE as to_char is, so Postgres inlines it into the query (declared
+-- IMMUTABLE it was called row by row: 35 against 24 ms for 9,000 runs).
 CREATE FUNCTION substr(t TIMESTAMPTZ, start INTEGER, count INTEGER) RETURNS TEXT AS $$
     SELECT substr(to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), start, count)
-$$ LANGUAGE SQL IMMUTABLE PARALLEL SAFE;
+$$ LANGUAGE SQL STABLE PARALLEL SAFE;
 
 -- Triggers that name a time column are set up again after it changes type.
 DROP TRIGGER issue_day_counts_update ON issues;
