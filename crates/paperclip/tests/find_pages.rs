@@ -172,6 +172,14 @@ async fn a_thousand_tasks_page_both_ways_in_every_sort() {
         .page(&format!("/{prefix}/tasks?sort=nonsense&cursor=zz~x"))
         .await;
     assert_eq!(rows(&odd)[0].0, format!("{prefix}-1000"));
+    // So is a place in the updated order that is not a time.
+    let odd = server
+        .page(&format!(
+            "/{prefix}/tasks?sort=updated&cursor=not-a-time~500"
+        ))
+        .await;
+    let first = server.page(&format!("/{prefix}/tasks?sort=updated")).await;
+    assert_eq!(rows(&odd), rows(&first));
 }
 
 #[tokio::test]

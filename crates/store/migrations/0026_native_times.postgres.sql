@@ -137,3 +137,7 @@ CREATE TRIGGER issue_day_counts_update AFTER UPDATE OF status, company_id, creat
     EXECUTE FUNCTION issue_day_counts_follow();
 CREATE TRIGGER task_search_comment_change AFTER INSERT OR DELETE OR UPDATE OF body, deleted_at, issue_id
     ON issue_comments FOR EACH ROW EXECUTE FUNCTION task_search_comment_follow();
+
+-- A column whose type changed has no planner statistics until autovacuum
+-- gets to its table; the pages at a million tasks are planned from them.
+ANALYZE;

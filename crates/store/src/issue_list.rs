@@ -470,9 +470,10 @@ impl Position {
             None => (None, s),
             Some(_) => {
                 let (key, number) = s.rsplit_once('~')?;
+                // A time on both engines (Postgres compares it as one).
                 let ok = match sort {
                     Sort::Priority => key.parse::<i64>().is_ok(),
-                    _ => !key.is_empty() && key.len() <= 40,
+                    _ => key.len() <= 40 && chrono::DateTime::parse_from_rfc3339(key).is_ok(),
                 };
                 if !ok {
                     return None;
@@ -1096,4 +1097,26 @@ impl Use {
 pub(crate) enum Bind {
     Text(String),
     Int(i64),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_place_in_the_updated_order_is_a_time_and_a_number() {
+        let place = Position::parse(Sort::Updated, "2026-12-04T21:18:32.123Z~5").unwrap();
+        assert_eq!(place.key.as_deref(), Some("2026-12-04T21:18:32.123Z"));
+        assert_eq!(place.number, 5);
+        assert_eq!(place.to_string(), "2026-12-04T21:18:32.123Z~5");
+        for odd in [
+            "not-a-time~5",
+            "~5",
+            "2026-12-04~5",
+            "2026-12-04T21:18:32.123Z~x",
+        ] {
+            assert_eq!(Position::parse(Sort::Updated, odd), None, "{odd}");
+        }
+        assert_eq!(Position::parse(Sort::Priority, "3~7").unwrap().number, 7);
+    }
 }
