@@ -258,17 +258,11 @@ macro_rules! on_engine {
                 $body
             }
             Target::PostgresPool($on, params) => {
-                let types = params
-                    .of($query.sql, $query.args.len(), || $query.own_types())
-                    .await;
-                let $q = $query.postgres(types.as_deref());
+                let $q = $query.postgres(params).await;
                 $body
             }
             Target::Postgres($on, params) => {
-                let types = params
-                    .of($query.sql, $query.args.len(), || $query.own_types())
-                    .await;
-                let $q = $query.postgres(types.as_deref());
+                let $q = $query.postgres(params).await;
                 $body
             }
             Target::SqliteRaw(_) => unreachable!("the writer's queries run before"),
@@ -311,10 +305,14 @@ impl<'q> Query<'q> {
     /// The statement with its binds, each converted to the type Postgres
     /// gives its parameter where that is a native one (see
     /// [`crate::pg_params`]).
-    fn postgres(
+    async fn postgres(
         self,
-        types: Option<&[Param]>,
+        params: &Params,
     ) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+        let types = params
+            .of(self.sql, self.args.len(), || self.own_types())
+            .await;
+        let types = types.as_deref();
         // A full-text condition costs what its words match. A named statement
         // is planned generically after five runs, its words unknown and
         // guessed rare: a page of a common word then gathered all its 83,000

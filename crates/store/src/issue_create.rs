@@ -35,23 +35,6 @@ pub async fn create(
         return Err(Error::invalid("title", "Title must not be empty"));
     }
     let mut status = input.status.unwrap_or(IssueStatus::Backlog);
-    // A board's create with no references, relations or assignee is the one
-    // statement below on Postgres.
-    let one_statement = actor.agent_id().is_none()
-        && input.project_id.is_none()
-        && input.goal_id.is_none()
-        && input.parent_id.is_none()
-        && input.assignee_agent_id.is_none()
-        && input.label_ids.as_ref().is_none_or(|ids| ids.is_empty())
-        && input
-            .blocked_by_issue_ids
-            .as_ref()
-            .is_none_or(|ids| ids.is_empty())
-        && check_assignable(status, None, input.assignee_user_id.as_deref()).is_ok();
-    let mut tx = match one_statement {
-        true => store.begin_one_statement().await?,
-        false => store.begin().await?,
-    };
     // Checks run before the company row is locked by the counter update below
     // (and a missing company is reported first); without any, that update is
     // the existence check.
@@ -66,6 +49,18 @@ pub async fn create(
             input.assignee_user_id.as_deref(),
         )
         .is_err();
+    // A new task has no labels or blockers to replace: an empty list is none.
+    let labels = input.label_ids.as_ref().filter(|ids| !ids.is_empty());
+    let blockers = input
+        .blocked_by_issue_ids
+        .as_ref()
+        .filter(|ids| !ids.is_empty());
+    // With no checks and no relations, a create is the one statement below
+    // on Postgres.
+    let mut tx = match !checks && labels.is_none() && blockers.is_none() {
+        true => store.begin_one_statement().await?,
+        false => store.begin().await?,
+    };
     if checks {
         company_exists(&mut tx, company_id).await?;
     }
@@ -116,13 +111,13 @@ pub async fn create(
         cancelled_at: effects.set_cancelled_at.then(|| ts.clone()),
         ts: &ts,
     };
-    let entry = |identifier: &str| Entry {
+    // The identifier is added to the details once the number is taken.
+    let entry = || Entry {
         company_id,
         action: Action::IssueCreated,
         entity_type: EntityType::Issue,
         entity_id: &id,
         details: json!({
-            "identifier": identifier,
             "title": title,
             "status": status.as_str(),
             "assigneeAgentId": input.assignee_agent_id,
@@ -132,28 +127,20 @@ pub async fn create(
     let mut issue = match store.backend() {
         Backend::Sqlite => {
             let issue = insert_numbered(&mut tx, &row).await?;
-            activity::record(&mut tx, actor, entry(&issue.identifier)).await?;
+            let mut entry = entry();
+            entry.details["identifier"] = json!(issue.identifier);
+            activity::record(&mut tx, actor, entry).await?;
             issue
         }
         Backend::Postgres => {
-            // The entry's identifier is the row's, known only inside the
-            // statement: the statement adds it to the rest of the details.
-            let mut logged = activity::entry_row(actor, entry(""));
-            if let Some(details) = logged.details.as_object_mut() {
-                details.remove("identifier");
-            }
+            // The statement adds the row's identifier to the entry's details.
+            let mut logged = activity::entry_row(actor, entry());
             let issue = insert_numbered_logged(&mut tx, &row, &logged).await?;
             logged.details["identifier"] = json!(issue.identifier);
             activity::announce(&mut tx, logged);
             issue
         }
     };
-    // A new task has no labels or blockers to replace: an empty list is none.
-    let labels = input.label_ids.as_ref().filter(|ids| !ids.is_empty());
-    let blockers = input
-        .blocked_by_issue_ids
-        .as_ref()
-        .filter(|ids| !ids.is_empty());
     if let Some(labels) = labels {
         set_labels(&mut tx, company_id, &id, labels).await?;
     }

@@ -282,12 +282,7 @@ impl Store {
             Some(writer) => db::Conn::SqliteWriter(writer::begin(writer).await?),
             None => self.pool.begin_postgres().await?,
         };
-        Ok(Tx {
-            inner: Some(inner),
-            pending: Vec::new(),
-            events: self.events.clone(),
-            badges: self.badges.clone(),
-        })
+        Ok(self.tx(inner))
     }
 
     /// A unit of work that is one statement, atomic by itself. On Postgres
@@ -298,12 +293,16 @@ impl Store {
         if self.sqlite_writer.is_some() {
             return self.begin().await;
         }
-        Ok(Tx {
-            inner: Some(self.pool.acquire().await?),
+        Ok(self.tx(self.pool.acquire().await?))
+    }
+
+    fn tx(&self, inner: db::Conn) -> Tx {
+        Tx {
+            inner: Some(inner),
             pending: Vec::new(),
             events: self.events.clone(),
             badges: self.badges.clone(),
-        })
+        }
     }
 
     /// Events of transactions committed from now on.

@@ -3,9 +3,9 @@
 //!
 //! Statements are written once for both engines, and the store binds ids,
 //! times and JSON as text: SQLite keeps them as text. Postgres keeps JSON as
-//! `jsonb` and flags as `boolean` (see migration 25), and sqlx declares each
-//! parameter's type from its Rust value, so a text parameter written to a
-//! `jsonb` column is an error there. Each statement is therefore described
+//! `jsonb`, times as `timestamptz` and flags as `boolean` (migrations 25 and
+//! 26), and sqlx declares each parameter's type from its Rust value, so a
+//! text parameter written to a `jsonb` column is an error there. Each statement is therefore described
 //! once, with no declared types, on a connection kept for it: Postgres
 //! infers each parameter's type from its context, as it does for a literal,
 //! and the bind is converted to that type ([`crate::db`]). A parameter
