@@ -238,6 +238,23 @@ mod tests {
     }
 
     #[test]
+    fn the_parameter_postgres_could_not_type_is_read_from_its_message() {
+        assert_eq!(
+            untyped("could not determine data type of parameter $1"),
+            Some(0)
+        );
+        assert_eq!(
+            untyped("could not determine data type of parameter $12"),
+            Some(11)
+        );
+        assert_eq!(
+            untyped("could not determine data type of parameter $0"),
+            None
+        );
+        assert_eq!(untyped("syntax error at or near \"FROM\""), None);
+    }
+
+    #[test]
     fn a_prefix_of_a_time_is_its_first_instant() {
         let at = |t: &str| Timestamptz::parse(t).map(|Timestamptz(us)| us);
         assert_eq!(at("2026-12-04"), at("2026-12-04T00:00:00.000Z"));
