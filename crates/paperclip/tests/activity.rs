@@ -283,23 +283,24 @@ async fn refused_mutations_write_nothing_and_run_ids_are_recorded() {
     let open = server
         .issue(&c, json!({ "title": "Open", "status": "todo" }))
         .await;
+    const RUN: &str = "0193a6f4-6b2a-7c4e-9d1f-000000000123";
     let resp = server
         .client()
         .post(server.url(&format!(
             "/api/issues/{}/comments",
             open["id"].as_str().unwrap()
         )))
-        .header("x-paperclip-run-id", "run-123")
+        .header("x-paperclip-run-id", RUN)
         .json(&json!({ "body": "from a run" }))
         .send()
         .await
         .unwrap();
     let comment: Value = resp.json().await.unwrap();
-    assert_eq!(comment["createdByRunId"], "run-123");
+    assert_eq!(comment["createdByRunId"], RUN);
     let row = newest(&server, &c).await;
-    assert_eq!(row["runId"], "run-123");
+    assert_eq!(row["runId"], RUN);
     let filtered = server
-        .ok_get(&format!("/api/companies/{c}/activity?runId=run-123"))
+        .ok_get(&format!("/api/companies/{c}/activity?runId={RUN}"))
         .await;
     assert_eq!(filtered.as_array().unwrap().len(), 1);
 

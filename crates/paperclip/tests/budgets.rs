@@ -585,7 +585,7 @@ impl Db {
     }
 
     async fn grouped(&self, sql: &str, company: &str) -> Vec<(String, i64)> {
-        let sql = common::times_bound_as_text(sql, self.1);
+        let sql = common::bound_as_text(sql, self.1);
         let mut rows: Vec<(String, i64)> = sqlx::query_as(&sql)
             .bind(company)
             .fetch_all(&self.0)
@@ -596,7 +596,7 @@ impl Db {
     }
 
     async fn scalar(&self, sql: &str, company: &str) -> i64 {
-        let sql = common::times_bound_as_text(sql, self.1);
+        let sql = common::bound_as_text(sql, self.1);
         let (n,): (i64,) = sqlx::query_as(&sql)
             .bind(company)
             .fetch_one(&self.0)

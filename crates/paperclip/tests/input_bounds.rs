@@ -67,11 +67,16 @@ async fn max_int_cost_events_are_refused_and_old_poisoned_rows_do_not_break_any_
         .await;
     // Rows written before the bounds existed: both at i64::MAX.
     let pool = db(&server).await;
-    sqlx::query(
+    let postgres = server
+        .database_url
+        .as_deref()
+        .is_some_and(|u| u.starts_with("postgres"));
+    sqlx::query(&common::bound_as_text(
         "UPDATE cost_events SET input_tokens = 9223372036854775807, \
          output_tokens = 9223372036854775807, cached_input_tokens = 9223372036854775807, \
          cost_cents = 9223372036854775807 WHERE company_id = $1",
-    )
+        postgres,
+    ))
     .bind(&cid)
     .execute(&pool)
     .await

@@ -244,4 +244,19 @@ async fn unknown_companies_are_404_not_empty() {
     let (status, body) = server.get(&format!("/api/issues/{missing}")).await;
     assert_eq!(status, 404);
     assert_eq!(body["error"], "Issue not found");
+    // Text that is no id at all (ids are uuid on Postgres) is as missing.
+    for path in [
+        "/api/companies/not-an-id/issues",
+        "/api/companies/not-an-id/agents",
+        "/api/issues/not-an-id",
+        "/api/issues/not-an-id/comments",
+        "/api/agents/not-an-id",
+        "/api/heartbeat-runs/not-an-id",
+        "/api/goals/not-an-id",
+        "/api/projects/not-an-id",
+        "/api/approvals/not-an-id",
+    ] {
+        let (status, body) = server.get(path).await;
+        assert_eq!(status, 404, "{path}: {body}");
+    }
 }

@@ -134,7 +134,10 @@ async fn fifty_concurrent_checkouts_have_exactly_one_winner() {
         let req = server
             .client()
             .post(server.url(&path))
-            .header("x-paperclip-run-id", format!("run-{i}"))
+            .header(
+                "x-paperclip-run-id",
+                format!("0193a6f4-6b2a-7c4e-9d1f-{i:012}"),
+            )
             .json(&json!({ "agentId": agent, "expectedStatuses": ["todo"] }));
         async move {
             let resp = req.send().await.unwrap();
@@ -241,7 +244,8 @@ async fn force_release_clears_the_locks_and_logs_the_previous_runs() {
         .issue(&cid, json!({ "title": "Stuck", "status": "todo" }))
         .await;
     let id = issue["id"].as_str().unwrap();
-    let resp = server
+    // A run id is a UUID: other text names no run and is refused, not kept.
+    let refused = server
         .client()
         .post(server.url(&format!("/api/issues/{id}/checkout")))
         .header("x-paperclip-run-id", "run-crashed")
@@ -249,8 +253,22 @@ async fn force_release_clears_the_locks_and_logs_the_previous_runs() {
         .send()
         .await
         .unwrap();
+    assert_eq!(refused.status(), 400);
+    let refused: Value = refused.json().await.unwrap();
+    assert_eq!(refused["details"][0]["path"][1], "x-paperclip-run-id");
+    let untouched = server.ok_get(&format!("/api/issues/{id}")).await;
+    assert!(untouched["checkoutRunId"].is_null());
+    let crashed = "0193a6f4-6b2a-7c4e-9d1f-2a3b4c5d6e7f";
+    let resp = server
+        .client()
+        .post(server.url(&format!("/api/issues/{id}/checkout")))
+        .header("x-paperclip-run-id", crashed)
+        .json(&json!({ "agentId": agent["id"], "expectedStatuses": ["todo"] }))
+        .send()
+        .await
+        .unwrap();
     let held: Value = resp.json().await.unwrap();
-    assert_eq!(held["checkoutRunId"], "run-crashed");
+    assert_eq!(held["checkoutRunId"], crashed);
     let freed = server
         .ok_post(&format!("/api/issues/{id}/admin/force-release"), json!({}))
         .await;
@@ -261,8 +279,8 @@ async fn force_release_clears_the_locks_and_logs_the_previous_runs() {
             "/api/companies/{cid}/activity?action=issue.admin_force_release"
         ))
         .await;
-    assert_eq!(log[0]["details"]["previousCheckoutRunId"], "run-crashed");
-    assert_eq!(log[0]["details"]["previousExecutionRunId"], "run-crashed");
+    assert_eq!(log[0]["details"]["previousCheckoutRunId"], crashed);
+    assert_eq!(log[0]["details"]["previousExecutionRunId"], crashed);
 }
 
 #[tokio::test]

@@ -216,6 +216,13 @@ async fn an_existing_database_is_indexed_on_upgrade() {
             "DROP TABLE task_titles",
         ]
     };
+    if url.starts_with("postgres") {
+        // Schema 6 had text ids; so does this database again (and step 27
+        // runs once more after the search steps).
+        for sql in common::postgres_ids_back_to_text() {
+            sqlx::query(&sql).execute(&pool).await.unwrap();
+        }
+    }
     for sql in drops {
         sqlx::query(sql).execute(&pool).await.unwrap();
     }

@@ -85,13 +85,19 @@ async fn a_schema_7_database_upgrades_without_loss() {
     } else {
         BACK_TO_7_SQLITE
     };
+    if url.starts_with("postgres") {
+        // Schema 7 had text ids (step 27 runs again).
+        for sql in common::postgres_ids_back_to_text() {
+            sqlx::query(&sql).execute(&pool).await.unwrap();
+        }
+    }
     for sql in engine_only.iter().chain(BACK_TO_7_BOTH) {
         sqlx::query(sql).execute(&pool).await.unwrap();
     }
     // A task the old release wrote (no trigger to count it).
     sqlx::query(
         "INSERT INTO issues (id, company_id, title, status, priority, issue_number, identifier, \
-         origin_kind, created_at, updated_at) SELECT 'legacy-1', id, 'Legacy chore', 'in_review', \
+         origin_kind, created_at, updated_at) SELECT '0193a6f4-6b2a-7c4e-9d1f-1e9ac7000001', id, 'Legacy chore', 'in_review', \
          'medium', issue_counter + 1, issue_prefix || '-' || CAST(issue_counter + 1 AS TEXT), 'manual', \
          '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' FROM companies WHERE id = $1",
     )
@@ -382,7 +388,7 @@ async fn back_to_24_postgres(pool: &sqlx::AnyPool) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn a_schema_24_database_keeps_its_json_times_and_flags_as_native_types() {
+async fn a_schema_24_database_keeps_its_json_times_flags_and_ids_as_native_types() {
     let server = TestServer::start().await;
     let company = server
         .ok_post(
@@ -429,7 +435,18 @@ async fn a_schema_24_database_keeps_its_json_times_and_flags_as_native_types() {
     let postgres = url.starts_with("postgres");
     let pool = common::database(&url).await;
     let mut back_to_24: Vec<String> = Vec::new();
+    let mut foreign_keys = 0;
     if postgres {
+        (foreign_keys,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM pg_constraint WHERE contype = 'f' \
+             AND connamespace = current_schema()::regnamespace",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        for sql in common::postgres_ids_back_to_text() {
+            sqlx::query(&sql).execute(&pool).await.unwrap();
+        }
         back_to_24 = back_to_24_postgres(&pool).await;
         // Text the previous release accepted but that is not JSON (edited
         // by hand): kept, as a JSON string.
@@ -437,14 +454,18 @@ async fn a_schema_24_database_keeps_its_json_times_and_flags_as_native_types() {
             "UPDATE agents SET metadata = 'hand-edited' WHERE id = '{aid}'"
         ));
     }
-    back_to_24.push("DELETE FROM schema_migrations WHERE version IN (25, 26)".into());
+    back_to_24.push("DELETE FROM schema_migrations WHERE version IN (25, 26, 27)".into());
     for sql in &back_to_24 {
         sqlx::query(sql).execute(&pool).await.unwrap();
     }
     pool.close().await;
 
     let server = TestServer::start_with(data_dir.clone(), database_url.clone(), &[]).await;
-    for step in ["step 25 (native_json)", "step 26 (native_times)"] {
+    for step in [
+        "step 25 (native_json)",
+        "step 26 (native_times)",
+        "step 27 (native_ids)",
+    ] {
         assert!(
             server
                 .startup
@@ -560,9 +581,33 @@ async fn a_schema_24_database_keeps_its_json_times_and_flags_as_native_types() {
             .await
             .iter()
             .all(|(_, c)| !c.ends_with("_at") || c == "applied_at"));
+        // Ids are uuid, people's and clients' ids text; every key is back.
+        let ids = columns_of_type(&pool, "uuid").await;
+        for column in [
+            ("issues", "id"),
+            ("issues", "assignee_agent_id"),
+            ("agents", "reports_to"),
+        ] {
+            assert!(
+                ids.contains(&(column.0.into(), column.1.into())),
+                "{column:?} in {ids:?}"
+            );
+        }
+        assert!(ids.len() > 90, "{ids:?}");
+        let text = columns_of_type(&pool, "text").await;
+        assert!(text.contains(&("issues".into(), "assignee_user_id".into())));
+        assert!(text.contains(&("activity_log".into(), "entity_id".into())));
+        let (keys,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM pg_constraint WHERE contype = 'f' \
+             AND connamespace = current_schema()::regnamespace",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        assert_eq!(keys, foreign_keys, "every foreign key is made again");
         let (flag,): (String,) = sqlx::query_as(
             "SELECT CAST(require_board_approval_for_new_agents AS TEXT) FROM companies \
-             WHERE id = $1",
+             WHERE CAST(id AS TEXT) = $1",
         )
         .bind(&cid)
         .fetch_one(&pool)

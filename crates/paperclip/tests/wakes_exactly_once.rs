@@ -227,8 +227,9 @@ async fn concurrent_wakes_leave_one_queued_run_per_agent_and_task() {
         if url.starts_with("postgres") {
             let pool = sqlx::PgPool::connect(url).await.unwrap();
             let rows: Vec<(String, String, Option<String>, Option<String>)> = sqlx::query_as(
-                "SELECT w.status, w.issue_id, w.run_id, r.issue_id FROM agent_wakeup_requests w \
-                 LEFT JOIN heartbeat_runs r ON r.id = w.run_id WHERE w.agent_id = $1 AND w.reason = 'crowd'",
+                "SELECT w.status, CAST(w.issue_id AS TEXT), CAST(w.run_id AS TEXT), CAST(r.issue_id AS TEXT) \
+                 FROM agent_wakeup_requests w LEFT JOIN heartbeat_runs r ON r.id = w.run_id \
+                 WHERE w.agent_id = CAST($1 AS UUID) AND w.reason = 'crowd'",
             )
             .bind(&aid)
             .fetch_all(&pool)
@@ -367,7 +368,13 @@ async fn the_upgrade_folds_duplicate_queued_runs_into_the_oldest() {
     let (data_dir, database_url) = server.stop_keeping_data();
     let url = common::database_url(&data_dir, &database_url);
     let pool = common::database(&url).await;
-    // Back to schema 4, then what concurrent wakes on an older build left.
+    // Back to schema 4 (text ids), then what concurrent wakes on an older
+    // build left.
+    if url.starts_with("postgres") {
+        for sql in common::postgres_ids_back_to_text() {
+            sqlx::query(&sql).execute(&pool).await.unwrap();
+        }
+    }
     sqlx::query("DROP INDEX heartbeat_runs_one_queued")
         .execute(&pool)
         .await
@@ -428,9 +435,10 @@ async fn the_upgrade_folds_duplicate_queued_runs_into_the_oldest() {
 
     let url = common::database_url(&server.data_dir, &server.database_url);
     let pool = common::database(&url).await;
-    let rows: Vec<(String, String)> = sqlx::query_as(
-        "SELECT run_id, status FROM agent_wakeup_requests WHERE agent_id = $1 ORDER BY id",
-    )
+    let rows: Vec<(String, String)> = sqlx::query_as(&common::bound_as_text(
+        "SELECT CAST(run_id AS TEXT), status FROM agent_wakeup_requests WHERE agent_id = $1 ORDER BY id",
+        url.starts_with("postgres"),
+    ))
     .bind(&aid)
     .fetch_all(&pool)
     .await

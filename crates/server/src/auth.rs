@@ -62,6 +62,18 @@ impl FromRequestParts<AppState> for Caller {
                 "Authentication required: send an agent API key or run token",
             ));
         }
+        // The board may name a run; a run's id is a UUID, and anything else
+        // names no run and must not be recorded as if it did. (An agent's
+        // unknown run is refused above, 401.)
+        if let Some(run) = &run_header {
+            if uuid::Uuid::try_parse(run).is_err() {
+                return Err(ApiError::validation(serde_json::json!([{
+                    "code": "invalid_string",
+                    "path": ["headers", RUN_ID_HEADER],
+                    "message": format!("{RUN_ID_HEADER} must be a run's id (a UUID)"),
+                }])));
+            }
+        }
         let mut actor = Actor::local_board();
         actor.run_id = run_header;
         Ok(Caller(actor))

@@ -91,17 +91,17 @@ INSERT INTO cost_month_totals (company_id, month, dim, dim_key, label, cost_cent
     SUM(COALESCE(CASE WHEN e.cost_cents > 10000000000 THEN 10000000000 ELSE e.cost_cents END, 0)), SUM(CASE WHEN e.input_tokens > 10000000000 THEN 10000000000 ELSE e.input_tokens END), SUM(CASE WHEN e.cached_input_tokens > 10000000000 THEN 10000000000 ELSE e.cached_input_tokens END), SUM(CASE WHEN e.output_tokens > 10000000000 THEN 10000000000 ELSE e.output_tokens END), SUM(CASE WHEN e.cost_cents IS NULL THEN CASE WHEN e.input_tokens > 10000000000 THEN 10000000000 ELSE e.input_tokens END + CASE WHEN e.cached_input_tokens > 10000000000 THEN 10000000000 ELSE e.cached_input_tokens END + CASE WHEN e.output_tokens > 10000000000 THEN 10000000000 ELSE e.output_tokens END ELSE 0 END), COUNT(*), SUM(CASE WHEN e.cost_cents IS NULL THEN 1 ELSE 0 END)
     FROM cost_events e GROUP BY e.company_id, SUBSTR(e.occurred_at, 1, 7), CASE WHEN e.issue_id IS NULL THEN '0' ELSE '1' END;
 INSERT INTO cost_month_totals (company_id, month, dim, dim_key, label, cost_cents, input_tokens, cached_input_tokens, output_tokens, unpriced_tokens, events, unpriced_events)
-    SELECT e.company_id, SUBSTR(e.occurred_at, 1, 7), 'agent', COALESCE(e.agent_id, ''), NULL,
+    SELECT e.company_id, SUBSTR(e.occurred_at, 1, 7), 'agent', COALESCE(CAST(e.agent_id AS TEXT), ''), NULL,
     SUM(COALESCE(CASE WHEN e.cost_cents > 10000000000 THEN 10000000000 ELSE e.cost_cents END, 0)), SUM(CASE WHEN e.input_tokens > 10000000000 THEN 10000000000 ELSE e.input_tokens END), SUM(CASE WHEN e.cached_input_tokens > 10000000000 THEN 10000000000 ELSE e.cached_input_tokens END), SUM(CASE WHEN e.output_tokens > 10000000000 THEN 10000000000 ELSE e.output_tokens END), SUM(CASE WHEN e.cost_cents IS NULL THEN CASE WHEN e.input_tokens > 10000000000 THEN 10000000000 ELSE e.input_tokens END + CASE WHEN e.cached_input_tokens > 10000000000 THEN 10000000000 ELSE e.cached_input_tokens END + CASE WHEN e.output_tokens > 10000000000 THEN 10000000000 ELSE e.output_tokens END ELSE 0 END), COUNT(*), SUM(CASE WHEN e.cost_cents IS NULL THEN 1 ELSE 0 END)
-    FROM cost_events e GROUP BY e.company_id, SUBSTR(e.occurred_at, 1, 7), COALESCE(e.agent_id, '');
+    FROM cost_events e GROUP BY e.company_id, SUBSTR(e.occurred_at, 1, 7), COALESCE(CAST(e.agent_id AS TEXT), '');
 INSERT INTO cost_month_totals (company_id, month, dim, dim_key, label, cost_cents, input_tokens, cached_input_tokens, output_tokens, unpriced_tokens, events, unpriced_events)
-    SELECT e.company_id, SUBSTR(e.occurred_at, 1, 7), 'project', COALESCE(e.project_id, ''), NULL,
+    SELECT e.company_id, SUBSTR(e.occurred_at, 1, 7), 'project', COALESCE(CAST(e.project_id AS TEXT), ''), NULL,
     SUM(COALESCE(CASE WHEN e.cost_cents > 10000000000 THEN 10000000000 ELSE e.cost_cents END, 0)), SUM(CASE WHEN e.input_tokens > 10000000000 THEN 10000000000 ELSE e.input_tokens END), SUM(CASE WHEN e.cached_input_tokens > 10000000000 THEN 10000000000 ELSE e.cached_input_tokens END), SUM(CASE WHEN e.output_tokens > 10000000000 THEN 10000000000 ELSE e.output_tokens END), SUM(CASE WHEN e.cost_cents IS NULL THEN CASE WHEN e.input_tokens > 10000000000 THEN 10000000000 ELSE e.input_tokens END + CASE WHEN e.cached_input_tokens > 10000000000 THEN 10000000000 ELSE e.cached_input_tokens END + CASE WHEN e.output_tokens > 10000000000 THEN 10000000000 ELSE e.output_tokens END ELSE 0 END), COUNT(*), SUM(CASE WHEN e.cost_cents IS NULL THEN 1 ELSE 0 END)
-    FROM cost_events e GROUP BY e.company_id, SUBSTR(e.occurred_at, 1, 7), COALESCE(e.project_id, '');
+    FROM cost_events e GROUP BY e.company_id, SUBSTR(e.occurred_at, 1, 7), COALESCE(CAST(e.project_id AS TEXT), '');
 INSERT INTO cost_month_totals (company_id, month, dim, dim_key, label, cost_cents, input_tokens, cached_input_tokens, output_tokens, unpriced_tokens, events, unpriced_events)
-    SELECT e.company_id, SUBSTR(e.occurred_at, 1, 7), 'issue', COALESCE(e.issue_id, ''), NULL,
+    SELECT e.company_id, SUBSTR(e.occurred_at, 1, 7), 'issue', COALESCE(CAST(e.issue_id AS TEXT), ''), NULL,
     SUM(COALESCE(CASE WHEN e.cost_cents > 10000000000 THEN 10000000000 ELSE e.cost_cents END, 0)), SUM(CASE WHEN e.input_tokens > 10000000000 THEN 10000000000 ELSE e.input_tokens END), SUM(CASE WHEN e.cached_input_tokens > 10000000000 THEN 10000000000 ELSE e.cached_input_tokens END), SUM(CASE WHEN e.output_tokens > 10000000000 THEN 10000000000 ELSE e.output_tokens END), SUM(CASE WHEN e.cost_cents IS NULL THEN CASE WHEN e.input_tokens > 10000000000 THEN 10000000000 ELSE e.input_tokens END + CASE WHEN e.cached_input_tokens > 10000000000 THEN 10000000000 ELSE e.cached_input_tokens END + CASE WHEN e.output_tokens > 10000000000 THEN 10000000000 ELSE e.output_tokens END ELSE 0 END), COUNT(*), SUM(CASE WHEN e.cost_cents IS NULL THEN 1 ELSE 0 END)
-    FROM cost_events e GROUP BY e.company_id, SUBSTR(e.occurred_at, 1, 7), COALESCE(e.issue_id, '');
+    FROM cost_events e GROUP BY e.company_id, SUBSTR(e.occurred_at, 1, 7), COALESCE(CAST(e.issue_id AS TEXT), '');
 INSERT INTO cost_month_totals (company_id, month, dim, dim_key, label, cost_cents, input_tokens, cached_input_tokens, output_tokens, unpriced_tokens, events, unpriced_events)
     SELECT e.company_id, SUBSTR(e.occurred_at, 1, 7), 'model', COALESCE(e.model, ''), MAX(e.provider),
     SUM(COALESCE(CASE WHEN e.cost_cents > 10000000000 THEN 10000000000 ELSE e.cost_cents END, 0)), SUM(CASE WHEN e.input_tokens > 10000000000 THEN 10000000000 ELSE e.input_tokens END), SUM(CASE WHEN e.cached_input_tokens > 10000000000 THEN 10000000000 ELSE e.cached_input_tokens END), SUM(CASE WHEN e.output_tokens > 10000000000 THEN 10000000000 ELSE e.output_tokens END), SUM(CASE WHEN e.cost_cents IS NULL THEN CASE WHEN e.input_tokens > 10000000000 THEN 10000000000 ELSE e.input_tokens END + CASE WHEN e.cached_input_tokens > 10000000000 THEN 10000000000 ELSE e.cached_input_tokens END + CASE WHEN e.output_tokens > 10000000000 THEN 10000000000 ELSE e.output_tokens END ELSE 0 END), COUNT(*), SUM(CASE WHEN e.cost_cents IS NULL THEN 1 ELSE 0 END)
@@ -113,9 +113,9 @@ BEGIN
     -- (costs::record); an update (SET NULL) takes its rows in key order.
     IF TG_OP = 'UPDATE' THEN
         PERFORM 1 FROM cost_month_totals WHERE (company_id = OLD.company_id AND month = SUBSTR(OLD.occurred_at, 1, 7)
-            AND (dim, dim_key) IN (('task', CASE WHEN OLD.issue_id IS NULL THEN '0' ELSE '1' END), ('agent', COALESCE(OLD.agent_id, '')), ('project', COALESCE(OLD.project_id, '')), ('issue', COALESCE(OLD.issue_id, '')), ('model', COALESCE(OLD.model, ''))))
+            AND (dim, dim_key) IN (('task', CASE WHEN OLD.issue_id IS NULL THEN '0' ELSE '1' END), ('agent', COALESCE(CAST(OLD.agent_id AS TEXT), '')), ('project', COALESCE(CAST(OLD.project_id AS TEXT), '')), ('issue', COALESCE(CAST(OLD.issue_id AS TEXT), '')), ('model', COALESCE(OLD.model, ''))))
             OR (company_id = NEW.company_id AND month = SUBSTR(NEW.occurred_at, 1, 7)
-            AND (dim, dim_key) IN (('task', CASE WHEN NEW.issue_id IS NULL THEN '0' ELSE '1' END), ('agent', COALESCE(NEW.agent_id, '')), ('project', COALESCE(NEW.project_id, '')), ('issue', COALESCE(NEW.issue_id, '')), ('model', COALESCE(NEW.model, ''))))
+            AND (dim, dim_key) IN (('task', CASE WHEN NEW.issue_id IS NULL THEN '0' ELSE '1' END), ('agent', COALESCE(CAST(NEW.agent_id AS TEXT), '')), ('project', COALESCE(CAST(NEW.project_id AS TEXT), '')), ('issue', COALESCE(CAST(NEW.issue_id AS TEXT), '')), ('model', COALESCE(NEW.model, ''))))
             ORDER BY company_id, month, dim, dim_key FOR UPDATE;
     END IF;
     IF TG_OP IN ('UPDATE', 'DELETE') THEN
@@ -128,16 +128,16 @@ BEGIN
             events = events - (1),
             unpriced_events = unpriced_events - (CASE WHEN OLD.cost_cents IS NULL THEN 1 ELSE 0 END)
             WHERE company_id = OLD.company_id AND month = SUBSTR(OLD.occurred_at, 1, 7)
-            AND (dim, dim_key) IN (('task', CASE WHEN OLD.issue_id IS NULL THEN '0' ELSE '1' END), ('agent', COALESCE(OLD.agent_id, '')), ('project', COALESCE(OLD.project_id, '')), ('issue', COALESCE(OLD.issue_id, '')), ('model', COALESCE(OLD.model, '')));
+            AND (dim, dim_key) IN (('task', CASE WHEN OLD.issue_id IS NULL THEN '0' ELSE '1' END), ('agent', COALESCE(CAST(OLD.agent_id AS TEXT), '')), ('project', COALESCE(CAST(OLD.project_id AS TEXT), '')), ('issue', COALESCE(CAST(OLD.issue_id AS TEXT), '')), ('model', COALESCE(OLD.model, '')));
     END IF;
     IF TG_OP IN ('UPDATE', 'INSERT') THEN
         INSERT INTO cost_month_totals (company_id, month, dim, dim_key, label, cost_cents, input_tokens, cached_input_tokens, output_tokens, unpriced_tokens, events, unpriced_events)
             SELECT NEW.company_id, SUBSTR(NEW.occurred_at, 1, 7), d.dim, d.dim_key, d.label,
             COALESCE(CASE WHEN NEW.cost_cents > 10000000000 THEN 10000000000 ELSE NEW.cost_cents END, 0), CASE WHEN NEW.input_tokens > 10000000000 THEN 10000000000 ELSE NEW.input_tokens END, CASE WHEN NEW.cached_input_tokens > 10000000000 THEN 10000000000 ELSE NEW.cached_input_tokens END, CASE WHEN NEW.output_tokens > 10000000000 THEN 10000000000 ELSE NEW.output_tokens END, CASE WHEN NEW.cost_cents IS NULL THEN CASE WHEN NEW.input_tokens > 10000000000 THEN 10000000000 ELSE NEW.input_tokens END + CASE WHEN NEW.cached_input_tokens > 10000000000 THEN 10000000000 ELSE NEW.cached_input_tokens END + CASE WHEN NEW.output_tokens > 10000000000 THEN 10000000000 ELSE NEW.output_tokens END ELSE 0 END, 1, CASE WHEN NEW.cost_cents IS NULL THEN 1 ELSE 0 END
             FROM (VALUES ('task', CASE WHEN NEW.issue_id IS NULL THEN '0' ELSE '1' END, NULL::TEXT),
-            ('agent', COALESCE(NEW.agent_id, ''), NULL::TEXT),
-            ('project', COALESCE(NEW.project_id, ''), NULL::TEXT),
-            ('issue', COALESCE(NEW.issue_id, ''), NULL::TEXT),
+            ('agent', COALESCE(CAST(NEW.agent_id AS TEXT), ''), NULL::TEXT),
+            ('project', COALESCE(CAST(NEW.project_id AS TEXT), ''), NULL::TEXT),
+            ('issue', COALESCE(CAST(NEW.issue_id AS TEXT), ''), NULL::TEXT),
             ('model', COALESCE(NEW.model, ''), NEW.provider)) AS d (dim, dim_key, label)
             WHERE true ORDER BY d.dim, d.dim_key
             ON CONFLICT (company_id, month, dim, dim_key) DO UPDATE SET

@@ -108,7 +108,7 @@ pub(crate) async fn create_in(
 const WITH_SPEND: &str = "SELECT a.id, a.company_id, a.name, a.role, a.title, a.icon, a.status, \
      a.reports_to, a.capabilities, a.adapter_type, a.adapter_config, a.runtime_config, \
      a.budget_monthly_cents, CAST(COALESCE((SELECT t.cost_cents FROM cost_month_totals t \
-     WHERE t.company_id = a.company_id AND t.month = $1 AND t.dim = 'agent' AND t.dim_key = a.id), 0) \
+     WHERE t.company_id = a.company_id AND t.month = $1 AND t.dim = 'agent' AND t.dim_key = CAST(a.id AS TEXT)), 0) \
      AS BIGINT) AS month_spend, a.pause_reason, a.paused_at, a.error_reason, a.permissions, \
      a.last_heartbeat_at, a.metadata, a.created_at, a.updated_at, a.url_key, a.usage_limited_until \
      FROM agents a";
@@ -131,10 +131,12 @@ pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Agent>> {
 /// The company's agent with this url key (or id), if any.
 pub async fn by_key(store: &Store, company_id: &str, key: &str) -> Result<Option<Agent>> {
     let (start, _, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let sql = format!("{WITH_SPEND} WHERE a.company_id = $2 AND (a.url_key = $3 OR a.id = $3)");
+    // The key twice: an id is a uuid on Postgres, a url key text.
+    let sql = format!("{WITH_SPEND} WHERE a.company_id = $2 AND (a.url_key = $3 OR a.id = $4)");
     let row = crate::db::query(&sql)
         .bind(&start[..7])
         .bind(company_id)
+        .bind(key)
         .bind(key)
         .fetch_optional(store.pool())
         .await?;
@@ -212,7 +214,7 @@ pub async fn briefs(store: &Store, ids: &[&str]) -> Result<Vec<Brief>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let list = crate::issue_list::json_values(store.backend(), "$1", "TEXT");
+    let list = crate::issue_list::json_values(store.backend(), "$1", "UUID");
     let sql = format!(
         "SELECT id, company_id, name, status, pause_reason, adapter_type, runtime_config, usage_limited_until \
          FROM agents WHERE id IN {list}"

@@ -78,20 +78,20 @@ pub(crate) async fn breakdown(
         By::Agent => (
             "agent",
             "a.name",
-            "LEFT JOIN agents a ON a.id = t.dim_key",
+            "LEFT JOIN agents a ON CAST(a.id AS TEXT) = t.dim_key",
             "",
         ),
         By::Project => (
             "project",
             "p.name",
-            "LEFT JOIN projects p ON p.id = t.dim_key",
+            "LEFT JOIN projects p ON CAST(p.id AS TEXT) = t.dim_key",
             " AND dim_key <> ''",
         ),
         By::Model => ("model", "t.label", "", ""),
         By::Issue => (
             "issue",
             "i.identifier",
-            "LEFT JOIN issues i ON i.id = t.dim_key",
+            "LEFT JOIN issues i ON CAST(i.id AS TEXT) = t.dim_key",
             " AND dim_key <> ''",
         ),
     };

@@ -18,7 +18,7 @@ use paperclip_core::issue::{IssuePriority, IssueStatus};
 use paperclip_core::project::ProjectStatus;
 use sqlx::pool::PoolConnection;
 
-use crate::pg_params::{Jsonb, Param, Params, Timestamptz};
+use crate::pg_params::{Jsonb, Param, Params, PgUuid, Timestamptz};
 use crate::raw::RawRow;
 use sqlx::postgres::{PgConnection, PgPool, PgRow};
 use sqlx::sqlite::{SqliteConnection, SqlitePool, SqliteRow};
@@ -325,6 +325,7 @@ impl<'q> Query<'q> {
             q = match (arg, param) {
                 (Arg::Text(v), Param::Json) => q.bind(v.map(Jsonb)),
                 (Arg::Text(v), Param::Time) => q.bind(v.and_then(|t| Timestamptz::parse(&t))),
+                (Arg::Text(v), Param::Uuid) => q.bind(v.map(|t| PgUuid::parse(&t))),
                 (Arg::Int(v), Param::Bool) => q.bind(v.map(|n| n != 0)),
                 (Arg::Text(v), _) => q.bind(v),
                 (Arg::Int(v), _) => q.bind(v),
@@ -503,10 +504,10 @@ impl Col for Option<String> {
         match row {
             DbRow::Owned(r) => Option::<String>::from_owned(r.value(col)?),
             DbRow::Sqlite(r) => r.try_get(col),
-            // JSON and times are native on Postgres; the store reads them as
-            // the text SQLite keeps.
+            // JSON, times and ids are native on Postgres; the store reads
+            // them as the text SQLite keeps.
             DbRow::Postgres(r) => match r.try_column(col)?.type_info().name() {
-                name @ ("JSONB" | "JSON" | "TIMESTAMPTZ") => {
+                name @ ("JSONB" | "JSON" | "TIMESTAMPTZ" | "UUID") => {
                     let value = r.try_get_raw(col)?;
                     if value.is_null() {
                         return Ok(None);
@@ -514,6 +515,7 @@ impl Col for Option<String> {
                     let bytes = value.as_bytes().map_err(sqlx::Error::Decode)?;
                     match name {
                         "TIMESTAMPTZ" => crate::pg_params::time_text(bytes).map(Some),
+                        "UUID" => crate::pg_params::uuid_text(bytes).map(Some),
                         _ => crate::pg_params::json_text(name, bytes).map(Some),
                     }
                 }

@@ -843,6 +843,12 @@ async fn walk_search(
 pub(crate) fn json_values(backend: crate::Backend, param: &str, sql_type: &str) -> String {
     match backend {
         crate::Backend::Sqlite => format!("(SELECT value FROM json_each({param}))"),
+        // Ids are uuid on Postgres: text that is no UUID names no row, and
+        // must not fail the cast.
+        crate::Backend::Postgres if sql_type == "UUID" => format!(
+            "(SELECT CAST(value AS UUID) FROM json_array_elements_text(CAST({param} AS json)) \
+             WHERE value ~ '^[0-9a-fA-F]{{8}}-[0-9a-fA-F]{{4}}-[0-9a-fA-F]{{4}}-[0-9a-fA-F]{{4}}-[0-9a-fA-F]{{12}}$')"
+        ),
         crate::Backend::Postgres => format!(
             "(SELECT CAST(value AS {sql_type}) FROM json_array_elements_text(CAST({param} AS json)))"
         ),

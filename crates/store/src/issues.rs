@@ -709,7 +709,7 @@ pub(crate) async fn set_blockers(
 /// Labels (kind 0), blockers (kind 1) and blocked issues (kind 2) of the
 /// owners matched by each branch's `{owner}` condition, in one statement:
 /// labels by name, issues by number.
-const RELATIONS: &str = "SELECT 0 AS kind, il.issue_id AS owner_id, l.id, l.company_id, l.name, \
+const RELATIONS: &str = "SELECT 0 AS kind, il.issue_id AS owner_id, l.id, CAST(l.company_id AS TEXT) AS company_id, l.name, \
      l.color, l.created_at, l.updated_at, l.name AS sort_name, NULL AS sort_number \
      FROM issue_labels il JOIN issues o ON o.id = il.issue_id JOIN labels l ON l.id = il.label_id \
      WHERE {owner} \
@@ -740,7 +740,7 @@ pub(crate) async fn attach_relations_where(
     if ids.is_empty() {
         return Ok(());
     }
-    let owner = format!("o.id IN {}", json_values(conn.backend(), "$1", "TEXT"));
+    let owner = format!("o.id IN {}", json_values(conn.backend(), "$1", "UUID"));
     let rows = crate::db::query(&RELATIONS.replace("{owner}", &owner))
         .bind(json_array(ids.into_iter()))
         .fetch_map(&mut *conn, relation, relation)

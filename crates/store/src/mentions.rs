@@ -31,7 +31,7 @@ pub struct Wanted {
 
 pub async fn load(store: &Store, company_id: &str, wanted: &Wanted) -> Result<Named> {
     let mut named = Named::default();
-    let ids = json_values(store.backend(), "$2", "TEXT");
+    let ids = json_values(store.backend(), "$2", "UUID");
     let rows = |table_cols: &str, list: &[String]| {
         (
             // By primary key: compared as an expression, the company cannot

@@ -178,6 +178,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0026_native_times.postgres.sql"),
         },
     ),
+    (
+        27,
+        "native_ids",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0027_native_ids.sqlite.sql"),
+            postgres: include_str!("../migrations/0027_native_ids.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -3,8 +3,8 @@
 //!
 //! Statements are written once for both engines, and the store binds ids,
 //! times and JSON as text: SQLite keeps them as text. Postgres keeps JSON as
-//! `jsonb`, times as `timestamptz` and flags as `boolean` (migrations 25 and
-//! 26), and sqlx declares each parameter's type from its Rust value, so a
+//! `jsonb`, times as `timestamptz`, flags as `boolean` and ids as `uuid`
+//! (migrations 25 to 27), and sqlx declares each parameter's type from its Rust value, so a
 //! text parameter written to a `jsonb` column is an error there. Each statement is therefore described
 //! once, with no declared types, on a connection kept for it: Postgres
 //! infers each parameter's type from its context, as it does for a literal,
@@ -32,6 +32,7 @@ pub(crate) enum Param {
     Json,
     Bool,
     Time,
+    Uuid,
     /// The value's own type.
     Same,
 }
@@ -129,6 +130,7 @@ fn param(ty: &PgTypeInfo) -> Param {
         "JSONB" | "JSON" => Param::Json,
         "BOOL" => Param::Bool,
         "TIMESTAMPTZ" => Param::Time,
+        "UUID" => Param::Uuid,
         _ => Param::Same,
     }
 }
@@ -164,6 +166,39 @@ pub(crate) fn json_text(type_name: &str, bytes: &[u8]) -> sqlx::Result<String> {
         _ => bytes,
     };
     String::from_utf8(text.to_vec()).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+}
+
+/// An id bound as `uuid`.
+pub(crate) struct PgUuid(uuid::Uuid);
+
+impl PgUuid {
+    /// Text that is no UUID names no row, as on SQLite: it is bound as the
+    /// nil UUID, which no id is (`new_id` makes v7 ones). Not NULL, which
+    /// would turn an optional filter `(run_id = $2 OR $2 IS NULL)` off. Ids
+    /// a client sends to be stored are checked where they come in.
+    pub(crate) fn parse(text: &str) -> PgUuid {
+        PgUuid(uuid::Uuid::try_parse(text).unwrap_or(uuid::Uuid::nil()))
+    }
+}
+
+impl sqlx::Type<Postgres> for PgUuid {
+    fn type_info() -> PgTypeInfo {
+        PgTypeInfo::with_oid(Oid(2950))
+    }
+}
+
+impl sqlx::Encode<'_, Postgres> for PgUuid {
+    fn encode_by_ref(&self, buf: &mut PgArgumentBuffer) -> Result<IsNull, BoxDynError> {
+        buf.extend_from_slice(self.0.as_bytes());
+        Ok(IsNull::No)
+    }
+}
+
+/// A `uuid` value as the store's text (lowercase, hyphenated: as `new_id`).
+pub(crate) fn uuid_text(bytes: &[u8]) -> sqlx::Result<String> {
+    uuid::Uuid::from_slice(bytes)
+        .map(|id| id.to_string())
+        .map_err(|e| sqlx::Error::Decode(Box::new(e)))
 }
 
 /// Microseconds from the Unix epoch to Postgres's (2000-01-01).
@@ -252,6 +287,15 @@ mod tests {
             None
         );
         assert_eq!(untyped("syntax error at or near \"FROM\""), None);
+    }
+
+    #[test]
+    fn ids_round_trip_in_the_stores_text_form() {
+        let id = crate::new_id();
+        let PgUuid(parsed) = PgUuid::parse(&id);
+        assert_eq!(uuid_text(parsed.as_bytes()).unwrap(), id);
+        assert!(PgUuid::parse("run-crashed").0.is_nil());
+        assert!(PgUuid::parse("").0.is_nil());
     }
 
     #[test]

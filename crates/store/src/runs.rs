@@ -61,7 +61,7 @@ pub async fn touching_issue(
         "SELECT * FROM heartbeat_runs WHERE company_id = $1 AND id IN ( \
            SELECT id FROM heartbeat_runs WHERE company_id = $1 AND issue_id = $2 \
            UNION SELECT run_id FROM activity_log WHERE company_id = $1 AND entity_type = 'issue' \
-             AND entity_id = $2 AND run_id IS NOT NULL) \
+             AND entity_id = CAST($2 AS TEXT) AND run_id IS NOT NULL) \
          ORDER BY id DESC LIMIT $3",
     )
     .bind(company_id)

@@ -80,7 +80,7 @@ async fn current_tasks(
     let only = match agent_ids {
         Some(_) => format!(
             " AND a.id IN {}",
-            crate::issue_list::json_values(store.backend(), "$2", "TEXT")
+            crate::issue_list::json_values(store.backend(), "$2", "UUID")
         ),
         None => String::new(),
     };

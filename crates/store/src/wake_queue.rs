@@ -98,7 +98,7 @@ async fn queued_run(tx: &mut Tx, agent_id: &str, issue_id: Option<&str>) -> Resu
     // dropped part way can leave the worker reading another statement's rows.
     let row: Option<(String,)> = crate::db::query_as(
         "SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'queued' \
-         AND COALESCE(issue_id, '') = COALESCE($2, '') ORDER BY id LIMIT 1",
+         AND (issue_id = $2 OR (issue_id IS NULL AND $2 IS NULL)) ORDER BY id LIMIT 1",
     )
     .bind(agent_id)
     .bind(issue_id)

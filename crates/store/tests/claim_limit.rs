@@ -39,7 +39,8 @@ async fn claims_beyond_max_concurrent_runs_are_refused_even_when_they_race() {
         .await
         .unwrap();
     let mut queued = Vec::new();
-    for task in ["t1", "t2", "t3", "t4", "t5"] {
+    for n in 1..=5 {
+        let task = format!("0193a6f4-6b2a-7c4e-9d1f-00000000000{n}");
         let woken = wakeups::enqueue(
             &store,
             &board,
@@ -49,7 +50,7 @@ async fn claims_beyond_max_concurrent_runs_are_refused_even_when_they_race() {
                 trigger_detail: Some("manual".into()),
                 reason: Some("slots".into()),
                 payload: None,
-                issue_id: Some(task.into()),
+                issue_id: Some(task),
                 idempotency_key: None,
             },
         )

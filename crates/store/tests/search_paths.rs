@@ -20,6 +20,30 @@ async fn analyze(store: &paperclip_store::Store) {
     }
 }
 
+/// SQL for the id of the `i`-th planted row of a kind: a UUID, as every id
+/// is (ids are `uuid` on Postgres, migration 27).
+fn planted_id(store: &paperclip_store::Store, kind: u8, i: &str) -> String {
+    match store.backend() {
+        paperclip_store::Backend::Sqlite => {
+            format!("printf('0000000{kind}-0000-7000-8000-%012d', {i})")
+        }
+        paperclip_store::Backend::Postgres => format!(
+            "CAST('0000000{kind}-0000-7000-8000-' || lpad(CAST({i} AS TEXT), 12, '0') AS UUID)"
+        ),
+    }
+}
+
+/// `expr` (text naming an id) as an id.
+fn as_id(store: &paperclip_store::Store, expr: &str) -> String {
+    match store.backend() {
+        paperclip_store::Backend::Sqlite => expr.to_string(),
+        paperclip_store::Backend::Postgres => format!("CAST({expr} AS UUID)"),
+    }
+}
+
+const LAB_MANY: &str = "00000005-0000-7000-8000-000000000001";
+const LAB_FEW: &str = "00000005-0000-7000-8000-000000000002";
+
 /// The numbers of the page before `number` in the newest-first list.
 async fn newest_before(
     store: &paperclip_store::Store,
@@ -47,12 +71,14 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     // More tasks with the common word than the rare-plan bound (5,000),
     // bulk-inserted (the search indexes follow by trigger or expression).
     let n = 6_000;
-    paperclip_store::db::query(
+    paperclip_store::db::query(&format!(
         "INSERT INTO issues (id, company_id, title, description, issue_number, identifier, created_at, updated_at) \
-         SELECT 'id-' || i, $1, 'Common chore ' || i, CASE WHEN i % 1000 = 0 THEN 'rare okapi' ELSE NULL END, \
+         SELECT {}, {}, 'Common chore ' || i, CASE WHEN i % 1000 = 0 THEN 'rare okapi' ELSE NULL END, \
          i, 'MAN-' || i, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' \
          FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2) SELECT i FROM n) s",
-    )
+        planted_id(&store, 1, "i"),
+        as_id(&store, "$1"),
+    ))
     .bind(&company)
     .bind(n)
     .execute(store.pool())
@@ -105,19 +131,23 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
 
     // A word common in comments only: the tasks of its comments match, on
     // the page walk and in the count, and a deleted comment no longer does.
-    paperclip_store::db::query(
+    paperclip_store::db::query(&format!(
         "INSERT INTO issue_comments (id, company_id, issue_id, author_type, body, deleted_at, created_at, updated_at) \
-         SELECT 'c-' || i, $1, 'id-' || i, 'user', 'zebra crossing ' || i, NULL, \
+         SELECT {}, {}, {}, 'user', 'zebra crossing ' || i, NULL, \
          '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' \
          FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2) SELECT i FROM n) s",
-    )
+        planted_id(&store, 2, "i"),
+        as_id(&store, "$1"),
+        planted_id(&store, 1, "i"),
+    ))
     .bind(&company)
     .bind(5_100)
     .execute(store.pool())
     .await
     .unwrap();
     paperclip_store::db::query(
-        "UPDATE issue_comments SET deleted_at = '2026-01-02T00:00:00.000Z' WHERE id = 'c-5100'",
+        "UPDATE issue_comments SET deleted_at = '2026-01-02T00:00:00.000Z' \
+         WHERE id = '00000002-0000-7000-8000-000000005100'",
     )
     .execute(store.pool())
     .await
@@ -148,12 +178,14 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     // the walk reads number ranges, so the order and the cursor hold; only
     // its speed relies on rowids following numbers.
     let back = common::company(&store, "Back Co").await;
-    paperclip_store::db::query(
+    paperclip_store::db::query(&format!(
         "INSERT INTO issues (id, company_id, title, issue_number, identifier, created_at, updated_at) \
-         SELECT 'back-' || i, $1, CASE WHEN i % 3 = 0 THEN 'Common errand ' || i ELSE 'Other ' || i END, \
+         SELECT {}, {}, CASE WHEN i % 3 = 0 THEN 'Common errand ' || i ELSE 'Other ' || i END, \
          i, 'BAK-' || i, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' \
-         FROM (WITH RECURSIVE n(i) AS (SELECT $2 UNION ALL SELECT i - 1 FROM n WHERE i > 1) SELECT i FROM n) s",
-    )
+         FROM (WITH RECURSIVE n(i) AS (SELECT CAST($2 AS BIGINT) UNION ALL SELECT i - 1 FROM n WHERE i > 1) SELECT i FROM n) s",
+        planted_id(&store, 3, "i"),
+        as_id(&store, "$1"),
+    ))
     .bind(&back)
     .bind(16_000)
     .execute(store.pool())
@@ -215,21 +247,25 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
 
     // Labels take the same two plans: one on most tasks (a walk probing each
     // task), one on few (its tasks drive); pages and counts agree with them.
-    paperclip_store::db::query(
+    paperclip_store::db::query(&format!(
         "INSERT INTO labels (id, company_id, name, color, created_at, updated_at) VALUES \
-         ('lab-many', $1, 'many', '#000000', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'), \
-         ('lab-few', $1, 'few', '#000000', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
-    )
+         ('{LAB_MANY}', $1, 'many', '#000000', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'), \
+         ('{LAB_FEW}', $1, 'few', '#000000', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
+    ))
     .bind(&back)
     .execute(store.pool())
     .await
     .unwrap();
     analyze(&store).await;
-    paperclip_store::db::query(
+    paperclip_store::db::query(&format!(
         "INSERT INTO issue_labels (issue_id, label_id) \
-         SELECT id, CASE WHEN issue_number % 1000 = 7 THEN 'lab-few' ELSE 'lab-many' END FROM issues \
+         SELECT id, {} FROM issues \
          WHERE company_id = $1 AND (issue_number % 2 = 0 OR issue_number % 1000 = 7)",
-    )
+        as_id(
+            &store,
+            &format!("CASE WHEN issue_number % 1000 = 7 THEN '{LAB_FEW}' ELSE '{LAB_MANY}' END")
+        ),
+    ))
     .bind(&back)
     .execute(store.pool())
     .await
@@ -240,12 +276,12 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
         limit,
         ..issues::Filter::default()
     };
-    let many = issues::list(&store, &back, &by_label("lab-many", 3))
+    let many = issues::list(&store, &back, &by_label(LAB_MANY, 3))
         .await
         .unwrap();
     let numbers: Vec<i64> = many.issues.iter().map(|i| i.issue_number).collect();
     assert_eq!(numbers, [16000, 15998, 15996]);
-    let few = issues::list(&store, &back, &by_label("lab-few", 100))
+    let few = issues::list(&store, &back, &by_label(LAB_FEW, 100))
         .await
         .unwrap();
     let numbers: Vec<i64> = few.issues.iter().map(|i| i.issue_number).collect();
@@ -253,7 +289,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
         numbers,
         (0..16).rev().map(|k| k * 1000 + 7).collect::<Vec<_>>()
     );
-    for (label, expected) in [("lab-many", 8_000), ("lab-few", 16)] {
+    for (label, expected) in [(LAB_MANY, 8_000), (LAB_FEW, 16)] {
         let (count, more) = issues::count(&store, &back, &by_label(label, 3), 10_000)
             .await
             .unwrap();
@@ -261,7 +297,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     }
     let both = issues::Filter {
         q: Some("errand".into()),
-        ..by_label("lab-many", 2)
+        ..by_label(LAB_MANY, 2)
     };
     let page = issues::list(&store, &back, &both).await.unwrap();
     let numbers: Vec<i64> = page.issues.iter().map(|i| i.issue_number).collect();
@@ -277,7 +313,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
         &back,
         &issues::Filter {
             cursor: many.next_cursor.clone(),
-            ..by_label("lab-many", 3)
+            ..by_label(LAB_MANY, 3)
         },
     )
     .await
@@ -289,7 +325,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
         &back,
         &issues::Filter {
             cursor: many.next_cursor.clone(),
-            ..by_label("lab-many", 3)
+            ..by_label(LAB_MANY, 3)
         },
     )
     .await
@@ -304,7 +340,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     assert_eq!(numbers, [15994, 15992, 15990], "the same as JSON");
     assert_eq!(json.next_cursor.map(|c| c.number), Some(15990));
     assert_eq!(
-        newest_before(&store, &back, &by_label("lab-many", 3), 9).await,
+        newest_before(&store, &back, &by_label(LAB_MANY, 3), 9).await,
         [14, 12, 10],
         "the page before a place"
     );
@@ -320,7 +356,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
         &back,
         &issues::Filter {
             statuses: vec![paperclip_core::issue::IssueStatus::Done],
-            ..by_label("lab-many", 3)
+            ..by_label(LAB_MANY, 3)
         },
     )
     .await
@@ -330,15 +366,15 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
 
     // Another company's label picks nothing here, though its tasks' numbers
     // are this company's numbers too.
-    let elsewhere = issues::list(&store, &company, &by_label("lab-many", 3))
+    let elsewhere = issues::list(&store, &company, &by_label(LAB_MANY, 3))
         .await
         .unwrap();
     assert!(elsewhere.issues.is_empty(), "{:?}", elsewhere.next_cursor);
-    let json = issues::list_json(&store, &company, &by_label("lab-many", 3))
+    let json = issues::list_json(&store, &company, &by_label(LAB_MANY, 3))
         .await
         .unwrap();
     assert_eq!(json.body, b"[]");
-    let (count, _) = issues::count(&store, &company, &by_label("lab-many", 3), 10_000)
+    let (count, _) = issues::count(&store, &company, &by_label(LAB_MANY, 3), 10_000)
         .await
         .unwrap();
     assert_eq!(count, 0, "nor counts any");
@@ -352,13 +388,15 @@ async fn a_search_lists_title_matches_first_and_pages_across_its_ranks() {
     let store = store().await;
     let company = common::company(&store, "Rank Co").await;
     let n: i64 = 12_000;
-    paperclip_store::db::query(
+    paperclip_store::db::query(&format!(
         "INSERT INTO issues (id, company_id, title, description, issue_number, identifier, created_at, updated_at) \
-         SELECT 'rank-' || i, $1, CASE WHEN i % 2 = 0 THEN 'Widget ' || i ELSE 'Other ' || i END, \
+         SELECT {}, {}, CASE WHEN i % 2 = 0 THEN 'Widget ' || i ELSE 'Other ' || i END, \
          CASE WHEN i % 2 = 1 AND i % 5 = 0 THEN 'Needs a widget' ELSE NULL END, \
          i, 'RNK-' || i, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' \
          FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2) SELECT i FROM n) s",
-    )
+        planted_id(&store, 4, "i"),
+        as_id(&store, "$1"),
+    ))
     .bind(&company)
     .bind(n)
     .execute(store.pool())

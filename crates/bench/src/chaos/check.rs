@@ -15,6 +15,7 @@ use super::{agent_log, proc};
 pub struct Db {
     pool: AnyPool,
     cid: String,
+    postgres: bool,
 }
 
 impl Db {
@@ -31,6 +32,7 @@ impl Db {
         Ok(Db {
             pool,
             cid: cid.to_string(),
+            postgres: url.starts_with("postgres"),
         })
     }
 
@@ -38,14 +40,15 @@ impl Db {
         // A queued run of a paused agent cannot start until someone resumes
         // it: waiting for it would only run out the deadline, so it is left
         // to invariant 1 to report.
-        let live: Result<(i64,), _> = sqlx::query_as(
+        let sql = self.for_engine(
             "SELECT COUNT(*) FROM heartbeat_runs r JOIN agents a ON a.id = r.agent_id \
              WHERE r.company_id = $1 AND (r.status = 'running' OR (r.status = 'queued' \
              AND a.status NOT IN ('paused', 'terminated')))",
-        )
-        .bind(&self.cid)
-        .fetch_one(&self.pool)
-        .await;
+        );
+        let live: Result<(i64,), _> = sqlx::query_as(&sql)
+            .bind(&self.cid)
+            .fetch_one(&self.pool)
+            .await;
         matches!(live, Ok((0,)))
     }
 
@@ -53,15 +56,25 @@ impl Db {
         self.pool.close().await;
     }
 
+    /// `sql` (which compares `company_id = $1`) as the Any driver, which
+    /// binds text, can run it: on Postgres the company's id is a uuid.
+    fn for_engine(&self, sql: &str) -> String {
+        match self.postgres {
+            true => sql.replace("company_id = $1", "company_id = CAST($1 AS UUID)"),
+            false => sql.to_string(),
+        }
+    }
+
     /// Rows of `sql` (which takes the company as `$1`). The Any driver reads
     /// text and numbers only: Postgres's native columns are selected as the
-    /// store's text (`CAST(json AS TEXT)`, and a time's 24 characters,
-    /// `SUBSTR(t, 1, 24)`, which store migration 26 defines on Postgres).
+    /// store's text (`CAST(json AS TEXT)`, `CAST(id AS TEXT)`, and a time's
+    /// 24 characters, `SUBSTR(t, 1, 24)`, which store migration 26 defines
+    /// on Postgres).
     async fn rows<T>(&self, sql: &str) -> anyhow::Result<Vec<T>>
     where
         T: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin,
     {
-        Ok(sqlx::query_as(sql)
+        Ok(sqlx::query_as(&self.for_engine(sql))
             .bind(&self.cid)
             .fetch_all(&self.pool)
             .await?)
@@ -228,7 +241,8 @@ type CommentRow = (
 async fn load(db: &Db) -> anyhow::Result<Data> {
     let runs: Vec<RunRow> = db
         .rows(
-            "SELECT id, agent_id, status, wakeup_request_id, CAST(context_snapshot AS TEXT), \
+            "SELECT CAST(id AS TEXT), CAST(agent_id AS TEXT), status, \
+             CAST(wakeup_request_id AS TEXT), CAST(context_snapshot AS TEXT), \
              SUBSTR(started_at, 1, 24), SUBSTR(finished_at, 1, 24), error_code \
              FROM heartbeat_runs WHERE company_id = $1",
         )
@@ -253,7 +267,8 @@ async fn load(db: &Db) -> anyhow::Result<Data> {
         .collect();
     let wakes: Vec<WakeRow> = db
         .rows(
-            "SELECT id, agent_id, status, skip_reason, run_id, CAST(payload AS TEXT) \
+            "SELECT CAST(id AS TEXT), CAST(agent_id AS TEXT), status, skip_reason, \
+             CAST(run_id AS TEXT), CAST(payload AS TEXT) \
              FROM agent_wakeup_requests WHERE company_id = $1",
         )
         .await?;
@@ -270,7 +285,8 @@ async fn load(db: &Db) -> anyhow::Result<Data> {
         .collect();
     let comments: Vec<CommentRow> = db
         .rows(
-            "SELECT id, issue_id, author_agent_id, body, SUBSTR(created_at, 1, 24), created_by_run_id \
+            "SELECT CAST(id AS TEXT), CAST(issue_id AS TEXT), CAST(author_agent_id AS TEXT), body, \
+             SUBSTR(created_at, 1, 24), CAST(created_by_run_id AS TEXT) \
              FROM issue_comments WHERE company_id = $1 AND deleted_at IS NULL",
         )
         .await?;
@@ -287,7 +303,8 @@ async fn load(db: &Db) -> anyhow::Result<Data> {
         .collect();
     let issues = db
         .rows(
-            "SELECT id, status, checkout_run_id, execution_run_id FROM issues WHERE company_id = $1",
+            "SELECT CAST(id AS TEXT), status, CAST(checkout_run_id AS TEXT), \
+             CAST(execution_run_id AS TEXT) FROM issues WHERE company_id = $1",
         )
         .await?;
     let activity: Vec<(String, String, String, String)> = db
@@ -311,7 +328,10 @@ async fn load(db: &Db) -> anyhow::Result<Data> {
         }
     }
     let agents: Vec<(String, String, String, String, Option<String>)> = db
-        .rows("SELECT id, name, url_key, status, pause_reason FROM agents WHERE company_id = $1")
+        .rows(
+            "SELECT CAST(id AS TEXT), name, url_key, status, pause_reason FROM agents \
+             WHERE company_id = $1",
+        )
         .await?;
     let mut tokens = HashMap::new();
     let mut agent_status = HashMap::new();

@@ -137,8 +137,10 @@ pub async fn fill(url: &str, seed: &Seed, plan: &Plan) -> anyhow::Result<Steps> 
         ("scale_labels", &seed.labels),
         ("scale_goals", &seed.goals),
     ] {
+        // Ids are uuid on Postgres (store migration 27).
+        let id_type = if d.postgres { "UUID" } else { "TEXT" };
         conn.execute(
-            format!("CREATE TEMP TABLE {table} (idx BIGINT PRIMARY KEY, id TEXT NOT NULL)")
+            format!("CREATE TEMP TABLE {table} (idx BIGINT PRIMARY KEY, id {id_type} NOT NULL)")
                 .as_str(),
         )
         .await?;
@@ -518,7 +520,7 @@ impl Queries<'_> {
             "INSERT INTO activity_log (id, company_id, actor_type, actor_id, action, entity_type, entity_id, agent_id, \
              run_id, details, created_at) \
              SELECT {id}, i.company_id, CASE WHEN i.created_by_agent_id IS NULL THEN 'user' ELSE 'agent' END, \
-             COALESCE(i.created_by_agent_id, i.created_by_user_id), 'issue.created', 'issue', i.id, i.created_by_agent_id, NULL, \
+             COALESCE(CAST(i.created_by_agent_id AS TEXT), i.created_by_user_id), 'issue.created', 'issue', i.id, i.created_by_agent_id, NULL, \
              {details}, i.created_at \
              FROM issues i WHERE {w}",
             id = self.d.sibling_id("i.id", 0xa01),
@@ -536,7 +538,7 @@ impl Queries<'_> {
         format!(
             "INSERT INTO activity_log (id, company_id, actor_type, actor_id, action, entity_type, entity_id, agent_id, \
              run_id, details, created_at) \
-             SELECT {id}, c.company_id, c.author_type, COALESCE(c.author_agent_id, c.author_user_id), 'issue.comment_added', \
+             SELECT {id}, c.company_id, c.author_type, COALESCE(CAST(c.author_agent_id AS TEXT), c.author_user_id), 'issue.comment_added', \
              'issue', c.issue_id, c.author_agent_id, NULL, \
              {details}, \
              c.created_at FROM issue_comments c JOIN issues i ON i.id = c.issue_id WHERE c.company_id = '{cid}'",

@@ -67,14 +67,23 @@ impl Dialect {
     /// the last 48 bits are `n` times an odd constant modulo 2^48, a bijection.
     pub fn uuid7(&self, ms: &str, n: &str, salt: u64) -> String {
         let odd = 0x9E37_79B1u64 + 2 * salt;
-        format!(
+        self.id(&format!(
             "({} || '-' || {} || '-7' || {} || '-' || {} || '-' || {})",
             self.hex(&format!("({ms}) / 65536"), 8),
             self.hex(&format!("({ms}) % 65536"), 4),
             self.hex(&format!("(({n}) * {}) % 4096", 40503 + salt * 2), 3),
             self.hex(&format!("32768 + (({n}) * 7919) % 16384"), 4),
             self.hex(&format!("(({n}) * {odd}) % 281474976710656"), 12),
-        )
+        ))
+    }
+
+    /// An id's text as the engine stores ids (`uuid` on Postgres, store
+    /// migration 27; text on SQLite).
+    fn id(&self, text: &str) -> String {
+        match self.postgres {
+            true => format!("CAST({text} AS UUID)"),
+            false => text.to_string(),
+        }
     }
 
     /// A second id at the same instant as `id` (an activity row written in
@@ -82,10 +91,10 @@ impl Dialect {
     /// after the version digit replaced by `salt`, so it is unique wherever
     /// `id` is and sorts next to it.
     pub fn sibling_id(&self, id: &str, salt: u16) -> String {
-        format!(
-            "(substr({id}, 1, 15) || '{:03x}' || substr({id}, 19))",
+        self.id(&format!(
+            "(substr(CAST({id} AS TEXT), 1, 15) || '{:03x}' || substr(CAST({id} AS TEXT), 19))",
             salt & 0xfff
-        )
+        ))
     }
 }
 
