@@ -9,10 +9,25 @@
 -- value) and the database is left as it was: no reference is guessed or
 -- dropped.
 
--- Triggers that name an id column are set up again after it changes type.
-DROP TRIGGER issue_status_counts_update ON issues;
-DROP TRIGGER issue_day_counts_update ON issues;
-DROP TRIGGER task_search_comment_change ON issue_comments;
+-- A trigger that names columns (`UPDATE OF`, `WHEN`) blocks a change of
+-- their type: each is dropped and made again, as it was. Read from the
+-- database rather than listed here, so one made by an earlier build's
+-- definition is kept as it is too.
+CREATE TEMPORARY TABLE paperclip_triggers ON COMMIT DROP AS
+    SELECT t.tgrelid::regclass AS tbl, t.tgname AS name, pg_get_triggerdef(t.oid) AS def
+    FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE NOT t.tgisinternal AND n.nspname = current_schema()
+        AND (t.tgattr::text <> '' OR t.tgqual IS NOT NULL);
+
+DO $$
+DECLARE k RECORD;
+BEGIN
+    FOR k IN SELECT * FROM paperclip_triggers LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', k.name, k.tbl);
+    END LOOP;
+END
+$$;
+
 -- One queued run per agent and task, a run without a task keyed ''.
 DROP INDEX heartbeat_runs_one_queued;
 
@@ -275,16 +290,13 @@ BEGIN
 END
 $$;
 
-CREATE TRIGGER issue_status_counts_update AFTER UPDATE OF status, company_id ON issues
-    FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.company_id IS DISTINCT FROM NEW.company_id)
-    EXECUTE FUNCTION issue_status_counts_follow();
-
-CREATE TRIGGER issue_day_counts_update AFTER UPDATE OF status, company_id, created_at, completed_at ON issues
-    FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.company_id IS DISTINCT FROM NEW.company_id
-        OR OLD.created_at IS DISTINCT FROM NEW.created_at OR OLD.completed_at IS DISTINCT FROM NEW.completed_at)
-    EXECUTE FUNCTION issue_day_counts_follow();
-
-CREATE TRIGGER task_search_comment_change AFTER INSERT OR DELETE OR UPDATE OF body, deleted_at, issue_id
-    ON issue_comments FOR EACH ROW EXECUTE FUNCTION task_search_comment_follow();
+DO $$
+DECLARE k RECORD;
+BEGIN
+    FOR k IN SELECT * FROM paperclip_triggers ORDER BY name LOOP
+        EXECUTE k.def;
+    END LOOP;
+END
+$$;
 
 ANALYZE;
