@@ -19,6 +19,7 @@
 //! The rest reports figures only; it asserts nothing about speed, so it never fails
 //! on a slow machine. Progress goes to stderr, the summary to stdout.
 
+mod floor;
 mod heartbeat;
 mod load;
 mod pages;
@@ -269,7 +270,9 @@ async fn crud(args: Args) -> anyhow::Result<()> {
         "/api/companies/{list_company}/issues?limit={}",
         args.list_size
     ));
-    let page: Value = client.get(&list_url).send().await?.json().await?;
+    // The list's own bytes, answered again with no work by the floor below.
+    let list_body = client.get(&list_url).send().await?.bytes().await?.to_vec();
+    let page: Value = serde_json::from_slice(&list_body)?;
     let page = page.as_array().context("list response is not an array")?;
     if page.len() as u64 != args.list_size {
         bail!(
@@ -308,6 +311,16 @@ async fn crud(args: Args) -> anyhow::Result<()> {
     let loaded_rss = server.rss_kib()?;
     server.stop().await;
 
+    // How far the list is from HTTP itself: the same bytes, no work.
+    eprintln!("the HTTP floor for a {}-byte body...", list_body.len());
+    let list_bytes = list_body.len();
+    let floor = floor::Floor::start(list_body)?;
+    let floor_list = timed_get(&client, &floor.url(), args.clients, warmup, duration).await;
+    floor_list.warn_errors("floor");
+    let floor_list_1 = timed_get(&client, &floor.url(), 1, warmup, duration).await;
+    floor_list_1.warn_errors("floor (1 client)");
+    drop(floor);
+
     let report = Report {
         backend,
         clients: args.clients,
@@ -320,6 +333,9 @@ async fn crud(args: Args) -> anyhow::Result<()> {
         list_1,
         get,
         health,
+        list_bytes,
+        floor_list,
+        floor_list_1,
     };
     report.print_summary();
     println!();

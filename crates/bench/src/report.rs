@@ -18,6 +18,11 @@ pub struct Report {
     pub list_1: Run,
     pub get: Run,
     pub health: Run,
+    /// The list's size in bytes, and the HTTP stack answering those bytes
+    /// with no work (16 clients, 1 client).
+    pub list_bytes: usize,
+    pub floor_list: Run,
+    pub floor_list_1: Run,
 }
 
 fn ms(d: Duration) -> String {
@@ -82,6 +87,16 @@ impl Report {
         println!("  get issue x{c:<3}     {}", latency(&self.get));
         println!("  health x{c:<3}        {}", latency(&self.health));
         println!(
+            "  floor {} B x{c:<3} {}",
+            self.list_bytes,
+            latency(&self.floor_list)
+        );
+        println!(
+            "  floor {} B x1   {}",
+            self.list_bytes,
+            latency(&self.floor_list_1)
+        );
+        println!(
             "  RSS after load     {} MiB (peak {} MiB)",
             mib(self.loaded_rss.now),
             mib(self.loaded_rss.peak)
@@ -113,6 +128,19 @@ impl Report {
             (
                 format!("Health (HTTP floor), {c} clients"),
                 &self.health,
+                "-",
+            ),
+            (
+                format!(
+                    "HTTP floor, the list's {} bytes, {c} clients",
+                    self.list_bytes
+                ),
+                &self.floor_list,
+                "-",
+            ),
+            (
+                format!("HTTP floor, the list's {} bytes, 1 client", self.list_bytes),
+                &self.floor_list_1,
                 "-",
             ),
         ] {

@@ -453,6 +453,15 @@ async fn a_schema_24_database_keeps_its_json_times_flags_and_ids_as_native_types
         back_to_24.push(format!(
             "UPDATE agents SET metadata = 'hand-edited' WHERE id = '{aid}'"
         ));
+        // A trigger as an earlier build made it (more columns, no WHEN):
+        // the upgrade keeps it as it finds it.
+        back_to_24.push("DROP TRIGGER task_search_issue_update ON issues".into());
+        back_to_24.push(
+            "CREATE TRIGGER task_search_issue_update AFTER UPDATE OF identifier, title, \
+             description, company_id, issue_number ON issues FOR EACH ROW \
+             EXECUTE FUNCTION task_search_issue_follow()"
+                .into(),
+        );
     }
     back_to_24.push("DELETE FROM schema_migrations WHERE version IN (25, 26, 27)".into());
     for sql in &back_to_24 {
@@ -605,6 +614,22 @@ async fn a_schema_24_database_keeps_its_json_times_flags_and_ids_as_native_types
         .await
         .unwrap();
         assert_eq!(keys, foreign_keys, "every foreign key is made again");
+        let (trigger,): (String,) = sqlx::query_as(
+            "SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgname = 'task_search_issue_update'",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        assert!(
+            trigger.contains("UPDATE OF identifier, title, description, company_id, issue_number"),
+            "{trigger}"
+        );
+        let (triggers,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM pg_trigger WHERE NOT tgisinternal")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        assert_eq!(triggers, 13, "every trigger is there once");
         let (flag,): (String,) = sqlx::query_as(
             "SELECT CAST(require_board_approval_for_new_agents AS TEXT) FROM companies \
              WHERE CAST(id AS TEXT) = $1",

@@ -74,24 +74,30 @@ pub(crate) async fn breakdown(
     month: &str,
     page: Option<(i64, i64)>,
 ) -> Result<Vec<Breakdown>> {
+    // The key is an id's text ('' for none); ids are uuid on Postgres, and
+    // the join must reach them by their index (a million tasks).
+    let key = match store.backend() {
+        crate::Backend::Sqlite => "t.dim_key",
+        crate::Backend::Postgres => "CAST(NULLIF(t.dim_key, '') AS UUID)",
+    };
     let (dim, label, join, filter) = match by {
         By::Agent => (
             "agent",
             "a.name",
-            "LEFT JOIN agents a ON CAST(a.id AS TEXT) = t.dim_key",
+            format!("LEFT JOIN agents a ON a.id = {key}"),
             "",
         ),
         By::Project => (
             "project",
             "p.name",
-            "LEFT JOIN projects p ON CAST(p.id AS TEXT) = t.dim_key",
+            format!("LEFT JOIN projects p ON p.id = {key}"),
             " AND dim_key <> ''",
         ),
-        By::Model => ("model", "t.label", "", ""),
+        By::Model => ("model", "t.label", String::new(), ""),
         By::Issue => (
             "issue",
             "i.identifier",
-            "LEFT JOIN issues i ON CAST(i.id AS TEXT) = t.dim_key",
+            format!("LEFT JOIN issues i ON i.id = {key}"),
             " AND dim_key <> ''",
         ),
     };
