@@ -214,7 +214,8 @@ pub async fn briefs(store: &Store, ids: &[&str]) -> Result<Vec<Brief>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let list = crate::issue_list::json_values(store.backend(), "$1", "UUID");
+    let list =
+        crate::issue_list::json_values(store.backend(), "$1", crate::issue_list::ListOf::Ids);
     let sql = format!(
         "SELECT id, company_id, name, status, pause_reason, adapter_type, runtime_config, usage_limited_until \
          FROM agents WHERE id IN {list}"

@@ -83,7 +83,7 @@ pub async fn summaries(store: &Store, company_id: &str, ids: &[&str]) -> Result<
     let sql = format!(
         "SELECT id, identifier, title, status, priority FROM issues WHERE id IN {} \
          AND company_id || '' = $1",
-        crate::issue_list::json_values(store.backend(), "$2", "UUID")
+        crate::issue_list::json_values(store.backend(), "$2", crate::issue_list::ListOf::Ids)
     );
     let rows = crate::db::query(&sql)
         .bind(company_id)

@@ -267,7 +267,8 @@ pub async fn failed_runs(
         t
     };
     if !tasks.is_empty() {
-        let list = crate::issue_list::json_values(store.backend(), "$2", "UUID");
+        let list =
+            crate::issue_list::json_values(store.backend(), "$2", crate::issue_list::ListOf::Ids);
         let rows = crate::db::query(&format!(
             "SELECT s.issue_id, MAX(CAST(s.id AS TEXT)) AS last_ok FROM heartbeat_runs s \
              WHERE s.company_id = $1 AND s.issue_id IN {list} AND s.status || '' = 'succeeded' \

@@ -718,7 +718,7 @@ pub async fn list_sorted(
         let numbers = json_array(chosen.iter().map(|r| r.0));
         let sql = format!(
             "SELECT {COLUMNS}, {HAS_RELATIONS} FROM issues WHERE company_id = $1 AND issue_number IN {}",
-            json_values(store.backend(), "$2", "BIGINT")
+            json_values(store.backend(), "$2", ListOf::Numbers)
         );
         let mut rows = crate::db::query(&sql)
             .bind(company_id)
@@ -838,19 +838,27 @@ async fn walk_search(
     Ok(rows)
 }
 
-/// `(SELECT ...)` of the values of the JSON array bound as `param`, as
-/// `sql_type`: how a list of any length is one parameter on both engines.
-pub(crate) fn json_values(backend: crate::Backend, param: &str, sql_type: &str) -> String {
-    match backend {
-        crate::Backend::Sqlite => format!("(SELECT value FROM json_each({param}))"),
-        // Ids are uuid on Postgres: text that is no UUID names no row, and
-        // must not fail the cast.
-        crate::Backend::Postgres if sql_type == "UUID" => format!(
+/// What a list bound as one JSON array holds.
+#[derive(Clone, Copy)]
+pub(crate) enum ListOf {
+    /// Ids (`uuid` on Postgres).
+    Ids,
+    /// Task numbers.
+    Numbers,
+}
+
+/// `(SELECT ...)` of the values of the JSON array bound as `param`: how a
+/// list of any length is one parameter on both engines.
+pub(crate) fn json_values(backend: crate::Backend, param: &str, of: ListOf) -> String {
+    match (backend, of) {
+        (crate::Backend::Sqlite, _) => format!("(SELECT value FROM json_each({param}))"),
+        // Text that is no UUID names no row, and must not fail the cast.
+        (crate::Backend::Postgres, ListOf::Ids) => format!(
             "(SELECT CAST(value AS UUID) FROM json_array_elements_text(CAST({param} AS json)) \
              WHERE value ~ '^[0-9a-fA-F]{{8}}-[0-9a-fA-F]{{4}}-[0-9a-fA-F]{{4}}-[0-9a-fA-F]{{4}}-[0-9a-fA-F]{{12}}$')"
         ),
-        crate::Backend::Postgres => format!(
-            "(SELECT CAST(value AS {sql_type}) FROM json_array_elements_text(CAST({param} AS json)))"
+        (crate::Backend::Postgres, ListOf::Numbers) => format!(
+            "(SELECT CAST(value AS BIGINT) FROM json_array_elements_text(CAST({param} AS json)))"
         ),
     }
 }

@@ -21,7 +21,7 @@ pub use crate::issue_json::{list_json, JsonPage};
 pub use crate::issue_list::{
     count, list, list_sorted, Band, Direction, Filter, Page, Position, Sort, SortedPage,
 };
-use crate::issue_list::{json_array, json_values};
+use crate::issue_list::{json_array, json_values, ListOf};
 use crate::row::RowExt;
 use crate::{now, placeholders, Error, Result, Store, Tx};
 
@@ -740,7 +740,7 @@ pub(crate) async fn attach_relations_where(
     if ids.is_empty() {
         return Ok(());
     }
-    let owner = format!("o.id IN {}", json_values(conn.backend(), "$1", "UUID"));
+    let owner = format!("o.id IN {}", json_values(conn.backend(), "$1", ListOf::Ids));
     let rows = crate::db::query(&RELATIONS.replace("{owner}", &owner))
         .bind(json_array(ids.into_iter()))
         .fetch_map(&mut *conn, relation, relation)

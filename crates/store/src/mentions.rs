@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::issue_list::{json_array, json_values};
+use crate::issue_list::{json_array, json_values, ListOf};
 use crate::{Result, Store};
 
 #[derive(Debug, Default)]
@@ -31,7 +31,7 @@ pub struct Wanted {
 
 pub async fn load(store: &Store, company_id: &str, wanted: &Wanted) -> Result<Named> {
     let mut named = Named::default();
-    let ids = json_values(store.backend(), "$2", "UUID");
+    let ids = json_values(store.backend(), "$2", ListOf::Ids);
     let rows = |table_cols: &str, list: &[String]| {
         (
             // By primary key: compared as an expression, the company cannot

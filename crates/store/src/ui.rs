@@ -80,7 +80,7 @@ async fn current_tasks(
     let only = match agent_ids {
         Some(_) => format!(
             " AND a.id IN {}",
-            crate::issue_list::json_values(store.backend(), "$2", "UUID")
+            crate::issue_list::json_values(store.backend(), "$2", crate::issue_list::ListOf::Ids)
         ),
         None => String::new(),
     };
@@ -118,7 +118,7 @@ async fn current_tasks(
     let sql = format!(
         "SELECT assignee_agent_id, identifier, title FROM issues \
          WHERE company_id = $1 AND issue_number IN {} ORDER BY issue_number DESC",
-        crate::issue_list::json_values(store.backend(), "$2", "BIGINT")
+        crate::issue_list::json_values(store.backend(), "$2", crate::issue_list::ListOf::Numbers)
     );
     let rows = crate::db::query(&sql)
         .bind(company_id)
