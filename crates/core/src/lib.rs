@@ -24,5 +24,6 @@ pub mod project;
 pub mod run_liveness;
 pub mod secrets;
 pub mod stored;
+pub mod team;
 pub mod template;
 pub mod thrift;

@@ -4,6 +4,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
+use paperclip_core::team::{DeploymentMode, Exposure};
 use serde::Deserialize;
 
 #[derive(clap::Args, Debug)]
@@ -38,6 +39,24 @@ pub struct RunArgs {
     /// Live event subscribers (SSE and WebSocket) allowed per company.
     #[arg(long, env = "PAPERCLIP_MAX_SUBSCRIBERS", default_value_t = 1000)]
     max_subscribers: usize,
+    /// `local_trusted` (one person at this machine, loopback only, no
+    /// sign-in) or `authenticated` (people sign in; any address may be bound).
+    #[arg(long, env = "PAPERCLIP_DEPLOYMENT_MODE", value_parser = parse_mode)]
+    deployment_mode: Option<DeploymentMode>,
+    /// Who reaches an authenticated instance: `private` (a private network)
+    /// or `public` (the internet; needs --public-url).
+    #[arg(long, env = "PAPERCLIP_DEPLOYMENT_EXPOSURE", value_parser = parse_exposure)]
+    exposure: Option<Exposure>,
+    /// Host names served besides loopback and the public URL's (comma-separated),
+    /// e.g. a tailnet name of an authenticated private instance.
+    #[arg(long, env = "PAPERCLIP_ALLOWED_HOSTNAMES", value_delimiter = ',')]
+    allowed_hostnames: Vec<String>,
+    /// Accounts only through invites: nobody may sign up on their own.
+    #[arg(long, env = "PAPERCLIP_AUTH_DISABLE_SIGN_UP")]
+    disable_sign_up: bool,
+    /// Seconds a sign-in lasts (default 7 days).
+    #[arg(long, env = "PAPERCLIP_SESSION_TTL", default_value_t = 7 * 24 * 3600)]
+    session_ttl: u64,
     /// Create the sample company (two script agents working on a few tasks,
     /// no model key needed) unless it exists already.
     #[arg(long)]
@@ -62,6 +81,7 @@ pub struct Config {
     pub public_url: Option<String>,
     pub limits: paperclip_server::Limits,
     pub sample: bool,
+    pub team: paperclip_server::people::TeamConfig,
 }
 
 impl Config {
@@ -79,11 +99,20 @@ impl Config {
             .bind
             .or(file.bind)
             .unwrap_or(IpAddr::from([127, 0, 0, 1]));
-        if !bind.is_loopback() {
+        let mode = args.deployment_mode.unwrap_or(DeploymentMode::LocalTrusted);
+        let exposure = args.exposure.unwrap_or(Exposure::Private);
+        if mode == DeploymentMode::LocalTrusted && !bind.is_loopback() {
             bail!(
                 "refusing to bind {bind}: local trusted mode gives every caller board access, \
-                 so it listens on loopback only (127.0.0.1 or ::1) until authenticated mode exists"
+                 so it listens on loopback only (127.0.0.1 or ::1); to serve other machines, \
+                 start with --deployment-mode authenticated"
             );
+        }
+        if mode == DeploymentMode::LocalTrusted && exposure == Exposure::Public {
+            bail!("--exposure public needs --deployment-mode authenticated");
+        }
+        if exposure == Exposure::Public && args.public_url.is_none() {
+            bail!("--exposure public needs --public-url (the https:// address people use)");
         }
         let data_dir = match args.data_dir.or(file.data_dir) {
             Some(dir) => dir,
@@ -117,7 +146,32 @@ impl Config {
             body_timeout: seconds("body-timeout", args.body_timeout)?,
             max_subscribers_per_company: args.max_subscribers.max(1),
         };
+        if args.session_ttl < 1 || args.session_ttl > 365 * 24 * 3600 {
+            bail!("--session-ttl must be between 1 second and a year");
+        }
+        let team = paperclip_server::people::TeamConfig {
+            mode,
+            exposure,
+            allowed_hosts: args
+                .allowed_hostnames
+                .iter()
+                .map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase())
+                .filter(|h| !h.is_empty())
+                .collect(),
+            sign_up: !args.disable_sign_up,
+            session_ttl: std::time::Duration::from_secs(args.session_ttl),
+            secure_cookies: args
+                .public_url
+                .as_deref()
+                .is_some_and(|u| u.starts_with("https://")),
+            base_url: args
+                .public_url
+                .as_deref()
+                .map(|u| u.trim_end_matches('/').to_string())
+                .unwrap_or_default(),
+        };
         Ok(Config {
+            team,
             port: args.port.or(file.port).unwrap_or(3100),
             bind,
             data_dir,
@@ -153,4 +207,13 @@ fn default_data_dir() -> anyhow::Result<PathBuf> {
         .join(".paperclip")
         .join("instances")
         .join("default"))
+}
+
+fn parse_mode(text: &str) -> Result<DeploymentMode, String> {
+    DeploymentMode::parse(text)
+        .ok_or_else(|| format!("'{text}' is not a deployment mode: use local_trusted or authenticated"))
+}
+
+fn parse_exposure(text: &str) -> Result<Exposure, String> {
+    Exposure::parse(text).ok_or_else(|| format!("'{text}' is not an exposure: use private or public"))
 }

@@ -113,6 +113,10 @@ async fn run(config: Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}:{}", config.bind, config.port))?;
     let addr = listener.local_addr()?;
+    let mut team = config.team.clone();
+    if team.base_url.is_empty() {
+        team.base_url = format!("http://{addr}");
+    }
     let secret =
         paperclip_store::keys::instance_secret(&store, "run_token_hs256", random_secret).await?;
     let runtime = paperclip_runtime::Runtime::new(paperclip_runtime::executor::RuntimeConfig {
@@ -133,10 +137,10 @@ async fn run(config: Config) -> anyhow::Result<()> {
             started_at: paperclip_store::now(),
             data_dir: config.data_dir.display().to_string(),
         }),
-        security: std::sync::Arc::new(paperclip_server::Security::new(
-            config.limits.clone(),
-            config.public_url.as_deref(),
-        )),
+        security: std::sync::Arc::new(
+            paperclip_server::Security::new(config.limits.clone(), config.public_url.as_deref())
+                .with_team(team),
+        ),
     };
     // The example agent is rewritten at every start, so sample agents keep
     // working after an upgrade or with the binary moved elsewhere.
@@ -156,6 +160,17 @@ async fn run(config: Config) -> anyhow::Result<()> {
     } else {
         None
     };
+    if state.security.team.authenticated() {
+        println!(
+            "Mode: authenticated ({}); people sign in at {}/login",
+            state.security.team.exposure.as_str(),
+            state.security.team.base_url
+        );
+        if let Some((url, expires)) = paperclip_server::bootstrap::invite_if_needed(&state).await? {
+            println!("No administrator yet. Open this one-time link to become the first (expires {expires}):");
+            println!("Bootstrap invite: {url}");
+        }
+    }
     // Tests and scripts wait for this line; keep its shape.
     println!("Paperclip listening on http://{addr}");
     if let Some((prefix, created)) = sample {

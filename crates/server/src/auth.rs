@@ -13,10 +13,11 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::heartbeat::RunStatus;
+use paperclip_core::team::{MembershipStatus, Permission, Role};
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
@@ -28,13 +29,104 @@ pub const RUN_ID_HEADER: &str = "x-paperclip-run-id";
 /// Agent API keys start with this, which is how they are told apart from run tokens.
 pub const KEY_PREFIX: &str = "pcp_";
 
-/// The authenticated caller of a request.
-pub struct Caller(pub Actor);
+/// The authenticated caller of a request: who acts (stamped on what it
+/// writes), what they may reach, and what the matched route needs.
+pub struct Caller {
+    actor: Actor,
+    access: Access,
+    need: Permission,
+}
+
+/// What a caller may reach.
+pub enum Access {
+    /// The local board of a local trusted instance: every company.
+    Everything,
+    /// An agent: its own company.
+    Agent,
+    /// A person signed in to an authenticated instance (a session or a board
+    /// API key): the companies they are a member of, within their role.
+    Person(Box<Person>),
+}
+
+pub struct Person {
+    pub user: paperclip_store::people::BoardUser,
+    pub memberships: Vec<paperclip_store::members::Membership>,
+    /// Set when the request came with a board API key.
+    pub key: Option<paperclip_store::board_keys::BoardKey>,
+    /// Set when the request came with a session cookie.
+    pub session_id: Option<String>,
+}
+
+impl Person {
+    /// The active role of this person in a company their credential reaches.
+    pub fn role_in(&self, company_id: &str) -> Option<Role> {
+        if let Some(key) = &self.key {
+            if !key.company_ids.is_empty() && !key.company_ids.iter().any(|c| c == company_id) {
+                return None;
+            }
+        }
+        self.memberships
+            .iter()
+            .find(|m| m.company_id == company_id && m.status == MembershipStatus::Active)
+            .map(|m| m.role)
+    }
+
+    fn check(&self, company_id: &str, need: Permission) -> Result<(), ApiError> {
+        let refuse = |message: String, reason: &str| {
+            Err(ApiError::forbidden(message).with_details(serde_json::json!({
+                "reason": reason,
+                "permission": need.key(),
+            })))
+        };
+        if let Some(key) = &self.key {
+            if !key.company_ids.is_empty() && !key.company_ids.iter().any(|c| c == company_id) {
+                return refuse(
+                    "This API key is not scoped to this company".into(),
+                    "deny_key_scope",
+                );
+            }
+        }
+        let Some(membership) = self.memberships.iter().find(|m| m.company_id == company_id)
+        else {
+            return refuse(
+                "User does not have access to this company".into(),
+                "deny_missing_membership",
+            );
+        };
+        if membership.status != MembershipStatus::Active {
+            return refuse(
+                "User does not have active company access".into(),
+                "deny_inactive_membership",
+            );
+        }
+        match membership.role {
+            role if role.grants(need) => Ok(()),
+            Role::Viewer => refuse("Viewer access is read-only".into(), "deny_viewer"),
+            role => refuse(
+                format!(
+                    "Missing permission: {}. Your role ({role}) cannot {}; ask an owner.",
+                    need.key(),
+                    need.describe()
+                ),
+                "deny_missing_grant",
+            ),
+        }
+    }
+}
 
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Caller, ApiError> {
+        let route = parts
+            .extensions
+            .get::<axum::extract::MatchedPath>()
+            .map(|r| r.as_str().to_string());
+        let need = match &route {
+            Some(route) => crate::permissions::need(&parts.method, route),
+            None if parts.method == Method::GET => Permission::Read,
+            None => Permission::CompanyManage,
+        };
         let run_header = parts
             .headers
             .get(RUN_ID_HEADER)
@@ -53,31 +145,98 @@ impl FromRequestParts<AppState> for Caller {
             .map(str::trim)
             .filter(|v| !v.is_empty());
         if let Some(token) = bearer {
-            return authenticate_agent(app, token, run_header).await.map(Caller);
+            if token.starts_with(crate::people::BOARD_KEY_PREFIX) {
+                let person = crate::signin::by_board_key(app, token).await?;
+                let caller = person_caller(person, run_header, need)?;
+                return check_path_company(app, parts, route.as_deref(), caller).await;
+            }
+            let actor = authenticate_agent(app, token, run_header).await?;
+            return Ok(Caller {
+                actor,
+                access: Access::Agent,
+                need,
+            });
+        }
+        if parts.extensions.get::<crate::guard::LocalBoard>().is_some() {
+            check_board_run(&run_header)?;
+            let mut actor = Actor::local_board();
+            actor.run_id = run_header;
+            return Ok(Caller {
+                actor,
+                access: Access::Everything,
+                need,
+            });
+        }
+        if app.security.team.authenticated() {
+            if let Some(token) = crate::people::session_token(&parts.headers) {
+                let person = crate::signin::by_session(app, &token).await?;
+                if !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) {
+                    crate::signin::check_csrf(&parts.headers, &token)?;
+                }
+                let caller = person_caller(person, run_header, need)?;
+                return check_path_company(app, parts, route.as_deref(), caller).await;
+            }
+            return Err(unauthorized("Board authentication required: sign in, or send a board API key")
+                .with_details(serde_json::json!({ "code": "sign_in_required" })));
         }
         // The guard decided whether a credential-less request is the local
         // board (loopback, not from a run); without its mark, nobody is.
-        if parts.extensions.get::<crate::guard::LocalBoard>().is_none() {
-            return Err(unauthorized(
-                "Authentication required: send an agent API key or run token",
-            ));
-        }
-        // The board may name a run; a run's id is a UUID, and anything else
-        // names no run and must not be recorded as if it did. (An agent's
-        // unknown run is refused above, 401.)
-        if let Some(run) = &run_header {
-            if uuid::Uuid::try_parse(run).is_err() {
-                return Err(ApiError::validation(serde_json::json!([{
-                    "code": "invalid_string",
-                    "path": ["headers", RUN_ID_HEADER],
-                    "message": format!("{RUN_ID_HEADER} must be a run's id (a UUID)"),
-                }])));
-            }
-        }
-        let mut actor = Actor::local_board();
-        actor.run_id = run_header;
-        Ok(Caller(actor))
+        Err(unauthorized(
+            "Authentication required: send an agent API key or run token",
+        ))
     }
+}
+
+fn person_caller(
+    person: Person,
+    run_header: Option<String>,
+    need: Permission,
+) -> Result<Caller, ApiError> {
+    check_board_run(&run_header)?;
+    let mut actor = Actor {
+        kind: paperclip_core::actor::ActorKind::User,
+        id: person.user.id.clone(),
+        run_id: None,
+        company_id: None,
+    };
+    actor.run_id = run_header;
+    Ok(Caller {
+        actor,
+        access: Access::Person(Box::new(person)),
+        need,
+    })
+}
+
+/// A person's request is checked against the company its path names before
+/// the handler runs (see [`crate::scope`]).
+async fn check_path_company(
+    app: &AppState,
+    parts: &mut Parts,
+    route: Option<&str>,
+    caller: Caller,
+) -> Result<Caller, ApiError> {
+    if let Some(route) = route {
+        if let Some(company) = crate::scope::company_of(app, parts, route).await {
+            caller.ensure_company(&company)?;
+        }
+    }
+    Ok(caller)
+}
+
+/// The board may name a run; a run's id is a UUID, and anything else names
+/// no run and must not be recorded as if it did. (An agent's unknown run is
+/// refused in [`authenticate_agent`], 401.)
+fn check_board_run(run_header: &Option<String>) -> Result<(), ApiError> {
+    if let Some(run) = run_header {
+        if uuid::Uuid::try_parse(run).is_err() {
+            return Err(ApiError::validation(serde_json::json!([{
+                "code": "invalid_string",
+                "path": ["headers", RUN_ID_HEADER],
+                "message": format!("{RUN_ID_HEADER} must be a run's id (a UUID)"),
+            }])));
+        }
+    }
+    Ok(())
 }
 
 async fn authenticate_agent(
@@ -148,47 +307,81 @@ pub fn new_key() -> String {
     format!("{KEY_PREFIX}{}", hex::encode(bytes))
 }
 
-fn unauthorized(message: impl Into<String>) -> ApiError {
+pub(crate) fn unauthorized(message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::UNAUTHORIZED, message)
 }
 
 impl Caller {
     pub fn actor(&self) -> &Actor {
-        &self.0
+        &self.actor
+    }
+
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
+    /// The signed-in person, on an authenticated instance.
+    pub fn person(&self) -> Option<&Person> {
+        match &self.access {
+            Access::Person(p) => Some(p),
+            _ => None,
+        }
     }
 
     /// Board-only operations (pause, keys, force-release, deletes, ...).
     pub fn require_board(&self) -> Result<&Actor, ApiError> {
-        if self.0.is_board() {
-            Ok(&self.0)
+        if self.actor.is_board() {
+            Ok(&self.actor)
         } else {
             Err(ApiError::forbidden("Board access required"))
         }
     }
 
-    /// The caller may act on `company_id`: the board anywhere, an agent at home.
+    /// Instance-level operations (creating a company): the local board or an
+    /// instance administrator.
+    pub fn require_instance_admin(&self) -> Result<&Actor, ApiError> {
+        match &self.access {
+            Access::Everything => Ok(&self.actor),
+            Access::Person(p) if p.user.is_instance_admin => Ok(&self.actor),
+            Access::Person(_) => Err(ApiError::forbidden("Instance admin required")),
+            Access::Agent => Err(ApiError::forbidden("Board access required")),
+        }
+    }
+
+    /// Whether the caller sees `company_id` at all (lists filter by this).
+    pub fn sees_company(&self, company_id: &str) -> bool {
+        match &self.access {
+            Access::Everything => true,
+            Access::Agent => self.actor.can_access_company(company_id),
+            Access::Person(p) => p.role_in(company_id).is_some(),
+        }
+    }
+
+    /// The caller may act on `company_id` as the route needs: the local board
+    /// anywhere, an agent at home, a person within their role there.
     pub fn ensure_company(&self, company_id: &str) -> Result<(), ApiError> {
-        if self.0.can_access_company(company_id) {
-            Ok(())
-        } else {
-            Err(ApiError::forbidden(
+        match &self.access {
+            Access::Everything => Ok(()),
+            Access::Agent if self.actor.can_access_company(company_id) => Ok(()),
+            Access::Agent => Err(ApiError::forbidden(
                 "Agent key cannot access another company",
-            ))
+            )),
+            Access::Person(p) => p.check(company_id, self.need),
         }
     }
 
     /// Agents' writes to issues must belong to one of their runs.
     pub fn require_run(&self) -> Result<&Actor, ApiError> {
-        if self.0.agent_id().is_some() && self.0.run_id.is_none() {
+        if self.actor.agent_id().is_some() && self.actor.run_id.is_none() {
             return Err(unauthorized("Agent run id required").with_details(serde_json::json!({
                 "header": "X-Paperclip-Run-Id",
                 "hint": "Send the run id of your current heartbeat ($PAPERCLIP_RUN_ID) with every write",
             })));
         }
-        Ok(&self.0)
+        Ok(&self.actor)
     }
 
     pub fn agent_id(&self) -> Option<&str> {
-        self.0.agent_id()
+        self.actor.agent_id()
     }
 }

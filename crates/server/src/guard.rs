@@ -63,6 +63,10 @@ pub struct Security {
     /// Flips to `true` when the server starts shutting down; live streams
     /// end on it, so an open board tab cannot hold the process.
     stopping: tokio::sync::watch::Sender<bool>,
+    /// Local trusted or authenticated, and how people sign in.
+    pub team: crate::people::TeamConfig,
+    /// Sign-in, invite and key-creation attempts.
+    pub limiter: crate::people::RateLimiter,
 }
 
 impl Security {
@@ -78,7 +82,15 @@ impl Security {
             public_host,
             subscribers: Mutex::new(Default::default()),
             stopping: tokio::sync::watch::Sender::new(false),
+            team: Default::default(),
+            limiter: Default::default(),
         }
+    }
+
+    /// The same instance with people signing in as `team` says.
+    pub fn with_team(mut self, team: crate::people::TeamConfig) -> Security {
+        self.team = team;
+        self
     }
 
     pub fn begin_shutdown(&self) {
@@ -95,7 +107,9 @@ impl Security {
 
     fn host_allowed(&self, host: &str) -> bool {
         let name = host_name(host);
-        is_loopback_name(&name) || self.public_host.as_deref() == Some(name.as_str())
+        is_loopback_name(&name)
+            || self.public_host.as_deref() == Some(name.as_str())
+            || self.team.allowed_hosts.iter().any(|h| *h == name)
     }
 
     fn origin_allowed(&self, origin: &str, host: &str) -> bool {
@@ -221,7 +235,8 @@ async fn check(app: &AppState, request: Request) -> Result<Request, ApiError> {
     } else {
         body
     };
-    if !parts.headers.contains_key(header::AUTHORIZATION) {
+    // An authenticated instance has no implicit board: people sign in.
+    if !parts.headers.contains_key(header::AUTHORIZATION) && !app.security.team.authenticated() {
         local_board(app, &mut parts, peer).await?;
     }
     Ok(Request::from_parts(parts, body))

@@ -7,14 +7,19 @@
 pub mod access;
 pub mod agent_view;
 pub mod auth;
+pub mod bootstrap;
 pub mod error;
 pub mod extract;
 pub mod guard;
 pub mod limits;
 pub mod local_peer;
+pub mod people;
+pub mod permissions;
 pub mod routes;
 pub mod sample;
 mod serve;
+pub mod scope;
+pub mod signin;
 
 pub use guard::{Limits, Security};
 pub use serve::serve;
@@ -102,14 +107,64 @@ async fn board_only(
             .await
             .into_response();
     }
+    let path = request.uri().path().to_string();
+    let public = path == "/login"
+        || path.starts_with("/invite/")
+        || path.starts_with("/ui/")
+        || path == "/favicon.ico";
+    if public && state.security.team.authenticated() {
+        return next.run(request).await;
+    }
     let (mut parts, body) = request.into_parts();
-    let allowed = match auth::Caller::from_request_parts(&mut parts, &state).await {
-        Ok(caller) => caller.require_board().map(|_| ()),
-        Err(err) => Err(err),
+    let caller = match auth::Caller::from_request_parts(&mut parts, &state).await {
+        Ok(caller) => caller,
+        // Pages send a person who is not signed in to the sign-in page.
+        Err(err)
+            if err.status == axum::http::StatusCode::UNAUTHORIZED
+                && state.security.team.authenticated()
+                && parts.method == axum::http::Method::GET =>
+        {
+            let back = parts
+                .uri
+                .path_and_query()
+                .map(|p| p.as_str().to_string())
+                .unwrap_or_default();
+            let to = format!("/login?next={}", urlencode(&back));
+            return axum::response::Redirect::to(&to).into_response();
+        }
+        Err(err) => return err.into_response(),
     };
-    if let Err(err) = allowed {
+    if let Err(err) = caller.require_board() {
         return err.into_response();
     }
-    next.run(axum::extract::Request::from_parts(parts, body))
-        .await
+    let viewer = match caller.person() {
+        None => paperclip_web::Viewer::default(),
+        Some(person) => paperclip_web::Viewer {
+            companies: Some(
+                person
+                    .memberships
+                    .iter()
+                    .filter_map(|m| person.role_in(&m.company_id).map(|r| (m.company_id.clone(), r)))
+                    .collect(),
+            ),
+            name: Some(person.user.name.clone()),
+            csrf: people::session_token(&parts.headers).map(|t| people::csrf_token(&t)),
+        },
+    };
+    paperclip_web::as_viewer(
+        viewer,
+        next.run(axum::extract::Request::from_parts(parts, body)),
+    )
+    .await
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

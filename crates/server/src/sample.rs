@@ -63,7 +63,7 @@ async fn sample_company(
     State(app): State<AppState>,
     caller: Caller,
 ) -> ApiResult<(StatusCode, Json<Company>)> {
-    let actor = caller.require_board()?;
+    let actor = caller.require_instance_admin()?;
     let data_dir = std::path::PathBuf::from(&app.info.data_dir);
     let (company, created) = ensure(&app.store, actor, &data_dir)
         .await

@@ -63,6 +63,9 @@ pub async fn create(store: &Store, actor: &Actor, input: NewCompany) -> Result<C
         e if e.is_unique_violation() => Error::conflict("Issue prefix already taken, retry", None),
         e => e,
     })?;
+    if let Some(user_id) = actor.user_id() {
+        crate::members::add_owner(&mut tx, &id, user_id).await?;
+    }
     activity::record(
         &mut tx,
         actor,

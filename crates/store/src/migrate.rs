@@ -186,6 +186,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0027_native_ids.postgres.sql"),
         },
     ),
+    (
+        29,
+        "teams",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0029_teams.sqlite.sql"),
+            postgres: include_str!("../migrations/0029_teams.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -37,8 +37,16 @@
     return text;
   }
 
+  // A signed-in session's writes carry its CSRF token (authenticated instances).
+  function csrfHeader() {
+    const meta = document.querySelector('meta[name="paperclip-csrf"]');
+    return meta ? { "x-paperclip-csrf": meta.content } : {};
+  }
+
   async function api(method, url, body) {
     const init = { method, headers: { accept: "application/json" } };
+    // A signed-in session's writes carry its CSRF token (authenticated instances).
+    if (method !== "GET") Object.assign(init.headers, csrfHeader());
     if (body !== undefined) {
       init.headers["content-type"] = "application/json";
       init.body = JSON.stringify(body);
@@ -589,7 +597,7 @@
   // adds its form handlers to `forms` and its reactions to `onEvent`.
   const eventHandlers = [];
   window.Paperclip = {
-    $, $$, api, act, toast, refreshSoon, forms, value, optional, parseJson,
+    $, $$, api, act, toast, csrfHeader, refreshSoon, forms, value, optional, parseJson,
     openDialog, closeDialog, companyId, prefix,
     onEvent: (fn) => eventHandlers.push(fn),
   };

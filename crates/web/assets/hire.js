@@ -275,7 +275,7 @@
     try {
       res = await fetch(url, {
         method,
-        headers: { accept: "application/json", "content-type": "application/json" },
+        headers: { accept: "application/json", "content-type": "application/json", ...P.csrfHeader() },
         body: JSON.stringify(body),
       });
     } catch (_) {

@@ -119,7 +119,7 @@
       return;
     }
     try {
-      const res = await fetch("/ui/preview", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ markdown: text }) });
+      const res = await fetch("/ui/preview", { method: "POST", headers: { "content-type": "application/json", ...window.Paperclip.csrfHeader() }, body: JSON.stringify({ markdown: text }) });
       if (!res.ok) throw new Error(await res.text());
       // The server renders with the same escaping as the task page.
       box.innerHTML = await res.text();

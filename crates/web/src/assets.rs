@@ -19,6 +19,7 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("settings.js", include_str!("../assets/settings.js")),
     ("detail.js", include_str!("../assets/detail.js")),
     ("palette.js", include_str!("../assets/palette.js")),
+    ("account.js", include_str!("../assets/account.js")),
 ];
 
 const FAVICON: &str = include_str!("../assets/favicon.svg");

@@ -20,9 +20,13 @@ const SECTIONS: &[(&str, &str)] = &[
 ];
 
 fn head(title: &str) -> Markup {
+    let viewer = crate::viewer::current();
     html! {
         head {
             meta charset="utf-8";
+            @if let Some(csrf) = &viewer.csrf {
+                meta name="paperclip-csrf" content=(csrf);
+            }
             meta name="viewport" content="width=device-width, initial-scale=1";
             title { (title) " · Paperclip" }
             meta name="color-scheme" content="light dark";
@@ -85,6 +89,7 @@ pub fn page_with(ctx: &Ctx, active: &str, title: &str, body: Markup, fixed: Mark
                     }
                     button.menu-toggle type="button" data-toggle-sidebar aria-label="Menu" { "☰" }
                     main #live tabindex="-1" {
+                        (who(&ctx.company.id))
                         div #live-body { (body) }
                         (fixed)
                     }
@@ -92,6 +97,96 @@ pub fn page_with(ctx: &Ctx, active: &str, title: &str, body: Markup, fixed: Mark
                 div #toasts aria-live="polite" {}
                 (new_task_dialog())
                 (new_company_dialog())
+            }
+        }
+    }
+}
+
+/// The signed-in person, their role here, and sign-out (authenticated only).
+fn who(company_id: &str) -> Markup {
+    let viewer = crate::viewer::current();
+    let Some(name) = &viewer.name else {
+        return html! {};
+    };
+    let role = viewer.role_in(company_id);
+    html! {
+        div.who #who {
+            span { "Signed in as " strong #who-name { (name) } }
+            @if let Some(role) = role { " · " span.badge #who-role { (role.as_str()) } }
+            " "
+            button type="button" data-sign-out { "Sign out" }
+        }
+        @if role == Some(paperclip_core::team::Role::Viewer) {
+            p.notice #read-only { "You are a viewer in this company: you can see everything, and changes are refused. Ask an owner for another role." }
+        }
+    }
+}
+
+/// A signed-in person who belongs to no company yet.
+pub fn no_company(viewer: &crate::viewer::Viewer) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head("No company yet"))
+            body {
+                main.bare {
+                    h1 { "No company yet" }
+                    p { "Signed in as " strong { (viewer.name.clone().unwrap_or_default()) } ". You do not belong to any company: ask an owner or admin for an invite link." }
+                    button type="button" data-sign-out { "Sign out" }
+                }
+                div #toasts aria-live="polite" {}
+            }
+        }
+    }
+}
+
+/// Sign-in, for an authenticated instance.
+pub fn login() -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head("Sign in"))
+            body {
+                main.bare {
+                    h1 { "Sign in to Paperclip" }
+                    form.card #sign-in data-sign-in {
+                        label { "Email" input name="email" type="email" autocomplete="username" required; }
+                        label { "Password" input name="password" type="password" autocomplete="current-password" required; }
+                        button.primary type="submit" { "Sign in" }
+                    }
+                    p.muted { "New here? Open the invite link you were sent." }
+                }
+                div #toasts aria-live="polite" {}
+            }
+        }
+    }
+}
+
+/// An invite link: sign up (or sign in), then join.
+pub fn invite(token: &str) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head("Join"))
+            body {
+                main.bare data-invite=(token) {
+                    h1 #invite-title { "You are invited" }
+                    p #invite-detail.muted { "Create your account to join, or sign in if you have one." }
+                    form.card #invite-sign-up data-invite-sign-up {
+                        h2 { "New account" }
+                        label { "Name" input name="name" required; }
+                        label { "Email" input name="email" type="email" autocomplete="username" required; }
+                        label { "Password (8 characters or more)" input name="password" type="password" autocomplete="new-password" minlength="8" required; }
+                        button.primary type="submit" { "Create account and join" }
+                    }
+                    form.card #invite-sign-in data-invite-sign-in {
+                        h2 { "I have an account" }
+                        label { "Email" input name="email" type="email" autocomplete="username" required; }
+                        label { "Password" input name="password" type="password" autocomplete="current-password" required; }
+                        button type="submit" { "Sign in and join" }
+                    }
+                }
+                div #toasts aria-live="polite" {}
             }
         }
     }

@@ -11,6 +11,9 @@ mod layout;
 mod markdown;
 mod pages;
 mod thrift;
+mod viewer;
+
+pub use viewer::{scope as as_viewer, Viewer};
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -40,6 +43,8 @@ pub fn router<S: Clone + Send + Sync + 'static>(store: Store, logs: LogReader) -
         .route("/ui/app.css", get(assets::css))
         .route("/ui/{script}", get(assets::script))
         .route("/favicon.ico", get(assets::favicon))
+        .route("/login", get(login))
+        .route("/invite/{token}", get(invite))
         .route("/ui/preview", axum::routing::post(preview))
         .route("/ui/favicon.svg", get(assets::favicon))
         .route("/{prefix}", get(company_root))
@@ -147,9 +152,13 @@ pub(crate) fn store_failure(err: paperclip_store::Error) -> Response {
 impl Web {
     /// The company whose issue prefix is `prefix` (any case), or a 404 page.
     pub(crate) async fn ctx(&self, prefix: &str) -> Result<Ctx, Response> {
-        let companies = paperclip_store::companies::list(&self.store)
+        let mut companies = paperclip_store::companies::list(&self.store)
             .await
             .map_err(store_failure)?;
+        // A person sees only their companies; another's is as absent as one
+        // that does not exist.
+        let viewer = viewer::current();
+        companies.retain(|c| viewer.allows(&c.id));
         let Some(company) = companies
             .iter()
             .find(|c| c.issue_prefix.eq_ignore_ascii_case(prefix))
@@ -182,13 +191,24 @@ impl Web {
 }
 
 async fn home(State(web): State<Web>) -> PageResult {
-    let companies = paperclip_store::companies::list(&web.store)
+    let mut companies = paperclip_store::companies::list(&web.store)
         .await
         .map_err(store_failure)?;
+    let viewer = viewer::current();
+    companies.retain(|c| viewer.allows(&c.id));
     match companies.first() {
         Some(c) => Ok(Redirect::to(&format!("/{}/dashboard", c.issue_prefix)).into_response()),
+        None if viewer.companies.is_some() => html(layout::no_company(&viewer)),
         None => html(layout::welcome()),
     }
+}
+
+async fn login() -> PageResult {
+    html(layout::login())
+}
+
+async fn invite(Path(token): Path<String>) -> PageResult {
+    html(layout::invite(&token))
 }
 
 /// Longest description the preview renders: the API's own cap on a

@@ -31,7 +31,7 @@ async fn list_companies(
     caller: Caller,
 ) -> ApiResult<Json<Vec<Company>>> {
     let mut list = companies::list(&app.store).await?;
-    list.retain(|c| caller.actor().can_access_company(&c.id));
+    list.retain(|c| caller.sees_company(&c.id));
     Ok(Json(list))
 }
 
@@ -46,7 +46,7 @@ async fn company_stats(
 ) -> ApiResult<Json<BTreeMap<String, companies::Stats>>> {
     caller.require_board()?;
     let mut stats = companies::stats(&app.store).await?;
-    stats.retain(|id, _| caller.actor().can_access_company(id));
+    stats.retain(|id, _| caller.sees_company(id));
     Ok(Json(stats))
 }
 
@@ -58,7 +58,9 @@ async fn create_company(
     caller: Caller,
     ValidJson(input): ValidJson<NewCompany>,
 ) -> ApiResult<(StatusCode, Json<Company>)> {
-    let actor = caller.require_board()?;
+    // On an authenticated instance only administrators found companies; the
+    // founder becomes the company's owner.
+    let actor = caller.require_instance_admin()?;
     Ok((
         StatusCode::CREATED,
         Json(companies::create(&app.store, actor, input).await?),

@@ -21,6 +21,7 @@ pub struct Health {
     deployment_exposure: &'static str,
     auth_ready: bool,
     bootstrap_status: &'static str,
+    bootstrap_invite_active: bool,
     database: DatabaseInfo,
     server_info: ServerInfoBody,
 }
@@ -38,17 +39,45 @@ struct ServerInfoBody {
     process_started_at: String,
 }
 
-/// Liveness and deployment facts; answers as soon as the store is open.
+/// Liveness and deployment facts; answers as soon as the store is open. On an
+/// authenticated instance a caller who is not signed in gets the deployment
+/// and bootstrap facts only, as upstream does.
 #[utoipa::path(get, path = "/api/health", tag = "health", responses((status = 200, body = Health)))]
-async fn health(State(app): State<AppState>) -> Json<Health> {
-    Json(Health {
+async fn health(
+    State(app): State<AppState>,
+    caller: Result<crate::auth::Caller, crate::error::ApiError>,
+) -> Result<Json<serde_json::Value>, crate::error::ApiError> {
+    let team = &app.security.team;
+    let (bootstrap_status, invite_active) = if team.authenticated() {
+        if paperclip_store::people::admin_exists(&app.store).await? {
+            ("ready", false)
+        } else {
+            let now = paperclip_store::now();
+            let open = paperclip_store::members::bootstrap_open(&app.store, &now).await?;
+            ("bootstrap_pending", open)
+        }
+    } else {
+        ("ready", false)
+    };
+    if team.authenticated() && caller.is_err() {
+        return Ok(Json(serde_json::json!({
+            "status": "ok",
+            "deploymentMode": team.mode.as_str(),
+            "deploymentExposure": team.exposure.as_str(),
+            "localAiLoginSupported": team.exposure == paperclip_core::team::Exposure::Private,
+            "bootstrapStatus": bootstrap_status,
+            "bootstrapInviteActive": invite_active,
+        })));
+    }
+    let body = Health {
         status: "ok",
         version: app.info.version,
         server_version: app.info.version,
-        deployment_mode: "local_trusted",
-        deployment_exposure: "private",
+        deployment_mode: team.mode.as_str(),
+        deployment_exposure: team.exposure.as_str(),
         auth_ready: true,
-        bootstrap_status: "ready",
+        bootstrap_status,
+        bootstrap_invite_active: invite_active,
         database: DatabaseInfo {
             backend: app.store.backend().as_str(),
             schema_version: paperclip_store::schema_version(),
@@ -56,5 +85,6 @@ async fn health(State(app): State<AppState>) -> Json<Health> {
         server_info: ServerInfoBody {
             process_started_at: app.info.started_at.clone(),
         },
-    })
+    };
+    Ok(Json(serde_json::to_value(body).unwrap_or_default()))
 }

@@ -1,7 +1,6 @@
 //! Who a board client is talking as: upstream's `cli-auth/me`, which its CLI's
-//! `whoami` reads. This build has one board identity, the local board of a
-//! `local_trusted` instance (people and memberships come with authenticated
-//! deployments), so `user` and `memberships` are left out.
+//! `whoami` reads: the local board of a `local_trusted` instance, or a person
+//! of an authenticated one (by session or board API key).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -11,7 +10,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::auth::Caller;
+use crate::auth::{Access, Caller};
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
@@ -22,15 +21,18 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BoardIdentity {
+    /// The signed-in person (`null` for the local board).
+    user: Option<serde_json::Value>,
     user_id: String,
-    /// The local board administers the instance.
     is_instance_admin: bool,
     /// Every company it can act in.
     company_ids: Vec<String>,
-    /// How the request was recognised: `local_implicit`, a loopback request
-    /// with no credentials.
+    /// Its memberships (none for the local board, which reaches every company).
+    memberships: Vec<serde_json::Value>,
+    /// How the request was recognised: `local_implicit` (a loopback request
+    /// with no credentials), `session` or `board_key`.
     source: &'static str,
-    /// The board API key used, if any (none exist yet).
+    /// The board API key used, if any.
     key_id: Option<String>,
 }
 
@@ -38,18 +40,48 @@ pub struct BoardIdentity {
     responses((status = 200, body = BoardIdentity),
         (status = 401, description = "Board authentication required (an agent key was sent)")))]
 async fn me(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<BoardIdentity>> {
-    if !caller.actor().is_board() {
-        return Err(ApiError::new(
+    match caller.access() {
+        Access::Agent => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "Board authentication required",
-        ));
+        )),
+        Access::Everything => {
+            let companies = paperclip_store::companies::list(&app.store).await?;
+            Ok(Json(BoardIdentity {
+                user: None,
+                user_id: caller.actor().id.clone(),
+                is_instance_admin: true,
+                company_ids: companies.into_iter().map(|c| c.id).collect(),
+                memberships: Vec::new(),
+                source: "local_implicit",
+                key_id: None,
+            }))
+        }
+        Access::Person(p) => Ok(Json(BoardIdentity {
+            user: Some(serde_json::json!({
+                "id": p.user.id, "name": p.user.name, "email": p.user.email,
+            })),
+            user_id: p.user.id.clone(),
+            is_instance_admin: p.user.is_instance_admin,
+            company_ids: p
+                .memberships
+                .iter()
+                .filter(|m| p.role_in(&m.company_id).is_some())
+                .map(|m| m.company_id.clone())
+                .collect(),
+            memberships: p
+                .memberships
+                .iter()
+                .map(|m| {
+                    serde_json::json!({
+                        "companyId": m.company_id,
+                        "membershipRole": m.role,
+                        "status": m.status,
+                    })
+                })
+                .collect(),
+            source: if p.key.is_some() { "board_key" } else { "session" },
+            key_id: p.key.as_ref().map(|k| k.id.clone()),
+        })),
     }
-    let companies = paperclip_store::companies::list(&app.store).await?;
-    Ok(Json(BoardIdentity {
-        user_id: caller.actor().id.clone(),
-        is_instance_admin: true,
-        company_ids: companies.into_iter().map(|c| c.id).collect(),
-        source: "local_implicit",
-        key_id: None,
-    }))
 }

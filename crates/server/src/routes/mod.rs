@@ -1,9 +1,11 @@
 //! One module per resource. Each exposes `router()`; handlers carry
 //! `#[utoipa::path]` so the OpenAPI document lists exactly what is routed.
 
+mod accounts;
 mod activity;
 mod agents;
 mod approvals;
+mod board_keys;
 mod comments;
 mod companies;
 mod context;
@@ -20,6 +22,7 @@ mod interrupt;
 mod issues;
 mod keys;
 mod labels;
+mod members;
 mod projects;
 mod revisions;
 mod run_links;
@@ -30,12 +33,16 @@ use axum::http::{StatusCode, Uri};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::error::ApiError;
+pub(crate) use members::expiry;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(health::router())
         .merge(identity::router())
+        .merge(accounts::router())
+        .merge(members::router())
+        .merge(board_keys::router())
         .merge(companies::router())
         .merge(agents::router())
         .merge(goals::router())
