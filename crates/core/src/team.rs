@@ -63,7 +63,16 @@ impl Exposure {
 
 /// A person's role in one company.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
     utoipa::ToSchema,
 )]
 #[serde(rename_all = "snake_case")]
@@ -261,7 +270,10 @@ mod tests {
         }
         assert_eq!(Role::parse("member"), Some(Role::Operator));
         assert_eq!(Role::parse("Owner"), None);
-        assert_eq!(MembershipStatus::parse("suspended"), Some(MembershipStatus::Suspended));
+        assert_eq!(
+            MembershipStatus::parse("suspended"),
+            Some(MembershipStatus::Suspended)
+        );
         assert_eq!(MembershipStatus::parse("gone"), None);
     }
 }

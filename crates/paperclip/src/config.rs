@@ -210,10 +210,12 @@ fn default_data_dir() -> anyhow::Result<PathBuf> {
 }
 
 fn parse_mode(text: &str) -> Result<DeploymentMode, String> {
-    DeploymentMode::parse(text)
-        .ok_or_else(|| format!("'{text}' is not a deployment mode: use local_trusted or authenticated"))
+    DeploymentMode::parse(text).ok_or_else(|| {
+        format!("'{text}' is not a deployment mode: use local_trusted or authenticated")
+    })
 }
 
 fn parse_exposure(text: &str) -> Result<Exposure, String> {
-    Exposure::parse(text).ok_or_else(|| format!("'{text}' is not an exposure: use private or public"))
+    Exposure::parse(text)
+        .ok_or_else(|| format!("'{text}' is not an exposure: use private or public"))
 }

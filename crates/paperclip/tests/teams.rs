@@ -39,7 +39,10 @@ async fn call(
     let resp = req.send().await.unwrap();
     let status = resp.status();
     let text = resp.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
 }
 
 fn session_of(resp_headers: &reqwest::header::HeaderMap, body: &Value) -> Session {
@@ -48,7 +51,10 @@ fn session_of(resp_headers: &reqwest::header::HeaderMap, body: &Value) -> Sessio
         .expect("a session cookie")
         .to_str()
         .unwrap();
-    assert!(set.contains("HttpOnly") && set.contains("SameSite=Lax"), "{set}");
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Lax"),
+        "{set}"
+    );
     let pair = set.split(';').next().unwrap().to_string();
     Session {
         cookie: pair,
@@ -72,7 +78,11 @@ async fn sign_up(server: &TestServer, name: &str, email: &str) -> Session {
     session_of(&headers, &body)
 }
 
-async fn sign_in(server: &TestServer, email: &str, password: &str) -> (StatusCode, Option<Session>, Value) {
+async fn sign_in(
+    server: &TestServer,
+    email: &str,
+    password: &str,
+) -> (StatusCode, Option<Session>, Value) {
     let resp = server
         .client()
         .post(server.url("/api/auth/sign-in/email"))
@@ -117,7 +127,13 @@ async fn instance(extra: &[&str]) -> (TestServer, Session) {
 }
 
 /// Invites `email` into `company` with `role` and signs them up through it.
-async fn join(server: &TestServer, inviter: &Session, company: &str, role: &str, email: &str) -> Session {
+async fn join(
+    server: &TestServer,
+    inviter: &Session,
+    company: &str,
+    role: &str,
+    email: &str,
+) -> Session {
     let (status, invite) = call(
         server,
         Method::POST,
@@ -151,7 +167,10 @@ async fn the_first_administrator_comes_from_the_printed_invite_and_founds_compan
     assert_eq!(health["deploymentMode"], "authenticated");
     assert_eq!(health["bootstrapStatus"], "bootstrap_pending");
     assert_eq!(health["bootstrapInviteActive"], true);
-    assert!(health.get("version").is_none(), "anonymous callers get the short health: {health}");
+    assert!(
+        health.get("version").is_none(),
+        "anonymous callers get the short health: {health}"
+    );
 
     // Nobody is the board without signing in, not even on loopback.
     let (status, body) = call(&server, Method::GET, "/api/companies", None, None).await;
@@ -162,31 +181,68 @@ async fn the_first_administrator_comes_from_the_printed_invite_and_founds_compan
     let token = bootstrap_token(&server);
     let someone = sign_up(&server, "Sam", "Sam@Example.com").await;
     // Signed up but a member of nothing, and no administrator: no company.
-    let (status, body) = call(&server, Method::POST, "/api/companies", Some(&someone),
-        Some(json!({ "name": "Nope" }))).await;
+    let (status, body) = call(
+        &server,
+        Method::POST,
+        "/api/companies",
+        Some(&someone),
+        Some(json!({ "name": "Nope" })),
+    )
+    .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert_eq!(body["error"], "Instance admin required");
-    let (status, _) = call(&server, Method::POST, &format!("/api/invites/{token}/accept"), None,
-        Some(json!({ "requestType": "human" }))).await;
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        &format!("/api/invites/{token}/accept"),
+        None,
+        Some(json!({ "requestType": "human" })),
+    )
+    .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let (status, _) = call(&server, Method::POST, &format!("/api/invites/{token}/accept"), Some(&someone),
-        Some(json!({ "requestType": "human" }))).await;
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        &format!("/api/invites/{token}/accept"),
+        Some(&someone),
+        Some(json!({ "requestType": "human" })),
+    )
+    .await;
     assert_eq!(status, StatusCode::ACCEPTED);
     // The link works once.
     let other = sign_up(&server, "Late", "late@example.com").await;
-    let (status, _) = call(&server, Method::POST, &format!("/api/invites/{token}/accept"), Some(&other),
-        Some(json!({ "requestType": "human" }))).await;
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        &format!("/api/invites/{token}/accept"),
+        Some(&other),
+        Some(json!({ "requestType": "human" })),
+    )
+    .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     let (_, health) = call(&server, Method::GET, "/api/health", None, None).await;
     assert_eq!(health["bootstrapStatus"], "ready");
     assert_eq!(health["bootstrapInviteActive"], false);
 
-    let (status, company) = call(&server, Method::POST, "/api/companies", Some(&someone),
-        Some(json!({ "name": "Acme" }))).await;
+    let (status, company) = call(
+        &server,
+        Method::POST,
+        "/api/companies",
+        Some(&someone),
+        Some(json!({ "name": "Acme" })),
+    )
+    .await;
     assert_eq!(status, StatusCode::CREATED, "{company}");
     let cid = company["id"].as_str().unwrap();
-    let (_, me) = call(&server, Method::GET, "/api/cli-auth/me", Some(&someone), None).await;
+    let (_, me) = call(
+        &server,
+        Method::GET,
+        "/api/cli-auth/me",
+        Some(&someone),
+        None,
+    )
+    .await;
     assert_eq!(me["source"], "session");
     assert_eq!(me["isInstanceAdmin"], true);
     assert_eq!(me["companyIds"], json!([cid]));
@@ -195,7 +251,14 @@ async fn the_first_administrator_comes_from_the_printed_invite_and_founds_compan
     let (status, list) = call(&server, Method::GET, "/api/companies", Some(&other), None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(list, json!([]));
-    let (status, _) = call(&server, Method::GET, &format!("/api/companies/{cid}"), Some(&other), None).await;
+    let (status, _) = call(
+        &server,
+        Method::GET,
+        &format!("/api/companies/{cid}"),
+        Some(&other),
+        None,
+    )
+    .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
 }
 
@@ -223,7 +286,9 @@ async fn a_browser_write_needs_the_sessions_csrf_token() {
     let resp = send(Some(&"0".repeat(64)), None).await.unwrap();
     assert_eq!(resp.status(), StatusCode::FORBIDDEN);
     // Another site cannot send it even with a token.
-    let resp = send(Some(&admin.csrf), Some("https://evil.test")).await.unwrap();
+    let resp = send(Some(&admin.csrf), Some("https://evil.test"))
+        .await
+        .unwrap();
     assert_eq!(resp.status(), StatusCode::FORBIDDEN);
     let resp = send(Some(&admin.csrf), None).await.unwrap();
     assert_eq!(resp.status(), StatusCode::CREATED);
@@ -232,7 +297,14 @@ async fn a_browser_write_needs_the_sessions_csrf_token() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(list.as_array().unwrap().len(), 1);
     // Sign-out ends the session.
-    let (status, _) = call(&server, Method::POST, "/api/auth/sign-out", Some(&admin), Some(json!({}))).await;
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        "/api/auth/sign-out",
+        Some(&admin),
+        Some(json!({})),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     let (status, _) = call(&server, Method::GET, "/api/companies", Some(&admin), None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
@@ -241,14 +313,28 @@ async fn a_browser_write_needs_the_sessions_csrf_token() {
 #[tokio::test]
 async fn a_session_ends_at_its_expiry() {
     let (server, admin) = instance(&["--session-ttl", "2"]).await;
-    let (status, _) = call(&server, Method::GET, "/api/auth/get-session", Some(&admin), None).await;
+    let (status, _) = call(
+        &server,
+        Method::GET,
+        "/api/auth/get-session",
+        Some(&admin),
+        None,
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     until(20, "the session to expire", async || {
         let (status, body) = call(&server, Method::GET, "/api/companies", Some(&admin), None).await;
         (status == StatusCode::UNAUTHORIZED).then_some(body)
     })
     .await;
-    let (status, _) = call(&server, Method::GET, "/api/auth/get-session", Some(&admin), None).await;
+    let (status, _) = call(
+        &server,
+        Method::GET,
+        "/api/auth/get-session",
+        Some(&admin),
+        None,
+    )
+    .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
 
@@ -261,7 +347,8 @@ async fn repeated_wrong_passwords_lock_the_account_not_others() {
         let (status, _, body) = sign_in(&server, "bob@example.com", "wrong password!").await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
     }
-    let (status, session, body) = sign_in(&server, "bob@example.com", "correct horse battery").await;
+    let (status, session, body) =
+        sign_in(&server, "bob@example.com", "correct horse battery").await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
     assert!(session.is_none());
     assert!(body["error"].as_str().unwrap().contains("locked"), "{body}");
@@ -276,48 +363,146 @@ async fn repeated_wrong_passwords_lock_the_account_not_others() {
 #[tokio::test]
 async fn invites_are_one_time_revocable_and_roles_keep_an_owner() {
     let (server, owner) = instance(&[]).await;
-    let (_, company) = call(&server, Method::POST, "/api/companies", Some(&owner), Some(json!({ "name": "Acme" }))).await;
+    let (_, company) = call(
+        &server,
+        Method::POST,
+        "/api/companies",
+        Some(&owner),
+        Some(json!({ "name": "Acme" })),
+    )
+    .await;
     let cid = company["id"].as_str().unwrap().to_string();
     let viewer = join(&server, &owner, &cid, "viewer", "vic@example.com").await;
 
     // A revoked invite cannot be used.
-    let (_, invite) = call(&server, Method::POST, &format!("/api/companies/{cid}/invites"), Some(&owner),
-        Some(json!({ "humanRole": "admin" }))).await;
-    let (status, revoked) = call(&server, Method::POST, &format!("/api/invites/{}/revoke", invite["id"].as_str().unwrap()),
-        Some(&owner), Some(json!({}))).await;
+    let (_, invite) = call(
+        &server,
+        Method::POST,
+        &format!("/api/companies/{cid}/invites"),
+        Some(&owner),
+        Some(json!({ "humanRole": "admin" })),
+    )
+    .await;
+    let (status, revoked) = call(
+        &server,
+        Method::POST,
+        &format!("/api/invites/{}/revoke", invite["id"].as_str().unwrap()),
+        Some(&owner),
+        Some(json!({})),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{revoked}");
     assert_eq!(revoked["state"], "revoked");
-    let (status, _) = call(&server, Method::GET, &format!("/api/invites/{}", invite["token"].as_str().unwrap()), None, None).await;
+    let (status, _) = call(
+        &server,
+        Method::GET,
+        &format!("/api/invites/{}", invite["token"].as_str().unwrap()),
+        None,
+        None,
+    )
+    .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     // A viewer cannot invite.
-    let (status, body) = call(&server, Method::POST, &format!("/api/companies/{cid}/invites"), Some(&viewer),
-        Some(json!({ "humanRole": "owner" }))).await;
+    let (status, body) = call(
+        &server,
+        Method::POST,
+        &format!("/api/companies/{cid}/invites"),
+        Some(&viewer),
+        Some(json!({ "humanRole": "owner" })),
+    )
+    .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
 
-    let (_, members) = call(&server, Method::GET, &format!("/api/companies/{cid}/members"), Some(&owner), None).await;
+    let (_, members) = call(
+        &server,
+        Method::GET,
+        &format!("/api/companies/{cid}/members"),
+        Some(&owner),
+        None,
+    )
+    .await;
     let list = members["members"].as_array().unwrap();
     assert_eq!(list.len(), 2);
-    let mine = list.iter().find(|m| m["principalId"] == owner.user_id.as_str()).unwrap();
-    let theirs = list.iter().find(|m| m["principalId"] == viewer.user_id.as_str()).unwrap();
+    let mine = list
+        .iter()
+        .find(|m| m["principalId"] == owner.user_id.as_str())
+        .unwrap();
+    let theirs = list
+        .iter()
+        .find(|m| m["principalId"] == viewer.user_id.as_str())
+        .unwrap();
     // The last owner stays.
-    let (status, body) = call(&server, Method::PATCH, &format!("/api/companies/{cid}/members/{}", mine["id"].as_str().unwrap()),
-        Some(&owner), Some(json!({ "membershipRole": "admin" }))).await;
+    let (status, body) = call(
+        &server,
+        Method::PATCH,
+        &format!(
+            "/api/companies/{cid}/members/{}",
+            mine["id"].as_str().unwrap()
+        ),
+        Some(&owner),
+        Some(json!({ "membershipRole": "admin" })),
+    )
+    .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     // Suspending takes effect at once, on the next request.
     let theirs_id = theirs["id"].as_str().unwrap();
-    let (status, _) = call(&server, Method::GET, &format!("/api/companies/{cid}/issues"), Some(&viewer), None).await;
+    let (status, _) = call(
+        &server,
+        Method::GET,
+        &format!("/api/companies/{cid}/issues"),
+        Some(&viewer),
+        None,
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
-    let (status, body) = call(&server, Method::PATCH, &format!("/api/companies/{cid}/members/{theirs_id}"),
-        Some(&owner), Some(json!({ "status": "suspended" }))).await;
+    let (status, body) = call(
+        &server,
+        Method::PATCH,
+        &format!("/api/companies/{cid}/members/{theirs_id}"),
+        Some(&owner),
+        Some(json!({ "status": "suspended" })),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = call(&server, Method::GET, &format!("/api/companies/{cid}/issues"), Some(&viewer), None).await;
+    let (status, body) = call(
+        &server,
+        Method::GET,
+        &format!("/api/companies/{cid}/issues"),
+        Some(&viewer),
+        None,
+    )
+    .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-    let (status, _) = call(&server, Method::POST, &format!("/api/companies/{cid}/members/{theirs_id}/archive"),
-        Some(&owner), Some(json!({}))).await;
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        &format!("/api/companies/{cid}/members/{theirs_id}/archive"),
+        Some(&owner),
+        Some(json!({})),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
-    let (_, list) = call(&server, Method::GET, &format!("/api/companies/{cid}/activity?limit=1000"), Some(&owner), None).await;
-    let actions: Vec<&str> = list.as_array().unwrap().iter().filter_map(|a| a["action"].as_str()).collect();
-    for a in ["invite.created", "invite.revoked", "member.joined", "member.suspended", "member.removed"] {
+    let (_, list) = call(
+        &server,
+        Method::GET,
+        &format!("/api/companies/{cid}/activity?limit=1000"),
+        Some(&owner),
+        None,
+    )
+    .await;
+    let actions: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["action"].as_str())
+        .collect();
+    for a in [
+        "invite.created",
+        "invite.revoked",
+        "member.joined",
+        "member.suspended",
+        "member.removed",
+    ] {
         assert!(actions.contains(&a), "{a} in {actions:?}");
     }
 }
@@ -325,48 +510,111 @@ async fn invites_are_one_time_revocable_and_roles_keep_an_owner() {
 #[tokio::test]
 async fn board_api_keys_act_as_their_person_within_their_scope() {
     let (server, owner) = instance(&[]).await;
-    let (_, a) = call(&server, Method::POST, "/api/companies", Some(&owner), Some(json!({ "name": "Alpha" }))).await;
-    let (_, b) = call(&server, Method::POST, "/api/companies", Some(&owner), Some(json!({ "name": "Beta" }))).await;
+    let (_, a) = call(
+        &server,
+        Method::POST,
+        "/api/companies",
+        Some(&owner),
+        Some(json!({ "name": "Alpha" })),
+    )
+    .await;
+    let (_, b) = call(
+        &server,
+        Method::POST,
+        "/api/companies",
+        Some(&owner),
+        Some(json!({ "name": "Beta" })),
+    )
+    .await;
     let (a, b) = (a["id"].as_str().unwrap(), b["id"].as_str().unwrap());
-    let (status, key) = call(&server, Method::POST, "/api/board-api-keys", Some(&owner),
-        Some(json!({ "name": "ci", "requestedCompanyId": a }))).await;
+    let (status, key) = call(
+        &server,
+        Method::POST,
+        "/api/board-api-keys",
+        Some(&owner),
+        Some(json!({ "name": "ci", "requestedCompanyId": a })),
+    )
+    .await;
     assert_eq!(status, StatusCode::CREATED, "{key}");
     let token = key["token"].as_str().unwrap().to_string();
     assert!(token.starts_with("pcp_board_"));
     let with_key = |method: Method, path: &str, body: Option<Value>| {
-        let mut req = server.client().request(method, server.url(path)).bearer_auth(&token);
+        let mut req = server
+            .client()
+            .request(method, server.url(path))
+            .bearer_auth(&token);
         if let Some(b) = body {
             req = req.json(&b);
         }
         req.send()
     };
     // No CSRF token needed: a key is not a browser's ambient credential.
-    let resp = with_key(Method::POST, &format!("/api/companies/{a}/issues"), Some(json!({ "title": "From CI" }))).await.unwrap();
+    let resp = with_key(
+        Method::POST,
+        &format!("/api/companies/{a}/issues"),
+        Some(json!({ "title": "From CI" })),
+    )
+    .await
+    .unwrap();
     assert_eq!(resp.status(), StatusCode::CREATED);
-    let resp = with_key(Method::GET, &format!("/api/companies/{b}/issues"), None).await.unwrap();
+    let resp = with_key(Method::GET, &format!("/api/companies/{b}/issues"), None)
+        .await
+        .unwrap();
     assert_eq!(resp.status(), StatusCode::FORBIDDEN);
-    let me: Value = with_key(Method::GET, "/api/cli-auth/me", None).await.unwrap().json().await.unwrap();
+    let me: Value = with_key(Method::GET, "/api/cli-auth/me", None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(me["source"], "board_key");
     assert_eq!(me["keyId"], key["id"]);
     assert_eq!(me["companyIds"], json!([a]));
     // Listing never shows the token; revoking ends it.
-    let (_, keys) = call(&server, Method::GET, "/api/board-api-keys", Some(&owner), None).await;
+    let (_, keys) = call(
+        &server,
+        Method::GET,
+        "/api/board-api-keys",
+        Some(&owner),
+        None,
+    )
+    .await;
     assert!(!keys.to_string().contains(&token));
-    let (status, _) = call(&server, Method::DELETE, &format!("/api/board-api-keys/{}", key["id"].as_str().unwrap()),
-        Some(&owner), None).await;
+    let (status, _) = call(
+        &server,
+        Method::DELETE,
+        &format!("/api/board-api-keys/{}", key["id"].as_str().unwrap()),
+        Some(&owner),
+        None,
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
-    let resp = with_key(Method::GET, &format!("/api/companies/{a}/issues"), None).await.unwrap();
+    let resp = with_key(Method::GET, &format!("/api/companies/{a}/issues"), None)
+        .await
+        .unwrap();
     assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
     // A key for a company the person is not in is refused.
     let stranger = sign_up(&server, "Stra", "stra@example.com").await;
-    let (status, _) = call(&server, Method::POST, "/api/board-api-keys", Some(&stranger),
-        Some(json!({ "requestedCompanyId": a }))).await;
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        "/api/board-api-keys",
+        Some(&stranger),
+        Some(json!({ "requestedCompanyId": a })),
+    )
+    .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
 }
 
 async fn agent_key_of(server: &TestServer, by: &Session, agent_id: &str) -> String {
-    let (status, key) = call(server, Method::POST, &format!("/api/agents/{agent_id}/keys"), Some(by),
-        Some(json!({ "name": "matrix" }))).await;
+    let (status, key) = call(
+        server,
+        Method::POST,
+        &format!("/api/agents/{agent_id}/keys"),
+        Some(by),
+        Some(json!({ "name": "matrix" })),
+    )
+    .await;
     assert_eq!(status, StatusCode::CREATED, "{key}");
     key["token"].as_str().unwrap().to_string()
 }
@@ -381,8 +629,22 @@ struct Cell {
 #[tokio::test]
 async fn every_actor_gets_exactly_what_its_role_allows_in_every_route_group() {
     let (server, owner) = instance(&[]).await;
-    let (_, home) = call(&server, Method::POST, "/api/companies", Some(&owner), Some(json!({ "name": "Home" }))).await;
-    let (_, away) = call(&server, Method::POST, "/api/companies", Some(&owner), Some(json!({ "name": "Away" }))).await;
+    let (_, home) = call(
+        &server,
+        Method::POST,
+        "/api/companies",
+        Some(&owner),
+        Some(json!({ "name": "Home" })),
+    )
+    .await;
+    let (_, away) = call(
+        &server,
+        Method::POST,
+        "/api/companies",
+        Some(&owner),
+        Some(json!({ "name": "Away" })),
+    )
+    .await;
     let cid = home["id"].as_str().unwrap().to_string();
     let other = away["id"].as_str().unwrap().to_string();
     let admin = join(&server, &owner, &cid, "admin", "adm@example.com").await;
@@ -396,18 +658,73 @@ async fn every_actor_gets_exactly_what_its_role_allows_in_every_route_group() {
         Some(json!({ "name": "Far", "adapterType": "process", "adapterConfig": { "command": "true" } }))).await;
     let agent_key = agent_key_of(&server, &owner, &agent_id).await;
     let far_key = agent_key_of(&server, &outsider, far_agent["id"].as_str().unwrap()).await;
-    let (_, issue) = call(&server, Method::POST, &format!("/api/companies/{cid}/issues"), Some(&owner),
-        Some(json!({ "title": "Matrix" }))).await;
+    let (_, issue) = call(
+        &server,
+        Method::POST,
+        &format!("/api/companies/{cid}/issues"),
+        Some(&owner),
+        Some(json!({ "title": "Matrix" })),
+    )
+    .await;
     let issue_id = issue["id"].as_str().unwrap().to_string();
 
     let groups: Vec<(&str, Cell)> = vec![
-        ("read", Cell { method: Method::GET, path: format!("/api/companies/{cid}/issues"), body: None }),
-        ("task", Cell { method: Method::POST, path: format!("/api/issues/{issue_id}/comments"), body: Some(json!({ "body": "hi" })) }),
-        ("wake", Cell { method: Method::POST, path: format!("/api/agents/{agent_id}/wakeup"), body: Some(json!({ "source": "on_demand" })) }),
-        ("agents", Cell { method: Method::PATCH, path: format!("/api/agents/{agent_id}"), body: Some(json!({ "title": "Renamed" })) }),
-        ("company", Cell { method: Method::PATCH, path: format!("/api/companies/{cid}"), body: Some(json!({ "description": "x" })) }),
-        ("invite", Cell { method: Method::GET, path: format!("/api/companies/{cid}/invites"), body: None }),
-        ("members", Cell { method: Method::GET, path: format!("/api/companies/{cid}/members"), body: None }),
+        (
+            "read",
+            Cell {
+                method: Method::GET,
+                path: format!("/api/companies/{cid}/issues"),
+                body: None,
+            },
+        ),
+        (
+            "task",
+            Cell {
+                method: Method::POST,
+                path: format!("/api/issues/{issue_id}/comments"),
+                body: Some(json!({ "body": "hi" })),
+            },
+        ),
+        (
+            "wake",
+            Cell {
+                method: Method::POST,
+                path: format!("/api/agents/{agent_id}/wakeup"),
+                body: Some(json!({ "source": "on_demand" })),
+            },
+        ),
+        (
+            "agents",
+            Cell {
+                method: Method::PATCH,
+                path: format!("/api/agents/{agent_id}"),
+                body: Some(json!({ "title": "Renamed" })),
+            },
+        ),
+        (
+            "company",
+            Cell {
+                method: Method::PATCH,
+                path: format!("/api/companies/{cid}"),
+                body: Some(json!({ "description": "x" })),
+            },
+        ),
+        (
+            "invite",
+            Cell {
+                method: Method::GET,
+                path: format!("/api/companies/{cid}/invites"),
+                body: None,
+            },
+        ),
+        (
+            "members",
+            Cell {
+                method: Method::GET,
+                path: format!("/api/companies/{cid}/members"),
+                body: None,
+            },
+        ),
     ];
     // The specification: which actor may use which group.
     let allowed = |actor: &str, group: &str| -> bool {
@@ -422,9 +739,20 @@ async fn every_actor_gets_exactly_what_its_role_allows_in_every_route_group() {
     };
     let mut refused = 0;
     let mut cells = 0;
-    for actor in ["anonymous", "outsider", "far-agent", "viewer", "operator", "admin", "agent", "owner"] {
+    for actor in [
+        "anonymous",
+        "outsider",
+        "far-agent",
+        "viewer",
+        "operator",
+        "admin",
+        "agent",
+        "owner",
+    ] {
         for (group, cell) in &groups {
-            let mut req = server.client().request(cell.method.clone(), server.url(&cell.path));
+            let mut req = server
+                .client()
+                .request(cell.method.clone(), server.url(&cell.path));
             let session = match actor {
                 "owner" => Some(&owner),
                 "admin" => Some(&admin),
@@ -434,7 +762,9 @@ async fn every_actor_gets_exactly_what_its_role_allows_in_every_route_group() {
                 _ => None,
             };
             if let Some(s) = session {
-                req = req.header("cookie", &s.cookie).header("x-paperclip-csrf", &s.csrf);
+                req = req
+                    .header("cookie", &s.cookie)
+                    .header("x-paperclip-csrf", &s.csrf);
             }
             match actor {
                 "agent" => req = req.bearer_auth(&agent_key),
@@ -452,50 +782,138 @@ async fn every_actor_gets_exactly_what_its_role_allows_in_every_route_group() {
                 // Agents writing to issues need their run: 401 names it. Board-only groups say 403.
                 let agent_without_run = actor == "agent" && *group == "task";
                 assert!(
-                    status.is_success() || agent_without_run || (actor == "agent" && status == StatusCode::FORBIDDEN && matches!(*group, "agents" | "company")),
+                    status.is_success()
+                        || agent_without_run
+                        || (actor == "agent"
+                            && status == StatusCode::FORBIDDEN
+                            && matches!(*group, "agents" | "company")),
                     "{actor} × {group}: {status} {text}"
                 );
             } else {
                 assert!(
-                    matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::NOT_FOUND),
+                    matches!(
+                        status,
+                        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::NOT_FOUND
+                    ),
                     "{actor} × {group} must be refused: {status} {text}"
                 );
                 refused += 1;
             }
         }
     }
-    assert!(cells == 56 && refused >= 30, "{cells} cells, {refused} refused");
+    assert!(
+        cells == 56 && refused >= 30,
+        "{cells} cells, {refused} refused"
+    );
     // Nothing a refused caller sent was written.
-    let (_, comments) = call(&server, Method::GET, &format!("/api/issues/{issue_id}/comments"), Some(&owner), None).await;
-    let authors: Vec<&str> = comments.as_array().unwrap().iter().filter_map(|c| c["authorUserId"].as_str()).collect();
+    let (_, comments) = call(
+        &server,
+        Method::GET,
+        &format!("/api/issues/{issue_id}/comments"),
+        Some(&owner),
+        None,
+    )
+    .await;
+    let authors: Vec<&str> = comments
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["authorUserId"].as_str())
+        .collect();
     for (who, s) in [("viewer", &viewer), ("outsider", &outsider)] {
-        assert!(!authors.contains(&s.user_id.as_str()), "{who} commented: {comments}");
+        assert!(
+            !authors.contains(&s.user_id.as_str()),
+            "{who} commented: {comments}"
+        );
     }
     // Only the owner may delete the company.
-    let (status, _) = call(&server, Method::DELETE, &format!("/api/companies/{cid}"), Some(&admin), None).await;
+    let (status, _) = call(
+        &server,
+        Method::DELETE,
+        &format!("/api/companies/{cid}"),
+        Some(&admin),
+        None,
+    )
+    .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    let (status, _) = call(&server, Method::DELETE, &format!("/api/companies/{cid}"), Some(&owner), None).await;
+    let (status, _) = call(
+        &server,
+        Method::DELETE,
+        &format!("/api/companies/{cid}"),
+        Some(&owner),
+        None,
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
 }
 
 #[tokio::test]
 async fn pages_show_a_person_their_companies_and_role_only() {
     let (server, owner) = instance(&[]).await;
-    let (_, home) = call(&server, Method::POST, "/api/companies", Some(&owner), Some(json!({ "name": "Visible" }))).await;
-    let (_, away) = call(&server, Method::POST, "/api/companies", Some(&owner), Some(json!({ "name": "Hidden" }))).await;
-    let viewer = join(&server, &owner, home["id"].as_str().unwrap(), "viewer", "pv@example.com").await;
+    let (_, home) = call(
+        &server,
+        Method::POST,
+        "/api/companies",
+        Some(&owner),
+        Some(json!({ "name": "Visible" })),
+    )
+    .await;
+    let (_, away) = call(
+        &server,
+        Method::POST,
+        "/api/companies",
+        Some(&owner),
+        Some(json!({ "name": "Hidden" })),
+    )
+    .await;
+    let viewer = join(
+        &server,
+        &owner,
+        home["id"].as_str().unwrap(),
+        "viewer",
+        "pv@example.com",
+    )
+    .await;
     let page = |path: String, s: &Session| {
-        server.client().get(server.url(&path)).header("cookie", &s.cookie).send()
+        server
+            .client()
+            .get(server.url(&path))
+            .header("cookie", &s.cookie)
+            .send()
     };
-    let resp = page(format!("/{}/dashboard", home["issuePrefix"].as_str().unwrap()), &viewer).await.unwrap();
+    let resp = page(
+        format!("/{}/dashboard", home["issuePrefix"].as_str().unwrap()),
+        &viewer,
+    )
+    .await
+    .unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
     let html = resp.text().await.unwrap();
-    assert!(html.contains("You are a viewer in this company"), "read-only notice");
-    assert!(html.contains(&viewer.csrf), "the page carries the CSRF token");
-    assert!(!html.contains("Hidden"), "another company is not in the switcher");
-    let resp = page(format!("/{}/dashboard", away["issuePrefix"].as_str().unwrap()), &viewer).await.unwrap();
+    assert!(
+        html.contains("You are a viewer in this company"),
+        "read-only notice"
+    );
+    assert!(
+        html.contains(&viewer.csrf),
+        "the page carries the CSRF token"
+    );
+    assert!(
+        !html.contains("Hidden"),
+        "another company is not in the switcher"
+    );
+    let resp = page(
+        format!("/{}/dashboard", away["issuePrefix"].as_str().unwrap()),
+        &viewer,
+    )
+    .await
+    .unwrap();
     assert_eq!(resp.status(), StatusCode::NOT_FOUND);
-    let resp = page(format!("/{}/dashboard", home["issuePrefix"].as_str().unwrap()), &owner).await.unwrap();
+    let resp = page(
+        format!("/{}/dashboard", home["issuePrefix"].as_str().unwrap()),
+        &owner,
+    )
+    .await
+    .unwrap();
     let html = resp.text().await.unwrap();
     assert!(!html.contains("You are a viewer"));
     assert!(html.contains("Hidden"));
@@ -505,15 +923,31 @@ async fn pages_show_a_person_their_companies_and_role_only() {
 async fn only_an_authenticated_instance_listens_beyond_loopback() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_paperclip"))
         .args(["run", "--bind", "0.0.0.0", "--port", "0"])
-        .env("PAPERCLIP_DATA_DIR", std::env::temp_dir().join(format!("paperclip-bind-{}", uuid::Uuid::new_v4())))
+        .env(
+            "PAPERCLIP_DATA_DIR",
+            std::env::temp_dir().join(format!("paperclip-bind-{}", uuid::Uuid::new_v4())),
+        )
         .output()
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--deployment-mode authenticated"));
-    let server = TestServer::start_args(&["--deployment-mode", "authenticated", "--bind", "0.0.0.0"]).await;
-    assert!(server.base.starts_with("http://0.0.0.0:"), "{}", server.base);
+    let server =
+        TestServer::start_args(&["--deployment-mode", "authenticated", "--bind", "0.0.0.0"]).await;
+    assert!(
+        server.base.starts_with("http://0.0.0.0:"),
+        "{}",
+        server.base
+    );
     // Reached through loopback (any interface answers); only names it serves are accepted.
     let url = server.base.replace("0.0.0.0", "127.0.0.1") + "/api/health";
-    let health: Value = server.client().get(&url).send().await.unwrap().json().await.unwrap();
+    let health: Value = server
+        .client()
+        .get(&url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(health["deploymentMode"], "authenticated");
 }

@@ -73,10 +73,12 @@ impl Person {
 
     fn check(&self, company_id: &str, need: Permission) -> Result<(), ApiError> {
         let refuse = |message: String, reason: &str| {
-            Err(ApiError::forbidden(message).with_details(serde_json::json!({
-                "reason": reason,
-                "permission": need.key(),
-            })))
+            Err(
+                ApiError::forbidden(message).with_details(serde_json::json!({
+                    "reason": reason,
+                    "permission": need.key(),
+                })),
+            )
         };
         if let Some(key) = &self.key {
             if !key.company_ids.is_empty() && !key.company_ids.iter().any(|c| c == company_id) {
@@ -86,8 +88,7 @@ impl Person {
                 );
             }
         }
-        let Some(membership) = self.memberships.iter().find(|m| m.company_id == company_id)
-        else {
+        let Some(membership) = self.memberships.iter().find(|m| m.company_id == company_id) else {
             return refuse(
                 "User does not have access to this company".into(),
                 "deny_missing_membership",
@@ -176,8 +177,10 @@ impl FromRequestParts<AppState> for Caller {
                 let caller = person_caller(person, run_header, need)?;
                 return check_path_company(app, parts, route.as_deref(), caller).await;
             }
-            return Err(unauthorized("Board authentication required: sign in, or send a board API key")
-                .with_details(serde_json::json!({ "code": "sign_in_required" })));
+            return Err(unauthorized(
+                "Board authentication required: sign in, or send a board API key",
+            )
+            .with_details(serde_json::json!({ "code": "sign_in_required" })));
         }
         // The guard decided whether a credential-less request is the local
         // board (loopback, not from a run); without its mark, nobody is.

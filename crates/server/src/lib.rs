@@ -17,8 +17,8 @@ pub mod people;
 pub mod permissions;
 pub mod routes;
 pub mod sample;
-mod serve;
 pub mod scope;
+mod serve;
 pub mod signin;
 
 pub use guard::{Limits, Security};
@@ -144,7 +144,11 @@ async fn board_only(
                 person
                     .memberships
                     .iter()
-                    .filter_map(|m| person.role_in(&m.company_id).map(|r| (m.company_id.clone(), r)))
+                    .filter_map(|m| {
+                        person
+                            .role_in(&m.company_id)
+                            .map(|r| (m.company_id.clone(), r))
+                    })
                     .collect(),
             ),
             name: Some(person.user.name.clone()),

@@ -122,7 +122,11 @@ fn secure_name() -> &'static str {
 
 /// `Set-Cookie` for a new session (or, with `None`, one that ends it).
 pub fn session_cookie(team: &TeamConfig, token: Option<&str>) -> String {
-    let name = if team.secure_cookies { secure_name() } else { SESSION_COOKIE };
+    let name = if team.secure_cookies {
+        secure_name()
+    } else {
+        SESSION_COOKIE
+    };
     let secure = if team.secure_cookies { "; Secure" } else { "" };
     match token {
         Some(token) => format!(
@@ -158,12 +162,17 @@ impl RateLimiter {
         if hits.len() >= MAX_KEYS && !hits.contains_key(key) {
             hits.retain(|_, q| q.back().is_some_and(|t| now.duration_since(*t) < window));
             while hits.len() >= MAX_KEYS {
-                let Some(k) = hits.keys().next().cloned() else { break };
+                let Some(k) = hits.keys().next().cloned() else {
+                    break;
+                };
                 hits.remove(&k);
             }
         }
         let queue = hits.entry(key.to_string()).or_default();
-        while queue.front().is_some_and(|t| now.duration_since(*t) >= window) {
+        while queue
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= window)
+        {
             queue.pop_front();
         }
         if queue.len() >= limit {

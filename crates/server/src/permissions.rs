@@ -69,10 +69,22 @@ mod tests {
     #[test]
     fn reads_need_read_and_writes_their_listed_permission() {
         assert_eq!(need(&Method::GET, "/api/issues/{id}"), Permission::Read);
-        assert_eq!(need(&Method::GET, "/api/agents/{id}/keys"), Permission::AgentsCreate);
-        assert_eq!(need(&Method::POST, "/api/issues/{id}/comments"), Permission::TasksMutate);
-        assert_eq!(need(&Method::PATCH, "/api/agents/{id}"), Permission::AgentsCreate);
-        assert_eq!(need(&Method::POST, "/api/agents/{id}/wakeup"), Permission::AgentWake);
+        assert_eq!(
+            need(&Method::GET, "/api/agents/{id}/keys"),
+            Permission::AgentsCreate
+        );
+        assert_eq!(
+            need(&Method::POST, "/api/issues/{id}/comments"),
+            Permission::TasksMutate
+        );
+        assert_eq!(
+            need(&Method::PATCH, "/api/agents/{id}"),
+            Permission::AgentsCreate
+        );
+        assert_eq!(
+            need(&Method::POST, "/api/agents/{id}/wakeup"),
+            Permission::AgentWake
+        );
         assert_eq!(
             need(&Method::DELETE, "/api/companies/{companyId}"),
             Permission::DeleteCompany
@@ -89,6 +101,9 @@ mod tests {
 
     #[test]
     fn an_unlisted_write_is_closed_to_operators() {
-        assert_eq!(need(&Method::POST, "/api/something/new"), Permission::CompanyManage);
+        assert_eq!(
+            need(&Method::POST, "/api/something/new"),
+            Permission::CompanyManage
+        );
     }
 }

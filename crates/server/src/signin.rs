@@ -14,10 +14,8 @@ pub async fn by_session(app: &AppState, token: &str) -> Result<Person, ApiError>
         paperclip_store::people::session(&app.store, &hash_token(token), &paperclip_store::now())
             .await?;
     let Some((session, user)) = found else {
-        return Err(
-            unauthorized("Your session has ended: sign in again")
-                .with_details(json!({ "code": "session_expired" })),
-        );
+        return Err(unauthorized("Your session has ended: sign in again")
+            .with_details(json!({ "code": "session_expired" })));
     };
     let memberships = paperclip_store::members::of_user(&app.store, &user.id).await?;
     Ok(Person {

@@ -77,3 +77,18 @@ CREATE TABLE board_api_key_companies (
     company_id UUID NOT NULL REFERENCES companies (id) ON DELETE CASCADE,
     PRIMARY KEY (key_id, company_id)
 );
+
+-- A company deleted with a task of two or more comments: the cascade removes
+-- the comments after the task, and each asks for the task's search row to be
+-- rebuilt. The second update touches a row this transaction already changed,
+-- so Postgres checks its foreign key again, against a task that is gone, and
+-- the deletion failed. A task that is gone has nothing to rebuild.
+CREATE OR REPLACE FUNCTION task_search_rebuild(task UUID) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM issues WHERE id = task) THEN
+        RETURN;
+    END IF;
+    PERFORM 1 FROM task_search WHERE issue_id = task FOR UPDATE;
+    UPDATE task_search SET words = COALESCE(task_search_words(task), words) WHERE issue_id = task;
+END
+$$;

@@ -53,11 +53,13 @@ pub async fn create(
     .execute(tx.conn())
     .await?;
     for company_id in company_ids {
-        crate::db::query("INSERT INTO board_api_key_companies (key_id, company_id) VALUES ($1, $2)")
-            .bind(&id)
-            .bind(company_id)
-            .execute(tx.conn())
-            .await?;
+        crate::db::query(
+            "INSERT INTO board_api_key_companies (key_id, company_id) VALUES ($1, $2)",
+        )
+        .bind(&id)
+        .bind(company_id)
+        .execute(tx.conn())
+        .await?;
         activity::record(
             &mut tx,
             actor,

@@ -360,7 +360,10 @@ pub async fn accept(
     let invite = invite_in(&mut tx, "token_hash", token_hash).await?;
     let ts = now();
     if let Some(why) = invite.unusable(&ts) {
-        return Err(Error::conflict(why, Some(json!({ "code": "invite_unusable" }))));
+        return Err(Error::conflict(
+            why,
+            Some(json!({ "code": "invite_unusable" })),
+        ));
     }
     let taken = crate::db::query(
         "UPDATE invites SET accepted_at = $2 WHERE id = $1 AND accepted_at IS NULL AND revoked_at IS NULL",
@@ -480,8 +483,9 @@ fn map_member(row: &DbRow) -> Result<Membership> {
         company_id: row.text("company_id")?,
         user_id: row.text("user_id")?,
         role: parse_role(&row.text("role")?)?,
-        status: MembershipStatus::parse(&status)
-            .ok_or_else(|| Error::Rule(format!("Stored membership status '{status}' is unknown")))?,
+        status: MembershipStatus::parse(&status).ok_or_else(|| {
+            Error::Rule(format!("Stored membership status '{status}' is unknown"))
+        })?,
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
         user_name: row.text("user_name")?,

@@ -74,7 +74,11 @@ pub(crate) fn too_many(message: String, wait_secs: u64) -> ApiError {
 pub(crate) fn limit_ip(app: &AppState, peer: &Peer, what: &str) -> ApiResult<()> {
     app.security
         .limiter
-        .hit(&format!("{what}:{}", peer.0.ip()), ATTEMPTS_PER_IP, ATTEMPT_WINDOW)
+        .hit(
+            &format!("{what}:{}", peer.0.ip()),
+            ATTEMPTS_PER_IP,
+            ATTEMPT_WINDOW,
+        )
         .map_err(|wait| {
             too_many(
                 format!("Too many requests from your address: try again in {wait} s"),
@@ -90,14 +94,18 @@ fn field_error(field: &str, code: &str, message: &str) -> ApiError {
 fn check_email(email: Option<&str>) -> ApiResult<String> {
     let email = email.map(str::trim).unwrap_or("");
     let valid = email.len() <= 254
-        && email
-            .split_once('@')
-            .is_some_and(|(user, host)| !user.is_empty() && host.contains('.') && !host.starts_with('.'))
+        && email.split_once('@').is_some_and(|(user, host)| {
+            !user.is_empty() && host.contains('.') && !host.starts_with('.')
+        })
         && !email.chars().any(|c| c.is_whitespace() || c.is_control());
     if valid {
         Ok(email.to_string())
     } else {
-        Err(field_error("email", "INVALID_EMAIL", "Enter a valid email address"))
+        Err(field_error(
+            "email",
+            "INVALID_EMAIL",
+            "Enter a valid email address",
+        ))
     }
 }
 
@@ -105,10 +113,18 @@ fn check_password(field: &str, password: Option<&str>) -> ApiResult<String> {
     let password = password.unwrap_or("");
     let n = password.chars().count();
     if n < MIN_PASSWORD {
-        return Err(field_error(field, "PASSWORD_TOO_SHORT", "Password must be at least 8 characters"));
+        return Err(field_error(
+            field,
+            "PASSWORD_TOO_SHORT",
+            "Password must be at least 8 characters",
+        ));
     }
     if n > MAX_PASSWORD {
-        return Err(field_error(field, "PASSWORD_TOO_LONG", "Password must be at most 128 characters"));
+        return Err(field_error(
+            field,
+            "PASSWORD_TOO_LONG",
+            "Password must be at most 128 characters",
+        ));
     }
     Ok(password.to_string())
 }
@@ -137,7 +153,9 @@ async fn start_session(
     let expires = (chrono::Utc::now() + ttl)
         .format("%Y-%m-%dT%H:%M:%S%.3fZ")
         .to_string();
-    let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
+    let agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok());
     paperclip_store::people::create_session(
         &app.store,
         &user.id,
@@ -178,7 +196,11 @@ async fn sign_up(
     let email = check_email(body.email.as_deref())?;
     let name = body.name.as_deref().map(str::trim).unwrap_or("");
     if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
-        return Err(field_error("name", "invalid_string", "Name must be 1 to 100 characters"));
+        return Err(field_error(
+            "name",
+            "invalid_string",
+            "Name must be 1 to 100 characters",
+        ));
     }
     let password = check_password("password", body.password.as_deref())?;
     let hash = tokio::task::spawn_blocking(move || people::hash_password(&password))
@@ -240,8 +262,10 @@ async fn sign_in(
         _ => {
             let _ = limiter.hit(&lock_key, LOCKOUT_FAILURES, LOCKOUT_WINDOW);
             tracing::info!(%email, "failed sign-in");
-            Err(ApiError::new(StatusCode::UNAUTHORIZED, "Invalid email or password")
-                .with_details(json!({ "code": "INVALID_EMAIL_OR_PASSWORD" })))
+            Err(
+                ApiError::new(StatusCode::UNAUTHORIZED, "Invalid email or password")
+                    .with_details(json!({ "code": "INVALID_EMAIL_OR_PASSWORD" })),
+            )
         }
     }
 }
@@ -256,13 +280,17 @@ async fn sign_out(State(app): State<AppState>, headers: HeaderMap) -> ApiResult<
         paperclip_store::people::revoke_session(&app.store, &people::hash_token(&token)).await?;
     }
     let cookie = people::session_cookie(&app.security.team, None);
-    Ok(([(header::SET_COOKIE, cookie)], Json(json!({ "success": true }))).into_response())
+    Ok((
+        [(header::SET_COOKIE, cookie)],
+        Json(json!({ "success": true })),
+    )
+        .into_response())
 }
 
 fn signed_in(caller: &Caller) -> ApiResult<&crate::auth::Person> {
-    caller.person().ok_or_else(|| {
-        ApiError::new(StatusCode::UNAUTHORIZED, "Board authentication required")
-    })
+    caller
+        .person()
+        .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "Board authentication required"))
 }
 
 #[utoipa::path(get, path = "/api/auth/get-session", tag = "auth",
@@ -270,7 +298,11 @@ fn signed_in(caller: &Caller) -> ApiResult<&crate::auth::Person> {
         (status = 401, description = "Board authentication required")))]
 async fn get_session(caller: Caller) -> ApiResult<Json<Value>> {
     let person = signed_in(&caller)?;
-    let source = if person.key.is_some() { "board_key" } else { "session" };
+    let source = if person.key.is_some() {
+        "board_key"
+    } else {
+        "session"
+    };
     let id = person
         .session_id
         .clone()
@@ -285,7 +317,9 @@ async fn get_session(caller: Caller) -> ApiResult<Json<Value>> {
     responses((status = 200, description = "The signed-in user")))]
 async fn profile(caller: Caller) -> ApiResult<Json<Value>> {
     let u = &signed_in(&caller)?.user;
-    Ok(Json(json!({ "id": u.id, "email": u.email, "name": u.name, "image": null })))
+    Ok(Json(
+        json!({ "id": u.id, "email": u.email, "name": u.name, "image": null }),
+    ))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -303,10 +337,16 @@ async fn update_profile(
     let person = signed_in(&caller)?;
     let name = body.name.as_deref().map(str::trim).unwrap_or("");
     if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
-        return Err(field_error("name", "invalid_string", "Name must be 1 to 100 characters"));
+        return Err(field_error(
+            "name",
+            "invalid_string",
+            "Name must be 1 to 100 characters",
+        ));
     }
     let u = paperclip_store::people::update_name(&app.store, &person.user.id, name).await?;
-    Ok(Json(json!({ "id": u.id, "email": u.email, "name": u.name, "image": null })))
+    Ok(Json(
+        json!({ "id": u.id, "email": u.email, "name": u.name, "image": null }),
+    ))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -342,8 +382,10 @@ async fn change_password(
     .await
     .unwrap_or((false, None));
     let Some(new_hash) = new_hash.filter(|_| ok) else {
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "The current password is wrong")
-            .with_details(json!({ "code": "INVALID_PASSWORD" })));
+        return Err(
+            ApiError::new(StatusCode::UNAUTHORIZED, "The current password is wrong")
+                .with_details(json!({ "code": "INVALID_PASSWORD" })),
+        );
     };
     paperclip_store::people::set_password(&app.store, &person.user.id, &new_hash, &session_id)
         .await?;

@@ -39,7 +39,9 @@ struct NewKey {
     company_ids: Option<Vec<String>>,
 }
 
-fn some_or_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+fn some_or_null<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Option<String>>, D::Error> {
     Ok(Some(Option::deserialize(d)?))
 }
 
@@ -73,25 +75,33 @@ async fn create_key(
     JsonBody(body): JsonBody<NewKey>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let who = person(&caller)?;
-    let name = body.name.as_deref().map(str::trim).unwrap_or("paperclipai cli");
+    let name = body
+        .name
+        .as_deref()
+        .map(str::trim)
+        .unwrap_or("paperclipai cli");
     if name.is_empty() || name.chars().count() > 120 || name.chars().any(char::is_control) {
-        return Err(ApiError::validation(json!([{ "code": "invalid_string", "path": ["name"],
-            "message": "Name must be 1 to 120 characters" }])));
+        return Err(ApiError::validation(
+            json!([{ "code": "invalid_string", "path": ["name"],
+            "message": "Name must be 1 to 120 characters" }]),
+        ));
     }
     let mut companies: Vec<String> = body.company_ids.unwrap_or_default();
     companies.extend(body.requested_company_id);
     companies.sort();
     companies.dedup();
     if companies.len() > 100 {
-        return Err(ApiError::validation(json!([{ "code": "too_big", "path": ["companyIds"],
-            "message": "At most 100 companies" }])));
+        return Err(ApiError::validation(
+            json!([{ "code": "too_big", "path": ["companyIds"],
+            "message": "At most 100 companies" }]),
+        ));
     }
     for company in &companies {
         if who.role_in(company).is_none() {
-            return Err(ApiError::forbidden(
-                "User does not have access to this company",
-            )
-            .with_details(json!({ "companyId": company })));
+            return Err(
+                ApiError::forbidden("User does not have access to this company")
+                    .with_details(json!({ "companyId": company })),
+            );
         }
     }
     let expires = match body.expires_at {
@@ -103,16 +113,27 @@ async fn create_key(
                     "message": "expiresAt must be an RFC 3339 time" }]))
             })?;
             if at.to_utc() <= chrono::Utc::now() {
-                return Err(ApiError::validation(json!([{ "code": "invalid_date", "path": ["expiresAt"],
-                    "message": "expiresAt must be in the future" }])));
+                return Err(ApiError::validation(
+                    json!([{ "code": "invalid_date", "path": ["expiresAt"],
+                    "message": "expiresAt must be in the future" }]),
+                ));
             }
             Some(at.to_utc().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
         }
     };
     app.security
         .limiter
-        .hit(&format!("board-key:{}", who.user.id), KEYS_PER_HOUR, Duration::from_secs(3600))
-        .map_err(|wait| too_many(format!("Too many API keys created: try again in {wait} s"), wait))?;
+        .hit(
+            &format!("board-key:{}", who.user.id),
+            KEYS_PER_HOUR,
+            Duration::from_secs(3600),
+        )
+        .map_err(|wait| {
+            too_many(
+                format!("Too many API keys created: try again in {wait} s"),
+                wait,
+            )
+        })?;
     let token = people::new_token(BOARD_KEY_PREFIX);
     let key = paperclip_store::board_keys::create(
         &app.store,

@@ -80,7 +80,11 @@ async fn me(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<Board
                     })
                 })
                 .collect(),
-            source: if p.key.is_some() { "board_key" } else { "session" },
+            source: if p.key.is_some() {
+                "board_key"
+            } else {
+                "session"
+            },
             key_id: p.key.as_ref().map(|k| k.id.clone()),
         })),
     }

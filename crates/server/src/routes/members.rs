@@ -143,8 +143,10 @@ async fn update_member(
     let role = match patch.membership_role.as_deref() {
         None => None,
         Some(text) => Some(Role::parse(text).ok_or_else(|| {
-            ApiError::validation(json!([{ "code": "invalid_enum_value", "path": ["membershipRole"],
-                "message": "membershipRole must be owner, admin, operator or viewer" }]))
+            ApiError::validation(
+                json!([{ "code": "invalid_enum_value", "path": ["membershipRole"],
+                "message": "membershipRole must be owner, admin, operator or viewer" }]),
+            )
         })?),
     };
     let status = match patch.status.as_deref() {
@@ -158,7 +160,9 @@ async fn update_member(
         return Err(ApiError::validation(json!([{ "code": "custom", "path": [],
             "message": "Send membershipRole or status" }])));
     }
-    if status == Some(MembershipStatus::Suspended) && Some(member.user_id.as_str()) == actor.user_id() {
+    if status == Some(MembershipStatus::Suspended)
+        && Some(member.user_id.as_str()) == actor.user_id()
+    {
         return Err(ApiError::forbidden("You cannot suspend yourself."));
     }
     let mut after = member;
@@ -217,7 +221,11 @@ async fn create_invite(
     person_only(&caller)?;
     let actor = caller.require_board()?.clone();
     let company = access::company(&app, &caller, &company_id).await?;
-    if body.allowed_join_types.as_deref().is_some_and(|t| t == "agent") {
+    if body
+        .allowed_join_types
+        .as_deref()
+        .is_some_and(|t| t == "agent")
+    {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "Agent joins by invite are not supported here: hire agents from the board",
@@ -226,18 +234,31 @@ async fn create_invite(
     let role = match body.human_role.as_deref() {
         None => Role::Operator,
         Some(text) => Role::parse(text).ok_or_else(|| {
-            ApiError::validation(json!([{ "code": "invalid_enum_value", "path": ["humanRole"],
-                "message": "humanRole must be owner, admin, operator or viewer" }]))
+            ApiError::validation(
+                json!([{ "code": "invalid_enum_value", "path": ["humanRole"],
+                "message": "humanRole must be owner, admin, operator or viewer" }]),
+            )
         })?,
     };
     // Only an owner can hand out ownership.
-    if role == Role::Owner && caller.person().and_then(|p| p.role_in(&company_id)) != Some(Role::Owner) {
+    if role == Role::Owner
+        && caller.person().and_then(|p| p.role_in(&company_id)) != Some(Role::Owner)
+    {
         return Err(ApiError::forbidden("Only an owner can invite an owner"));
     }
     app.security
         .limiter
-        .hit(&format!("invite-create:{}", actor.id), INVITES_PER_HOUR, Duration::from_secs(3600))
-        .map_err(|wait| too_many(format!("Too many invites created: try again in {wait} s"), wait))?;
+        .hit(
+            &format!("invite-create:{}", actor.id),
+            INVITES_PER_HOUR,
+            Duration::from_secs(3600),
+        )
+        .map_err(|wait| {
+            too_many(
+                format!("Too many invites created: try again in {wait} s"),
+                wait,
+            )
+        })?;
     let token = people::new_token(INVITE_PREFIX);
     let expires = expiry(INVITE_TTL);
     let invite = members::create_invite(
@@ -361,7 +382,9 @@ async fn accept_invite(
         ));
     }
     usable_invite(&app, &token).await?;
-    let person = caller.ok().and_then(|c| c.person().map(|p| p.user.id.clone()));
+    let person = caller
+        .ok()
+        .and_then(|c| c.person().map(|p| p.user.id.clone()));
     let Some(user_id) = person else {
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,

@@ -33,8 +33,8 @@ use axum::http::{StatusCode, Uri};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::error::ApiError;
-pub(crate) use members::expiry;
 use crate::AppState;
+pub(crate) use members::expiry;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
