@@ -152,6 +152,28 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/agents/{id}/configuration"),
     // Ours, not upstream's: the sample company of the first run.
     ("post", "/api/sample-company"),
+    // People of an authenticated instance (upstream's better-auth and access routes).
+    ("post", "/api/auth/sign-up/email"),
+    ("post", "/api/auth/sign-in/email"),
+    ("post", "/api/auth/sign-out"),
+    ("get", "/api/auth/get-session"),
+    ("get", "/api/auth/profile"),
+    ("patch", "/api/auth/profile"),
+    ("post", "/api/auth/change-password"),
+    ("get", "/api/companies/{companyId}/members"),
+    ("patch", "/api/companies/{companyId}/members/{memberId}"),
+    (
+        "post",
+        "/api/companies/{companyId}/members/{memberId}/archive",
+    ),
+    ("post", "/api/companies/{companyId}/invites"),
+    ("get", "/api/companies/{companyId}/invites"),
+    ("post", "/api/invites/{inviteId}/revoke"),
+    ("get", "/api/invites/{token}"),
+    ("post", "/api/invites/{token}/accept"),
+    ("post", "/api/board-api-keys"),
+    ("get", "/api/board-api-keys"),
+    ("delete", "/api/board-api-keys/{keyId}"),
 ];
 
 #[tokio::test]
