@@ -20,6 +20,7 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("detail.js", include_str!("../assets/detail.js")),
     ("palette.js", include_str!("../assets/palette.js")),
     ("account.js", include_str!("../assets/account.js")),
+    ("members.js", include_str!("../assets/members.js")),
 ];
 
 const FAVICON: &str = include_str!("../assets/favicon.svg");

@@ -16,6 +16,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ("approvals", "Approvals"),
     ("costs", "Costs"),
     ("activity", "Activity"),
+    ("company/members", "Members"),
     ("company/settings", "Settings"),
 ];
 

@@ -83,6 +83,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(store: Store, logs: LogReader) -
         .route("/{prefix}/costs", get(pages::costs::page))
         .route("/{prefix}/activity", get(pages::activity::page))
         .route("/{prefix}/company/settings", get(pages::settings::page))
+        .route("/{prefix}/company/members", get(pages::members::page))
         .layer(axum::middleware::from_fn(server_timing))
         .with_state(Web { store, logs })
 }

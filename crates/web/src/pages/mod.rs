@@ -12,6 +12,7 @@ pub mod goal;
 pub mod hire;
 pub mod inbox;
 pub mod links;
+pub mod members;
 pub mod misc;
 pub mod org;
 pub mod project;
