@@ -104,6 +104,10 @@ vocabulary! {
         ProjectCreated = "project.created",
         ProjectDeleted = "project.deleted",
         ProjectUpdated = "project.updated",
+        SecretCreated = "secret.created",
+        SecretDeleted = "secret.deleted",
+        SecretRotated = "secret.rotated",
+        SecretUpdated = "secret.updated",
     }
 }
 
@@ -119,6 +123,7 @@ vocabulary! {
         Issue = "issue",
         Label = "label",
         Project = "project",
+        Secret = "secret",
     }
 }
 

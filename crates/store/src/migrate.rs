@@ -186,6 +186,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0027_native_ids.postgres.sql"),
         },
     ),
+    (
+        28,
+        "company_secrets",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0028_company_secrets.sqlite.sql"),
+            postgres: include_str!("../migrations/0028_company_secrets.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

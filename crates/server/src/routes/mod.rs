@@ -23,6 +23,7 @@ mod labels;
 mod projects;
 mod revisions;
 mod run_links;
+mod secrets;
 mod sessions;
 mod wakes;
 
@@ -55,6 +56,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(cost_views::router())
         .merge(revisions::router())
         .merge(run_links::router())
+        .merge(secrets::router())
         .merge(sessions::router())
         .merge(wakes::router())
         .merge(inbox::router())
