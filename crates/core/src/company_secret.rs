@@ -232,6 +232,25 @@ pub fn env_secret_refs(config: &Value) -> Vec<(String, Result<SecretRef, String>
         .collect()
 }
 
+/// How the runtime puts a resolved value in the adapter's copy of `env`:
+/// upstream's plain binding, marked so that an adapter that hands env to
+/// someone else (a Kubernetes Job) keeps it with its secrets whatever the
+/// variable's name.
+pub fn resolved_binding(value: String) -> Value {
+    serde_json::json!({ "type": "plain", "value": value, "fromSecret": true })
+}
+
+/// The `env` variables of a config that [`resolved_binding`] filled.
+pub fn resolved_names(config: &Value) -> std::collections::BTreeSet<String> {
+    let Some(env) = config.get("env").and_then(Value::as_object) else {
+        return Default::default();
+    };
+    env.iter()
+        .filter(|(_, v)| v.get("fromSecret").and_then(Value::as_bool) == Some(true))
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
 /// 8-4-4-4-12 hex digits, as upstream's `z.string().guid()` checks.
 fn is_uuid(text: &str) -> bool {
     let groups: Vec<&str> = text.split('-').collect();

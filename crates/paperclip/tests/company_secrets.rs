@@ -7,170 +7,14 @@
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use common::secrets::{
+    assert_clean, files_under, lines, logged_server, postgres_dump, run, secret_ref, token_agent,
+    value, LiveCapture,
+};
 use common::TestServer;
-use reqwest::StatusCode;
 use serde_json::{json, Value};
-
-fn value(label: &str) -> String {
-    format!("sk-{label}-{}", uuid::Uuid::new_v4().simple())
-}
-
-/// The company's SSE stream, read in the background into one string.
-struct LiveCapture {
-    text: std::sync::Arc<std::sync::Mutex<String>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl LiveCapture {
-    async fn start(server: &TestServer, cid: &str) -> LiveCapture {
-        let mut resp = server
-            .client()
-            .get(server.url(&format!("/api/companies/{cid}/events")))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), StatusCode::OK);
-        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let sink = text.clone();
-        let task = tokio::spawn(async move {
-            while let Ok(Some(chunk)) = resp.chunk().await {
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&chunk));
-            }
-        });
-        LiveCapture { text, task }
-    }
-
-    /// Everything seen once `marker` has arrived.
-    async fn until(self, marker: &str) -> String {
-        let text = self.text.clone();
-        let seen = common::until(
-            20,
-            &format!("the live stream to carry {marker}"),
-            async || {
-                let seen = text.lock().unwrap().clone();
-                seen.contains(marker).then_some(seen)
-            },
-        )
-        .await;
-        self.task.abort();
-        seen
-    }
-}
-
-fn assert_clean(what: &str, text: &str, values: &[&str]) {
-    for v in values {
-        assert!(!text.contains(v), "{what} shows a secret value: {text}");
-    }
-}
-
-/// A server whose stderr log (debug level) is kept in a file outside its
-/// data dir, on a database of its own.
-async fn logged_server(env: &[(&str, &str)]) -> (TestServer, PathBuf) {
-    let (data_dir, database_url) = TestServer::start().await.stop_keeping_data();
-    let log = std::env::temp_dir().join(format!("paperclip-secrets-{}.log", uuid::Uuid::new_v4()));
-    (
-        TestServer::start_logged(data_dir, database_url, env, &log).await,
-        log,
-    )
-}
-
-/// A process agent that appends `$MY_TOKEN` to `out` and prints it (which
-/// the run log must hide).
-async fn token_agent(s: &TestServer, cid: &str, name: &str, binding: Value, out: &Path) -> String {
-    let script = "printf '%s\\n' \"$MY_TOKEN\" >> \"$OUT\"\necho \"token=$MY_TOKEN\"\n";
-    let agent = s
-        .script_agent(
-            cid,
-            name,
-            script,
-            json!({ "env": { "MY_TOKEN": binding, "OUT": out.to_str().unwrap() } }),
-        )
-        .await;
-    agent["id"].as_str().unwrap().to_string()
-}
-
-fn secret_ref(id: &str) -> Value {
-    json!({ "type": "secret_ref", "secretId": id, "version": "latest" })
-}
-
-/// Wakes the agent and waits for its `n`th run to end; returns that run.
-async fn run(s: &TestServer, cid: &str, aid: &str, n: usize) -> Value {
-    let (status, body) = s
-        .post(&format!("/api/agents/{aid}/wakeup"), json!({}))
-        .await;
-    assert!(status.is_success(), "wakeup: {status} {body}");
-    let runs = s
-        .wait_for(
-            &format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}"),
-            30,
-            |runs| {
-                runs.as_array().is_some_and(|r| {
-                    r.len() == n
-                        && r.iter().all(|x| {
-                            !["queued", "running"].contains(&x["status"].as_str().unwrap())
-                        })
-                })
-            },
-        )
-        .await;
-    runs[0].clone()
-}
-
-fn lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
-/// Every file under `dir` (the database, its WAL, run logs, keys) as bytes,
-/// with the ones in `skip` left out.
-fn files_under(dir: &Path, skip: &[&Path], out: &mut Vec<(PathBuf, Vec<u8>)>) {
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if skip.contains(&path.as_path()) {
-            continue;
-        }
-        if path.is_dir() {
-            files_under(&path, skip, out);
-        } else if let Ok(bytes) = std::fs::read(&path) {
-            out.push((path, bytes));
-        }
-    }
-}
-
-/// Every row of every table of a Postgres database, as text.
-async fn postgres_dump(url: &str) -> String {
-    use sqlx::Row;
-    let db = common::database(url).await;
-    let tables: Vec<String> = sqlx::query(
-        "SELECT table_name::text FROM information_schema.tables \
-         WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'",
-    )
-    .fetch_all(&db)
-    .await
-    .unwrap()
-    .iter()
-    .map(|r| r.get::<String, _>(0))
-    .collect();
-    let mut out = String::new();
-    for t in tables {
-        for row in sqlx::query(&format!("SELECT CAST(t AS TEXT) FROM \"{t}\" t"))
-            .fetch_all(&db)
-            .await
-            .unwrap()
-        {
-            out.push_str(&row.get::<String, _>(0));
-            out.push('\n');
-        }
-    }
-    out
-}
 
 #[tokio::test]
 async fn secrets_round_trip_in_upstream_shapes_and_their_value_reaches_only_the_run() {
@@ -302,7 +146,7 @@ async fn secrets_round_trip_in_upstream_shapes_and_their_value_reaches_only_the_
     let aid = token_agent(&s, &cid, "Deployer", secret_ref(&sid), &out).await;
     let first_run = run(&s, &cid, &aid, 1).await;
     assert_eq!(first_run["status"], "succeeded", "{first_run}");
-    assert_eq!(lines(&out), [first.clone()]);
+    assert_eq!(lines(&out), std::slice::from_ref(&first));
 
     // Rotation: version 2, taken by the next run.
     let rotated = s
@@ -605,7 +449,7 @@ async fn the_key_file_is_private_the_db_holds_ciphertext_and_another_key_fails_r
     let out = s.data_dir.join("seen.txt");
     let aid = token_agent(&s, &cid, "Reader", secret_ref(&sid), &out).await;
     assert_eq!(run(&s, &cid, &aid, 1).await["status"], "succeeded");
-    assert_eq!(lines(&out), [plain.clone()]);
+    assert_eq!(lines(&out), std::slice::from_ref(&plain));
 
     // Another key (the env wins over the file): the run fails and says why.
     let other = "ab".repeat(32);

@@ -3,15 +3,17 @@
 //! before: the stored config keeps the reference, and the resolved copy
 //! lives only in the invocation handed to the adapter.
 
-use paperclip_core::company_secret::{env_secret_refs, SecretStatus, VersionSelector};
+use paperclip_core::company_secret::{
+    env_secret_refs, resolved_binding, SecretStatus, VersionSelector,
+};
 use paperclip_core::model::Agent;
 use paperclip_store::Store;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::vault::Vault;
 
 /// The agent's config with each `secret_ref` in `env` replaced by its
-/// value (as upstream's `{ "type": "plain" }` binding), and those values,
+/// value (a `{ "type": "plain" }` binding marked as a secret's), and those values,
 /// for the run's redaction. An error names the variable and the secret,
 /// never a value, and fails the run before anything is spawned.
 pub(crate) async fn resolve(
@@ -55,7 +57,7 @@ pub(crate) async fn resolve(
                 sealed.name, sealed.version
             )
         })?;
-        config["env"][var.as_str()] = json!({ "type": "plain", "value": value });
+        config["env"][var.as_str()] = resolved_binding(value.clone());
         values.push(value);
     }
     Ok((config, values))

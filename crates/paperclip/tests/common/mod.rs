@@ -9,6 +9,7 @@
 
 pub mod browser;
 pub mod cli;
+pub mod secrets;
 pub mod upstream;
 
 use std::io::{BufRead, BufReader};
