@@ -113,9 +113,17 @@ impl<'a> Fields<'a> {
                     let value = binding["value"].as_str().unwrap_or_default();
                     out.insert(k.clone(), value.to_string());
                 }
+                // A company secret: the runtime puts its value in place as
+                // the run starts, so a config being saved only has to name
+                // one well. (By invocation none is left.)
+                Value::Object(_) if paperclip_core::company_secret::parse_secret_ref(v).is_some() => {
+                    if let Some(Err(why)) = paperclip_core::company_secret::parse_secret_ref(v) {
+                        self.error(&[key, k], &why);
+                    }
+                }
                 _ => self.error(
                     &[key, k],
-                    "must be a string or { \"type\": \"plain\", \"value\": string } (secret references are not supported)",
+                    "must be a string, { \"type\": \"plain\", \"value\": string } or { \"type\": \"secret_ref\", \"secretId\": uuid }",
                 ),
             }
         }
@@ -204,18 +212,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn env_takes_strings_and_plain_bindings_but_not_references() {
+    fn env_takes_strings_plain_bindings_and_well_formed_secret_refs() {
         let config = json!({ "env": {
             "A": "1",
             "B_KEY": { "type": "plain", "value": "2" },
             "C_TOKEN": { "type": "secret_ref", "secretId": "s" },
+            "D_TOKEN": { "type": "secret_ref", "secretId": "0190c0de-0000-7000-8000-000000000001" },
+            "E_TOKEN": { "type": "user_secret_ref", "key": "k" },
         } });
         let mut f = Fields::new(&config).unwrap();
         let env = f.string_map("env");
         assert_eq!(env.get("A").map(String::as_str), Some("1"));
         assert_eq!(env.get("B_KEY").map(String::as_str), Some("2"));
+        // A reference is the runtime's to resolve; it never reaches the map.
+        assert!(!env.contains_key("D_TOKEN"));
         let errors = f.finish(()).unwrap_err();
-        assert_eq!(errors.len(), 1);
-        assert_eq!(errors[0].path, ["env", "C_TOKEN"]);
+        let paths: Vec<_> = errors.iter().map(|e| e.path.clone()).collect();
+        assert_eq!(paths, [["env", "C_TOKEN"], ["env", "E_TOKEN"]]);
     }
 }

@@ -113,6 +113,10 @@ vocabulary! {
         ProjectCreated = "project.created",
         ProjectDeleted = "project.deleted",
         ProjectUpdated = "project.updated",
+        SecretCreated = "secret.created",
+        SecretDeleted = "secret.deleted",
+        SecretRotated = "secret.rotated",
+        SecretUpdated = "secret.updated",
     }
 }
 
@@ -129,6 +133,7 @@ vocabulary! {
         Issue = "issue",
         Label = "label",
         Project = "project",
+        Secret = "secret",
         User = "user",
     }
 }

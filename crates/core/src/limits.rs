@@ -8,6 +8,7 @@
 
 use serde_json::{json, Value};
 
+use crate::company_secret::{NewSecret, SecretPatch, SecretRotation, KEY_MAX_CHARS};
 use crate::input::{
     AgentPatch, ApprovalDecision, Checkout, CompanyPatch, DocumentPut, GoalPatch, IssuePatch,
     NewAgent, NewApproval, NewComment, NewCompany, NewCostEvent, NewGoal, NewIssue, NewLabel,
@@ -28,6 +29,10 @@ pub const LONG_TEXT_MAX_CHARS: usize = 256 * 1024;
 pub const DOCUMENT_BODY_MAX_CHARS: usize = 1_000_000;
 /// Titles of documents.
 pub const DOCUMENT_TITLE_MAX_CHARS: usize = 200;
+
+/// A company secret's value (64 Ki characters: a PEM key or a service
+/// account's JSON fits; a secret is not a file store).
+pub const SECRET_VALUE_MAX_CHARS: usize = 64 * 1024;
 
 /// Labels on one issue.
 pub const LABEL_IDS_MAX: usize = 50;
@@ -305,6 +310,29 @@ impl Validate for NewLabel {
     fn validate(&self) -> Result<(), Violation> {
         text("name", &self.name, NAME)?;
         text("color", &self.color, SHORT)
+    }
+}
+
+impl Validate for NewSecret {
+    fn validate(&self) -> Result<(), Violation> {
+        text("name", &self.name, NAME)?;
+        opt("key", self.key.as_ref(), KEY_MAX_CHARS)?;
+        opt("value", self.value.as_ref(), SECRET_VALUE_MAX_CHARS)?;
+        opt("description", self.description.as_ref(), LONG)
+    }
+}
+
+impl Validate for SecretPatch {
+    fn validate(&self) -> Result<(), Violation> {
+        opt("name", self.name.as_ref(), NAME)?;
+        opt("key", self.key.as_ref(), KEY_MAX_CHARS)?;
+        opt2("description", &self.description, LONG)
+    }
+}
+
+impl Validate for SecretRotation {
+    fn validate(&self) -> Result<(), Violation> {
+        opt("value", self.value.as_ref(), SECRET_VALUE_MAX_CHARS)
     }
 }
 

@@ -5,6 +5,7 @@
 
 use crate::agent::{AgentRole, AgentStatus};
 use crate::company::CompanyStatus;
+use crate::company_secret::{SecretProvider, SecretStatus};
 use crate::goal::{GoalLevel, GoalStatus};
 use crate::heartbeat::RunStatus;
 use crate::issue::{IssuePriority, IssueStatus};
@@ -55,6 +56,8 @@ stored! {
     GoalStatus: "goal status" [Planned, Active, Achieved, Cancelled];
     RunStatus: "run status" [Queued, Running, Succeeded, Failed, Cancelled, TimedOut];
     Liveness: "run liveness" [Completed, Advanced, Blocked, Failed, NeedsFollowup, EmptyResponse];
+    SecretStatus: "secret status" [Active, Disabled, Archived];
+    SecretProvider: "secret provider" [LocalEncrypted];
 }
 
 #[cfg(test)]
@@ -82,5 +85,7 @@ mod tests {
         round_trips::<GoalLevel>();
         round_trips::<GoalStatus>();
         round_trips::<RunStatus>();
+        round_trips::<SecretStatus>();
+        round_trips::<SecretProvider>();
     }
 }

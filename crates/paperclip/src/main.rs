@@ -104,6 +104,15 @@ async fn run(config: Config) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
     private_dir(&config.data_dir)?;
+    // Read from the environment only, never a flag: a flag would show the
+    // key to anyone listing processes. Checked before anything is served.
+    let vault = paperclip_runtime::vault::Vault::open(
+        &config.data_dir,
+        std::env::var(paperclip_runtime::vault::KEY_ENV)
+            .ok()
+            .as_deref(),
+    )
+    .context("opening the secrets master key")?;
     let database_url = config.database_url();
     let store = paperclip_store::Store::connect(&database_url)
         .await
@@ -124,6 +133,7 @@ async fn run(config: Config) -> anyhow::Result<()> {
         data_dir: config.data_dir.clone(),
         api_url: format!("http://{addr}"),
         token_secret: secret.into_bytes(),
+        vault: std::sync::Arc::new(vault),
     });
     runtime
         .start()

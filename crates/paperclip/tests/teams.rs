@@ -958,16 +958,47 @@ async fn two_people_with_different_roles_see_the_difference_in_the_browser() {
         return;
     }
     let (server, owner) = instance(&[]).await;
-    let (status, _) = call(&server, Method::POST, "/api/companies", Some(&owner), Some(json!({ "name": "Acme" }))).await;
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        "/api/companies",
+        Some(&owner),
+        Some(json!({ "name": "Acme" })),
+    )
+    .await;
     assert_eq!(status, StatusCode::CREATED);
     common::browser::run("teams", &server.base, std::time::Duration::from_secs(180)).await;
     // What the browser did, read back from the server.
     let (_, list) = call(&server, Method::GET, "/api/companies", Some(&owner), None).await;
     let cid = list[0]["id"].as_str().unwrap();
-    let (_, members) = call(&server, Method::GET, &format!("/api/companies/{cid}/members"), Some(&owner), None).await;
-    let vic = members["members"].as_array().unwrap().iter().find(|m| m["user"]["email"] == "vic@example.com").unwrap();
+    let (_, members) = call(
+        &server,
+        Method::GET,
+        &format!("/api/companies/{cid}/members"),
+        Some(&owner),
+        None,
+    )
+    .await;
+    let vic = members["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["user"]["email"] == "vic@example.com")
+        .unwrap();
     assert_eq!(vic["membershipRole"], "viewer");
-    let (_, issues) = call(&server, Method::GET, &format!("/api/companies/{cid}/issues"), Some(&owner), None).await;
-    let titles: Vec<&str> = issues.as_array().unwrap().iter().filter_map(|i| i["title"].as_str()).collect();
+    let (_, issues) = call(
+        &server,
+        Method::GET,
+        &format!("/api/companies/{cid}/issues"),
+        Some(&owner),
+        None,
+    )
+    .await;
+    let titles: Vec<&str> = issues
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["title"].as_str())
+        .collect();
     assert_eq!(titles, vec!["Owner creates this"]);
 }

@@ -94,6 +94,9 @@ async fn a_schema_7_database_upgrades_without_loss() {
     for sql in engine_only.iter().chain(BACK_TO_7_BOTH) {
         sqlx::query(sql).execute(&pool).await.unwrap();
     }
+    for sql in common::before_secrets_and_teams() {
+        sqlx::query(&sql).execute(&pool).await.unwrap();
+    }
     // A task the old release wrote (no trigger to count it).
     sqlx::query(
         "INSERT INTO issues (id, company_id, title, status, priority, issue_number, identifier, \
@@ -464,6 +467,7 @@ async fn a_schema_24_database_keeps_its_json_times_flags_and_ids_as_native_types
         );
     }
     back_to_24.push("DELETE FROM schema_migrations WHERE version IN (25, 26, 27)".into());
+    back_to_24.extend(common::before_secrets_and_teams());
     for sql in &back_to_24 {
         sqlx::query(sql).execute(&pool).await.unwrap();
     }

@@ -34,6 +34,8 @@ pub struct RuntimeConfig {
     /// Base URL agents use to call back (`PAPERCLIP_API_URL`).
     pub api_url: String,
     pub token_secret: Vec<u8>,
+    /// The master key of company secrets, for resolving agents' references.
+    pub vault: Arc<crate::vault::Vault>,
 }
 
 #[derive(Clone)]
@@ -51,6 +53,7 @@ pub(crate) struct Inner {
     data_dir: PathBuf,
     pub(crate) live: Arc<LiveRuns>,
     kick: Notify,
+    vault: Arc<crate::vault::Vault>,
 }
 
 impl Runtime {
@@ -69,6 +72,7 @@ impl Runtime {
                 data_dir: config.data_dir,
                 live: Arc::new(LiveRuns::default()),
                 kick: Notify::new(),
+                vault: config.vault,
             }),
         }
     }
@@ -101,6 +105,11 @@ impl Runtime {
     /// uses it to recognise a request coming from inside a run.
     pub fn live_run_ids(&self) -> Vec<String> {
         self.inner.live.ids()
+    }
+
+    /// The company secrets' master key: the server seals values with it.
+    pub fn vault(&self) -> &Arc<crate::vault::Vault> {
+        &self.inner.vault
     }
 
     pub fn logs(&self) -> &Arc<dyn RunLogStore> {
@@ -281,7 +290,19 @@ impl Runtime {
                 format!("No adapter for type {:?}", agent.adapter_type),
             )));
         };
-        if let Err(errors) = adapter.validate_config(&agent.adapter_config) {
+        // Secret references become values here, in a copy only the adapter
+        // sees; the values join the run's redaction below.
+        let (config, resolved) =
+            match crate::secret_env::resolve(store, &self.inner.vault, &agent).await {
+                Ok(found) => found,
+                Err(why) => {
+                    return Ok(Some(failure(
+                        "secret_unavailable",
+                        format!("Cannot start: {why}"),
+                    )))
+                }
+            };
+        if let Err(errors) = adapter.validate_config(&config) {
             let list: Vec<String> = errors
                 .iter()
                 .map(|e| format!("{}: {}", e.path.join("."), e.message))
@@ -291,13 +312,14 @@ impl Runtime {
                 format!("Invalid adapter config: {}", list.join("; ")),
             )));
         }
-        let limits = adapter.limits(&agent.adapter_config);
+        let limits = adapter.limits(&config);
         let token =
             self.inner
                 .tokens
                 .mint(&agent.id, &agent.company_id, &run.id, ttl_secs(&limits));
         let env = crate::outcome::run_env(&self.inner.api_url, &agent, run, &token);
         let mut secrets = vec![token.clone()];
+        secrets.extend(resolved);
         if let Some(extra) = agent.adapter_config.get("env").and_then(Value::as_object) {
             for (k, v) in extra {
                 let value = v
@@ -373,7 +395,7 @@ impl Runtime {
             run_id: run.id.clone(),
             agent_id: agent.id.clone(),
             company_id: agent.company_id.clone(),
-            config: agent.adapter_config.clone(),
+            config,
             env,
             prompt,
             context: run.context_snapshot.clone(),

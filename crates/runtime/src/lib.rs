@@ -12,6 +12,8 @@
 //! - [`recovery`] settles what a previous process left behind.
 //! - [`skills`] ships the Paperclip skill to the data dir for coding CLIs.
 //! - [`tokens`] mints and checks the short-lived per-run credentials.
+//! - [`vault`] holds the master key company secrets are sealed with;
+//!   `secret_env` resolves an agent's secret references as its run starts.
 //!
 //! Wakes themselves are enqueued by the store (`paperclip_store::wakeups`)
 //! inside the transaction that caused them; the runtime learns of them from
@@ -30,8 +32,10 @@ mod outcome;
 pub mod recovery;
 mod redact;
 pub mod scheduler;
+mod secret_env;
 mod sink;
 pub mod skills;
 pub mod tokens;
+pub mod vault;
 
 pub use executor::Runtime;

@@ -2,6 +2,8 @@
 //! caller may act on, or an error. Handlers load through these before they
 //! read or change anything, so the company boundary is checked in one place.
 
+use paperclip_core::actor::Actor;
+use paperclip_core::company_secret::CompanySecret;
 use paperclip_core::model::{Agent, Company, Goal, HeartbeatRun, Issue, Label, Project};
 
 use crate::auth::Caller;
@@ -53,4 +55,19 @@ pub async fn run(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Heartbe
     let run = paperclip_store::runs::get(&app.store, id).await?;
     caller.ensure_company(&run.company_id)?;
     Ok(run)
+}
+
+/// Who may list, create, change, rotate and delete a company's secrets: the
+/// board (upstream's `assertBoard`). Every secrets route asks here and
+/// nowhere else, so company roles can replace this one function.
+pub fn secrets_admin<'c>(caller: &'c Caller, company_id: &str) -> ApiResult<&'c Actor> {
+    caller.ensure_company(company_id)?;
+    caller.require_board()
+}
+
+/// A secret the caller may manage (see [`secrets_admin`]).
+pub async fn secret(app: &AppState, caller: &Caller, id: &str) -> ApiResult<CompanySecret> {
+    let secret = paperclip_store::secrets::get(&app.store, id).await?;
+    secrets_admin(caller, &secret.company_id)?;
+    Ok(secret)
 }

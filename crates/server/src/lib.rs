@@ -55,7 +55,7 @@ pub struct ServerInfo {
     tags(
         (name = "health"), (name = "companies"), (name = "agents"), (name = "goals"),
         (name = "projects"), (name = "issues"), (name = "comments"), (name = "labels"),
-        (name = "documents"), (name = "activity"), (name = "heartbeats"), (name = "events"), (name = "approvals"), (name = "costs")
+        (name = "documents"), (name = "activity"), (name = "heartbeats"), (name = "events"), (name = "approvals"), (name = "costs"), (name = "secrets")
     )
 )]
 struct ApiDoc;

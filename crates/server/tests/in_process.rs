@@ -18,6 +18,7 @@ async fn app() -> (axum::Router, std::path::PathBuf) {
         data_dir: dir.clone(),
         api_url: "http://127.0.0.1:1".into(),
         token_secret: b"0123456789abcdef0123456789abcdef".to_vec(),
+        vault: Arc::new(paperclip_runtime::vault::Vault::open(&dir, None).unwrap()),
     });
     let state = paperclip_server::AppState {
         store,

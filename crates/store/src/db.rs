@@ -12,6 +12,7 @@ use std::borrow::Cow;
 
 use paperclip_core::agent::{AgentRole, AgentStatus};
 use paperclip_core::company::CompanyStatus;
+use paperclip_core::company_secret::{SecretProvider, SecretStatus};
 use paperclip_core::goal::{GoalLevel, GoalStatus};
 use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::issue::{IssuePriority, IssueStatus};
@@ -208,7 +209,9 @@ arg_from_stored!(
     ProjectStatus,
     GoalLevel,
     GoalStatus,
-    RunStatus
+    RunStatus,
+    SecretStatus,
+    SecretProvider
 );
 
 /// A statement with its binds, run on either engine.

@@ -76,6 +76,7 @@ mod run_days;
 mod run_limit;
 mod run_verdict;
 pub mod runs;
+pub mod secrets;
 pub mod sessions;
 mod text;
 pub mod thrift;

@@ -187,6 +187,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
         },
     ),
     (
+        28,
+        "company_secrets",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0028_company_secrets.sqlite.sql"),
+            postgres: include_str!("../migrations/0028_company_secrets.postgres.sql"),
+        },
+    ),
+    (
         29,
         "teams",
         Sql::Each {

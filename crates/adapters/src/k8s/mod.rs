@@ -177,6 +177,7 @@ impl<K: CliKind> K8sAdapter<K> {
             kcfg.node_selector = pod.node_selector.clone();
             kcfg.tolerations = pod.tolerations.clone();
         }
+        let secret_env = paperclip_core::company_secret::resolved_names(&inv.config);
         let input = spec::JobInput {
             adapter_type: self.kind,
             container: self.container(),
@@ -189,6 +190,7 @@ impl<K: CliKind> K8sAdapter<K> {
             config: &kcfg,
             pod: &pod,
             env: &env,
+            secret_env: &secret_env,
             program: &cli.command,
             args: &built.args,
             working_dir: &cwd,

@@ -152,6 +152,9 @@ pub struct JobInput<'a> {
     pub pod: &'a SelfPod,
     /// Literal variables, final (allow-list, run variables and forced ones applied).
     pub env: &'a BTreeMap<String, String>,
+    /// Variables holding a company secret's value whatever their name: kept
+    /// in the run's Secret with the credential-shaped ones.
+    pub secret_env: &'a std::collections::BTreeSet<String>,
     /// The program and its arguments; the prompt arrives on stdin.
     pub program: &'a str,
     pub args: &'a [String],
@@ -250,7 +253,7 @@ pub fn build(input: &JobInput<'_>) -> Result<Built, serde_json::Error> {
         .env
         .iter()
         .map(|(k, v)| {
-            if paperclip_core::secrets::is_secret_name(k) {
+            if paperclip_core::secrets::is_secret_name(k) || input.secret_env.contains(k) {
                 secret_env.insert(k.clone(), v.clone());
                 json!({"name": k, "valueFrom": {"secretKeyRef": {"name": env_secret_name, "key": k}}})
             } else {

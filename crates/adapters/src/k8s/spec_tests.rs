@@ -35,6 +35,7 @@ fn job_json(config: Value, prompt: &str, env: &[(&str, &str)]) -> (Value, Option
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let args = vec!["--print".to_string(), "it's".to_string()];
+    let secret_env = paperclip_core::company_secret::resolved_names(&config);
     let built = build(&JobInput {
         adapter_type: "claude_k8s",
         container: "claude",
@@ -47,6 +48,7 @@ fn job_json(config: Value, prompt: &str, env: &[(&str, &str)]) -> (Value, Option
         config: &cfg,
         pod: &pod,
         env: &env,
+        secret_env: &secret_env,
         program: "claude",
         args: &args,
         working_dir: "/paperclip",
@@ -231,4 +233,23 @@ fn credential_shaped_values_go_into_the_runs_secret() {
     );
     assert!(env.iter().any(|e| e["name"] == "TZ" && e["value"] == "UTC"));
     assert!(!job.to_string().contains("jwt"));
+}
+
+#[test]
+fn a_company_secrets_value_goes_into_the_runs_secret_whatever_its_name() {
+    let binding = paperclip_core::company_secret::resolved_binding("s3cret-host".into());
+    let (job, _) = job_json(
+        json!({ "env": { "DEPLOY_HOST": binding } }),
+        "hi",
+        &[("DEPLOY_HOST", "s3cret-host")],
+    );
+    let env = &job["spec"]["template"]["spec"]["containers"][0]["env"];
+    let host = env
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "DEPLOY_HOST")
+        .unwrap();
+    assert!(host["valueFrom"]["secretKeyRef"].is_object(), "{host}");
+    assert!(!job.to_string().contains("s3cret-host"));
 }

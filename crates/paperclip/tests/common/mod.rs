@@ -9,6 +9,7 @@
 
 pub mod browser;
 pub mod cli;
+pub mod secrets;
 pub mod upstream;
 
 use std::io::{BufRead, BufReader};
@@ -27,6 +28,8 @@ pub struct TestServer {
     client: reqwest::Client,
     /// What the server printed before it was listening.
     pub startup: Vec<String>,
+    /// What it printed (stdout) since.
+    pub stdout_after: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl TestServer {
@@ -91,6 +94,29 @@ impl TestServer {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> TestServer {
+        TestServer::spawn_full(data_dir, database_url, port, extra, env, None).await
+    }
+
+    /// A server on an existing data dir / database whose log (stderr, at
+    /// `PAPERCLIP_LOG=debug`) goes to `log`, for tests that read what it
+    /// logged. `stdout_after` keeps what it printed once listening.
+    pub async fn start_logged(
+        data_dir: PathBuf,
+        database_url: Option<String>,
+        env: &[(&str, &str)],
+        log: &std::path::Path,
+    ) -> TestServer {
+        TestServer::spawn_full(data_dir, database_url, 0, &[], env, Some(log)).await
+    }
+
+    async fn spawn_full(
+        data_dir: PathBuf,
+        database_url: Option<String>,
+        port: u16,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        log: Option<&std::path::Path>,
+    ) -> TestServer {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_paperclip"));
         cmd.arg("run")
             .arg("--port")
@@ -105,19 +131,32 @@ impl TestServer {
         if let Some(url) = &database_url {
             cmd.env("DATABASE_URL", url);
         }
+        let stderr = match log {
+            Some(path) => {
+                cmd.env("PAPERCLIP_LOG", "debug");
+                Stdio::from(std::fs::File::create(path).expect("create the server log"))
+            }
+            None => Stdio::inherit(),
+        };
         let mut child = cmd
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("spawn paperclip");
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
+        let stdout_after = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let after = stdout_after.clone();
         std::thread::spawn(move || {
             let mut lines = BufReader::new(stdout).lines();
             let mut before = Vec::new();
+            let mut listening = false;
             while let Some(Ok(line)) = lines.next() {
                 if let Some(url) = line.strip_prefix("Paperclip listening on ") {
+                    listening = true;
                     let _ = tx.send((url.to_string(), std::mem::take(&mut before)));
+                } else if listening {
+                    after.lock().unwrap().push(line);
                 } else {
                     before.push(line);
                 }
@@ -137,6 +176,7 @@ impl TestServer {
             child,
             client,
             startup,
+            stdout_after,
         }
     }
 
@@ -570,7 +610,9 @@ fn is_uuid_column(name: &str) -> bool {
 /// Undoes migration 27 on Postgres: ids back to the text of schema 26 (for
 /// tests that start from an older database). Each step is one statement.
 pub fn postgres_ids_back_to_text() -> Vec<String> {
-    let mut steps: Vec<String> = [
+    let mut steps: Vec<String> = before_secrets_and_teams();
+    steps.extend(
+    [
         "DROP TRIGGER issue_status_counts_update ON issues",
         "DROP TRIGGER issue_day_counts_update ON issues",
         "DROP TRIGGER task_search_comment_change ON issue_comments",
@@ -612,8 +654,27 @@ pub fn postgres_ids_back_to_text() -> Vec<String> {
          task_search_comment_follow()",
     ]
     .iter()
-    .map(|s| s.to_string())
-    .collect();
+    .map(|s| s.to_string()));
     steps.push("DELETE FROM schema_migrations WHERE version = 27".into());
     steps
+}
+
+/// Undoes migrations 28 (company secrets) and 29 (teams), for tests that start from a
+/// database an earlier release made: it had no such tables.
+pub fn before_secrets_and_teams() -> Vec<String> {
+    [
+        "DROP TABLE IF EXISTS board_api_key_companies",
+        "DROP TABLE IF EXISTS board_api_keys",
+        "DROP TABLE IF EXISTS invites",
+        "DROP TABLE IF EXISTS company_memberships",
+        "DROP TABLE IF EXISTS board_sessions",
+        "DROP TABLE IF EXISTS board_users",
+        "DELETE FROM schema_migrations WHERE version = 29",
+        "DROP TABLE IF EXISTS company_secret_versions",
+        "DROP TABLE IF EXISTS company_secrets",
+        "DELETE FROM schema_migrations WHERE version = 28",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
 }

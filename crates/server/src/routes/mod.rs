@@ -26,6 +26,7 @@ mod members;
 mod projects;
 mod revisions;
 mod run_links;
+mod secrets;
 mod sessions;
 mod wakes;
 
@@ -62,6 +63,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(cost_views::router())
         .merge(revisions::router())
         .merge(run_links::router())
+        .merge(secrets::router())
         .merge(sessions::router())
         .merge(wakes::router())
         .merge(inbox::router())

@@ -38,7 +38,10 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         Vec::new()
     };
     let now = paperclip_store::now();
-    let open: Vec<_> = invites.iter().filter(|i| i.unusable(&now).is_none()).collect();
+    let open: Vec<_> = invites
+        .iter()
+        .filter(|i| i.unusable(&now).is_none())
+        .collect();
     let body = html! {
         header.page-head {
             h1 { "Members" }
@@ -112,5 +115,11 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
             }
         }
     };
-    html(layout::page_with(&ctx, "company/members", "Members", body, fixed))
+    html(layout::page_with(
+        &ctx,
+        "company/members",
+        "Members",
+        body,
+        fixed,
+    ))
 }
