@@ -174,6 +174,14 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/board-api-keys"),
     ("get", "/api/board-api-keys"),
     ("delete", "/api/board-api-keys/{keyId}"),
+    // Company secrets.
+    ("get", "/api/companies/{companyId}/secrets"),
+    ("post", "/api/companies/{companyId}/secrets"),
+    ("get", "/api/companies/{companyId}/secrets/catalog"),
+    ("get", "/api/companies/{companyId}/secret-providers"),
+    ("patch", "/api/secrets/{id}"),
+    ("delete", "/api/secrets/{id}"),
+    ("post", "/api/secrets/{id}/rotate"),
 ];
 
 #[tokio::test]

@@ -667,6 +667,16 @@ async fn every_actor_gets_exactly_what_its_role_allows_in_every_route_group() {
     )
     .await;
     let issue_id = issue["id"].as_str().unwrap().to_string();
+    let (status, secret) = call(
+        &server,
+        Method::POST,
+        &format!("/api/companies/{cid}/secrets"),
+        Some(&owner),
+        Some(json!({ "name": "Deploy token", "value": "s3cr3t-matrix-value" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{secret}");
+    let secret_id = secret["id"].as_str().unwrap().to_string();
 
     let groups: Vec<(&str, Cell)> = vec![
         (
@@ -731,7 +741,7 @@ async fn every_actor_gets_exactly_what_its_role_allows_in_every_route_group() {
         match actor {
             "owner" => true,
             "admin" => group != "members",
-            "operator" => matches!(group, "read" | "task" | "wake"),
+            "operator" => matches!(group, "read" | "task" | "wake" | "secrets"),
             "viewer" => group == "read",
             "agent" => matches!(group, "read" | "task" | "wake" | "agents" | "company"),
             _ => false,
@@ -1001,4 +1011,73 @@ async fn two_people_with_different_roles_see_the_difference_in_the_browser() {
         .filter_map(|i| i["title"].as_str())
         .collect();
     assert_eq!(titles, vec!["Owner creates this"]);
+}
+
+#[tokio::test]
+async fn the_upstream_cli_works_with_a_board_api_key_and_not_without() {
+    let Some(path) = common::upstream::upstream_cli() else {
+        return;
+    };
+    let (server, owner) = instance(&[]).await;
+    let (_, company) = call(
+        &server,
+        Method::POST,
+        "/api/companies",
+        Some(&owner),
+        Some(json!({ "name": "Keyed Board" })),
+    )
+    .await;
+    let cid = company["id"].as_str().unwrap().to_string();
+    let cli = common::upstream::Cli::new(path, &server);
+
+    let refused = cli.run(&["company", "list", "--json"]).await;
+    assert!(!refused.ok, "no key, no companies: {}", refused.stdout);
+    assert!(!refused.stdout.contains("Keyed Board"));
+
+    let (_, key) = call(
+        &server,
+        Method::POST,
+        "/api/board-api-keys",
+        Some(&owner),
+        Some(json!({ "name": "cli" })),
+    )
+    .await;
+    let token = key["token"].as_str().unwrap().to_string();
+    let listed = cli
+        .ok(&["company", "list", "--json", "--api-key", &token])
+        .await
+        .json();
+    assert_eq!(listed[0]["id"], cid.as_str(), "{listed}");
+    let issue = cli
+        .ok(&[
+            "issue",
+            "create",
+            "-C",
+            &cid,
+            "--title",
+            "Filed with a board key",
+            "--json",
+            "--api-key",
+            &token,
+        ])
+        .await
+        .json();
+    let (_, stored) = call(
+        &server,
+        Method::GET,
+        &format!("/api/issues/{}", issue["id"].as_str().unwrap()),
+        Some(&owner),
+        None,
+    )
+    .await;
+    assert_eq!(stored["title"], "Filed with a board key");
+    assert_eq!(
+        stored["createdByUserId"],
+        owner.user_id.as_str(),
+        "the key acts as its person: {stored}"
+    );
+    let whoami = cli
+        .ok(&["auth", "whoami", "--json", "--api-key", &token])
+        .await;
+    assert!(whoami.stdout.contains(&owner.user_id), "{}", whoami.stdout);
 }

@@ -60,6 +60,10 @@ pub async fn company_of(app: &AppState, parts: &mut Parts, route: &str) -> Optio
             .await
             .ok()
             .map(|l| l.company_id),
+        "secrets" => paperclip_store::secrets::get(store, &param("id")?)
+            .await
+            .ok()
+            .map(|s| s.company_id),
         _ => None,
     }
 }
