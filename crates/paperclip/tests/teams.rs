@@ -64,10 +64,19 @@ fn session_of(resp_headers: &reqwest::header::HeaderMap, body: &Value) -> Sessio
 }
 
 async fn sign_up(server: &TestServer, name: &str, email: &str) -> Session {
+    sign_up_invited(server, name, email, None).await
+}
+
+async fn sign_up_invited(
+    server: &TestServer,
+    name: &str,
+    email: &str,
+    invite: Option<&str>,
+) -> Session {
     let resp = server
         .client()
         .post(server.url("/api/auth/sign-up/email"))
-        .json(&json!({ "name": name, "email": email, "password": "correct horse battery" }))
+        .json(&json!({ "name": name, "email": email, "password": "correct horse battery", "inviteToken": invite }))
         .send()
         .await
         .unwrap();
@@ -112,7 +121,7 @@ async fn instance(extra: &[&str]) -> (TestServer, Session) {
     let args: Vec<&str> = AUTH.iter().chain(extra).copied().collect();
     let server = TestServer::start_args(&args).await;
     let token = bootstrap_token(&server);
-    let admin = sign_up(&server, "Ada Admin", "ada@example.com").await;
+    let admin = sign_up_invited(&server, "Ada Admin", "ada@example.com", Some(&token)).await;
     let (status, body) = call(
         &server,
         Method::POST,
@@ -1080,4 +1089,77 @@ async fn the_upstream_cli_works_with_a_board_api_key_and_not_without() {
         .ok(&["auth", "whoami", "--json", "--api-key", &token])
         .await;
     assert!(whoami.stdout.contains(&owner.user_id), "{}", whoami.stdout);
+}
+
+#[tokio::test]
+async fn a_password_change_ends_the_other_sessions_and_invite_links_are_rate_limited() {
+    let (server, _admin) = instance(&["--disable-sign-up"]).await;
+    // Sign-up is closed: accounts come from invites only.
+    let (status, body) = call(&server, Method::POST, "/api/auth/sign-up/email", None,
+        Some(json!({ "name": "Eve", "email": "eve@example.com", "password": "correct horse battery" }))).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+
+    let (_, here, _) = sign_in(&server, "ada@example.com", "correct horse battery").await;
+    let (_, there, _) = sign_in(&server, "ada@example.com", "correct horse battery").await;
+    let (here, there) = (here.unwrap(), there.unwrap());
+    let (status, body) = call(
+        &server,
+        Method::POST,
+        "/api/auth/change-password",
+        Some(&here),
+        Some(json!({ "currentPassword": "wrong one!", "newPassword": "a new long password" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    let (status, body) = call(&server, Method::POST, "/api/auth/change-password", Some(&here),
+        Some(json!({ "currentPassword": "correct horse battery", "newPassword": "a new long password" }))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, _) = call(
+        &server,
+        Method::GET,
+        "/api/auth/get-session",
+        Some(&here),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "the session that changed it stays");
+    let (status, _) = call(
+        &server,
+        Method::GET,
+        "/api/auth/get-session",
+        Some(&there),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "every other session ends");
+    let (status, _, _) = sign_in(&server, "ada@example.com", "correct horse battery").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _, _) = sign_in(&server, "ada@example.com", "a new long password").await;
+    assert_eq!(status, StatusCode::OK);
+
+    // Guessing invite tokens is slowed down per address (the bootstrap
+    // acceptance above counted as one request from this address).
+    let mut statuses = Vec::new();
+    for n in 0..25 {
+        let (status, _) = call(
+            &server,
+            Method::GET,
+            &format!("/api/invites/pcp_invite_guess{n}"),
+            None,
+            None,
+        )
+        .await;
+        statuses.push(status);
+    }
+    let answered = statuses
+        .iter()
+        .take_while(|s| **s == StatusCode::NOT_FOUND)
+        .count();
+    assert!((15..=20).contains(&answered), "{statuses:?}");
+    assert!(
+        statuses[answered..]
+            .iter()
+            .all(|s| *s == StatusCode::TOO_MANY_REQUESTS),
+        "{statuses:?}"
+    );
 }

@@ -56,7 +56,7 @@
         location.href = next();
       } else if (form.matches("[data-invite-sign-up]")) {
         e.preventDefault();
-        const s = await post("/api/auth/sign-up/email", fields(form));
+        const s = await post("/api/auth/sign-up/email", { ...fields(form), inviteToken: token });
         await join(token, s.csrfToken);
       } else if (form.matches("[data-invite-sign-in]")) {
         e.preventDefault();

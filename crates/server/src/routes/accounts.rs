@@ -42,6 +42,9 @@ type Peer = ConnectInfo<std::net::SocketAddr>;
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct SignUp {
+    /// The invite being accepted: with sign-up disabled, only people holding
+    /// a usable invite may create an account.
+    invite_token: Option<String>,
     name: Option<String>,
     email: Option<String>,
     password: Option<String>,
@@ -187,9 +190,18 @@ async fn sign_up(
 ) -> ApiResult<Response> {
     authenticated_only(&app)?;
     limit_ip(&app, &peer, "sign-up")?;
-    if !app.security.team.sign_up {
+    let invited = match body.invite_token.as_deref() {
+        Some(token) => {
+            paperclip_store::members::invite_by_token(&app.store, &people::hash_token(token))
+                .await
+                .ok()
+                .is_some_and(|i| i.unusable(&paperclip_store::now()).is_none())
+        }
+        None => false,
+    };
+    if !app.security.team.sign_up && !invited {
         return Err(ApiError::forbidden(
-            "Sign-up is disabled on this instance: ask an administrator for an invite",
+            "Sign-up is disabled on this instance: open the invite link you were sent, or ask an administrator for one",
         )
         .with_details(json!({ "code": "EMAIL_PASSWORD_SIGN_UP_DISABLED" })));
     }
