@@ -10,6 +10,7 @@
 pub mod browser;
 pub mod cli;
 pub mod secrets;
+pub mod teams;
 pub mod upstream;
 
 use std::io::{BufRead, BufReader};
