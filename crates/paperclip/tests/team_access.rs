@@ -319,6 +319,53 @@ async fn pages_show_a_person_their_companies_and_role_only() {
     let html = resp.text().await.unwrap();
     assert!(!html.contains("You are a viewer"));
     assert!(html.contains("Hidden"));
+
+    // Who did what, by name: the activity log and a comment's author.
+    let prefix = home["issuePrefix"].as_str().unwrap();
+    let cid = home["id"].as_str().unwrap();
+    let (_, issue) = call(
+        &server,
+        Method::POST,
+        &format!("/api/companies/{cid}/issues"),
+        Some(&owner),
+        Some(json!({ "title": "Named" })),
+    )
+    .await;
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        &format!("/api/issues/{}/comments", issue["id"].as_str().unwrap()),
+        Some(&owner),
+        Some(json!({ "body": "Looks good" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let html = page(format!("/{prefix}/activity"), &viewer)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let text = common::visible_text(&html);
+    assert!(
+        text.contains("viewer joined the company as viewer"),
+        "{text}"
+    );
+    assert!(text.contains("Ada Admin created"), "{text}");
+    let html = page(
+        format!("/{prefix}/tasks/{}", issue["identifier"].as_str().unwrap()),
+        &viewer,
+    )
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap();
+    let text = common::visible_text(&html);
+    assert!(
+        text.contains("Ada Admin") && text.contains("Looks good"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

@@ -52,6 +52,27 @@ pub async fn admin_exists(store: &Store) -> Result<bool> {
     Ok(row.is_some())
 }
 
+/// `(id, name)` of the given users (unknown ids are left out), in one query.
+pub async fn names(store: &Store, ids: &[String]) -> Result<Vec<(String, String)>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list = serde_json::to_string(ids).unwrap_or_else(|_| "[]".into());
+    let sql = match store.backend() {
+        crate::Backend::Sqlite => {
+            "SELECT id, name FROM board_users WHERE id IN (SELECT value FROM json_each($1))"
+        }
+        crate::Backend::Postgres => {
+            "SELECT id, name FROM board_users WHERE id IN \
+             (SELECT jsonb_array_elements_text(CAST($1 AS TEXT)::jsonb))"
+        }
+    };
+    Ok(crate::db::query_as(sql)
+        .bind(list)
+        .fetch_all(store.pool())
+        .await?)
+}
+
 pub async fn get(store: &Store, id: &str) -> Result<BoardUser> {
     crate::db::query("SELECT * FROM board_users WHERE id = $1")
         .bind(id)

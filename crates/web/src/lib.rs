@@ -175,13 +175,10 @@ impl Web {
             .await
             .map_err(store_failure)?
             .len();
-        let open_failures = paperclip_store::inbox_badge::open_failures(
-            &self.store,
-            &company.id,
-            paperclip_core::actor::LOCAL_BOARD_USER_ID,
-        )
-        .await
-        .map_err(store_failure)?;
+        let open_failures =
+            paperclip_store::inbox_badge::open_failures(&self.store, &company.id, viewer.user_id())
+                .await
+                .map_err(store_failure)?;
         Ok(Ctx {
             companies,
             company,

@@ -12,6 +12,8 @@ pub struct Viewer {
     pub companies: Option<Vec<(String, Role)>>,
     pub name: Option<String>,
     pub csrf: Option<String>,
+    /// The signed-in person's id; `None` for the local board.
+    pub user_id: Option<String>,
 }
 
 tokio::task_local! {
@@ -24,6 +26,13 @@ impl Viewer {
             None => true,
             Some(list) => list.iter().any(|(id, _)| id == company_id),
         }
+    }
+
+    /// Whose inbox and dismissals the pages show.
+    pub fn user_id(&self) -> &str {
+        self.user_id
+            .as_deref()
+            .unwrap_or(paperclip_core::actor::LOCAL_BOARD_USER_ID)
     }
 
     pub fn role_in(&self, company_id: &str) -> Option<Role> {

@@ -34,6 +34,8 @@ const PAGE: i64 = 200;
 pub struct Names<'a> {
     agents: HashMap<&'a str, &'a Agent>,
     items: mentions::Named,
+    /// People of an authenticated instance, by user id.
+    people: HashMap<String, String>,
 }
 
 /// The names `entries` mention: agents from `agents`, the rest in one
@@ -45,7 +47,14 @@ pub async fn names<'a>(
     entries: &[ActivityEntry],
 ) -> Result<Names<'a>, Response> {
     let mut wanted = mentions::Wanted::default();
+    let mut people: Vec<String> = Vec::new();
     for e in entries {
+        if e.actor_type == "user" {
+            people.push(e.actor_id.clone());
+        }
+        if e.entity_type == "user" {
+            people.push(e.entity_id.clone());
+        }
         let id = e.entity_id.clone();
         match e.entity_type.as_str() {
             "issue" => wanted.issues.push(id),
@@ -61,9 +70,17 @@ pub async fn names<'a>(
     let items = mentions::load(store, company_id, &wanted)
         .await
         .map_err(store_failure)?;
+    people.sort();
+    people.dedup();
+    let people = paperclip_store::people::names(store, &people)
+        .await
+        .map_err(store_failure)?
+        .into_iter()
+        .collect();
     Ok(Names {
         agents: by_id(agents),
         items,
+        people,
     })
 }
 
@@ -137,6 +154,12 @@ fn item(e: &ActivityEntry, names: &Names, p: &str) -> Markup {
         "cost_event" => agent(detail(e, "agentId"), e, names, p),
         "company" => html! { "the company" },
         "label" => html! { "label " (detail(e, "name").unwrap_or("")) },
+        "user" => match names.people.get(id) {
+            Some(name) => html! { (name) },
+            None => html! { "a person" },
+        },
+        "invite" => html! { "an invite (" (detail(e, "role").unwrap_or("")) ")" },
+        "secret" => html! { "secret " (detail(e, "name").unwrap_or("")) },
         other => html! { span.muted { (words(other)) } },
     }
 }
@@ -179,7 +202,12 @@ pub fn describe(e: &ActivityEntry, names: &Names, p: &str) -> Markup {
             .map(|a| a.name.clone())
             .unwrap_or_else(|| "An agent".into()),
         "system" => "Paperclip".into(),
-        _ => "Board".into(),
+        // A person of an authenticated instance by name; the local board is "Board".
+        _ => names
+            .people
+            .get(&e.actor_id)
+            .cloned()
+            .unwrap_or_else(|| "Board".into()),
     };
     let it = item(e, names, p);
     let on_task = |word: &'static str| {
@@ -254,6 +282,21 @@ pub fn describe(e: &ActivityEntry, names: &Names, p: &str) -> Markup {
                 Some(html! { " to " (money(cents)) }),
             )
         }
+        Some(Action::MemberJoined) => {
+            let role = detail(e, "role").unwrap_or("member");
+            return html! { span.actor { (actor) } " " span.action title=(e.action) { "joined the company as " (role) } };
+        }
+        Some(Action::MemberRoleChanged) => (
+            "changed the role of".into(),
+            detail(e, "to").map(|to| html! { " to " (to) }),
+        ),
+        Some(Action::MemberSuspended) => ("suspended".into(), None),
+        Some(Action::MemberReactivated) => ("reactivated".into(), None),
+        Some(Action::MemberRemoved) => ("removed".into(), Some(html! { " from the company" })),
+        Some(Action::InviteCreated) => ("created".into(), None),
+        Some(Action::InviteRevoked) => ("revoked".into(), None),
+        Some(Action::BoardKeyCreated) => ("created a board API key for".into(), None),
+        Some(Action::BoardKeyRevoked) => ("revoked a board API key of".into(), None),
         Some(Action::CompanyUpdated | Action::CompanyArchived) => {
             ("changed the settings of".into(), None)
         }

@@ -8,7 +8,6 @@
 use axum::extract::{Path, Query, State};
 use chrono::Utc;
 use maud::{html, Markup};
-use paperclip_core::actor::LOCAL_BOARD_USER_ID;
 use paperclip_core::issue::IssueStatus;
 use paperclip_core::model::Agent;
 use paperclip_store::inbox::{self, FailedRun};
@@ -33,9 +32,14 @@ pub async fn page(
     let store = &web.store;
     let cid = &ctx.company.id;
     let dismissed_tab = params.tab.as_deref() == Some("dismissed");
-    let failures = inbox::failed_runs(store, cid, LOCAL_BOARD_USER_ID, dismissed_tab)
-        .await
-        .map_err(store_failure)?;
+    let failures = inbox::failed_runs(
+        store,
+        cid,
+        crate::viewer::current().user_id(),
+        dismissed_tab,
+    )
+    .await
+    .map_err(store_failure)?;
     let agents = agents::list(store, cid).await.map_err(store_failure)?;
     let names = super::by_id(&agents);
     let p = &ctx.company.issue_prefix;

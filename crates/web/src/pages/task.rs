@@ -81,6 +81,19 @@ pub async fn page(
         .filter(|l| l.held_at.is_some());
     let all_labels = labels::list(store, cid).await.map_err(store_failure)?;
     let names = by_id(&agents);
+    // People who commented, by name (an authenticated instance); one query.
+    let mut authors: Vec<String> = thread
+        .iter()
+        .filter_map(|c| c.author_user_id.clone())
+        .collect();
+    authors.sort();
+    authors.dedup();
+    let people: std::collections::HashMap<String, String> =
+        paperclip_store::people::names(store, &authors)
+            .await
+            .map_err(store_failure)?
+            .into_iter()
+            .collect();
     let now = Utc::now();
     let p = &ctx.company.issue_prefix;
     let moves = allowed_moves(issue.status);
@@ -137,7 +150,10 @@ pub async fn page(
                         // `#comment-<id>`: the anchor the original's links use.
                         article.comment data-comment-id=(c.id) id={"comment-" (c.id)} {
                             header {
-                                strong { @match c.author_agent_id.as_deref().and_then(|id| names.get(id)) { Some(a) => (a.name), None => "Board" } }
+                                strong { @match c.author_agent_id.as_deref().and_then(|id| names.get(id)) {
+                                    Some(a) => (a.name),
+                                    None => (c.author_user_id.as_deref().and_then(|u| people.get(u)).map(String::as_str).unwrap_or("Board")),
+                                } }
                                 " " (time(&c.created_at, now))
                             }
                             div.comment-body { (markdown::render(&c.body)) }
