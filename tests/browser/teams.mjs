@@ -40,6 +40,16 @@ await s.finish(async () => {
   await page.locator("#open-invites li", { hasText: "viewer" }).waitFor();
   await s.shotBoth("members");
 
+  s.step("the owner adds a secret; its value is never shown again");
+  await page.goto(`${base}/${prefix}/company/secrets`);
+  await page.fill("#secret-form input[name=name]", "Deploy key");
+  await page.fill("#secret-form input[name=value]", "sk-browser-secret-0123456789");
+  await page.click("#secret-form button[type=submit]");
+  await page.locator("#secrets tr", { hasText: "Deploy key" }).waitFor();
+  await page.reload();
+  if ((await page.content()).includes("sk-browser-secret-0123456789")) throw new Error("the secret's value is on the page");
+  await s.shotBoth("secrets");
+
   s.step("the viewer opens the link in their own browser and signs up");
   const other = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   const viewer = await other.newPage();
@@ -53,6 +63,12 @@ await s.finish(async () => {
   await viewer.locator("#who-role", { hasText: "viewer" }).waitFor();
   await viewer.locator("#read-only").waitFor();
   await viewer.screenshot({ path: `${s.shots}/viewer-dashboard.png`, fullPage: true });
+
+  s.step("the viewer sees the secret's name but cannot add or rotate");
+  await viewer.goto(`${base}/${prefix}/company/secrets`);
+  await viewer.locator("#secrets tr", { hasText: "Deploy key" }).waitFor();
+  if (await viewer.locator("#secret-form, [data-secret-rotate]").count()) throw new Error("a viewer is offered secret changes");
+  await viewer.goto(`${base}/${prefix}/dashboard`);
 
   s.step("the viewer's new task is refused with the reason");
   await viewer.click("button[data-open-dialog=new-task]");

@@ -21,6 +21,7 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("palette.js", include_str!("../assets/palette.js")),
     ("account.js", include_str!("../assets/account.js")),
     ("members.js", include_str!("../assets/members.js")),
+    ("secrets.js", include_str!("../assets/secrets.js")),
 ];
 
 const FAVICON: &str = include_str!("../assets/favicon.svg");

@@ -17,6 +17,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ("costs", "Costs"),
     ("activity", "Activity"),
     ("company/members", "Members"),
+    ("company/secrets", "Secrets"),
     ("company/settings", "Settings"),
 ];
 

@@ -18,6 +18,7 @@ pub mod org;
 pub mod project;
 pub mod run;
 pub mod runs;
+pub mod secrets;
 pub mod settings;
 pub mod task;
 pub mod task_props;
