@@ -12,7 +12,7 @@ pub struct Exception {
 
 // The reasons, one per kind of difference.
 const USERS: &str =
-    "responsibleUserId: upstream's user accounts; we have one local board and no users";
+    "responsibleUserId: upstream defaults it to the acting user; we record none (the local board of a recording is no person)";
 const RUNTIME_MODE: &str = "upstream's runtime-mode fields: we have no runtime modes";
 const CONTROLLER: &str =
     "upstream's run controller (boot id, lease, stage, runner profile, identity contexts): we run one in-process executor";
@@ -34,11 +34,11 @@ const PERMS: &str =
 const RUNTIME_CONFIG: &str =
     "runtimeConfig is stored as given; upstream writes its heartbeat defaults into it (ours default differently)";
 const ACCESS: &str =
-    "an agent's access (memberships and grants): we have no membership or grant tables";
+    "an agent's access (memberships and grants): people have memberships here, agents none (an agent acts in its own company)";
 const KEY_SCOPE: &str = "API key scope: our keys have no scopes";
 const FEEDBACK: &str = "feedbackDataSharingEnabled: we share no feedback data";
 const HEALTH: &str =
-    "health's instance extras (backups, invites, feature flags, startup recovery, git info, warnings, AI login): not implemented";
+    "health's instance extras (backups, feature flags, startup recovery, git info, warnings, AI login): not implemented";
 const CONVERSATION: &str =
     "upstream's issue conversations, monitors and origin fingerprints: not implemented";
 const RELATED: &str = "relatedWork (tasks that mention each other): not implemented";
@@ -210,7 +210,6 @@ pub const EXCEPTIONS: &[Exception] = &[
     x("company.get", "$.feedbackDataSharingEnabled", FEEDBACK),
     x("company.list", "$[0].feedbackDataSharingEnabled", FEEDBACK),
     x("company.update", "$.feedbackDataSharingEnabled", FEEDBACK),
-    x("health", "$.bootstrapInviteActive", HEALTH),
     x("health", "$.databaseBackup", HEALTH),
     x("health", "$.features", HEALTH),
     x("health", "$.localAiLoginSupported", HEALTH),
