@@ -90,6 +90,35 @@ fn the_plain_manifests_are_valid_and_grant_exactly_what_the_code_calls() {
     let env = main.env.clone().unwrap();
     let db = env.iter().find(|e| e.name == "DATABASE_URL").unwrap();
     assert!(db.value.is_none() && db.value_from.as_ref().unwrap().secret_key_ref.is_some());
+    // Reachable through the Service: authenticated mode on every address, and
+    // the Service's names (what Jobs call back on) are hosts it serves.
+    let value = |name: &str| {
+        env.iter()
+            .find(|e| e.name == name)
+            .and_then(|e| e.value.clone())
+            .unwrap_or_else(|| panic!("{name} is set"))
+    };
+    assert_eq!(value("PAPERCLIP_DEPLOYMENT_MODE"), "authenticated");
+    let args = main.args.clone().unwrap();
+    assert!(
+        args.windows(2)
+            .any(|w| w[0] == "--bind" && w[1] == "0.0.0.0"),
+        "{args:?}"
+    );
+    let api_host = value("PAPERCLIP_API_URL")
+        .trim_start_matches("http://")
+        .split(':')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(value("PAPERCLIP_ALLOWED_HOSTNAMES")
+        .split(',')
+        .any(|h| h == api_host));
+    let key = env
+        .iter()
+        .find(|e| e.name == "PAPERCLIP_SECRETS_MASTER_KEY")
+        .unwrap();
+    assert!(key.value.is_none() && key.value_from.as_ref().unwrap().secret_key_ref.is_some());
     let mounts = main.volume_mounts.clone().unwrap();
     assert!(mounts.iter().any(|m| m.mount_path == "/paperclip"));
 }
@@ -105,5 +134,17 @@ fn the_charts_role_grants_exactly_what_the_code_calls() {
     assert_eq!(grants(&rules), code_grants());
     let deployment = deploy("helm/paperclip/templates/deployment.yaml");
     assert!(deployment.contains("/api/health") && deployment.contains("secretKeyRef"));
+    for needed in [
+        "PAPERCLIP_DEPLOYMENT_MODE",
+        "authenticated",
+        "\"--bind\", \"0.0.0.0\"",
+        "PAPERCLIP_ALLOWED_HOSTNAMES",
+        "PAPERCLIP_SECRETS_MASTER_KEY",
+    ] {
+        assert!(
+            deployment.contains(needed),
+            "the chart's Deployment has {needed}"
+        );
+    }
     assert!(deploy("helm/paperclip/templates/pvc.yaml").contains("ReadWriteMany"));
 }

@@ -339,12 +339,18 @@ mod tests {
                 ),
                 ("DATABASE_URL".into(), "postgres://secret".into()),
                 ("PAPERCLIP_SECRET".into(), "signing".into()),
+                ("PAPERCLIP_SECRETS_MASTER_KEY".into(), "k".repeat(64)),
+                ("PAPERCLIP_DEPLOYMENT_MODE".into(), "authenticated".into()),
                 ("TZ".into(), "UTC".into()),
                 ("EXTRA".into(), "x".into()),
             ]),
             ..Default::default()
         };
-        let kcfg = config::parse(&serde_json::json!({"inheritEnv": ["EXTRA"]})).unwrap();
+        // A config naming the server's own secrets still does not get them.
+        let kcfg = config::parse(&serde_json::json!({
+            "inheritEnv": ["EXTRA", "DATABASE_URL", "PAPERCLIP_SECRETS_MASTER_KEY", "PAPERCLIP_SECRET"]
+        }))
+        .unwrap();
         let config_env = BTreeMap::from([
             ("HOME".into(), "/tmp".into()),
             ("PAPERCLIP_RUN_ID".into(), "forged".into()),
@@ -358,6 +364,8 @@ mod tests {
         let env = job_env("opencode_k8s", &pod, &kcfg, &cli_env, &config_env, &run_env);
         assert_eq!(env.get("DATABASE_URL"), None);
         assert_eq!(env.get("PAPERCLIP_SECRET"), None);
+        assert_eq!(env.get("PAPERCLIP_SECRETS_MASTER_KEY"), None);
+        assert_eq!(env.get("PAPERCLIP_DEPLOYMENT_MODE"), None);
         assert_eq!(env.get("IS_SANDBOX"), None);
         assert_eq!(env["TZ"], "UTC");
         assert_eq!(env["EXTRA"], "x");

@@ -55,7 +55,14 @@ const INHERITED: &[&str] = &[
     "OPENAI_BASE_URL",
 ];
 
+/// The control plane's own secrets and settings: never copied into a Job,
+/// even when a config's `inheritEnv` names them.
+const NEVER: &[&str] = &["DATABASE_URL", "PAPERCLIP_SECRETS_MASTER_KEY"];
+
 pub fn inheritable(name: &str, extra: &[String]) -> bool {
+    if NEVER.contains(&name) || (name.starts_with("PAPERCLIP_") && !INHERITED.contains(&name)) {
+        return false;
+    }
     INHERITED.contains(&name) || name.starts_with("LC_") || extra.iter().any(|e| e == name)
 }
 
