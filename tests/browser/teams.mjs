@@ -90,6 +90,20 @@ await s.finish(async () => {
   await page.goto(`${base}/${prefix}/company/members`);
   await page.locator("#members tr", { hasText: "vic@example.com" }).waitFor();
 
+  s.step("the owner makes a board API key for the CLI on the account page; it is shown once");
+  await page.click("#who-name");
+  await page.waitForURL(/\/account$/);
+  await page.fill("#board-key-form input[name=name]", "laptop cli");
+  await page.click("#board-key-form button[type=submit]");
+  await page.locator("#board-key-value", { hasText: "pcp_board_" }).waitFor();
+  const boardKey = (await page.locator("#board-key-value").innerText()).trim();
+  await page.locator("#board-keys tr", { hasText: "laptop cli" }).waitFor();
+  await page.reload();
+  if ((await page.content()).includes(boardKey)) throw new Error("the key's token is shown again");
+  const me = await (await fetch(`${base}/api/cli-auth/me`, { headers: { authorization: `Bearer ${boardKey}` } })).json();
+  if (me.source !== "board_key" || !me.user || me.user.name !== "Ada Admin") throw new Error(`the key is not Ada's: ${JSON.stringify(me)}`);
+  await s.shotBoth("account");
+
   s.step("the viewer signs out and is back at sign-in");
   await viewer.keyboard.press("Escape");
   await viewer.locator("#new-task").waitFor({ state: "hidden" });

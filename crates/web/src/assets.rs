@@ -22,6 +22,7 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("account.js", include_str!("../assets/account.js")),
     ("members.js", include_str!("../assets/members.js")),
     ("secrets.js", include_str!("../assets/secrets.js")),
+    ("account-page.js", include_str!("../assets/account-page.js")),
 ];
 
 const FAVICON: &str = include_str!("../assets/favicon.svg");

@@ -91,7 +91,7 @@ pub fn page_with(ctx: &Ctx, active: &str, title: &str, body: Markup, fixed: Mark
                     }
                     button.menu-toggle type="button" data-toggle-sidebar aria-label="Menu" { "☰" }
                     main #live tabindex="-1" {
-                        (who(&ctx.company.id))
+                        (who(&ctx.company.id, prefix))
                         div #live-body { (body) }
                         (fixed)
                     }
@@ -105,7 +105,7 @@ pub fn page_with(ctx: &Ctx, active: &str, title: &str, body: Markup, fixed: Mark
 }
 
 /// The signed-in person, their role here, and sign-out (authenticated only).
-fn who(company_id: &str) -> Markup {
+fn who(company_id: &str, prefix: &str) -> Markup {
     let viewer = crate::viewer::current();
     let Some(name) = &viewer.name else {
         return html! {};
@@ -113,7 +113,7 @@ fn who(company_id: &str) -> Markup {
     let role = viewer.role_in(company_id);
     html! {
         div.who #who {
-            span { "Signed in as " strong #who-name { (name) } }
+            span { "Signed in as " a #who-name href={"/" (prefix) "/account"} title="Your account and API keys" { strong { (name) } } }
             @if let Some(role) = role { " · " span.badge #who-role { (role.as_str()) } }
             " "
             button type="button" data-sign-out { "Sign out" }

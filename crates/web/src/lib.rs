@@ -85,6 +85,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(store: Store, logs: LogReader) -
         .route("/{prefix}/company/settings", get(pages::settings::page))
         .route("/{prefix}/company/members", get(pages::members::page))
         .route("/{prefix}/company/secrets", get(pages::secrets::page))
+        .route("/{prefix}/account", get(pages::account::page))
         .layer(axum::middleware::from_fn(server_timing))
         .with_state(Web { store, logs })
 }

@@ -1,6 +1,7 @@
 //! One module per page. Each handler loads what it shows with a fixed number
 //! of queries (no per-row lookups) and renders it inside the layout.
 
+pub mod account;
 pub mod activity;
 pub mod agent;
 pub mod agents;
