@@ -366,6 +366,23 @@ async fn pages_show_a_person_their_companies_and_role_only() {
         text.contains("Ada Admin") && text.contains("Looks good"),
         "{text}"
     );
+    // People are assignees: the owner can pick the viewer; each sees "Me".
+    assert!(
+        html.contains(&format!("value=\"user:{}\">Me<", viewer.user_id)),
+        "the viewer is Me"
+    );
+    let ident = issue["identifier"].as_str().unwrap();
+    let owners = page(format!("/{prefix}/tasks/{ident}"), &owner)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        owners.contains(&format!("value=\"user:{}\">viewer<", viewer.user_id)),
+        "the owner can assign the viewer"
+    );
+    assert!(owners.contains(&format!("value=\"user:{}\">Me<", owner.user_id)));
 }
 
 #[tokio::test]

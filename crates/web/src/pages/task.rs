@@ -94,6 +94,14 @@ pub async fn page(
             .map_err(store_failure)?
             .into_iter()
             .collect();
+    let viewer = crate::viewer::current();
+    let members: Vec<(String, String)> = paperclip_store::members::list(store, cid)
+        .await
+        .map_err(store_failure)?
+        .into_iter()
+        .filter(|m| m.status == paperclip_core::team::MembershipStatus::Active)
+        .map(|m| (m.user_id, m.user_name))
+        .collect();
     let now = Utc::now();
     let p = &ctx.company.issue_prefix;
     let moves = allowed_moves(issue.status);
@@ -172,6 +180,8 @@ pub async fn page(
                 children: &children.issues,
                 moves: &moves,
                 cost: (cost, cost_events),
+                people: &members,
+                me: viewer.user_id(),
             }))
         }
     };

@@ -24,18 +24,20 @@ pub struct Props<'a> {
     pub children: &'a [Issue],
     pub moves: &'a [&'static str],
     pub cost: (i64, i64),
+    /// The company's people `(user id, name)` on an authenticated instance.
+    pub people: &'a [(String, String)],
+    /// Who is looking: "Me" in the assignee list.
+    pub me: &'a str,
 }
 
-/// The assignee select's value for the board user; the script sends it as
-/// `assigneeUserId` (upstream's field for a human assignee).
-const BOARD_ASSIGNEE: &str = "user:local-board";
+// A person is `user:<id>` in the assignee select; the script sends it as
+// `assigneeUserId` (upstream's field for a human assignee).
 
 pub fn panel(issue: &Issue, p: &Props) -> Markup {
     let id = &issue.id;
     let link = |ident: &str| format!("/{}/tasks/{ident}", p.prefix);
     let assignee = match (&issue.assignee_agent_id, &issue.assignee_user_id) {
         (Some(a), _) => a.clone(),
-        (None, Some(u)) if u == LOCAL_BOARD_USER_ID => BOARD_ASSIGNEE.to_string(),
         (None, Some(u)) => format!("user:{u}"),
         _ => String::new(),
     };
@@ -61,8 +63,17 @@ pub fn panel(issue: &Issue, p: &Props) -> Markup {
                 dt { label for="prop-assignee" { "Assignee" } }
                 dd { select #prop-assignee data-assign-issue=(id) {
                     option value="" { "Unassigned" }
-                    option value=(BOARD_ASSIGNEE) selected[assignee == BOARD_ASSIGNEE] { "Me (board)" }
-                    @if assignee.starts_with("user:") && assignee != BOARD_ASSIGNEE {
+                    @let mine = format!("user:{}", p.me);
+                    option value=(mine) selected[assignee == mine] { @if p.me == LOCAL_BOARD_USER_ID { "Me (board)" } @else { "Me" } }
+                    @if !p.people.is_empty() {
+                        optgroup label="People" {
+                            @for (uid, name) in p.people.iter().filter(|(u, _)| u != p.me) {
+                                @let v = format!("user:{uid}");
+                                option value=(v) selected[assignee == v] { (name) }
+                            }
+                        }
+                    }
+                    @if assignee.starts_with("user:") && assignee != mine && !p.people.iter().any(|(u, _)| assignee == format!("user:{u}")) {
                         option value=(assignee) selected { (assignee.trim_start_matches("user:")) }
                     }
                     optgroup label="Agents" {
