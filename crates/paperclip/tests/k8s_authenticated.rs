@@ -12,11 +12,14 @@ mod common;
 #[path = "k8s/fake/mod.rs"]
 #[allow(dead_code)]
 mod fake;
+#[path = "k8s/setup.rs"]
+#[allow(dead_code)]
+mod setup;
 
 use common::teams::*;
 use common::{until, TestServer};
 use fake::{FakeK8s, LocalKubelet, Script};
-use paperclip_scripted_provider::{ScriptedProvider, Turn};
+use paperclip_scripted_provider::ScriptedProvider;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -38,27 +41,8 @@ async fn a_job_calls_back_to_an_authenticated_control_plane_on_its_network_addre
         eprintln!("skipping: this machine has no network address besides loopback");
         return;
     };
-    let auth = r#"-H "Authorization: Bearer $PAPERCLIP_API_KEY" -H "X-Paperclip-Run-Id: $PAPERCLIP_RUN_ID" -H 'Content-Type: application/json'"#;
-    let api = r#""$PAPERCLIP_API_URL/api/issues/$PAPERCLIP_TASK_ID"#;
-    let provider = ScriptedProvider::start(vec![
-        Turn::Bash {
-            command: format!(
-                r#"curl -sSf -X POST {api}/checkout" {auth} -d "{{\"agentId\":\"$PAPERCLIP_AGENT_ID\",\"expectedStatuses\":[\"todo\"]}}""#
-            ),
-        },
-        Turn::Bash {
-            command: format!(
-                r#"curl -sSf -X POST {api}/comments" {auth} -d '{{"body":"Done from a pod on the network."}}'"#
-            ),
-        },
-        Turn::Bash {
-            command: format!(r#"curl -sSf -X PATCH {api}" {auth} -d '{{"status":"done"}}'"#),
-        },
-        Turn::Answer {
-            text: "Finished.".into(),
-        },
-    ])
-    .await;
+    let provider =
+        ScriptedProvider::start(setup::work_the_task("Done from a pod on the network.")).await;
 
     let k8s = FakeK8s::start().await;
     k8s.script(Script::default());

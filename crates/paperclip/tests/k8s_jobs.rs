@@ -13,7 +13,7 @@ mod setup;
 
 use common::until;
 use fake::{LocalKubelet, Recorded, Script, API_URL_IN_CLUSTER};
-use paperclip_scripted_provider::{ScriptedProvider, Turn};
+use paperclip_scripted_provider::ScriptedProvider;
 use serde_json::{json, Value};
 use setup::{pairs, setup, setup_kind, Setup};
 
@@ -522,27 +522,7 @@ async fn a_job_running_the_real_cli_works_the_task_through_the_api(
     let Some(cli) = clis::Cli::find(local) else {
         return;
     };
-    let auth = r#"-H "Authorization: Bearer $PAPERCLIP_API_KEY" -H "X-Paperclip-Run-Id: $PAPERCLIP_RUN_ID" -H 'Content-Type: application/json'"#;
-    let api = r#""$PAPERCLIP_API_URL/api/issues/$PAPERCLIP_TASK_ID"#;
-    let provider = ScriptedProvider::start(vec![
-        Turn::Bash {
-            command: format!(
-                r#"curl -sSf -X POST {api}/checkout" {auth} -d "{{\"agentId\":\"$PAPERCLIP_AGENT_ID\",\"expectedStatuses\":[\"todo\"]}}""#
-            ),
-        },
-        Turn::Bash {
-            command: format!(
-                r#"curl -sSf -X POST {api}/comments" {auth} -d '{{"body":"Implemented in a Job."}}'"#
-            ),
-        },
-        Turn::Bash {
-            command: format!(r#"curl -sSf -X PATCH {api}" {auth} -d '{{"status":"done"}}'"#),
-        },
-        Turn::Answer {
-            text: "Finished the task and marked it done.".into(),
-        },
-    ])
-    .await;
+    let provider = ScriptedProvider::start(setup::work_the_task("Implemented in a Job.")).await;
     let t = setup_kind(kind, Script::default(), cli.config(&provider)).await;
     t.k8s.set_api_url(&t.s.base);
     t.k8s.run_locally(LocalKubelet {

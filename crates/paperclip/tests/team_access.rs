@@ -62,127 +62,23 @@ async fn every_actor_gets_exactly_what_its_role_allows_in_every_route_group() {
     assert_eq!(status, StatusCode::CREATED, "{secret}");
     let secret_id = secret["id"].as_str().unwrap().to_string();
 
+    #[rustfmt::skip]
     let groups: Vec<(&str, Cell)> = vec![
-        (
-            "read",
-            Cell {
-                method: Method::GET,
-                path: format!("/api/companies/{cid}/issues"),
-                body: None,
-            },
-        ),
-        (
-            "task",
-            Cell {
-                method: Method::POST,
-                path: format!("/api/issues/{issue_id}/comments"),
-                body: Some(json!({ "body": "hi" })),
-            },
-        ),
-        (
-            "wake",
-            Cell {
-                method: Method::POST,
-                path: format!("/api/agents/{agent_id}/wakeup"),
-                body: Some(json!({ "source": "on_demand" })),
-            },
-        ),
-        (
-            "agents",
-            Cell {
-                method: Method::PATCH,
-                path: format!("/api/agents/{agent_id}"),
-                body: Some(json!({ "title": "Renamed" })),
-            },
-        ),
-        (
-            "company",
-            Cell {
-                method: Method::PATCH,
-                path: format!("/api/companies/{cid}"),
-                body: Some(json!({ "description": "x" })),
-            },
-        ),
-        (
-            "invite",
-            Cell {
-                method: Method::GET,
-                path: format!("/api/companies/{cid}/invites"),
-                body: None,
-            },
-        ),
-        (
-            "members",
-            Cell {
-                method: Method::GET,
-                path: format!("/api/companies/{cid}/members"),
-                body: None,
-            },
-        ),
-        (
-            "secrets",
-            Cell {
-                method: Method::PATCH,
-                path: format!("/api/secrets/{secret_id}"),
-                body: Some(json!({ "description": "rotated weekly" })),
-            },
-        ),
-        (
-            "goals",
-            Cell {
-                method: Method::POST,
-                path: format!("/api/companies/{cid}/goals"),
-                body: Some(json!({ "title": "Grow" })),
-            },
-        ),
-        (
-            "activity",
-            Cell {
-                method: Method::GET,
-                path: format!("/api/companies/{cid}/activity"),
-                body: None,
-            },
-        ),
-        (
-            "runs",
-            Cell {
-                method: Method::GET,
-                path: format!("/api/companies/{cid}/heartbeat-runs"),
-                body: None,
-            },
-        ),
-        (
-            "approvals",
-            Cell {
-                method: Method::GET,
-                path: format!("/api/companies/{cid}/approvals"),
-                body: None,
-            },
-        ),
-        (
-            "budget",
-            Cell {
-                method: Method::PATCH,
-                path: format!("/api/companies/{cid}/budgets"),
-                body: Some(json!({ "budgetMonthlyCents": 5000 })),
-            },
-        ),
-        (
-            "agent-keys",
-            Cell {
-                method: Method::GET,
-                path: format!("/api/agents/{agent_id}/keys"),
-                body: None,
-            },
-        ),
-        (
-            "secret-list",
-            Cell {
-                method: Method::GET,
-                path: format!("/api/companies/{cid}/secrets"),
-                body: None,
-            },
-        ),
+        ("read", cell(Method::GET, format!("/api/companies/{cid}/issues"), None)),
+        ("task", cell(Method::POST, format!("/api/issues/{issue_id}/comments"), Some(json!({ "body": "hi" })))),
+        ("wake", cell(Method::POST, format!("/api/agents/{agent_id}/wakeup"), Some(json!({ "source": "on_demand" })))),
+        ("agents", cell(Method::PATCH, format!("/api/agents/{agent_id}"), Some(json!({ "title": "Renamed" })))),
+        ("company", cell(Method::PATCH, format!("/api/companies/{cid}"), Some(json!({ "description": "x" })))),
+        ("invite", cell(Method::GET, format!("/api/companies/{cid}/invites"), None)),
+        ("members", cell(Method::GET, format!("/api/companies/{cid}/members"), None)),
+        ("secrets", cell(Method::PATCH, format!("/api/secrets/{secret_id}"), Some(json!({ "description": "rotated weekly" })))),
+        ("goals", cell(Method::POST, format!("/api/companies/{cid}/goals"), Some(json!({ "title": "Grow" })))),
+        ("activity", cell(Method::GET, format!("/api/companies/{cid}/activity"), None)),
+        ("runs", cell(Method::GET, format!("/api/companies/{cid}/heartbeat-runs"), None)),
+        ("approvals", cell(Method::GET, format!("/api/companies/{cid}/approvals"), None)),
+        ("budget", cell(Method::PATCH, format!("/api/companies/{cid}/budgets"), Some(json!({ "budgetMonthlyCents": 5000 })))),
+        ("agent-keys", cell(Method::GET, format!("/api/agents/{agent_id}/keys"), None)),
+        ("secret-list", cell(Method::GET, format!("/api/companies/{cid}/secrets"), None)),
     ];
     // The specification: which actor may use which group.
     let allowed = |actor: &str, group: &str| -> bool {

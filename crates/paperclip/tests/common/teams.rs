@@ -179,6 +179,10 @@ pub async fn agent_key_of(server: &TestServer, by: &Session, agent_id: &str) -> 
 }
 
 /// What one caller tries, and whether it must work.
+pub fn cell(method: Method, path: String, body: Option<Value>) -> Cell {
+    Cell { method, path, body }
+}
+
 pub struct Cell {
     pub method: Method,
     pub path: String,

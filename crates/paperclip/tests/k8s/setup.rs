@@ -55,6 +55,32 @@ pub async fn setup_kind(kind: &str, script: Script, config: Value) -> Setup {
     }
 }
 
+/// What a coding agent does with its task through the API, as the
+/// scripted provider's turns: check it out, comment `comment`, mark it done.
+pub fn work_the_task(comment: &str) -> Vec<paperclip_scripted_provider::Turn> {
+    use paperclip_scripted_provider::Turn;
+    let auth = r#"-H "Authorization: Bearer $PAPERCLIP_API_KEY" -H "X-Paperclip-Run-Id: $PAPERCLIP_RUN_ID" -H 'Content-Type: application/json'"#;
+    let api = r#""$PAPERCLIP_API_URL/api/issues/$PAPERCLIP_TASK_ID"#;
+    vec![
+        Turn::Bash {
+            command: format!(
+                r#"curl -sSf -X POST {api}/checkout" {auth} -d "{{\"agentId\":\"$PAPERCLIP_AGENT_ID\",\"expectedStatuses\":[\"todo\"]}}""#
+            ),
+        },
+        Turn::Bash {
+            command: format!(
+                r#"curl -sSf -X POST {api}/comments" {auth} -d '{{"body":"{comment}"}}'"#
+            ),
+        },
+        Turn::Bash {
+            command: format!(r#"curl -sSf -X PATCH {api}" {auth} -d '{{"status":"done"}}'"#),
+        },
+        Turn::Answer {
+            text: "Finished the task and marked it done.".into(),
+        },
+    ]
+}
+
 pub fn pairs(env: &[(String, String)]) -> Vec<(&str, &str)> {
     env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
 }
