@@ -218,6 +218,33 @@ async fn every_actor_gets_exactly_what_its_role_allows_in_every_route_group() {
 #[tokio::test]
 async fn pages_show_a_person_their_companies_and_role_only() {
     let (server, owner) = instance(&[]).await;
+    // The new administrator, with no company yet, is offered to found one.
+    let html = server
+        .client()
+        .get(server.url("/"))
+        .header("cookie", &owner.cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("Create your first company"), "{html}");
+    let stranger = sign_up(&server, "Stray", "stray@example.com").await;
+    let html = server
+        .client()
+        .get(server.url("/"))
+        .header("cookie", &stranger.cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("No company yet") && !html.contains("Create your first company"),
+        "{html}"
+    );
     let (_, home) = call(
         &server,
         Method::POST,

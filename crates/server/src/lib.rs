@@ -154,6 +154,7 @@ async fn board_only(
             name: Some(person.user.name.clone()),
             csrf: people::session_token(&parts.headers).map(|t| people::csrf_token(&t)),
             user_id: Some(person.user.id.clone()),
+            instance_admin: person.user.is_instance_admin,
         },
     };
     paperclip_web::as_viewer(

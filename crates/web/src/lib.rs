@@ -198,7 +198,9 @@ async fn home(State(web): State<Web>) -> PageResult {
     companies.retain(|c| viewer.allows(&c.id));
     match companies.first() {
         Some(c) => Ok(Redirect::to(&format!("/{}/dashboard", c.issue_prefix)).into_response()),
-        None if viewer.companies.is_some() => html(layout::no_company(&viewer)),
+        None if viewer.companies.is_some() && !viewer.instance_admin => {
+            html(layout::no_company(&viewer))
+        }
         None => html(layout::welcome()),
     }
 }

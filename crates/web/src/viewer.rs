@@ -14,6 +14,8 @@ pub struct Viewer {
     pub csrf: Option<String>,
     /// The signed-in person's id; `None` for the local board.
     pub user_id: Option<String>,
+    /// Whether the person administers the instance (founds companies).
+    pub instance_admin: bool,
 }
 
 tokio::task_local! {
