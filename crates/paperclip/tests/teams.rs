@@ -455,6 +455,41 @@ async fn board_api_keys_act_as_their_person_within_their_scope() {
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
+    // Key creation is limited per person (20 an hour): the 21st is refused
+    // with the wait, and nothing is stored for it.
+    for n in 0..20 {
+        let (status, body) = call(
+            &server,
+            Method::POST,
+            "/api/board-api-keys",
+            Some(&stranger),
+            Some(json!({ "name": format!("k{n}") })),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{n}: {body}");
+    }
+    let (status, body) = call(
+        &server,
+        Method::POST,
+        "/api/board-api-keys",
+        Some(&stranger),
+        Some(json!({ "name": "one too many" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    assert!(
+        body["details"]["retryAfterSeconds"].as_u64().unwrap() > 0,
+        "{body}"
+    );
+    let (_, keys) = call(
+        &server,
+        Method::GET,
+        "/api/board-api-keys",
+        Some(&stranger),
+        None,
+    )
+    .await;
+    assert_eq!(keys.as_array().unwrap().len(), 20);
 }
 
 #[tokio::test]
