@@ -194,6 +194,35 @@ async fn every_actor_gets_exactly_what_its_role_allows_in_every_route_group() {
             "{who} commented: {comments}"
         );
     }
+    // A task named by its identifier is checked for its company the same way.
+    let ident = issue["identifier"].as_str().unwrap();
+    let (status, _) = call(
+        &server,
+        Method::GET,
+        &format!("/api/issues/{ident}"),
+        Some(&outsider),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = call(
+        &server,
+        Method::PATCH,
+        &format!("/api/issues/{ident}"),
+        Some(&viewer),
+        Some(json!({ "title": "Renamed by a viewer" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, body) = call(
+        &server,
+        Method::PATCH,
+        &format!("/api/issues/{}", ident.to_lowercase()),
+        Some(&operator),
+        Some(json!({ "title": "Renamed by an operator" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
     // Only the owner may delete the company.
     let (status, _) = call(
         &server,

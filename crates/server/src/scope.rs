@@ -9,6 +9,8 @@
 use axum::extract::{FromRequestParts, RawPathParams};
 use axum::http::request::Parts;
 
+use paperclip_store::company_of::Owned;
+
 use crate::AppState;
 
 pub async fn company_of(app: &AppState, parts: &mut Parts, route: &str) -> Option<String> {
@@ -20,50 +22,20 @@ pub async fn company_of(app: &AppState, parts: &mut Parts, route: &str) -> Optio
             .map(|(_, v)| v.to_string())
     };
     let root = route.strip_prefix("/api/")?.split('/').next()?;
-    let store = &app.store;
-    match root {
-        "companies" => param("companyId"),
-        "issues" => {
-            let id = param("id").or_else(|| param("issueId"))?;
-            paperclip_store::issues::get(store, &id)
-                .await
-                .ok()
-                .map(|i| i.company_id)
-        }
-        "agents" => {
-            let id = param("id").or_else(|| param("agentId"))?;
-            paperclip_store::agents::get(store, &id)
-                .await
-                .ok()
-                .map(|a| a.company_id)
-        }
-        "approvals" => paperclip_store::approvals::get(store, &param("id")?)
-            .await
-            .ok()
-            .map(|a| a.company_id),
-        "heartbeat-runs" => paperclip_store::runs::get(store, &param("runId")?)
-            .await
-            .ok()
-            .map(|r| r.company_id),
-        "projects" => {
-            let id = param("id").or_else(|| param("projectId"))?;
-            paperclip_store::projects::get(store, &id)
-                .await
-                .ok()
-                .map(|p| p.company_id)
-        }
-        "goals" => paperclip_store::goals::get(store, &param("id")?)
-            .await
-            .ok()
-            .map(|g| g.company_id),
-        "labels" => paperclip_store::labels::get(store, &param("labelId")?)
-            .await
-            .ok()
-            .map(|l| l.company_id),
-        "secrets" => paperclip_store::secrets::get(store, &param("id")?)
-            .await
-            .ok()
-            .map(|s| s.company_id),
-        _ => None,
-    }
+    let (kind, id) = match root {
+        "companies" => return param("companyId"),
+        "issues" => (Owned::Issue, param("id").or_else(|| param("issueId"))?),
+        "agents" => (Owned::Agent, param("id").or_else(|| param("agentId"))?),
+        "approvals" => (Owned::Approval, param("id")?),
+        "heartbeat-runs" => (Owned::Run, param("runId")?),
+        "projects" => (Owned::Project, param("id").or_else(|| param("projectId"))?),
+        "goals" => (Owned::Goal, param("id")?),
+        "labels" => (Owned::Label, param("labelId")?),
+        "secrets" => (Owned::Secret, param("id")?),
+        _ => return None,
+    };
+    paperclip_store::company_of::company_of(&app.store, kind, &id)
+        .await
+        .ok()
+        .flatten()
 }

@@ -37,6 +37,7 @@ pub mod budgets;
 pub mod callbacks;
 pub mod comments;
 pub mod companies;
+pub mod company_of;
 mod cost_totals;
 pub mod cost_views;
 pub mod costs;
