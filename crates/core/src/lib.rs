@@ -15,6 +15,8 @@ pub mod company_secret;
 pub mod goal;
 pub mod heartbeat;
 pub mod input;
+pub mod interaction;
+pub mod interaction_payload;
 pub mod issue;
 pub mod limits;
 pub mod model;

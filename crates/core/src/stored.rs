@@ -8,6 +8,7 @@ use crate::company::CompanyStatus;
 use crate::company_secret::{SecretProvider, SecretStatus};
 use crate::goal::{GoalLevel, GoalStatus};
 use crate::heartbeat::RunStatus;
+use crate::interaction::{ContinuationPolicy, InteractionKind, InteractionStatus, ResolverPolicy};
 use crate::issue::{IssuePriority, IssueStatus};
 use crate::project::ProjectStatus;
 use crate::run_liveness::Liveness;
@@ -58,6 +59,10 @@ stored! {
     Liveness: "run liveness" [Completed, Advanced, Blocked, Failed, NeedsFollowup, EmptyResponse];
     SecretStatus: "secret status" [Active, Disabled, Archived];
     SecretProvider: "secret provider" [LocalEncrypted];
+    InteractionKind: "interaction kind" [SuggestTasks, AskUserQuestions, RequestConfirmation, RequestCheckboxConfirmation, RequestItemVerdicts, ConnectionIntent];
+    InteractionStatus: "interaction status" [Pending, Accepted, Rejected, Answered, Cancelled, Expired, Failed];
+    ContinuationPolicy: "continuation policy" [None, WakeAssignee, WakeAssigneeOnAccept];
+    ResolverPolicy: "resolver policy" [Anyone, NotCreator, HumanOnly];
 }
 
 #[cfg(test)]
@@ -87,5 +92,9 @@ mod tests {
         round_trips::<RunStatus>();
         round_trips::<SecretStatus>();
         round_trips::<SecretProvider>();
+        round_trips::<InteractionKind>();
+        round_trips::<InteractionStatus>();
+        round_trips::<ContinuationPolicy>();
+        round_trips::<ResolverPolicy>();
     }
 }

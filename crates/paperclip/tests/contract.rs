@@ -66,6 +66,33 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/issues/{id}/admin/force-release"),
     ("get", "/api/issues/{id}/comments"),
     ("post", "/api/issues/{id}/comments"),
+    ("get", "/api/issues/{id}/interactions"),
+    ("post", "/api/issues/{id}/interactions"),
+    (
+        "post",
+        "/api/issues/{id}/interactions/{interactionId}/accept",
+    ),
+    (
+        "post",
+        "/api/issues/{id}/interactions/{interactionId}/reject",
+    ),
+    (
+        "post",
+        "/api/issues/{id}/interactions/{interactionId}/respond",
+    ),
+    (
+        "post",
+        "/api/issues/{id}/interactions/{interactionId}/verdicts",
+    ),
+    (
+        "post",
+        "/api/issues/{id}/interactions/{interactionId}/withdraw",
+    ),
+    ("post", "/api/issues/{id}/interactions/{interactionId}/skip"),
+    (
+        "post",
+        "/api/issues/{id}/interactions/{interactionId}/cancel",
+    ),
     ("get", "/api/issues/{id}/comments/{commentId}"),
     ("delete", "/api/issues/{id}/comments/{commentId}"),
     ("get", "/api/companies/{companyId}/labels"),

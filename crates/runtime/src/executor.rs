@@ -382,6 +382,7 @@ impl Runtime {
         if live.cancel.is_cancelled() {
             return Ok(Some(stopped_before_start(live.stop_reason())));
         }
+        let prompt = crate::notes::with_answers(store, run, prompt).await;
         let budget =
             crate::budget::RunBudget::start(store, &self.inner.live, run, &agent, issue.as_ref())
                 .await;

@@ -75,3 +75,89 @@ fn follow_up_note(run: &HeartbeatRun, saved: Option<&TaskSession>) -> Option<Str
         )
     })
 }
+
+/// The prompt with what the board answered on the task since the agent last
+/// heard: each resolved card is claimed for this run, so an answer reaches
+/// the agent once, however its wakes were coalesced. (A run without a
+/// prompt reads the same in `PAPERCLIP_WAKE_PAYLOAD_JSON` and the API.)
+pub(crate) async fn with_answers(
+    store: &paperclip_store::Store,
+    run: &HeartbeatRun,
+    prompt: Option<String>,
+) -> Option<String> {
+    let prompt = prompt?;
+    let Some(issue) = &run.issue_id else {
+        return Some(prompt);
+    };
+    let cards = match paperclip_store::interactions::deliver(store, &run.id, &run.agent_id, issue)
+        .await
+    {
+        Ok(cards) => cards,
+        Err(err) => {
+            tracing::warn!(run = %run.id, error = %err, "reading the board's answers for the prompt failed");
+            return Some(prompt);
+        }
+    };
+    match answers_note(&cards) {
+        Some(note) => Some(format!("{prompt}\n\n{note}")),
+        None => Some(prompt),
+    }
+}
+
+/// "Answered questions" and decisions, as authoritative input from the board.
+pub(crate) fn answers_note(cards: &[paperclip_core::interaction::Interaction]) -> Option<String> {
+    use paperclip_core::interaction::{InteractionKind as K, InteractionStatus as S};
+    if cards.is_empty() {
+        return None;
+    }
+    let mut out = String::from(
+        "The board answered your requests on this task. Treat these answers as authoritative \
+         and carry on with them; do not ask again.\n",
+    );
+    for card in cards {
+        let result = card.result.clone().unwrap_or_default();
+        let what = card
+            .title
+            .clone()
+            .or_else(|| card.payload["prompt"].as_str().map(str::to_string))
+            .or_else(|| card.payload["title"].as_str().map(str::to_string))
+            .unwrap_or_else(|| card.kind.as_str().replace('_', " "));
+        let line = match (card.kind, card.status) {
+            (K::AskUserQuestions, S::Answered) => format!(
+                "Answered questions ({what}):\n{}",
+                result["summaryMarkdown"]
+                    .as_str()
+                    .unwrap_or("")
+                    .chars()
+                    .take(12_000)
+                    .collect::<String>()
+            ),
+            (K::SuggestTasks, S::Accepted) => {
+                let made: Vec<String> = result["createdTasks"]
+                    .as_array()
+                    .map(|t| {
+                        t.iter()
+                            .filter_map(|t| t["identifier"].as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                format!("Suggested tasks accepted; created: {}", made.join(", "))
+            }
+            (_, S::Accepted) => format!("Accepted: {what}"),
+            (_, S::Rejected) => {
+                let reason = result["reason"]
+                    .as_str()
+                    .or(result["rejectionReason"].as_str());
+                match reason {
+                    Some(r) => format!("Rejected (changes requested): {what}\nReason: {r}"),
+                    None => format!("Rejected (changes requested): {what}"),
+                }
+            }
+            (_, S::Answered) => format!("Verdicts given on {what}: {}", result["items"]),
+            (_, S::Cancelled) => format!("Closed without an answer: {what}"),
+            _ => continue,
+        };
+        out.push_str(&format!("- [interaction {}] {line}\n", card.id));
+    }
+    Some(out)
+}

@@ -52,6 +52,7 @@ impl From<paperclip_store::Error> for ApiError {
                 message,
                 details,
             },
+            E::Forbidden(message) => ApiError::forbidden(message),
             E::Rule(message) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message),
             E::Invalid { message, path } => ApiError::validation(json!([{
                 "code": "invalid_value",

@@ -140,6 +140,7 @@ pub(crate) async fn insert(
         // The board joining in is progress: the loop count starts over.
         crate::wake_loops::reset(tx, issue_id).await?;
     }
+    crate::interactions::supersede_by_comment(tx, actor, issue, &id, &ts).await?;
     wake_concerned(tx, actor, issue, &id, &body).await?;
     get_in(tx, &id).await
 }

@@ -9,6 +9,9 @@ pub enum Error {
     /// 404: the entity does not exist, or not in the caller's company.
     #[error("{0}")]
     NotFound(String),
+    /// 403: the caller may see the entity but not do this to it.
+    #[error("{0}")]
+    Forbidden(String),
     /// 409: the entity is in a state that conflicts with the request.
     #[error("{message}")]
     Conflict {
@@ -35,6 +38,10 @@ impl Error {
             message: message.into(),
             details,
         }
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Error {
+        Error::Forbidden(message.into())
     }
 
     pub fn rule(message: impl Into<String>) -> Error {

@@ -7,7 +7,8 @@ use crate::{Result, Tx};
 /// What the agent could act on now, if anything: the first found of
 ///
 /// - `assigned_task`: an assigned task in `todo` or `in_progress` none of
-///   whose blockers is still open;
+///   whose blockers is still open and that does not wait on the board (a
+///   card the agent put in its thread still pending);
 /// - `new_comment`: a comment by someone else on one of its open tasks since
 ///   its last run started;
 /// - `missed_wake`: a wake with a cause (mention, approval result, ...) since
@@ -25,6 +26,8 @@ pub(crate) async fn work_for(tx: &mut Tx, agent_id: &str) -> Result<Option<&'sta
          AND i.status IN ('todo', 'in_progress') \
          AND NOT EXISTS (SELECT 1 FROM issue_blockers b JOIN issues bi ON bi.id = b.blocked_by_issue_id \
                          WHERE b.issue_id = i.id AND bi.status NOT IN ('done', 'cancelled')) \
+         AND NOT EXISTS (SELECT 1 FROM issue_thread_interactions t WHERE t.issue_id = i.id \
+                         AND t.status = 'pending' AND t.created_by_agent_id = $2) \
          LIMIT 1",
     )
     .bind(&company_id)

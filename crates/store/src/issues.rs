@@ -853,7 +853,7 @@ pub(crate) async fn get_row_in_company(
     }
 }
 
-async fn write(tx: &mut Tx, i: &Issue, ts: &str) -> Result<()> {
+pub(crate) async fn write(tx: &mut Tx, i: &Issue, ts: &str) -> Result<()> {
     crate::db::query(
         "UPDATE issues SET project_id = $2, goal_id = $3, parent_id = $4, title = $5, \
          description = $6, status = $7, priority = $8, assignee_agent_id = $9, \

@@ -52,6 +52,8 @@ pub mod goals;
 pub mod idle;
 pub mod inbox;
 pub mod inbox_badge;
+mod interaction_resolve;
+pub mod interactions;
 mod issue_create;
 mod issue_graph;
 mod issue_json;

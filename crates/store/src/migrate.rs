@@ -202,6 +202,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0029_teams.postgres.sql"),
         },
     ),
+    (
+        32,
+        "interactions",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0032_interactions.sqlite.sql"),
+            postgres: include_str!("../migrations/0032_interactions.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -664,6 +664,8 @@ pub fn postgres_ids_back_to_text() -> Vec<String> {
 /// database an earlier release made: it had no such tables.
 pub fn before_secrets_and_teams() -> Vec<String> {
     [
+        "DROP TABLE IF EXISTS issue_thread_interactions",
+        "DELETE FROM schema_migrations WHERE version = 32",
         "DROP TABLE IF EXISTS board_api_key_companies",
         "DROP TABLE IF EXISTS board_api_keys",
         "DROP TABLE IF EXISTS invites",

@@ -18,6 +18,7 @@ mod health;
 mod heartbeats;
 mod identity;
 mod inbox;
+mod interactions;
 mod interrupt;
 mod issues;
 mod keys;
@@ -50,6 +51,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(projects::router())
         .merge(issues::router())
         .merge(comments::router())
+        .merge(interactions::router())
         .merge(labels::router())
         .merge(documents::router())
         .merge(activity::router())
