@@ -148,6 +148,28 @@ async fn an_agent_asks_the_board_and_its_next_run_gets_the_answer_once() {
     })
     .await;
 
+    // The board sees it where it looks: the inbox and the task's thread.
+    let prefix = server.ok_get(&format!("/api/companies/{cid}")).await["issuePrefix"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let identifier = issue["identifier"].as_str().unwrap();
+    let inbox = server.page(&format!("/{prefix}/inbox")).await;
+    assert!(
+        inbox.contains(&format!("data-interaction=\"{}\"", id(&card))),
+        "{inbox}"
+    );
+    assert!(inbox.contains("Which database?"));
+    let page = server.page(&format!("/{prefix}/tasks/{identifier}")).await;
+    assert!(
+        page.contains("data-interaction-status=\"pending\""),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!("data-url=\"{path}/{}/respond\"", id(&card))),
+        "{page}"
+    );
+
     // A wrong answer is refused and changes nothing.
     let respond = format!("{path}/{}/respond", id(&card));
     let (status, body) = server
@@ -179,6 +201,20 @@ async fn an_agent_asks_the_board_and_its_next_run_gets_the_answer_once() {
             i["status"] == "done"
         })
         .await;
+    let page = server.page(&format!("/{prefix}/tasks/{identifier}")).await;
+    assert!(
+        page.contains("data-interaction-status=\"answered\""),
+        "{page}"
+    );
+    assert!(
+        !page.contains("data-interaction-form"),
+        "an answered card has no form"
+    );
+    let inbox = server.page(&format!("/{prefix}/inbox")).await;
+    assert!(
+        !inbox.contains("data-interaction=\""),
+        "answered: out of the inbox"
+    );
     let log = std::fs::read_to_string(server.data_dir.join("asker.log")).unwrap();
     let second = log
         .lines()

@@ -383,7 +383,7 @@ fn summarize(payload: &Value, answers: &[QuestionAnswer]) -> String {
             }
             answer.push_str(text);
         }
-        out.push_str(&format!("- {prompt}: {answer}\n"));
+        out.push_str(&format!("- {prompt} — {answer}\n"));
     }
     out
 }

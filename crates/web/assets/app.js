@@ -483,6 +483,8 @@
     const live = $("#live-body");
     if (!live) return true;
     if ($$("dialog[open]", live).length) return true;
+    // A form half filled in (an answer to an agent's question) is kept.
+    if ($$("form[data-dirty]", live).length) return true;
     const a = document.activeElement;
     const typing = "textarea, input:not([type]), input[type=text], input[type=search], input[type=number], input[type=email], input[type=url], input[type=password]";
     return !!(a && live.contains(a) && a.matches(typing));

@@ -21,6 +21,7 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("palette.js", include_str!("../assets/palette.js")),
     ("account.js", include_str!("../assets/account.js")),
     ("members.js", include_str!("../assets/members.js")),
+    ("cards.js", include_str!("../assets/cards.js")),
     ("secrets.js", include_str!("../assets/secrets.js")),
     ("account-page.js", include_str!("../assets/account-page.js")),
 ];

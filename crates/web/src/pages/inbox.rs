@@ -1,4 +1,5 @@
-//! Inbox: what waits for the board. Failed runs come first, one item per
+//! Inbox: what waits for the board. Agents' questions come first (each
+//! links to its card in the task's thread), then failed runs, one item per
 //! agent and task (the newest failure, repeats folded in), each with its
 //! cause, when it happened, links to the task and the run, Retry and
 //! Dismiss; a later success on the task clears it. Then approvals, tasks in
@@ -75,12 +76,28 @@ pub async fn page(
     )
     .await
     .map_err(store_failure)?;
+    let asked = paperclip_store::interactions::pending_in_company(store, cid, 50)
+        .await
+        .map_err(store_failure)?;
     let held = paperclip_store::wake_loops::held(store, cid)
         .await
         .map_err(store_failure)?;
     let body = html! {
         header.page-head { h1 { "Inbox" } }
         (tabs)
+        section data-asked { h2 { "Questions from agents" }
+            @if asked.is_empty() { p.empty { "No agent is waiting on an answer." } }
+            ul.inbox-items { @for (card, ident, title) in &asked { li.inbox-item data-interaction=(card.id) data-at=(card.created_at) {
+                div {
+                    strong { (card.created_by_agent_id.as_deref().and_then(|a| names.get(a)).map_or("An agent", |a| a.name.as_str())) }
+                    " asks (" (super::cards::kind_label(card).to_lowercase()) ") on "
+                    a href={"/" (p) "/tasks/" (ident) "#interaction-" (card.id)} { span.ident { (ident) } " " (title) }
+                    " " span.muted { (time(&card.created_at, now)) }
+                }
+                p { (super::cards::headline(card)) }
+                div.actions { a.button.small href={"/" (p) "/tasks/" (ident) "#interaction-" (card.id)} { "Answer" } }
+            } } }
+        }
         section data-failures { h2 { "Failed runs" }
             @if failures.is_empty() { p.empty { "No failures waiting for you." } }
             ul.inbox-items { @for f in &failures { (failure(f, p, cid, &names, now, false)) } }

@@ -7,6 +7,7 @@ pub mod agent;
 pub mod agents;
 pub mod approval;
 pub mod approvals;
+pub mod cards;
 pub mod costs;
 pub mod dashboard;
 pub mod goal;

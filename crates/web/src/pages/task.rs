@@ -79,12 +79,16 @@ pub async fn page(
         .await
         .map_err(store_failure)?
         .filter(|l| l.held_at.is_some());
+    let cards = paperclip_store::interactions::list(store, &issue)
+        .await
+        .map_err(store_failure)?;
     let all_labels = labels::list(store, cid).await.map_err(store_failure)?;
     let names = by_id(&agents);
     // People who commented, by name (an authenticated instance); one query.
     let mut authors: Vec<String> = thread
         .iter()
         .filter_map(|c| c.author_user_id.clone())
+        .chain(cards.iter().filter_map(|c| c.resolved_by_user_id.clone()))
         .collect();
     authors.sort();
     authors.dedup();
@@ -103,6 +107,8 @@ pub async fn page(
         .map(|m| (m.user_id, m.user_name))
         .collect();
     let now = Utc::now();
+    // A viewer reads the board's requests; answering them is a write.
+    let can_answer = viewer.role_in(cid) != Some(paperclip_core::team::Role::Viewer);
     let p = &ctx.company.issue_prefix;
     let moves = allowed_moves(issue.status);
 
@@ -131,6 +137,7 @@ pub async fn page(
                         }
                     }
                 }
+                (super::cards::section(&issue.id, &cards, &names, &people, can_answer, now))
                 @if let Some(held) = &wake_loop {
                     div.run-error.wake-loop data-wake-loop-held=(held.held_at.as_deref().unwrap_or("")) {
                         p { strong { "Agents are waiting on the board: " }
