@@ -653,3 +653,177 @@ async fn a_task_waiting_on_the_board_spends_no_timer_wakes() {
     let (status, body) = server.post(&timer, tick).await;
     assert_eq!(status, 202, "{body}");
 }
+
+#[tokio::test]
+async fn people_answering_at_once_get_one_answer_and_one_wake() {
+    let server = TestServer::start().await;
+    let a = asker(&server, "Race Co").await;
+    let card = a.ask(&server, questions()).await;
+    let respond = format!("/api/issues/{}/interactions/{}/respond", a.issue, id(&card));
+    let answers = ["pg", "lite", "pg", "lite", "pg", "lite", "pg", "lite"];
+    let replies = futures::future::join_all(answers.iter().map(|o| {
+        server.post(
+            &respond,
+            json!({ "answers": [{ "questionId": "db", "optionIds": [o] }] }),
+        )
+    }))
+    .await;
+    let won: Vec<&Value> = replies
+        .iter()
+        .filter(|(s, _)| *s == 200)
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(won.len(), 1, "{replies:?}");
+    assert!(
+        replies.iter().all(|(s, _)| *s == 200 || *s == 409),
+        "{replies:?}"
+    );
+    // What is stored is the winner's answer, and it woke the agent once.
+    let stored = server
+        .ok_get(&format!("/api/issues/{}/interactions", a.issue))
+        .await;
+    assert_eq!(stored[0]["result"], won[0]["result"]);
+    let woken: Vec<Value> = wakes(&server, &a.agent)
+        .await
+        .into_iter()
+        .filter(|w| w["payload"]["interactionId"] == card["id"])
+        .collect();
+    assert_eq!(woken.len(), 1, "{woken:?}");
+    let actions = server.actions(&a.cid).await;
+    let answered = actions
+        .iter()
+        .filter(|x| *x == "issue.thread_interaction_answered")
+        .count();
+    assert_eq!(answered, 1, "{actions:?}");
+}
+
+#[tokio::test]
+async fn checklists_verdicts_withdrawals_and_addressed_cards() {
+    let server = TestServer::start().await;
+    let a = asker(&server, "More Co").await;
+    let base = format!("/api/issues/{}/interactions", a.issue);
+    // A checklist: the selection must respect the card's bounds.
+    let list = a
+        .ask(&server, json!({ "kind": "request_checkbox_confirmation", "payload": {
+            "prompt": "Which environments?", "minSelected": 1, "maxSelected": 2,
+            "options": [{ "id": "dev", "label": "Dev" }, { "id": "stage", "label": "Stage" }, { "id": "prod", "label": "Prod" }] } }))
+        .await;
+    let accept = format!("{base}/{}/accept", id(&list));
+    let (status, _) = server
+        .post(&accept, json!({ "selectedOptionIds": [] }))
+        .await;
+    assert_eq!(status, 422);
+    let (status, _) = server
+        .post(
+            &accept,
+            json!({ "selectedOptionIds": ["dev", "stage", "prod"] }),
+        )
+        .await;
+    assert_eq!(status, 422);
+    let (status, _) = server
+        .post(&accept, json!({ "selectedOptionIds": ["moon"] }))
+        .await;
+    assert_eq!(status, 422);
+    let ok = server
+        .ok_post(&accept, json!({ "selectedOptionIds": ["dev", "stage"] }))
+        .await;
+    assert_eq!(ok["result"]["selectedOptionIds"], json!(["dev", "stage"]));
+    let wake = until(30, "the checklist's wake", async || {
+        wakes(&server, &a.agent)
+            .await
+            .into_iter()
+            .find(|w| w["payload"]["interactionId"] == list["id"])
+    })
+    .await;
+    assert_eq!(
+        wake["payload"]["checkboxSelection"]["selectedOptionIds"],
+        json!(["dev", "stage"])
+    );
+
+    // Verdicts: pending until every item has one; a rejection needs a reason.
+    let review = a
+        .ask(
+            &server,
+            json!({ "kind": "request_item_verdicts", "payload": { "prompt": "Review these",
+            "items": [{ "id": "a", "label": "Logo A" }, { "id": "b", "label": "Logo B" }] } }),
+        )
+        .await;
+    let verdicts = format!("{base}/{}/verdicts", id(&review));
+    let (status, _) = server
+        .post(
+            &verdicts,
+            json!({ "verdicts": [{ "id": "b", "verdict": "reject" }] }),
+        )
+        .await;
+    assert_eq!(status, 422, "a rejection without a reason");
+    let (status, _) = server
+        .post(
+            &verdicts,
+            json!({ "verdicts": [{ "id": "b", "verdict": "maybe" }] }),
+        )
+        .await;
+    assert_eq!(status, 400, "an unknown verdict");
+    let half = server
+        .ok_post(
+            &verdicts,
+            json!({ "verdicts": [{ "id": "a", "verdict": "approve" }] }),
+        )
+        .await;
+    assert_eq!(half["status"], "pending", "{half}");
+    assert_eq!(half["result"]["complete"], false);
+    let full = server
+        .ok_post(
+            &verdicts,
+            json!({ "verdicts": [{ "id": "b", "verdict": "reject", "reason": "Too busy" }] }),
+        )
+        .await;
+    assert_eq!(full["status"], "answered", "{full}");
+    assert_eq!(full["result"]["items"].as_array().unwrap().len(), 2);
+
+    // The author withdraws its own card; another agent may not.
+    let other = id(&server.agent(&a.cid, "Other", None).await);
+    let stale = a
+        .ask(
+            &server,
+            json!({ "kind": "request_confirmation", "payload": { "prompt": "Old idea?" } }),
+        )
+        .await;
+    let other_key = server.key(&other).await;
+    let (status, _) = server
+        .as_agent(
+            &other_key,
+            Some(&a.run),
+            "POST",
+            &format!("{base}/{}/withdraw", id(&stale)),
+            Some(json!({})),
+        )
+        .await;
+    assert!(status == 401 || status == 403, "{status}");
+    let (status, gone) = a
+        .call(
+            &server,
+            "POST",
+            &format!("{base}/{}/withdraw", id(&stale)),
+            json!({ "reason": "Moot" }),
+        )
+        .await;
+    assert_eq!(status, 200, "{gone}");
+    assert_eq!(gone["result"]["outcome"], "withdrawn");
+
+    // A card addressed to another agent wakes it at once.
+    let addressed = a
+        .ask(
+            &server,
+            json!({ "kind": "request_confirmation", "addresseeAgentId": other,
+            "payload": { "prompt": "Can you review the schema?" } }),
+        )
+        .await;
+    let wake = until(30, "the addressee's wake", async || {
+        wakes(&server, &other)
+            .await
+            .into_iter()
+            .find(|w| w["payload"]["interactionId"] == addressed["id"])
+    })
+    .await;
+    assert_eq!(wake["reason"], "interaction_pending", "{wake}");
+}
