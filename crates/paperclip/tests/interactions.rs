@@ -367,6 +367,28 @@ async fn a_plan_sent_back_for_changes_returns_to_its_author_and_is_approved_on_r
         .await;
     assert_eq!(status, 409, "a stale plan revision: {body}");
     let card2 = a.ask(&server, plan_card(&v2["latestRevisionId"])).await;
+    // A newer revision written while a card waits makes that card stale.
+    let (status, v3) = a
+        .call(
+            &server,
+            "PUT",
+            &plan_path,
+            json!({ "format": "markdown", "body": "1. Use Postgres 16" }),
+        )
+        .await;
+    assert_eq!(status, 200, "{v3}");
+    let cards = server
+        .ok_get(&format!("/api/issues/{}/interactions", a.issue))
+        .await;
+    let old = cards
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == card2["id"])
+        .unwrap();
+    assert_eq!(old["status"], "expired", "{old}");
+    assert_eq!(old["result"]["outcome"], "stale_target");
+    let card2 = a.ask(&server, plan_card(&v3["latestRevisionId"])).await;
     let accepted = server
         .ok_post(
             &format!("/api/issues/{}/interactions/{}/accept", a.issue, id(&card2)),

@@ -136,6 +136,12 @@ pub async fn put(
         },
     )
     .await?;
+    if !created {
+        // A card asking about an older revision no longer asks about what
+        // the document says.
+        crate::interactions::expire_stale_targets(&mut tx, actor, &issue, key, &revision_id, &ts)
+            .await?;
+    }
     let document = get_in(&mut tx, &issue.id, key)
         .await?
         .ok_or_else(|| Error::not_found("Document"))?;

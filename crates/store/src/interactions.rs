@@ -315,6 +315,35 @@ pub(crate) async fn expire(
     Ok(())
 }
 
+/// Pending cards about an older revision of the task's `key` document
+/// expire when a new revision is written.
+pub(crate) async fn expire_stale_targets(
+    tx: &mut Tx,
+    actor: &Actor,
+    issue: &Issue,
+    key: &str,
+    revision_id: &str,
+    ts: &str,
+) -> Result<()> {
+    let rows = crate::db::query(
+        "SELECT * FROM issue_thread_interactions WHERE issue_id = $1 AND status = 'pending'",
+    )
+    .bind(&issue.id)
+    .fetch_all(tx.conn())
+    .await?;
+    for row in &rows {
+        let card = map(row)?;
+        let stale = paperclip_core::interaction_payload::document_target(&card.payload)
+            .is_some_and(|(k, r)| k == key && r != revision_id);
+        if stale {
+            let result =
+                json!({ "version": 1, "outcome": "stale_target", "latestRevisionId": revision_id });
+            expire(tx, actor, issue, &card, result, "issue.document", ts).await?;
+        }
+    }
+    Ok(())
+}
+
 /// A person's comment answers the thread: pending cards that allow it are
 /// superseded by it (the comment's own wake carries it to the agent).
 pub(crate) async fn supersede_by_comment(
