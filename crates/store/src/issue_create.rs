@@ -34,7 +34,7 @@ pub async fn create(
     if title.is_empty() {
         return Err(Error::invalid("title", "Title must not be empty"));
     }
-    let mut status = input.status.unwrap_or(IssueStatus::Backlog);
+    let status = input.status.unwrap_or(IssueStatus::Backlog);
     // Checks run before the company row is locked by the counter update below
     // (and a missing company is reported first); without any, that update is
     // the existence check.
@@ -61,16 +61,39 @@ pub async fn create(
         true => store.begin_one_statement().await?,
         false => store.begin().await?,
     };
+    let issue = create_in(&mut tx, store.backend(), actor, company_id, &input, checks).await?;
+    tx.commit().await?;
+    Ok(issue)
+}
+
+/// [`create`] inside a transaction the caller owns (a routine's dispatch
+/// makes its run, the task and the wake in one). `checks`: whether the
+/// references must be looked up first (see [`create`]).
+pub(crate) async fn create_in(
+    tx: &mut Tx,
+    backend: Backend,
+    actor: &Actor,
+    company_id: &str,
+    input: &NewIssue,
+    checks: bool,
+) -> Result<Issue> {
+    let title = input.title.trim().to_string();
+    let mut status = input.status.unwrap_or(IssueStatus::Backlog);
+    let labels = input.label_ids.as_ref().filter(|ids| !ids.is_empty());
+    let blockers = input
+        .blocked_by_issue_ids
+        .as_ref()
+        .filter(|ids| !ids.is_empty());
     if checks {
-        company_exists(&mut tx, company_id).await?;
+        company_exists(tx, company_id).await?;
     }
-    if ceo_gate_closed(&mut tx, company_id, actor.agent_id()).await? && is_active(status) {
+    if ceo_gate_closed(tx, company_id, actor.agent_id()).await? && is_active(status) {
         // Until the board approves the CEO's strategy, the CEO drafts: its
         // tasks wait in the backlog instead of being worked on.
         status = IssueStatus::Backlog;
     }
     let refs = resolve_refs(
-        &mut tx,
+        tx,
         company_id,
         Refs {
             project_id: input.project_id.as_deref(),
@@ -81,7 +104,7 @@ pub async fn create(
     .await?;
     let request_depth = match &input.parent_id {
         Some(parent) => {
-            get_row_in_company(&mut tx, company_id, parent)
+            get_row_in_company(tx, company_id, parent)
                 .await
                 .map_err(|_| Error::not_found("Parent issue"))?
                 .request_depth
@@ -100,7 +123,7 @@ pub async fn create(
     let row = Row {
         id: &id,
         company_id,
-        input: &input,
+        input,
         goal_id: refs.goal_id.as_deref(),
         title: &title,
         status,
@@ -124,35 +147,34 @@ pub async fn create(
             "parentId": input.parent_id,
         }),
     };
-    let mut issue = match store.backend() {
+    let mut issue = match backend {
         Backend::Sqlite => {
-            let issue = insert_numbered(&mut tx, &row).await?;
+            let issue = insert_numbered(tx, &row).await?;
             let mut entry = entry();
             entry.details["identifier"] = json!(issue.identifier);
-            activity::record(&mut tx, actor, entry).await?;
+            activity::record(tx, actor, entry).await?;
             issue
         }
         Backend::Postgres => {
             // The statement adds the row's identifier to the entry's details.
             let mut logged = activity::entry_row(actor, entry());
-            let issue = insert_numbered_logged(&mut tx, &row, &logged).await?;
+            let issue = insert_numbered_logged(tx, &row, &logged).await?;
             logged.details["identifier"] = json!(issue.identifier);
-            activity::announce(&mut tx, logged);
+            activity::announce(tx, logged);
             issue
         }
     };
     if let Some(labels) = labels {
-        set_labels(&mut tx, company_id, &id, labels).await?;
+        set_labels(tx, company_id, &id, labels).await?;
     }
     if let Some(blockers) = blockers {
-        set_blockers(&mut tx, company_id, &id, blockers).await?;
+        set_blockers(tx, company_id, &id, blockers).await?;
     }
     if labels.is_some() || blockers.is_some() {
         // A new issue blocks nothing yet; labels and blockers are its own.
         attach_relations(tx.conn(), std::slice::from_mut(&mut issue)).await?;
     }
-    wake_assignee(&mut tx, actor, &issue).await?;
-    tx.commit().await?;
+    wake_assignee(tx, actor, &issue).await?;
     Ok(issue)
 }
 

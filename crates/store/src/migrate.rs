@@ -202,6 +202,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0029_teams.postgres.sql"),
         },
     ),
+    (
+        31,
+        "routines",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0031_routines.sqlite.sql"),
+            postgres: include_str!("../migrations/0031_routines.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {
