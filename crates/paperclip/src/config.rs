@@ -62,7 +62,11 @@ pub struct RunArgs {
     #[arg(long)]
     sample: bool,
     /// Seconds between the routine scheduler's passes over due schedules.
-    #[arg(long, env = "PAPERCLIP_ROUTINE_SCHEDULER_INTERVAL", default_value_t = 30)]
+    #[arg(
+        long,
+        env = "PAPERCLIP_ROUTINE_SCHEDULER_INTERVAL",
+        default_value_t = 30
+    )]
     routine_interval: u64,
     /// Tests only: routines run on a clock that starts at this RFC 3339
     /// time and moves only when set through `POST /api/instance/test-clock`.

@@ -130,8 +130,7 @@ pub async fn tick(store: &Store, clock: &Clock) -> anyhow::Result<usize> {
             Err(err) => {
                 tracing::warn!(trigger = %t.id, error = %err, "routine dispatch failed");
                 let tick = plan.ticks.last().copied().unwrap_or(now);
-                routine_runs::fire_failed(store, t, tick, plan.next, now, &err.to_string())
-                    .await?;
+                routine_runs::fire_failed(store, t, tick, plan.next, now, &err.to_string()).await?;
             }
         }
     }

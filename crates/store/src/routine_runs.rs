@@ -19,8 +19,8 @@ use paperclip_core::input::NewIssue;
 use paperclip_core::issue::IssueStatus;
 use paperclip_core::routine::{
     CatchUpPolicy, ConcurrencyPolicy, LinkedIssue, Routine, RoutineListItem, RoutineRun,
-    RoutineRunStatus, RoutineRunSummary, RoutineStatus, RoutineTrigger, RunSource,
-    TriggerListItem, TriggerRef,
+    RoutineRunStatus, RoutineRunSummary, RoutineStatus, RoutineTrigger, RunSource, TriggerListItem,
+    TriggerRef,
 };
 use serde_json::{json, Map, Value};
 
@@ -161,15 +161,9 @@ async fn dispatch_in(
             label_ids: None,
             blocked_by_issue_ids: None,
         };
-        let issue = crate::issue_create::create_in(
-            tx,
-            backend,
-            actor,
-            &routine.company_id,
-            &input,
-            true,
-        )
-        .await?;
+        let issue =
+            crate::issue_create::create_in(tx, backend, actor, &routine.company_id, &input, true)
+                .await?;
         crate::db::query("UPDATE issues SET origin_kind = 'routine_execution' WHERE id = $1")
             .bind(&issue.id)
             .execute(tx.conn())
@@ -386,7 +380,12 @@ async fn claim(tx: &mut Tx, trigger: &RoutineTrigger, next: Option<DateTime<Utc>
     Ok(claimed.is_some())
 }
 
-pub async fn mark_trigger(store: &Store, trigger_id: &str, now: DateTime<Utc>, result: &str) -> Result<()> {
+pub async fn mark_trigger(
+    store: &Store,
+    trigger_id: &str,
+    now: DateTime<Utc>,
+    result: &str,
+) -> Result<()> {
     let mut tx = store.begin().await?;
     mark_fired(&mut tx, trigger_id, now, result).await?;
     tx.commit().await
@@ -540,14 +539,9 @@ pub async fn restore(
     crate::routines::restore_fields_in(&mut tx, actor, &routine, &revision.snapshot).await?;
     crate::routine_triggers::restore_in(&mut tx, routine_id, &revision.snapshot, now).await?;
     let summary = format!("Restored revision {}", revision.revision_number);
-    let new_id = crate::routines::write_revision(
-        &mut tx,
-        actor,
-        routine_id,
-        &summary,
-        Some(&revision.id),
-    )
-    .await?;
+    let new_id =
+        crate::routines::write_revision(&mut tx, actor, routine_id, &summary, Some(&revision.id))
+            .await?;
     record(
         &mut tx,
         actor,

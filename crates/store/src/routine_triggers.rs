@@ -234,7 +234,10 @@ pub async fn update(
             || patch.timezone.is_some()
             || (enabled && !current.enabled);
         if changed_schedule {
-            let (c, t) = (cron.as_deref().unwrap_or(""), tz.as_deref().unwrap_or("UTC"));
+            let (c, t) = (
+                cron.as_deref().unwrap_or(""),
+                tz.as_deref().unwrap_or("UTC"),
+            );
             next = Some(stamp(next_tick(c, t, now)?));
         }
     }
@@ -243,7 +246,9 @@ pub async fn update(
             patch.signing_mode.or(current.signing_mode),
             Some(match patch.replay_window_sec {
                 Some(w) => checked_window(Some(w))?,
-                None => current.replay_window_sec.unwrap_or(WEBHOOK_REPLAY_DEFAULT_SEC),
+                None => current
+                    .replay_window_sec
+                    .unwrap_or(WEBHOOK_REPLAY_DEFAULT_SEC),
             }),
         ),
         _ => (None, None),
@@ -352,9 +357,14 @@ pub async fn rotate(
         json!({ "routineId": current.routine_id, "version": version }),
     )
     .await?;
-    let revision_id =
-        write_revision(&mut tx, actor, &current.routine_id, "Webhook secret rotated", None)
-            .await?;
+    let revision_id = write_revision(
+        &mut tx,
+        actor,
+        &current.routine_id,
+        "Webhook secret rotated",
+        None,
+    )
+    .await?;
     let trigger = get_in(&mut tx, id).await?;
     tx.commit().await?;
     Ok(Changed {
@@ -522,9 +532,7 @@ fn checked_window(window: Option<i64>) -> Result<i64> {
     if !(WEBHOOK_REPLAY_MIN_SEC..=WEBHOOK_REPLAY_MAX_SEC).contains(&w) {
         return Err(Error::invalid(
             "replayWindowSec",
-            format!(
-                "replayWindowSec must be {WEBHOOK_REPLAY_MIN_SEC} to {WEBHOOK_REPLAY_MAX_SEC}"
-            ),
+            format!("replayWindowSec must be {WEBHOOK_REPLAY_MIN_SEC} to {WEBHOOK_REPLAY_MAX_SEC}"),
         ));
     }
     Ok(w)

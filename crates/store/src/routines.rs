@@ -285,8 +285,14 @@ pub async fn update(
     )
     .await?;
     if !changed.is_empty() {
-        write_revision(&mut tx, actor, id, &format!("Updated {}", changed.join(", ")), None)
-            .await?;
+        write_revision(
+            &mut tx,
+            actor,
+            id,
+            &format!("Updated {}", changed.join(", ")),
+            None,
+        )
+        .await?;
     }
     let routine = get_in(&mut tx, id).await?;
     tx.commit().await?;
@@ -463,7 +469,6 @@ pub(crate) async fn restore_fields_in(
     .await?;
     Ok(())
 }
-
 
 /// The routine's latest execution whose task is still open.
 pub async fn active_issue(store: &Store, routine_id: &str) -> Result<Option<LinkedIssue>> {

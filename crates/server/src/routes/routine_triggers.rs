@@ -85,7 +85,11 @@ fn webhook_url(app: &AppState, public_id: &str) -> String {
     format!("{base}/api/routine-triggers/public/{public_id}/fire")
 }
 
-async fn answer(app: &AppState, changed: Changed, secret: Option<String>) -> ApiResult<TriggerChange> {
+async fn answer(
+    app: &AppState,
+    changed: Changed,
+    secret: Option<String>,
+) -> ApiResult<TriggerChange> {
     let revision = routines::revisions(&app.store, &changed.trigger.routine_id)
         .await?
         .into_iter()
@@ -125,13 +129,15 @@ async fn create_trigger(
             public_id: &public_id,
             seal: &seal,
         };
-        routine_triggers::create(&app.store, caller.actor(), &id, &input, Some(secret), now)
-            .await?
+        routine_triggers::create(&app.store, caller.actor(), &id, &input, Some(secret), now).await?
     } else {
         routine_triggers::create(&app.store, caller.actor(), &id, &input, None, now).await?
     };
     let secret = (input.kind == TriggerKind::Webhook).then_some(value);
-    Ok((StatusCode::CREATED, Json(answer(&app, changed, secret).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(answer(&app, changed, secret).await?),
+    ))
 }
 
 #[utoipa::path(patch, path = "/api/routine-triggers/{id}", tag = "routines",
@@ -181,10 +187,9 @@ async fn rotate_secret(
     agent_owns(&caller, &routine)?;
     needs_assign(&caller, &routine.company_id)?;
     if trigger.kind != TriggerKind::Webhook {
-        return Err(paperclip_store::Error::rule(
-            "Only webhook triggers have a secret to rotate",
-        )
-        .into());
+        return Err(
+            paperclip_store::Error::rule("Only webhook triggers have a secret to rotate").into(),
+        );
     }
     let value = random_hex(24);
     let seal = Vault::sealer(master_key(&app)?);
@@ -206,7 +211,10 @@ fn unauthorized(message: &str) -> ApiError {
 }
 
 fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
 }
 
 fn hmac_hex(secret: &str, parts: &[&[u8]]) -> String {
@@ -244,7 +252,10 @@ async fn fire_webhook(
     let trigger = routine_triggers::by_public_id(&app.store, &public_id).await?;
     let routine = routines::get(&app.store, &trigger.routine_id).await?;
     if !trigger.enabled {
-        return Err(ApiError::new(StatusCode::CONFLICT, "Routine trigger is disabled"));
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "Routine trigger is disabled",
+        ));
     }
     if routine.status != RoutineStatus::Active {
         return Err(ApiError::new(StatusCode::CONFLICT, "Routine is not active"));
@@ -256,7 +267,10 @@ async fn fire_webhook(
         let sealed = routine_triggers::webhook_secret(&app.store, &trigger).await?;
         let secret = app.runtime.vault().reveal(&sealed).map_err(|_| {
             tracing::error!(trigger = %trigger.id, "a webhook secret could not be opened");
-            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Webhook secret is unreadable")
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Webhook secret is unreadable",
+            )
         })?;
         check_signature(mode, &secret, &headers, &body, now, &trigger, &mut replay)?;
     }
@@ -265,7 +279,10 @@ async fn fire_webhook(
         let first =
             routine_triggers::first_delivery(&app.store, &trigger.id, key, now, window).await?;
         if !first {
-            return Err(ApiError::new(StatusCode::CONFLICT, "Webhook replay detected"));
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "Webhook replay detected",
+            ));
         }
     }
     let payload: Option<Value> = if body.iter().all(u8::is_ascii_whitespace) {
@@ -323,7 +340,10 @@ fn check_signature(
         SigningMode::None => Ok(()),
         SigningMode::Bearer => {
             let given = header(headers, "authorization")
-                .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
+                .and_then(|h| {
+                    h.strip_prefix("Bearer ")
+                        .or_else(|| h.strip_prefix("bearer "))
+                })
                 .ok_or_else(|| unauthorized("Missing webhook bearer token"))?;
             if same(given.trim(), secret) {
                 Ok(())
@@ -355,7 +375,9 @@ fn check_signature(
             };
             let window = trigger.replay_window_sec.unwrap_or(300);
             if (now.timestamp() - seconds).abs() > window {
-                return Err(unauthorized("Webhook timestamp is outside the replay window"));
+                return Err(unauthorized(
+                    "Webhook timestamp is outside the replay window",
+                ));
             }
             let expected = hmac_hex(secret, &[stamp.as_bytes(), b".", body]);
             if !same(&given, &expected) {

@@ -279,12 +279,13 @@ async fn run_routine(
         Some(tid) => {
             let t = crate::routes::routine_triggers::load(&app, &caller, tid).await?;
             if t.routine_id != routine.id {
-                return Err(ApiError::forbidden(
-                    "Trigger belongs to another routine",
-                ));
+                return Err(ApiError::forbidden("Trigger belongs to another routine"));
             }
             if !t.enabled {
-                return Err(ApiError::new(StatusCode::CONFLICT, "Routine trigger is disabled"));
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "Routine trigger is disabled",
+                ));
             }
             Some(t)
         }
@@ -292,7 +293,9 @@ async fn run_routine(
     };
     if let Some(agent) = &input.assignee_agent_id {
         if caller.agent_id().is_some_and(|me| me != agent) {
-            return Err(ApiError::forbidden("Agents can only assign routines to themselves"));
+            return Err(ApiError::forbidden(
+                "Agents can only assign routines to themselves",
+            ));
         }
     }
     let run = routine_runs::dispatch(
