@@ -61,6 +61,19 @@ pub struct RunArgs {
     /// no model key needed) unless it exists already.
     #[arg(long)]
     sample: bool,
+    /// Seconds between the routine scheduler's passes over due schedules.
+    #[arg(
+        long,
+        env = "PAPERCLIP_ROUTINE_SCHEDULER_INTERVAL",
+        default_value_t = 30
+    )]
+    routine_interval: u64,
+    /// Tests only: routines run on a clock that starts at this RFC 3339
+    /// time and moves only when set through `POST /api/instance/test-clock`.
+    /// No environment variable, and refused in authenticated mode, so a
+    /// deployment cannot turn it on by accident.
+    #[arg(long, hide = true)]
+    test_clock: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -82,6 +95,8 @@ pub struct Config {
     pub limits: paperclip_server::Limits,
     pub sample: bool,
     pub team: paperclip_server::people::TeamConfig,
+    pub routine_interval: std::time::Duration,
+    pub test_clock: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Config {
@@ -170,6 +185,20 @@ impl Config {
                 .map(|u| u.trim_end_matches('/').to_string())
                 .unwrap_or_default(),
         };
+        if !(1..=86_400).contains(&args.routine_interval) {
+            bail!("--routine-interval must be between 1 and 86400 seconds");
+        }
+        let test_clock = match &args.test_clock {
+            None => None,
+            Some(_) if mode != DeploymentMode::LocalTrusted => {
+                bail!("--test-clock is for tests: refused in authenticated mode")
+            }
+            Some(t) => Some(
+                chrono::DateTime::parse_from_rfc3339(t)
+                    .map_err(|_| anyhow::anyhow!("--test-clock must be an RFC 3339 time"))?
+                    .with_timezone(&chrono::Utc),
+            ),
+        };
         Ok(Config {
             team,
             port: args.port.or(file.port).unwrap_or(3100),
@@ -179,6 +208,8 @@ impl Config {
             public_url: args.public_url,
             limits,
             sample: args.sample,
+            routine_interval: std::time::Duration::from_secs(args.routine_interval),
+            test_clock,
         })
     }
 

@@ -136,6 +136,13 @@ async fn run(config: Config) -> anyhow::Result<()> {
         vault: std::sync::Arc::new(vault),
     });
     runtime
+        .routine_clock()
+        .set_interval(config.routine_interval);
+    if let Some(start) = config.test_clock {
+        runtime.routine_clock().enable_test(start);
+        println!("Test clock on: routines run at {start} until it is set");
+    }
+    runtime
         .start()
         .await
         .context("starting the heartbeat runtime")?;

@@ -209,6 +209,21 @@ const ROUTES: &[(&str, &str)] = &[
     ("patch", "/api/secrets/{id}"),
     ("delete", "/api/secrets/{id}"),
     ("post", "/api/secrets/{id}/rotate"),
+    // Routines.
+    ("get", "/api/companies/{companyId}/routines"),
+    ("post", "/api/companies/{companyId}/routines"),
+    ("get", "/api/routines/{id}"),
+    ("patch", "/api/routines/{id}"),
+    ("get", "/api/routines/{id}/revisions"),
+    ("post", "/api/routines/{id}/revisions/{revisionId}/restore"),
+    ("get", "/api/routines/{id}/runs"),
+    ("post", "/api/routines/{id}/triggers"),
+    ("post", "/api/routines/{id}/run"),
+    ("patch", "/api/routine-triggers/{id}"),
+    ("delete", "/api/routine-triggers/{id}"),
+    ("post", "/api/routine-triggers/{id}/rotate-secret"),
+    ("post", "/api/routine-triggers/public/{publicId}/fire"),
+    ("post", "/api/instance/test-clock"),
 ];
 
 #[tokio::test]

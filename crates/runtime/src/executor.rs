@@ -54,6 +54,7 @@ pub(crate) struct Inner {
     pub(crate) live: Arc<LiveRuns>,
     kick: Notify,
     vault: Arc<crate::vault::Vault>,
+    routine_clock: Arc<crate::routines::Clock>,
 }
 
 impl Runtime {
@@ -73,6 +74,7 @@ impl Runtime {
                 live: Arc::new(LiveRuns::default()),
                 kick: Notify::new(),
                 vault: config.vault,
+                routine_clock: Default::default(),
             }),
         }
     }
@@ -89,8 +91,20 @@ impl Runtime {
         tokio::spawn(async move { executor.executor_loop().await });
         let scheduler = self.inner.store.clone();
         tokio::spawn(async move { crate::scheduler::run(scheduler).await });
+        let (store, clock) = (self.inner.store.clone(), self.inner.routine_clock.clone());
+        tokio::spawn(async move { crate::routines::run(store, clock).await });
         self.kick();
         Ok(())
+    }
+
+    /// The URL agents call back on (`PAPERCLIP_API_URL`).
+    pub fn api_url(&self) -> &str {
+        &self.inner.api_url
+    }
+
+    /// The time routines run on (the system's unless `--test-clock`).
+    pub fn routine_clock(&self) -> &Arc<crate::routines::Clock> {
+        &self.inner.routine_clock
     }
 
     pub fn hub(&self) -> &Arc<Hub> {

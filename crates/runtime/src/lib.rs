@@ -8,7 +8,8 @@
 //!   its outcome is recorded; cancel, pause and budget stops go through it.
 //! - `budget` stops a run whose streamed cost reaches a budget or its cap.
 //! - [`next`] decides which queued runs to try to start (a pure rule).
-//! - [`scheduler`] turns timer policies into wakes.
+//! - [`scheduler`] turns timer policies into wakes; [`routines`] owns
+//!   routines' schedule ticks (on a [`routines::Clock`]).
 //! - [`recovery`] settles what a previous process left behind.
 //! - [`skills`] ships the Paperclip skill to the data dir for coding CLIs.
 //! - [`tokens`] mints and checks the short-lived per-run credentials.
@@ -31,6 +32,7 @@ mod notes;
 mod outcome;
 pub mod recovery;
 mod redact;
+pub mod routines;
 pub mod scheduler;
 mod secret_env;
 mod sink;

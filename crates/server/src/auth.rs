@@ -373,6 +373,15 @@ impl Caller {
         }
     }
 
+    /// A permission beyond the route's own (e.g. `tasks:assign` when an edit
+    /// reassigns): people are held to their role, agents to their company.
+    pub fn ensure_permission(&self, company_id: &str, need: Permission) -> Result<(), ApiError> {
+        match &self.access {
+            Access::Person(p) => p.check(company_id, need),
+            _ => self.ensure_company(company_id),
+        }
+    }
+
     /// Agents' writes to issues must belong to one of their runs.
     pub fn require_run(&self) -> Result<&Actor, ApiError> {
         if self.actor.agent_id().is_some() && self.actor.run_id.is_none() {

@@ -105,6 +105,11 @@ impl Security {
         }
     }
 
+    /// `scheme://host[:port]` of the configured public URL.
+    pub fn public_origin(&self) -> Option<&str> {
+        self.public_origin.as_deref()
+    }
+
     fn host_allowed(&self, host: &str) -> bool {
         let name = host_name(host);
         is_loopback_name(&name)
@@ -236,10 +241,21 @@ async fn check(app: &AppState, request: Request) -> Result<Request, ApiError> {
         body
     };
     // An authenticated instance has no implicit board: people sign in.
-    if !parts.headers.contains_key(header::AUTHORIZATION) && !app.security.team.authenticated() {
+    // A routine's public webhook is authenticated by its signature alone
+    // and is nobody's board, whoever calls it.
+    if !parts.headers.contains_key(header::AUTHORIZATION)
+        && !app.security.team.authenticated()
+        && !is_public_webhook(parts.uri.path())
+    {
         local_board(app, &mut parts, peer).await?;
     }
     Ok(Request::from_parts(parts, body))
+}
+
+fn is_public_webhook(path: &str) -> bool {
+    path.strip_prefix("/api/routine-triggers/public/")
+        .and_then(|rest| rest.strip_suffix("/fire"))
+        .is_some_and(|id| !id.contains('/'))
 }
 
 fn changes_state(method: &Method) -> bool {

@@ -55,7 +55,8 @@ pub struct ServerInfo {
     tags(
         (name = "health"), (name = "companies"), (name = "agents"), (name = "goals"),
         (name = "projects"), (name = "issues"), (name = "comments"), (name = "labels"),
-        (name = "documents"), (name = "activity"), (name = "heartbeats"), (name = "events"), (name = "approvals"), (name = "costs"), (name = "secrets")
+        (name = "documents"), (name = "activity"), (name = "heartbeats"), (name = "events"), (name = "approvals"), (name = "costs"), (name = "secrets"),
+        (name = "routines")
     )
 )]
 struct ApiDoc;

@@ -41,6 +41,12 @@ pub fn need(method: &Method, route: &str) -> Permission {
         | "/api/issues/{id}/wake-loop/release"
         | "/api/issues/{id}/queued-comments/interrupt" => AgentWake,
         "/api/issues/{id}/admin/force-release" => CompanyManage,
+        "/api/companies/{companyId}/routines" | "/api/routines/{id}" => TasksMutate,
+        "/api/routines/{id}/triggers"
+        | "/api/routines/{id}/run"
+        | "/api/routines/{id}/revisions/{revisionId}/restore"
+        | "/api/routine-triggers/{id}"
+        | "/api/routine-triggers/{id}/rotate-secret" => TasksAssign,
         "/api/companies/{companyId}/agents"
         | "/api/companies/{companyId}/agent-hires"
         | "/api/companies/{companyId}/adapters/{type}/test-environment"

@@ -32,6 +32,8 @@ pub async fn company_of(app: &AppState, parts: &mut Parts, route: &str) -> Optio
         "goals" => (Owned::Goal, param("id")?),
         "labels" => (Owned::Label, param("labelId")?),
         "secrets" => (Owned::Secret, param("id")?),
+        "routines" => (Owned::Routine, param("id")?),
+        "routine-triggers" => (Owned::RoutineTrigger, param("id")?),
         _ => return None,
     };
     paperclip_store::company_of::company_of(&app.store, kind, &id)

@@ -16,6 +16,8 @@ pub enum Owned {
     Goal,
     Label,
     Secret,
+    Routine,
+    RoutineTrigger,
 }
 
 impl Owned {
@@ -29,6 +31,8 @@ impl Owned {
             Owned::Goal => "goals",
             Owned::Label => "labels",
             Owned::Secret => "company_secrets",
+            Owned::Routine => "routines",
+            Owned::RoutineTrigger => "routine_triggers",
         }
     }
 }

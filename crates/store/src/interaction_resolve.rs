@@ -479,7 +479,7 @@ async fn create_tasks(
             backend,
             actor,
             &issue.company_id,
-            NewIssue {
+            &NewIssue {
                 title: task.title.clone(),
                 description: task.description.clone(),
                 status: Some(if assigned {
@@ -497,6 +497,7 @@ async fn create_tasks(
                 label_ids: None,
                 blocked_by_issue_ids: None,
             },
+            true,
         )
         .await?;
         let parent_identifier = match &parent {

@@ -30,6 +30,10 @@ pub async fn create(
     company_id: &str,
     input: NewIssue,
 ) -> Result<Issue> {
+    let title = input.title.trim().to_string();
+    if title.is_empty() {
+        return Err(Error::invalid("title", "Title must not be empty"));
+    }
     let status = input.status.unwrap_or(IssueStatus::Backlog);
     // Checks run before the company row is locked by the counter update below
     // (and a missing company is reported first); without any, that update is
@@ -57,35 +61,23 @@ pub async fn create(
         true => store.begin_one_statement().await?,
         false => store.begin().await?,
     };
-    let issue = insert(&mut tx, store.backend(), actor, company_id, input, checks).await?;
+    let issue = create_in(&mut tx, store.backend(), actor, company_id, &input, checks).await?;
     tx.commit().await?;
     Ok(issue)
 }
 
-/// A task created inside the caller's transaction (suggested tasks accepted
-/// with their card, for one): every check runs.
+/// [`create`] inside a transaction the caller owns (a routine's dispatch
+/// makes its run, the task and the wake in one). `checks`: whether the
+/// references must be looked up first (see [`create`]).
 pub(crate) async fn create_in(
     tx: &mut Tx,
     backend: Backend,
     actor: &Actor,
     company_id: &str,
-    input: NewIssue,
-) -> Result<Issue> {
-    insert(tx, backend, actor, company_id, input, true).await
-}
-
-async fn insert(
-    tx: &mut Tx,
-    backend: Backend,
-    actor: &Actor,
-    company_id: &str,
-    input: NewIssue,
+    input: &NewIssue,
     checks: bool,
 ) -> Result<Issue> {
     let title = input.title.trim().to_string();
-    if title.is_empty() {
-        return Err(Error::invalid("title", "Title must not be empty"));
-    }
     let mut status = input.status.unwrap_or(IssueStatus::Backlog);
     let labels = input.label_ids.as_ref().filter(|ids| !ids.is_empty());
     let blockers = input
@@ -131,7 +123,7 @@ async fn insert(
     let row = Row {
         id: &id,
         company_id,
-        input: &input,
+        input,
         goal_id: refs.goal_id.as_deref(),
         title: &title,
         status,

@@ -203,6 +203,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
         },
     ),
     (
+        31,
+        "routines",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0031_routines.sqlite.sql"),
+            postgres: include_str!("../migrations/0031_routines.postgres.sql"),
+        },
+    ),
+    (
         32,
         "interactions",
         Sql::Each {

@@ -666,6 +666,12 @@ pub fn before_secrets_and_teams() -> Vec<String> {
     [
         "DROP TABLE IF EXISTS issue_thread_interactions",
         "DELETE FROM schema_migrations WHERE version = 32",
+        "DROP TABLE IF EXISTS routine_webhook_replays",
+        "DROP TABLE IF EXISTS routine_runs",
+        "DROP TABLE IF EXISTS routine_revisions",
+        "DROP TABLE IF EXISTS routine_triggers",
+        "DROP TABLE IF EXISTS routines",
+        "DELETE FROM schema_migrations WHERE version = 31",
         "DROP TABLE IF EXISTS board_api_key_companies",
         "DROP TABLE IF EXISTS board_api_keys",
         "DROP TABLE IF EXISTS invites",

@@ -26,6 +26,8 @@ mod labels;
 mod members;
 mod projects;
 mod revisions;
+mod routine_triggers;
+mod routines;
 mod run_links;
 mod secrets;
 mod sessions;
@@ -66,6 +68,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(revisions::router())
         .merge(run_links::router())
         .merge(secrets::router())
+        .merge(routines::router())
+        .merge(routine_triggers::router())
         .merge(sessions::router())
         .merge(wakes::router())
         .merge(inbox::router())
