@@ -79,6 +79,8 @@ async fn every_actor_gets_exactly_what_its_role_allows_in_every_route_group() {
         ("budget", cell(Method::PATCH, format!("/api/companies/{cid}/budgets"), Some(json!({ "budgetMonthlyCents": 5000 })))),
         ("agent-keys", cell(Method::GET, format!("/api/agents/{agent_id}/keys"), None)),
         ("secret-list", cell(Method::GET, format!("/api/companies/{cid}/secrets"), None)),
+        ("cards", cell(Method::POST, format!("/api/issues/{issue_id}/interactions"), Some(json!({ "kind": "request_confirmation", "payload": { "prompt": "Go?" } })))),
+        ("card-list", cell(Method::GET, format!("/api/issues/{issue_id}/interactions"), None)),
     ];
     // The specification: which actor may use which group.
     let allowed = |actor: &str, group: &str| -> bool {
@@ -96,15 +98,25 @@ async fn every_actor_gets_exactly_what_its_role_allows_in_every_route_group() {
                     | "runs"
                     | "approvals"
                     | "secret-list"
+                    | "cards"
+                    | "card-list"
             ),
             "viewer" => matches!(
                 group,
-                "read" | "activity" | "runs" | "approvals" | "secret-list"
+                "read" | "activity" | "runs" | "approvals" | "secret-list" | "card-list"
             ),
             // Agents work in their own company; the board's routes are not theirs.
             "agent" => matches!(
                 group,
-                "read" | "task" | "wake" | "goals" | "activity" | "runs" | "approvals"
+                "read"
+                    | "task"
+                    | "wake"
+                    | "goals"
+                    | "activity"
+                    | "runs"
+                    | "approvals"
+                    | "cards"
+                    | "card-list"
             ),
             _ => false,
         }
@@ -152,7 +164,7 @@ async fn every_actor_gets_exactly_what_its_role_allows_in_every_route_group() {
             cells += 1;
             if allowed(actor, group) {
                 // Agents writing to issues need their run: 401 names it. Board-only groups say 403.
-                let agent_without_run = actor == "agent" && *group == "task";
+                let agent_without_run = actor == "agent" && matches!(*group, "task" | "cards");
                 assert!(
                     status.is_success() || agent_without_run,
                     "{actor} × {group}: {status} {text}"
@@ -223,6 +235,30 @@ async fn every_actor_gets_exactly_what_its_role_allows_in_every_route_group() {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    // The cards the matrix made: a viewer reads them without the forms to
+    // answer; an operator gets the forms.
+    let prefix = home["issuePrefix"].as_str().unwrap();
+    for (who, s, forms) in [("viewer", &viewer, false), ("operator", &operator, true)] {
+        let page = server
+            .client()
+            .get(server.url(&format!("/{prefix}/tasks/{ident}")))
+            .header("cookie", &s.cookie)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            page.contains("data-interaction-status=\"pending\""),
+            "{who}: {page}"
+        );
+        assert_eq!(
+            page.contains("data-interaction-form") || page.contains("/accept\""),
+            forms,
+            "{who}"
+        );
+    }
     // Only the owner may delete the company.
     let (status, _) = call(
         &server,
