@@ -473,14 +473,14 @@ pub async fn get(store: &Store, issue_id: &str, id: &str) -> Result<Interaction>
 }
 
 pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Interaction> {
-    let row = crate::db::query("SELECT * FROM issue_thread_interactions WHERE id = $1")
-        .bind(id)
-        .fetch_optional(tx.conn())
-        .await?;
-    row.as_ref()
-        .map(map)
-        .transpose()?
-        .ok_or_else(|| Error::not_found("Interaction"))
+    crate::row::one_by_id(
+        tx.conn(),
+        "SELECT * FROM issue_thread_interactions WHERE id = $1",
+        id,
+        map,
+        "Interaction",
+    )
+    .await
 }
 
 async fn by_key(tx: &mut Tx, issue_id: &str, key: &str) -> Result<Option<Interaction>> {
