@@ -160,6 +160,10 @@ async fn an_agent_asks_the_board_and_its_next_run_gets_the_answer_once() {
         "{inbox}"
     );
     assert!(inbox.contains("Which database?"));
+    assert!(
+        inbox.contains("id=\"pending-questions\""),
+        "the sidebar counts it"
+    );
     let page = server.page(&format!("/{prefix}/tasks/{identifier}")).await;
     assert!(
         page.contains("data-interaction-status=\"pending\""),
@@ -215,6 +219,7 @@ async fn an_agent_asks_the_board_and_its_next_run_gets_the_answer_once() {
         !inbox.contains("data-interaction=\""),
         "answered: out of the inbox"
     );
+    assert!(!inbox.contains("id=\"pending-questions\""));
     let log = std::fs::read_to_string(server.data_dir.join("asker.log")).unwrap();
     let second = log
         .lines()

@@ -425,6 +425,19 @@ pub async fn pending_in_company(
         .collect()
 }
 
+/// How many cards wait on the board in the company (open tasks only): the
+/// sidebar's count, one probe of the pending-cards index.
+pub async fn pending_count(store: &Store, company_id: &str) -> Result<i64> {
+    let (n,): (i64,) = crate::db::query_as(
+        "SELECT COUNT(*) FROM issue_thread_interactions t JOIN issues i ON i.id = t.issue_id \
+         WHERE t.company_id = $1 AND t.status = 'pending' AND i.status NOT IN ('done', 'cancelled')",
+    )
+    .bind(company_id)
+    .fetch_one(store.pool())
+    .await?;
+    Ok(n)
+}
+
 /// Resolved cards on the run's task whose resolution no run has carried to
 /// the agent yet, claimed for this run: an answer reaches the agent once,
 /// however its wakes were coalesced or a restart came between.

@@ -80,6 +80,9 @@ pub fn page_with(ctx: &Ctx, active: &str, title: &str, body: Markup, fixed: Mark
                                         @if *key == "inbox" && ctx.open_failures > 0 {
                                             span.badge.bad #open-failures title="Failed runs not yet looked at" { (ctx.open_failures) }
                                         }
+                                        @if *key == "inbox" && ctx.pending_questions > 0 {
+                                            span.badge #pending-questions title="Agents waiting on an answer" { (ctx.pending_questions) }
+                                        }
                                         @if *key == "approvals" && ctx.pending_approvals > 0 {
                                             span.badge #pending-approvals { (ctx.pending_approvals) }
                                         }

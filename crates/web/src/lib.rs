@@ -110,6 +110,8 @@ pub(crate) struct Ctx {
     pub pending_approvals: usize,
     /// Failed runs in the board's inbox (not dismissed, not since fixed).
     pub open_failures: usize,
+    /// Cards agents put in open tasks' threads that wait on the board.
+    pub pending_questions: i64,
 }
 
 /// A page or a page-shaped error.
@@ -181,11 +183,16 @@ impl Web {
             paperclip_store::inbox_badge::open_failures(&self.store, &company.id, viewer.user_id())
                 .await
                 .map_err(store_failure)?;
+        let pending_questions =
+            paperclip_store::interactions::pending_count(&self.store, &company.id)
+                .await
+                .map_err(store_failure)?;
         Ok(Ctx {
             companies,
             company,
             pending_approvals: pending,
             open_failures,
+            pending_questions,
         })
     }
 }
