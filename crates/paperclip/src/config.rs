@@ -39,6 +39,9 @@ pub struct RunArgs {
     /// Live event subscribers (SSE and WebSocket) allowed per company.
     #[arg(long, env = "PAPERCLIP_MAX_SUBSCRIBERS", default_value_t = 1000)]
     max_subscribers: usize,
+    /// Largest issue attachment accepted, in bytes (default 10 MiB).
+    #[arg(long, env = "PAPERCLIP_ATTACHMENT_MAX_BYTES", default_value_t = paperclip_core::attachment::DEFAULT_MAX_BYTES)]
+    attachment_max_bytes: u64,
     /// `local_trusted` (one person at this machine, loopback only, no
     /// sign-in) or `authenticated` (people sign in; any address may be bound).
     #[arg(long, env = "PAPERCLIP_DEPLOYMENT_MODE", value_parser = parse_mode)]
@@ -145,6 +148,7 @@ impl Config {
             header_timeout: seconds("header-timeout", args.header_timeout)?,
             body_timeout: seconds("body-timeout", args.body_timeout)?,
             max_subscribers_per_company: args.max_subscribers.max(1),
+            attachment_max_bytes: attachment_max(args.attachment_max_bytes)?,
         };
         if args.session_ttl < 1 || args.session_ttl > 365 * 24 * 3600 {
             bail!("--session-ttl must be between 1 second and a year");
@@ -218,4 +222,13 @@ fn parse_mode(text: &str) -> Result<DeploymentMode, String> {
 fn parse_exposure(text: &str) -> Result<Exposure, String> {
     Exposure::parse(text)
         .ok_or_else(|| format!("'{text}' is not an exposure: use private or public"))
+}
+
+/// Uploads are held in memory while they are checked, so the limit is
+/// bounded (1 GiB) as well as positive.
+fn attachment_max(bytes: u64) -> anyhow::Result<u64> {
+    if bytes == 0 || bytes > 1024 * 1024 * 1024 {
+        bail!("--attachment-max-bytes must be between 1 and 1073741824 (1 GiB)");
+    }
+    Ok(bytes)
 }

@@ -182,6 +182,18 @@ const ROUTES: &[(&str, &str)] = &[
     ("patch", "/api/secrets/{id}"),
     ("delete", "/api/secrets/{id}"),
     ("post", "/api/secrets/{id}/rotate"),
+    // Attachments and work products.
+    (
+        "post",
+        "/api/companies/{companyId}/issues/{issueId}/attachments",
+    ),
+    ("get", "/api/issues/{id}/attachments"),
+    ("get", "/api/attachments/{id}/content"),
+    ("delete", "/api/attachments/{id}"),
+    ("get", "/api/issues/{id}/work-products"),
+    ("post", "/api/issues/{id}/work-products"),
+    ("patch", "/api/work-products/{id}"),
+    ("delete", "/api/work-products/{id}"),
 ];
 
 #[tokio::test]

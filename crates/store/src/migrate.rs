@@ -202,6 +202,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0029_teams.postgres.sql"),
         },
     ),
+    (
+        30,
+        "attachments",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0030_attachments.sqlite.sql"),
+            postgres: include_str!("../migrations/0030_attachments.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -103,6 +103,9 @@ async fn delete_company(
 ) -> ApiResult<Json<serde_json::Value>> {
     caller.require_board()?;
     companies::delete(&app.store, &id).await?;
+    super::attachments::storage(&app)
+        .remove_all(&id, None)
+        .await;
     Ok(Json(serde_json::json!({ "ok": true })))
 }
 

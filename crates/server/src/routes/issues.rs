@@ -240,7 +240,11 @@ async fn delete_issue(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Issue>> {
     let actor = caller.require_board()?;
-    Ok(Json(issues::delete(&app.store, actor, &id).await?))
+    let deleted = issues::delete(&app.store, actor, &id).await?;
+    super::attachments::storage(&app)
+        .remove_all(&deleted.company_id, Some(&deleted.id))
+        .await;
+    Ok(Json(deleted))
 }
 
 /// Atomically assigns the issue to `agentId` and moves it to `in_progress`,
