@@ -53,17 +53,44 @@ pub async fn list(store: &Store, issue_id: &str) -> Result<Vec<WorkProduct>> {
     rows.iter().map(map).collect()
 }
 
-/// A company's products, newest first, at most `limit` (the Artifacts page).
-pub async fn list_company(store: &Store, company_id: &str, limit: i64) -> Result<Vec<WorkProduct>> {
+/// A product with what the Artifacts page names it by: its task's
+/// identifier and title, and its run's agent.
+pub struct Listed {
+    pub product: WorkProduct,
+    pub identifier: String,
+    pub issue_title: String,
+    pub run_agent_id: Option<String>,
+}
+
+/// A company's products, newest first, at most `limit`, with their tasks'
+/// identifiers and their runs' agents (the Artifacts page), in one query.
+pub async fn list_company(store: &Store, company_id: &str, limit: i64) -> Result<Vec<Listed>> {
+    let columns: String = COLUMNS
+        .split(", ")
+        .map(|c| format!("w.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let rows = crate::db::query(&format!(
-        "SELECT {COLUMNS} FROM issue_work_products WHERE company_id = $1 \
-         ORDER BY created_at DESC, id DESC LIMIT $2"
+        "SELECT {columns}, i.identifier AS issue_identifier, i.title AS issue_title, \
+         r.agent_id AS run_agent_id FROM issue_work_products w \
+         JOIN issues i ON i.id = w.issue_id \
+         LEFT JOIN heartbeat_runs r ON r.id = w.created_by_run_id \
+         WHERE w.company_id = $1 ORDER BY w.created_at DESC, w.id DESC LIMIT $2"
     ))
     .bind(company_id)
     .bind(limit)
     .fetch_all(store.pool())
     .await?;
-    rows.iter().map(map).collect()
+    rows.iter()
+        .map(|row| {
+            Ok(Listed {
+                product: map(row)?,
+                identifier: row.text("issue_identifier")?,
+                issue_title: row.text("issue_title")?,
+                run_agent_id: row.opt_text("run_agent_id")?,
+            })
+        })
+        .collect()
 }
 
 pub async fn get(store: &Store, id: &str) -> Result<WorkProduct> {

@@ -23,6 +23,7 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("members.js", include_str!("../assets/members.js")),
     ("secrets.js", include_str!("../assets/secrets.js")),
     ("account-page.js", include_str!("../assets/account-page.js")),
+    ("attachments.js", include_str!("../assets/attachments.js")),
 ];
 
 const FAVICON: &str = include_str!("../assets/favicon.svg");

@@ -664,6 +664,9 @@ pub fn postgres_ids_back_to_text() -> Vec<String> {
 /// database an earlier release made: it had no such tables.
 pub fn before_secrets_and_teams() -> Vec<String> {
     [
+        "DROP TABLE IF EXISTS issue_work_products",
+        "DROP TABLE IF EXISTS issue_attachments",
+        "DELETE FROM schema_migrations WHERE version = 30",
         "DROP TABLE IF EXISTS board_api_key_companies",
         "DROP TABLE IF EXISTS board_api_keys",
         "DROP TABLE IF EXISTS invites",

@@ -7,6 +7,7 @@ pub mod agent;
 pub mod agents;
 pub mod approval;
 pub mod approvals;
+pub mod artifacts;
 pub mod costs;
 pub mod dashboard;
 pub mod goal;
@@ -22,6 +23,7 @@ pub mod runs;
 pub mod secrets;
 pub mod settings;
 pub mod task;
+pub mod task_files;
 pub mod task_props;
 pub mod tasks;
 
