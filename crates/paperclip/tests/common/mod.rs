@@ -118,7 +118,11 @@ impl TestServer {
         env: &[(&str, &str)],
         log: Option<&std::path::Path>,
     ) -> TestServer {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_paperclip"));
+        // PAPERCLIP_TEST_BIN: a copy of the binary, for builders sharing one
+        // target dir (another worktree's build may relink it mid-run).
+        let bin = std::env::var_os("PAPERCLIP_TEST_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_paperclip").into());
+        let mut cmd = Command::new(bin);
         cmd.arg("run")
             .arg("--port")
             .arg(port.to_string())
