@@ -409,3 +409,82 @@ async fn the_upstream_cli_manages_attachments_and_work_products() {
         json!([])
     );
 }
+
+#[tokio::test]
+async fn a_runs_result_registers_its_work_products_with_its_end() {
+    use axum::routing::post;
+    // An http agent whose answer (the run's result) lists what it produced:
+    // one good product, one with a type that does not exist.
+    let app = axum::Router::new().route(
+        "/run",
+        post(|| async {
+            axum::Json(json!({ "ok": true, "workProducts": [
+                { "type": "pull_request", "provider": "github", "title": "From the result",
+                  "url": "https://github.com/acme/app/pull/3", "status": "ready_for_review",
+                  "createdByRunId": "00000000-0000-7000-8000-000000000000",
+                  "metadata": { "state": "open", "headRef": "feat/result" } },
+                { "type": "file", "provider": "x", "title": "not a type" },
+            ] }))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook = format!("http://{}/run", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let s = TestServer::start().await;
+    let (cid, iid, _) = setup(&s).await;
+    let agent = s
+        .ok_post(
+            &format!("/api/companies/{cid}/agents"),
+            json!({ "name": "Hooked", "adapterType": "http", "adapterConfig": { "url": hook } }),
+        )
+        .await;
+    let aid = id(&agent);
+    s.ok_patch(
+        &format!("/api/issues/{iid}"),
+        json!({ "assigneeAgentId": aid, "status": "todo" }),
+    )
+    .await;
+    let runs = s.only_run_succeeded(&cid, &aid).await;
+    let run = runs[0]["id"].as_str().unwrap().to_string();
+    // Read once the run is seen finished: written with its end, not after.
+    let products = s.ok_get(&format!("/api/issues/{iid}/work-products")).await;
+    let products = products.as_array().unwrap();
+    assert_eq!(products.len(), 1, "{products:?}");
+    assert_eq!(products[0]["title"], "From the result");
+    assert_eq!(
+        products[0]["createdByRunId"],
+        run.as_str(),
+        "the run's own, whatever it said"
+    );
+    assert_eq!(
+        runs[0]["resultJson"]["workProducts"][0]["title"],
+        "From the result"
+    );
+    let events = s.ok_get(&format!("/api/heartbeat-runs/{run}/events")).await;
+    let skipped: Vec<&Value> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["eventType"] == "work_product.skipped")
+        .collect();
+    assert_eq!(skipped.len(), 1, "{events}");
+    assert!(
+        skipped[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("workProducts[1]"),
+        "{events}"
+    );
+    let log = s
+        .ok_get(&format!("/api/companies/{cid}/activity?limit=100"))
+        .await;
+    let created = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == "issue.work_product_created")
+        .unwrap();
+    assert_eq!(created["details"]["source"], "run_result");
+    assert_eq!(created["runId"], run.as_str());
+}

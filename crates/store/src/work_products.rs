@@ -224,6 +224,69 @@ pub(crate) async fn create_in(
     get_in(tx, &id).await
 }
 
+/// Entries of one run result at most: a result lists what a run produced,
+/// not a catalogue.
+pub const RUN_RESULT_MAX: usize = 50;
+
+/// Work products a succeeded run's result lists (`result.workProducts`,
+/// each a create body), written in the transaction that records the run's
+/// end, so the run and what it produced commit together. Each is the run's
+/// own (`createdByRunId`), on the run's task. An entry that is not a valid
+/// product is skipped, not the run: the reasons are returned for its log.
+pub(crate) async fn record_run_result(
+    tx: &mut Tx,
+    run: &paperclip_core::model::HeartbeatRun,
+    result: Option<&Value>,
+) -> Result<Vec<String>> {
+    use paperclip_core::limits::Validate;
+    let Some(entries) = result
+        .and_then(|r| r.get("workProducts"))
+        .and_then(Value::as_array)
+    else {
+        return Ok(Vec::new());
+    };
+    let Some(issue_id) = &run.issue_id else {
+        return Ok(vec![
+            "workProducts: the run has no task to record them on".into()
+        ]);
+    };
+    let issue = match crate::issues::load_in(tx, issue_id).await {
+        Ok(issue) => issue,
+        Err(Error::NotFound(_)) => return Ok(vec!["workProducts: the run's task is gone".into()]),
+        Err(e) => return Err(e),
+    };
+    let actor = Actor::agent(&run.agent_id, &run.company_id, Some(run.id.clone()));
+    let mut skipped = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        if i >= RUN_RESULT_MAX {
+            skipped.push(format!(
+                "workProducts[{i}..]: at most {RUN_RESULT_MAX} per run"
+            ));
+            break;
+        }
+        let mut input = match serde_json::from_value::<NewWorkProduct>(entry.clone()) {
+            Ok(input) => input,
+            Err(e) => {
+                skipped.push(format!("workProducts[{i}]: {e}"));
+                continue;
+            }
+        };
+        if let Err(v) = input.validate() {
+            skipped.push(format!("workProducts[{i}]: {}", v.message));
+            continue;
+        }
+        input.created_by_run_id = Some(run.id.clone());
+        match create_in(tx, &actor, &issue, &input, Source::RunResult).await {
+            Ok(_) => {}
+            Err(Error::Rule(m) | Error::NotFound(m)) => {
+                skipped.push(format!("workProducts[{i}]: {m}"))
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(skipped)
+}
+
 pub async fn update(
     store: &Store,
     actor: &Actor,
