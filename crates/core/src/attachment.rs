@@ -275,24 +275,27 @@ pub fn key_is_safe(company_id: &str, key: &str) -> bool {
         && !key.contains('\0')
 }
 
+/// A `Range` that cannot be served (416).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unsatisfiable;
+
 /// One byte range of a file of `size` bytes, as `Range: bytes=...` asks:
-/// `Ok(None)` without a header, `Ok(Some((start, end)))` inclusive, `Err(())`
-/// for a range that cannot be served (416).
-pub fn parse_range(header: Option<&str>, size: u64) -> Result<Option<(u64, u64)>, ()> {
+/// `Ok(None)` without a header, `Ok(Some((start, end)))` inclusive.
+pub fn parse_range(header: Option<&str>, size: u64) -> Result<Option<(u64, u64)>, Unsatisfiable> {
     let Some(h) = header else { return Ok(None) };
-    let spec = h.trim().strip_prefix("bytes=").ok_or(())?;
+    let spec = h.trim().strip_prefix("bytes=").ok_or(Unsatisfiable)?;
     if spec.contains(',') || size == 0 {
-        return Err(());
+        return Err(Unsatisfiable);
     }
-    let (a, b) = spec.split_once('-').ok_or(())?;
+    let (a, b) = spec.split_once('-').ok_or(Unsatisfiable)?;
     let (a, b) = (a.trim(), b.trim());
-    let num = |s: &str| s.parse::<u64>().map_err(|_| ());
+    let num = |s: &str| s.parse::<u64>().map_err(|_| Unsatisfiable);
     let (start, end) = match (a.is_empty(), b.is_empty()) {
-        (true, true) => return Err(()),
+        (true, true) => return Err(Unsatisfiable),
         (true, false) => {
             let n = num(b)?;
             if n == 0 {
-                return Err(());
+                return Err(Unsatisfiable);
             }
             (size.saturating_sub(n), size - 1)
         }
@@ -300,7 +303,7 @@ pub fn parse_range(header: Option<&str>, size: u64) -> Result<Option<(u64, u64)>
         (false, false) => (num(a)?, num(b)?.min(size - 1)),
     };
     if start > end || start >= size {
-        return Err(());
+        return Err(Unsatisfiable);
     }
     Ok(Some((start, end)))
 }
@@ -375,9 +378,9 @@ mod tests {
         assert_eq!(parse_range(Some("bytes=5-"), 10), Ok(Some((5, 9))));
         assert_eq!(parse_range(Some("bytes=-4"), 10), Ok(Some((6, 9))));
         assert_eq!(parse_range(Some("bytes=8-100"), 10), Ok(Some((8, 9))));
-        assert_eq!(parse_range(Some("bytes=10-"), 10), Err(()));
-        assert_eq!(parse_range(Some("bytes=0-1,3-4"), 10), Err(()));
-        assert_eq!(parse_range(Some("bytes=5-2"), 10), Err(()));
-        assert_eq!(parse_range(Some("items=0-1"), 10), Err(()));
+        assert_eq!(parse_range(Some("bytes=10-"), 10), Err(Unsatisfiable));
+        assert_eq!(parse_range(Some("bytes=0-1,3-4"), 10), Err(Unsatisfiable));
+        assert_eq!(parse_range(Some("bytes=5-2"), 10), Err(Unsatisfiable));
+        assert_eq!(parse_range(Some("items=0-1"), 10), Err(Unsatisfiable));
     }
 }

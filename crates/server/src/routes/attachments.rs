@@ -254,7 +254,7 @@ async fn attachment_content(
             let slice = bytes[start as usize..=end as usize].to_vec();
             Ok((StatusCode::PARTIAL_CONTENT, out, slice).into_response())
         }
-        Err(()) => {
+        Err(_) => {
             let mut out = HeaderMap::new();
             set(&mut out, header::CONTENT_RANGE, &format!("bytes */{size}"));
             let body = Json(json!({ "error": "Range not satisfiable" }));
@@ -317,9 +317,9 @@ fn disposition(inline: bool, filename: Option<&str>) -> String {
 }
 
 fn human_size(bytes: u64) -> String {
-    if bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0 {
+    if bytes >= 1024 * 1024 && bytes.is_multiple_of(1024 * 1024) {
         format!("{} MB", bytes / (1024 * 1024))
-    } else if bytes >= 1024 && bytes % 1024 == 0 {
+    } else if bytes >= 1024 && bytes.is_multiple_of(1024) {
         format!("{} KB", bytes / 1024)
     } else {
         format!("{bytes} byte")

@@ -44,8 +44,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         @for (run, items) in &groups {
             @let first = items[0];
             @let agent = first.run_agent_id.as_deref().and_then(|a| names.get(a));
-            @let mut tasks: Vec<(&str, &str)> = items.iter().map(|l| (l.identifier.as_str(), l.issue_title.as_str())).collect();
-            @let _ = { tasks.dedup(); };
+            @let tasks = tasks_of(items);
             section.card.artifact-group data-run-id=(run.unwrap_or("")) {
                 h2 {
                     @match (run, agent) {
@@ -65,4 +64,16 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         }
     };
     html(layout::page(&ctx, "artifacts", "Artifacts", body))
+}
+
+/// The group's tasks, each once, in the order their products came.
+fn tasks_of<'a>(items: &[&'a Listed]) -> Vec<(&'a str, &'a str)> {
+    let mut tasks: Vec<(&str, &str)> = Vec::new();
+    for l in items {
+        let t = (l.identifier.as_str(), l.issue_title.as_str());
+        if !tasks.contains(&t) {
+            tasks.push(t);
+        }
+    }
+    tasks
 }
