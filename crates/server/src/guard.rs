@@ -47,6 +47,8 @@ pub struct Limits {
     /// Largest issue attachment, in bytes; the upload route's body may be
     /// this plus [`MULTIPART_OVERHEAD`].
     pub attachment_max_bytes: u64,
+    /// S3-compatible storage for new attachments; `None`: the data dir.
+    pub s3: Option<crate::storage_s3::S3Config>,
 }
 
 impl Default for Limits {
@@ -56,6 +58,7 @@ impl Default for Limits {
             body_timeout: Duration::from_secs(30),
             max_subscribers_per_company: 1000,
             attachment_max_bytes: paperclip_core::attachment::DEFAULT_MAX_BYTES,
+            s3: None,
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod scope;
 mod serve;
 pub mod signin;
 pub mod storage;
+pub mod storage_s3;
 
 pub use guard::{Limits, Security};
 pub use serve::serve;

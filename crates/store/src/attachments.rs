@@ -141,6 +141,38 @@ pub async fn list(store: &Store, issue_id: &str) -> Result<Vec<Attachment>> {
     rows.iter().map(map).collect()
 }
 
+/// `(company, key)` of a company's (or one issue's) objects in S3, for the
+/// server to delete once their rows are gone.
+pub async fn s3_objects(
+    store: &Store,
+    company_id: &str,
+    issue_id: Option<&str>,
+) -> Result<Vec<(String, String)>> {
+    let rows = match issue_id {
+        Some(issue) => {
+            crate::db::query(
+                "SELECT company_id, object_key FROM issue_attachments \
+                 WHERE issue_id = $1 AND provider = 's3'",
+            )
+            .bind(issue)
+            .fetch_all(store.pool())
+            .await?
+        }
+        None => {
+            crate::db::query(
+                "SELECT company_id, object_key FROM issue_attachments \
+                 WHERE company_id = $1 AND provider = 's3'",
+            )
+            .bind(company_id)
+            .fetch_all(store.pool())
+            .await?
+        }
+    };
+    rows.iter()
+        .map(|r| Ok((r.text("company_id")?, r.text("object_key")?)))
+        .collect()
+}
+
 pub async fn get(store: &Store, id: &str) -> Result<Attachment> {
     one_by_id(
         store.pool(),

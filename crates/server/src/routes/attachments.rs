@@ -23,7 +23,7 @@ use utoipa_axum::routes;
 use crate::access;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::storage::{LocalDisk, PROVIDER};
+use crate::storage::{LocalDisk, Storage};
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -34,8 +34,60 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(delete_attachment))
 }
 
-pub(crate) fn storage(app: &AppState) -> LocalDisk {
+fn for_writes(app: &AppState) -> Storage {
+    Storage::for_writes(&app.info.data_dir, app.security.limits.s3.as_ref())
+}
+
+fn for_provider(app: &AppState, provider: &str) -> Option<Storage> {
+    Storage::for_provider(
+        provider,
+        &app.info.data_dir,
+        app.security.limits.s3.as_ref(),
+    )
+}
+
+/// Before an issue (`Some`) or a whole company is deleted: the keys of its
+/// objects in the bucket, which its rows will no longer name. Nothing to
+/// read without a bucket: the data dir's files go by directory.
+pub(crate) async fn objects_before_delete(
+    app: &AppState,
+    company_or_issue: &str,
+    is_issue: bool,
+) -> Vec<(String, String)> {
+    if app.security.limits.s3.is_none() {
+        return Vec::new();
+    }
+    let scope = if is_issue {
+        match paperclip_store::issues::get(&app.store, company_or_issue).await {
+            Ok(issue) => (issue.company_id, Some(issue.id)),
+            Err(_) => return Vec::new(),
+        }
+    } else {
+        (company_or_issue.to_string(), None)
+    };
+    attachments::s3_objects(&app.store, &scope.0, scope.1.as_deref())
+        .await
+        .unwrap_or_default()
+}
+
+/// After the rows are gone: their files (best effort; the rows decide what
+/// exists, so a leftover is never served).
+pub(crate) async fn forget_files(
+    app: &AppState,
+    company_id: &str,
+    issue_id: Option<&str>,
+    objects: Vec<(String, String)>,
+) {
     LocalDisk::under(&app.info.data_dir)
+        .remove_all(company_id, issue_id)
+        .await;
+    if let Some(s3) = for_provider(app, crate::storage::S3_PROVIDER) {
+        for (company, key) in objects {
+            if let Err(e) = s3.delete(&company, &key).await {
+                tracing::warn!(error = %e, "could not delete an attachment object");
+            }
+        }
+    }
 }
 
 fn unprocessable(message: impl Into<String>) -> ApiError {
@@ -135,7 +187,7 @@ async fn upload_attachment(
         uuid::Uuid::new_v4(),
         key_tail(filename.as_deref())
     );
-    let disk = storage(&app);
+    let disk = for_writes(&app);
     disk.put(&issue.company_id, &object_key, &file.data)
         .await
         .map_err(|e| {
@@ -148,7 +200,7 @@ async fn upload_attachment(
     let new = NewAttachment {
         id,
         asset_id: uuid::Uuid::now_v7().to_string(),
-        provider: PROVIDER.to_string(),
+        provider: disk.provider().to_string(),
         object_key: object_key.clone(),
         content_type,
         byte_size: file.data.len() as i64,
@@ -196,13 +248,12 @@ async fn attachment_content(
 ) -> ApiResult<Response> {
     let a = attachments::get(&app.store, &id).await?;
     caller.ensure_company(&a.company_id)?;
-    let bytes = storage(&app)
-        .get(&a.company_id, &a.object_key)
-        .await
-        .map_err(|e| {
-            tracing::warn!(attachment = %a.id, error = %e, "attachment content unreadable");
-            ApiError::not_found("Attachment content not found")
-        })?;
+    let store = for_provider(&app, &a.provider)
+        .ok_or_else(|| ApiError::not_found("Attachment content not found"))?;
+    let bytes = store.get(&a.company_id, &a.object_key).await.map_err(|e| {
+        tracing::warn!(attachment = %a.id, error = %e, "attachment content unreadable");
+        ApiError::not_found("Attachment content not found")
+    })?;
     let size = bytes.len() as u64;
     let download = query
         .download
@@ -275,8 +326,15 @@ async fn delete_attachment(
     caller.ensure_company(&a.company_id)?;
     let actor = caller.require_run()?;
     // Bytes first, as upstream: a failure there is logged, the row goes.
-    if let Err(e) = storage(&app).delete(&a.company_id, &a.object_key).await {
-        tracing::warn!(attachment = %a.id, error = %e, "could not delete attachment bytes");
+    match for_provider(&app, &a.provider) {
+        Some(store) => {
+            if let Err(e) = store.delete(&a.company_id, &a.object_key).await {
+                tracing::warn!(attachment = %a.id, error = %e, "could not delete attachment bytes");
+            }
+        }
+        None => {
+            tracing::warn!(attachment = %a.id, "attachment in a bucket this instance does not use")
+        }
     }
     attachments::delete(&app.store, actor, &id).await?;
     Ok(Json(json!({ "ok": true })))

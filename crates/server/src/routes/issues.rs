@@ -240,10 +240,9 @@ async fn delete_issue(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Issue>> {
     let actor = caller.require_board()?;
+    let objects = super::attachments::objects_before_delete(&app, &id, true).await;
     let deleted = issues::delete(&app.store, actor, &id).await?;
-    super::attachments::storage(&app)
-        .remove_all(&deleted.company_id, Some(&deleted.id))
-        .await;
+    super::attachments::forget_files(&app, &deleted.company_id, Some(&deleted.id), objects).await;
     Ok(Json(deleted))
 }
 
