@@ -110,6 +110,8 @@ fn magic(bytes: &[u8]) -> Option<&'static str> {
         Some("application/pdf")
     } else if starts(b"BM") && bytes.len() >= 14 {
         Some("image/bmp")
+    } else if starts(b"II*\x00") || starts(b"MM\x00*") {
+        Some("image/tiff")
     } else if starts(b"\x00\x00\x01\x00") {
         Some("image/x-icon")
     } else if bytes.len() >= 12 && &bytes[4..8] == b"ftyp" {

@@ -124,7 +124,7 @@ pub struct WorkProduct {
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct NewWorkProduct {
     #[serde(rename = "type")]
     pub kind: WorkProductType,
@@ -147,7 +147,7 @@ pub struct NewWorkProduct {
 
 /// Every field optional; `null` clears an optional one.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct WorkProductPatch {
     #[serde(rename = "type")]
     pub kind: Option<WorkProductType>,
