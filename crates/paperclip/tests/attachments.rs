@@ -155,6 +155,38 @@ async fn uploads_are_bounded_checked_served_and_deleted() {
     assert_eq!(tricky["originalFilename"], "x.md");
     assert!(!tricky["objectKey"].as_str().unwrap().contains(".."));
 
+    // A NUL or control character in the name is dropped, not stored.
+    let (status, nul) = upload(
+        &s,
+        As::Board,
+        &cid,
+        &iid,
+        "a\u{0}b\u{7}.txt",
+        "text/plain",
+        b"n",
+    )
+    .await;
+    assert_eq!(status, 201, "{nul}");
+    assert_eq!(nul["originalFilename"], "ab.txt");
+    assert_eq!(
+        s.delete(&format!("/api/attachments/{}", id(&nul))).await.0,
+        200
+    );
+    // No such task, or a task id that is no id.
+    let missing = "00000000-0000-7000-8000-000000000000";
+    assert_eq!(
+        upload(&s, As::Board, &cid, missing, "x.txt", "text/plain", b"x")
+            .await
+            .0,
+        404
+    );
+    assert_eq!(
+        upload(&s, As::Board, &cid, "NOPE-1", "x.txt", "text/plain", b"x")
+            .await
+            .0,
+        404
+    );
+
     // Download: the same bytes, with upstream's headers.
     let resp = s
         .client()
@@ -297,14 +329,14 @@ async fn uploads_are_bounded_checked_served_and_deleted() {
             .iter()
             .filter(|a| *a == "issue.attachment_added")
             .count(),
-        5
+        6
     );
     assert_eq!(
         actions
             .iter()
             .filter(|a| *a == "issue.attachment_removed")
             .count(),
-        1
+        2
     );
     let log = s
         .ok_get(&format!("/api/companies/{cid}/activity?limit=100"))
