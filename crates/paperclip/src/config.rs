@@ -39,6 +39,26 @@ pub struct RunArgs {
     /// Live event subscribers (SSE and WebSocket) allowed per company.
     #[arg(long, env = "PAPERCLIP_MAX_SUBSCRIBERS", default_value_t = 1000)]
     max_subscribers: usize,
+    /// Largest issue attachment accepted, in bytes (default 10 MiB).
+    #[arg(long, env = "PAPERCLIP_ATTACHMENT_MAX_BYTES", default_value_t = paperclip_core::attachment::DEFAULT_MAX_BYTES)]
+    attachment_max_bytes: u64,
+    /// Where new attachments are stored: `local_disk` (the data dir) or `s3`.
+    #[arg(long, env = "PAPERCLIP_STORAGE_PROVIDER", default_value = "local_disk")]
+    storage_provider: String,
+    /// S3 bucket (with `--storage-provider s3`).
+    #[arg(long, env = "PAPERCLIP_STORAGE_S3_BUCKET", default_value = "paperclip")]
+    storage_s3_bucket: String,
+    #[arg(long, env = "PAPERCLIP_STORAGE_S3_REGION", default_value = "us-east-1")]
+    storage_s3_region: String,
+    /// An S3-compatible endpoint (MinIO, R2, ...); AWS's when absent.
+    #[arg(long, env = "PAPERCLIP_STORAGE_S3_ENDPOINT")]
+    storage_s3_endpoint: Option<String>,
+    /// Prepended to every object key.
+    #[arg(long, env = "PAPERCLIP_STORAGE_S3_PREFIX", default_value = "")]
+    storage_s3_prefix: String,
+    /// `{endpoint}/{bucket}/{key}` instead of `{bucket}.{host}/{key}`.
+    #[arg(long, env = "PAPERCLIP_STORAGE_S3_FORCE_PATH_STYLE")]
+    storage_s3_force_path_style: bool,
     /// `local_trusted` (one person at this machine, loopback only, no
     /// sign-in) or `authenticated` (people sign in; any address may be bound).
     #[arg(long, env = "PAPERCLIP_DEPLOYMENT_MODE", value_parser = parse_mode)]
@@ -101,6 +121,7 @@ pub struct Config {
 
 impl Config {
     pub fn resolve(args: RunArgs) -> anyhow::Result<Config> {
+        let s3 = s3_config(&args)?;
         let file = match &args.config {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
@@ -160,6 +181,8 @@ impl Config {
             header_timeout: seconds("header-timeout", args.header_timeout)?,
             body_timeout: seconds("body-timeout", args.body_timeout)?,
             max_subscribers_per_company: args.max_subscribers.max(1),
+            attachment_max_bytes: attachment_max(args.attachment_max_bytes)?,
+            s3,
         };
         if args.session_ttl < 1 || args.session_ttl > 365 * 24 * 3600 {
             bail!("--session-ttl must be between 1 second and a year");
@@ -249,4 +272,45 @@ fn parse_mode(text: &str) -> Result<DeploymentMode, String> {
 fn parse_exposure(text: &str) -> Result<Exposure, String> {
     Exposure::parse(text)
         .ok_or_else(|| format!("'{text}' is not an exposure: use private or public"))
+}
+
+/// Uploads are held in memory while they are checked, so the limit is
+/// bounded (1 GiB) as well as positive.
+fn attachment_max(bytes: u64) -> anyhow::Result<u64> {
+    if bytes == 0 || bytes > 1024 * 1024 * 1024 {
+        bail!("--attachment-max-bytes must be between 1 and 1073741824 (1 GiB)");
+    }
+    Ok(bytes)
+}
+
+/// The bucket new attachments go to, when `--storage-provider s3`; its
+/// credentials come from the environment only (`AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), never from flags.
+fn s3_config(args: &RunArgs) -> anyhow::Result<Option<paperclip_server::storage_s3::S3Config>> {
+    match args.storage_provider.as_str() {
+        "local_disk" => return Ok(None),
+        "s3" => {}
+        other => bail!("--storage-provider must be local_disk or s3, not {other:?}"),
+    }
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let (Some(access_key_id), Some(secret_access_key)) =
+        (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"))
+    else {
+        bail!("--storage-provider s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment");
+    };
+    if let Some(e) = &args.storage_s3_endpoint {
+        if !(e.starts_with("http://") || e.starts_with("https://")) {
+            bail!("--storage-s3-endpoint must be an http:// or https:// URL");
+        }
+    }
+    Ok(Some(paperclip_server::storage_s3::S3Config {
+        bucket: args.storage_s3_bucket.clone(),
+        region: args.storage_s3_region.clone(),
+        endpoint: args.storage_s3_endpoint.clone(),
+        prefix: args.storage_s3_prefix.clone(),
+        force_path_style: args.storage_s3_force_path_style,
+        access_key_id,
+        secret_access_key,
+        session_token: env("AWS_SESSION_TOKEN"),
+    }))
 }

@@ -224,6 +224,18 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/routine-triggers/{id}/rotate-secret"),
     ("post", "/api/routine-triggers/public/{publicId}/fire"),
     ("post", "/api/instance/test-clock"),
+    // Attachments and work products.
+    (
+        "post",
+        "/api/companies/{companyId}/issues/{issueId}/attachments",
+    ),
+    ("get", "/api/issues/{id}/attachments"),
+    ("get", "/api/attachments/{id}/content"),
+    ("delete", "/api/attachments/{id}"),
+    ("get", "/api/issues/{id}/work-products"),
+    ("post", "/api/issues/{id}/work-products"),
+    ("patch", "/api/work-products/{id}"),
+    ("delete", "/api/work-products/{id}"),
 ];
 
 #[tokio::test]

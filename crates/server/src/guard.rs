@@ -9,7 +9,10 @@
 //! - it comes from another site (`Origin`, `Sec-Fetch-Site`), except a plain
 //!   link followed to a page: 403;
 //! - it changes state with a body that is not JSON (an HTML form or a
-//!   `text/plain` "simple request" needs no CORS preflight): 415;
+//!   `text/plain` "simple request" needs no CORS preflight): 415. The one
+//!   exception is a `multipart/form-data` POST to the attachment upload
+//!   route, whose body may be the attachment limit plus the multipart
+//!   framing; the Origin and CSRF checks apply to it as to every write;
 //! - its id or query contains a NUL (no engine stores one): 400;
 //! - it declares a body over the limit (refused before reading it): 413, or
 //!   does not deliver its body in time: 408;
@@ -41,6 +44,11 @@ pub struct Limits {
     pub body_timeout: Duration,
     /// Live event subscribers (SSE and WebSocket) per company.
     pub max_subscribers_per_company: usize,
+    /// Largest issue attachment, in bytes; the upload route's body may be
+    /// this plus [`MULTIPART_OVERHEAD`].
+    pub attachment_max_bytes: u64,
+    /// S3-compatible storage for new attachments; `None`: the data dir.
+    pub s3: Option<crate::storage_s3::S3Config>,
 }
 
 impl Default for Limits {
@@ -49,6 +57,8 @@ impl Default for Limits {
             header_timeout: Duration::from_secs(20),
             body_timeout: Duration::from_secs(30),
             max_subscribers_per_company: 1000,
+            attachment_max_bytes: paperclip_core::attachment::DEFAULT_MAX_BYTES,
+            s3: None,
         }
     }
 }
@@ -235,8 +245,14 @@ async fn check(app: &AppState, request: Request) -> Result<Request, ApiError> {
         }])));
     }
     let body = if changes_state(&parts.method) {
-        check_content_type(&parts.headers)?;
-        read_body(app, &parts.headers, body).await?
+        let limit = match upload_limit(app, &parts.method, parts.uri.path(), &parts.headers) {
+            Some(limit) => limit,
+            None => {
+                check_content_type(&parts.headers)?;
+                crate::MAX_BODY_BYTES
+            }
+        };
+        read_body(app, &parts.headers, body, limit).await?
     } else {
         body
     };
@@ -296,6 +312,34 @@ fn check_origin(
     Ok(())
 }
 
+/// Room for the multipart framing around an attachment: boundaries, part
+/// headers, a comment id field.
+pub const MULTIPART_OVERHEAD: usize = 64 * 1024;
+
+/// The body limit of an attachment upload, when this request is one:
+/// `POST /api/companies/{companyId}/issues/{issueId}/attachments` with a
+/// `multipart/form-data` body. Every other write stays JSON-only.
+fn upload_limit(app: &AppState, method: &Method, path: &str, headers: &HeaderMap) -> Option<usize> {
+    if *method != Method::POST {
+        return None;
+    }
+    let parts: Vec<&str> = path.strip_prefix("/api/")?.split('/').collect();
+    let route = matches!(
+        parts.as_slice(),
+        ["companies", c, "issues", i, "attachments"] if !c.is_empty() && !i.is_empty()
+    );
+    let multipart = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|e| e.trim().eq_ignore_ascii_case("multipart/form-data"));
+    (route && multipart).then(|| {
+        usize::try_from(app.security.limits.attachment_max_bytes)
+            .unwrap_or(usize::MAX)
+            .saturating_add(MULTIPART_OVERHEAD)
+    })
+}
+
 fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     let declared_body = headers
         .get(header::CONTENT_LENGTH)
@@ -335,20 +379,21 @@ async fn read_body(
     app: &AppState,
     headers: &HeaderMap,
     body: axum::body::Body,
+    max: usize,
 ) -> Result<axum::body::Body, ApiError> {
     let too_large = || {
         ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large")
-            .with_details(json!({ "maxBytes": crate::MAX_BODY_BYTES }))
+            .with_details(json!({ "maxBytes": max }))
     };
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > crate::MAX_BODY_BYTES as u64) {
+    if declared.is_some_and(|n| n > max as u64) {
         return Err(too_large());
     }
     let limit = app.security.limits.body_timeout;
-    match tokio::time::timeout(limit, axum::body::to_bytes(body, crate::MAX_BODY_BYTES)).await {
+    match tokio::time::timeout(limit, axum::body::to_bytes(body, max)).await {
         Ok(Ok(bytes)) => Ok(axum::body::Body::from(bytes)),
         Ok(Err(err)) => {
             let over = std::error::Error::source(&err)

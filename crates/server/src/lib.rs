@@ -13,6 +13,7 @@ pub mod extract;
 pub mod guard;
 pub mod limits;
 pub mod local_peer;
+pub mod multipart;
 pub mod people;
 pub mod permissions;
 pub mod routes;
@@ -20,6 +21,8 @@ pub mod sample;
 pub mod scope;
 mod serve;
 pub mod signin;
+pub mod storage;
+pub mod storage_s3;
 
 pub use guard::{Limits, Security};
 pub use serve::serve;

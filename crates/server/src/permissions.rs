@@ -35,6 +35,9 @@ pub fn need(method: &Method, route: &str) -> Permission {
         | "/api/approvals/{id}/comments"
         | "/api/issues/{id}/approvals"
         | "/api/issues/{id}/approvals/{approvalId}" => TasksMutate,
+        "/api/companies/{companyId}/issues/{issueId}/attachments"
+        | "/api/attachments/{id}"
+        | "/api/work-products/{id}" => TasksMutate,
         "/api/agents/{id}/wakeup"
         | "/api/agents/{id}/heartbeat/invoke"
         | "/api/heartbeat-runs/{runId}/cancel"

@@ -32,6 +32,7 @@ pub mod activity;
 pub mod agent_chain;
 pub mod agents;
 pub mod approvals;
+pub mod attachments;
 pub mod board_keys;
 pub mod budgets;
 pub mod callbacks;
@@ -90,6 +91,7 @@ pub mod ui;
 pub mod wake_loops;
 mod wake_queue;
 pub mod wakeups;
+pub mod work_products;
 pub mod writer;
 
 use std::str::FromStr;

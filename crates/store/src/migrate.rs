@@ -203,6 +203,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
         },
     ),
     (
+        30,
+        "attachments",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0030_attachments.sqlite.sql"),
+            postgres: include_str!("../migrations/0030_attachments.postgres.sql"),
+        },
+    ),
+    (
         31,
         "routines",
         Sql::Each {

@@ -396,6 +396,22 @@ pub(crate) async fn finish_in(
     if let Some(update) = &finish.session {
         crate::sessions::apply_in(tx, &run, update).await?;
     }
+    if run.status == RunStatus::Succeeded {
+        let skipped =
+            crate::work_products::record_run_result(tx, &run, finish.result.as_ref()).await?;
+        for reason in skipped {
+            append_event_in(
+                tx,
+                &run,
+                "work_product.skipped",
+                None,
+                "warn",
+                &reason,
+                None,
+            )
+            .await?;
+        }
+    }
     // A stop is what someone asked for, not a failure: its wake request is
     // `cancelled` and its lifecycle event is not an error.
     let request_status = match finish.status.as_str() {

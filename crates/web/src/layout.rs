@@ -16,6 +16,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ("approvals", "Approvals"),
     ("costs", "Costs"),
     ("activity", "Activity"),
+    ("artifacts", "Artifacts"),
     ("company/members", "Members"),
     ("company/secrets", "Secrets"),
     ("company/settings", "Settings"),

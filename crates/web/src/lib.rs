@@ -82,6 +82,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(store: Store, logs: LogReader) -
         .route("/{prefix}/approvals/{id}", get(pages::approval::page))
         .route("/{prefix}/costs", get(pages::costs::page))
         .route("/{prefix}/activity", get(pages::activity::page))
+        .route("/{prefix}/artifacts", get(pages::artifacts::page))
         .route("/{prefix}/company/settings", get(pages::settings::page))
         .route("/{prefix}/company/members", get(pages::members::page))
         .route("/{prefix}/company/secrets", get(pages::secrets::page))

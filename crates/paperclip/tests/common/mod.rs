@@ -7,6 +7,7 @@
 
 #![allow(dead_code)]
 
+pub mod attach;
 pub mod browser;
 pub mod cli;
 pub mod secrets;
@@ -118,7 +119,11 @@ impl TestServer {
         env: &[(&str, &str)],
         log: Option<&std::path::Path>,
     ) -> TestServer {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_paperclip"));
+        // PAPERCLIP_TEST_BIN: a copy of the binary, for builders sharing one
+        // target dir (another worktree's build may relink it mid-run).
+        let bin = std::env::var_os("PAPERCLIP_TEST_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_paperclip").into());
+        let mut cmd = Command::new(bin);
         cmd.arg("run")
             .arg("--port")
             .arg(port.to_string())
@@ -672,6 +677,9 @@ pub fn before_secrets_and_teams() -> Vec<String> {
         "DROP TABLE IF EXISTS routine_triggers",
         "DROP TABLE IF EXISTS routines",
         "DELETE FROM schema_migrations WHERE version = 31",
+        "DROP TABLE IF EXISTS issue_work_products",
+        "DROP TABLE IF EXISTS issue_attachments",
+        "DELETE FROM schema_migrations WHERE version = 30",
         "DROP TABLE IF EXISTS board_api_key_companies",
         "DROP TABLE IF EXISTS board_api_keys",
         "DROP TABLE IF EXISTS invites",

@@ -102,7 +102,9 @@ async fn delete_company(
     Path(id): Path<String>,
 ) -> ApiResult<Json<serde_json::Value>> {
     caller.require_board()?;
+    let objects = super::attachments::objects_before_delete(&app, &id, false).await;
     companies::delete(&app.store, &id).await?;
+    super::attachments::forget_files(&app, &id, None, objects).await;
     Ok(Json(serde_json::json!({ "ok": true })))
 }
 

@@ -240,7 +240,10 @@ async fn delete_issue(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Issue>> {
     let actor = caller.require_board()?;
-    Ok(Json(issues::delete(&app.store, actor, &id).await?))
+    let objects = super::attachments::objects_before_delete(&app, &id, true).await;
+    let deleted = issues::delete(&app.store, actor, &id).await?;
+    super::attachments::forget_files(&app, &deleted.company_id, Some(&deleted.id), objects).await;
+    Ok(Json(deleted))
 }
 
 /// Atomically assigns the issue to `agentId` and moves it to `in_progress`,

@@ -5,6 +5,7 @@ mod accounts;
 mod activity;
 mod agents;
 mod approvals;
+mod attachments;
 mod board_keys;
 mod comments;
 mod companies;
@@ -32,6 +33,7 @@ mod run_links;
 mod secrets;
 mod sessions;
 mod wakes;
+mod work_products;
 
 use axum::http::{StatusCode, Uri};
 use utoipa_axum::router::OpenApiRouter;
@@ -72,6 +74,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(routine_triggers::router())
         .merge(sessions::router())
         .merge(wakes::router())
+        .merge(attachments::router())
+        .merge(work_products::router())
         .merge(inbox::router())
         .merge(crate::sample::router())
 }

@@ -7,6 +7,7 @@ pub mod agent;
 pub mod agents;
 pub mod approval;
 pub mod approvals;
+pub mod artifacts;
 pub mod cards;
 pub mod costs;
 pub mod dashboard;
@@ -23,6 +24,7 @@ pub mod runs;
 pub mod secrets;
 pub mod settings;
 pub mod task;
+pub mod task_files;
 pub mod task_props;
 pub mod tasks;
 

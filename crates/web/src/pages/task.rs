@@ -83,6 +83,9 @@ pub async fn page(
         .await
         .map_err(store_failure)?;
     let all_labels = labels::list(store, cid).await.map_err(store_failure)?;
+    let files = super::task_files::load(store, &issue.id)
+        .await
+        .map_err(store_failure)?;
     let names = by_id(&agents);
     // People who commented, by name (an authenticated instance); one query.
     let mut authors: Vec<String> = thread
@@ -152,6 +155,7 @@ pub async fn page(
                         (if run.status == RunStatus::TimedOut { "timed out" } else { "failed" })
                         " (" (run.error_code.as_deref().unwrap_or("error")) "). Retry it below, or comment to give new direction." }
                 }
+                (super::task_files::section(&files))
                 section.runs {
                     h2 { "Runs" }
                     @if task_runs.is_empty() { p.muted { "No runs on this task yet." } }
@@ -203,7 +207,7 @@ pub async fn page(
             }
         }
     };
-    let fixed = html! { (composer) (edit_dialog(&issue.id)) };
+    let fixed = html! { (composer) (super::task_files::upload_form(cid, &issue.id)) (edit_dialog(&issue.id)) };
     let title = format!("{} {}", issue.identifier, issue.title);
     html(layout::page_with(&ctx, "tasks", &title, body, fixed))
 }
