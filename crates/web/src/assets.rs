@@ -24,6 +24,7 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("cards.js", include_str!("../assets/cards.js")),
     ("secrets.js", include_str!("../assets/secrets.js")),
     ("account-page.js", include_str!("../assets/account-page.js")),
+    ("routines.js", include_str!("../assets/routines.js")),
 ];
 
 const FAVICON: &str = include_str!("../assets/favicon.svg");
