@@ -51,9 +51,16 @@ await s.finish(async () => {
   await page.click("#routine-form button[type=submit]");
   await page.locator("#routine-form-error", { hasText: "5 fields" }).waitFor();
 
-  s.step("create the routine with the form");
+  s.step("the server's refusal (an unknown timezone) is shown beside the form");
   await page.fill("#routine-form input[name=cronExpression]", "30 8 * * 1-5");
   await page.selectOption("#routine-form select[name=concurrencyPolicy]", { label: "Skip while one is running" });
+  await page.fill("#routine-form input[name=timezone]", "Mars/Olympus");
+  await page.click("#routine-form button[type=submit]");
+  await page.locator("#routine-form-error", { hasText: "Invalid timezone" }).waitFor();
+  await s.shotBoth("routines-refused");
+
+  s.step("create the routine with the form (the routine made before is reused)");
+  await page.fill("#routine-form input[name=timezone]", "Europe/Berlin");
   await page.click("#routine-form button[type=submit]");
   await s.toast("Routine Weekday standup notes created").first().waitFor();
   const row = page.locator("#routines tr[data-routine-id]", { hasText: "Weekday standup notes" });
