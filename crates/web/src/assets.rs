@@ -25,6 +25,7 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("secrets.js", include_str!("../assets/secrets.js")),
     ("account-page.js", include_str!("../assets/account-page.js")),
     ("attachments.js", include_str!("../assets/attachments.js")),
+    ("routines.js", include_str!("../assets/routines.js")),
 ];
 
 const FAVICON: &str = include_str!("../assets/favicon.svg");

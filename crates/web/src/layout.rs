@@ -13,6 +13,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ("goals", "Goals"),
     ("agents", "Agents"),
     ("org", "Org chart"),
+    ("routines", "Routines"),
     ("approvals", "Approvals"),
     ("costs", "Costs"),
     ("activity", "Activity"),

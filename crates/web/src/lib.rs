@@ -78,6 +78,8 @@ pub fn router<S: Clone + Send + Sync + 'static>(store: Store, logs: LogReader) -
         .route("/{prefix}/issues", get(pages::links::issues))
         .route("/{prefix}/issues/{identifier}", get(pages::links::issue))
         .route("/{prefix}/org", get(pages::org::page))
+        .route("/{prefix}/routines", get(pages::routines::page))
+        .route("/{prefix}/routines/{id}", get(pages::routine::page))
         .route("/{prefix}/approvals", get(pages::approvals::page))
         .route("/{prefix}/approvals/{id}", get(pages::approval::page))
         .route("/{prefix}/costs", get(pages::costs::page))

@@ -19,6 +19,8 @@ pub mod members;
 pub mod misc;
 pub mod org;
 pub mod project;
+pub mod routine;
+pub mod routines;
 pub mod run;
 pub mod runs;
 pub mod secrets;
