@@ -5,7 +5,6 @@
 
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
-use paperclip_core::heartbeat::WakeSource;
 use paperclip_core::input::NewIssue;
 use paperclip_core::interaction::{
     check_answers, selected_tasks, wakes_assignee, AcceptInteraction, Interaction,
@@ -18,7 +17,6 @@ use serde_json::{json, Value};
 
 use crate::activity::{self, Entry};
 use crate::interactions::{get_in, map};
-use crate::wakeups::Wake;
 use crate::{now, Backend, Error, Result, Store, Tx};
 
 /// What a resolution route was sent.
@@ -158,7 +156,7 @@ pub async fn resolve(
         && (status == S::Accepted || plan)
         && actor.user_id().is_some()
     {
-        return_to_author(&mut tx, actor, &issue, &card, &ts).await?;
+        crate::interaction_effects::return_to_author(&mut tx, actor, &issue, &card, &ts).await?;
     }
     let updated = get_in(&mut tx, &card.id).await?;
     let issue = crate::issues::load_in(&mut tx, &issue.id).await?;
@@ -168,7 +166,7 @@ pub async fn resolve(
     let wakes = wakes_assignee(card.continuation_policy, status, plan_rejected, resolution)
         && !(resolution == Resolution::Withdraw && by_assignee);
     if wakes {
-        wake(&mut tx, actor, &issue, &updated, resolution).await?;
+        crate::interaction_effects::wake(&mut tx, actor, &issue, &updated, resolution).await?;
     }
     tx.commit().await?;
     Ok(updated)
@@ -522,134 +520,4 @@ async fn create_tasks(
         .filter(|k| !ids.iter().any(|(c, _, _)| c == k))
         .collect();
     Ok((created, skipped))
-}
-
-/// A person's answer to an agent's confirmation hands the task back to the
-/// agent to act on it: out of review into `todo` (a blocked task stays
-/// blocked). This is the
-/// answer's effect, not a status move anyone asked for, so it is not held
-/// to the manual transition table (review to todo is not a manual move).
-async fn return_to_author(
-    tx: &mut Tx,
-    actor: &Actor,
-    issue: &Issue,
-    card: &Interaction,
-    ts: &str,
-) -> Result<()> {
-    let Some(author) = card.created_by_agent_id.clone() else {
-        return Ok(());
-    };
-    let handed_over = issue.status == IssueStatus::InReview
-        && (issue.assignee_agent_id.as_deref() == Some(author.as_str())
-            || issue.assignee_user_id.is_some());
-    let mut after = issue.clone();
-    let mut changes = serde_json::Map::new();
-    if handed_over {
-        after.status = IssueStatus::Todo;
-        after.assignee_agent_id = Some(author.clone());
-        after.assignee_user_id = None;
-        after.checkout_run_id = None;
-        after.execution_run_id = None;
-        after.execution_locked_at = None;
-        changes.insert(
-            "status".into(),
-            json!({ "from": issue.status.as_str(), "to": "todo" }),
-        );
-        if issue.assignee_agent_id != after.assignee_agent_id {
-            changes.insert(
-                "assigneeAgentId".into(),
-                json!({ "from": issue.assignee_agent_id, "to": author }),
-            );
-        }
-        crate::issues::write(tx, &after, ts).await?;
-    }
-    if changes.is_empty() {
-        return Ok(());
-    }
-    activity::record(
-        tx,
-        actor,
-        Entry {
-            company_id: &issue.company_id,
-            action: Action::IssueUpdated,
-            entity_type: EntityType::Issue,
-            entity_id: &issue.id,
-            details: json!({ "identifier": issue.identifier, "changes": changes,
-                "source": "request_confirmation_accept", "interactionId": card.id }),
-        },
-    )
-    .await?;
-    crate::wake_loops::reset(tx, &issue.id).await?;
-    Ok(())
-}
-
-/// Wakes the task's assignee with the resolution in its wake payload (and
-/// so in `PAPERCLIP_WAKE_PAYLOAD_JSON`); one wake per card and status.
-async fn wake(
-    tx: &mut Tx,
-    actor: &Actor,
-    issue: &Issue,
-    card: &Interaction,
-    resolution: Resolution,
-) -> Result<()> {
-    let Some(agent) = issue.assignee_agent_id.clone() else {
-        return Ok(());
-    };
-    if issue.status.is_terminal() {
-        return Ok(());
-    }
-    let mut payload = json!({
-        "issueId": issue.id, "taskId": issue.id, "identifier": issue.identifier,
-        "interactionId": card.id, "interactionKind": card.kind.as_str(),
-        "interactionStatus": card.status.as_str(), "sourceCommentId": card.source_comment_id,
-        "sourceRunId": card.source_run_id, "wakeReason": "issue_commented",
-        "source": format!("issue.interaction.{}", resolution.as_str()),
-    });
-    let result = card.result.clone().unwrap_or(Value::Null);
-    match card.kind {
-        K::AskUserQuestions => {
-            if let Some(summary) = result["summaryMarkdown"].as_str() {
-                let summary: String = summary.chars().take(12_000).collect();
-                payload["questionResponse"] =
-                    json!({ "interactionId": card.id, "summaryMarkdown": summary });
-            }
-        }
-        K::RequestCheckboxConfirmation => {
-            payload["checkboxSelection"] = json!({ "prompt": card.payload["prompt"],
-                "selectedOptionIds": result["selectedOptionIds"] });
-        }
-        K::RequestConfirmation
-            if paperclip_core::interaction_payload::document_target(&card.payload).is_some() =>
-        {
-            payload["planReviewInteraction"] = json!({ "id": card.id, "kind": card.kind.as_str(),
-                "status": card.status.as_str(), "target": card.payload["target"], "result": result });
-        }
-        _ => {}
-    }
-    if card.status == S::Rejected {
-        if let Some(reason) = result["reason"].as_str() {
-            payload["paperclipAgentMessage"] =
-                json!({ "text": reason, "source": "interaction_rejection" });
-        }
-    }
-    let key = match resolution {
-        Resolution::Respond => format!("question-response:{}", card.id),
-        Resolution::Verdicts => format!("interaction:{}:verdicts:{}", card.id, card.updated_at),
-        _ => format!("interaction:{}:{}", card.id, card.status.as_str()),
-    };
-    crate::wakeups::enqueue_in(
-        tx,
-        actor,
-        Wake {
-            agent_id: agent,
-            source: WakeSource::Automation,
-            trigger_detail: Some("system".into()),
-            reason: Some("issue_commented".into()),
-            payload: Some(payload),
-            issue_id: Some(issue.id.clone()),
-            idempotency_key: Some(key),
-        },
-    )
-    .await?;
-    Ok(())
 }

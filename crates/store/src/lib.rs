@@ -53,6 +53,7 @@ pub mod goals;
 pub mod idle;
 pub mod inbox;
 pub mod inbox_badge;
+mod interaction_effects;
 mod interaction_resolve;
 pub mod interactions;
 mod issue_create;

@@ -7,6 +7,7 @@
 
 #![allow(dead_code)]
 
+pub mod asking;
 pub mod attach;
 pub mod browser;
 pub mod cli;
