@@ -466,8 +466,41 @@ impl Drop for TestServer {
         self.kill();
         if !self.data_dir.as_os_str().is_empty() {
             let _ = std::fs::remove_dir_all(&self.data_dir);
+            // The database goes with the data dir (a restart took both):
+            // a suite leaves no gigabytes of test databases behind.
+            if let Some(url) = self.database_url.take() {
+                drop_pg_database(&url);
+            }
         }
     }
+}
+
+/// Drops a database [`create_pg_database`] made, from a thread of its own
+/// (a `Drop` cannot await), connections and all.
+fn drop_pg_database(url: &str) {
+    let (Some(i), Ok(admin)) = (url.rfind('/'), std::env::var("PAPERCLIP_TEST_PG_URL")) else {
+        return;
+    };
+    let name = url[i + 1..].to_string();
+    if !name.starts_with("pc_test_") || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return;
+    }
+    let _ = std::thread::spawn(move || {
+        use sqlx::Connection;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()?;
+        rt.block_on(async {
+            let mut conn = sqlx::postgres::PgConnection::connect(&admin).await.ok()?;
+            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&mut conn)
+                .await;
+            conn.close().await.ok()
+        })
+    })
+    .join();
 }
 
 /// Kills the server (SIGKILL, as a crash would) and starts it again on the
