@@ -600,3 +600,83 @@ async fn two_servers_on_one_postgres_database_fire_a_tick_once() {
             .unwrap();
     assert_eq!(issues, 15);
 }
+
+/// The company's list reads every routine's triggers, last run and live task
+/// in one query each; each routine must still get its own, not a neighbour's.
+#[tokio::test]
+async fn the_list_gives_each_routine_its_own_triggers_last_run_and_live_task() {
+    let server = clock_server().await;
+    let cid = server.company("Acme").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let agent = server.agent(&cid, "Reporter", None).await;
+    let aid = agent["id"].as_str().unwrap();
+    let mut ids = Vec::new();
+    for (title, cron) in [
+        ("Open", "0 9 * * *"),
+        ("Closed", "0 17 * * 5"),
+        ("Idle", ""),
+    ] {
+        let r = routine(
+            &server,
+            &cid,
+            json!({ "title": title, "assigneeAgentId": aid }),
+        )
+        .await;
+        let rid = r["id"].as_str().unwrap().to_string();
+        if !cron.is_empty() {
+            schedule(&server, &rid, cron).await;
+        }
+        ids.push(rid);
+    }
+    let mut tasks = Vec::new();
+    for rid in &ids[..2] {
+        // Two runs of the first two: the list shows the newer one.
+        for _ in 0..2 {
+            let (status, run) = server
+                .post(&format!("/api/routines/{rid}/run"), json!({}))
+                .await;
+            assert_eq!(status, 202, "{run}");
+        }
+        let newest = runs(&server, rid).await[0].clone();
+        tasks.push(newest);
+    }
+    // Close every task of "Closed": it has a last run but no live task.
+    for run in runs(&server, &ids[1]).await {
+        let identifier = run["linkedIssue"]["identifier"].as_str().unwrap();
+        server
+            .ok_patch(
+                &format!("/api/issues/{identifier}"),
+                json!({ "status": "cancelled" }),
+            )
+            .await;
+    }
+    let list = server
+        .ok_get(&format!("/api/companies/{cid}/routines"))
+        .await;
+    let item = |rid: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == rid)
+            .unwrap()
+            .clone()
+    };
+    let open = item(&ids[0]);
+    assert_eq!(open["triggers"].as_array().unwrap().len(), 1, "{open}");
+    assert_eq!(open["triggers"][0]["cronExpression"], "0 9 * * *");
+    assert_eq!(open["lastRun"]["id"], tasks[0]["id"], "{open}");
+    assert_eq!(
+        open["activeIssue"]["identifier"],
+        tasks[0]["linkedIssue"]["identifier"]
+    );
+    let closed = item(&ids[1]);
+    assert_eq!(closed["triggers"][0]["cronExpression"], "0 17 * * 5");
+    assert_eq!(closed["lastRun"]["id"], tasks[1]["id"], "{closed}");
+    assert!(closed["activeIssue"].is_null(), "{closed}");
+    let idle = item(&ids[2]);
+    assert!(idle["triggers"].as_array().unwrap().is_empty(), "{idle}");
+    assert!(idle["lastRun"].is_null());
+    assert!(idle["activeIssue"].is_null());
+}

@@ -194,6 +194,18 @@ pub async fn list(store: &Store, routine_id: &str) -> Result<Vec<RoutineTrigger>
     rows.iter().map(map).collect()
 }
 
+/// Every trigger of the company's routines in one query, for the lists,
+/// which group them by routine.
+pub async fn of_company(store: &Store, company_id: &str) -> Result<Vec<RoutineTrigger>> {
+    let rows = crate::db::query(&format!(
+        "SELECT {COLUMNS} FROM routine_triggers WHERE company_id = $1 ORDER BY created_at, id"
+    ))
+    .bind(company_id)
+    .fetch_all(store.pool())
+    .await?;
+    rows.iter().map(map).collect()
+}
+
 pub(crate) async fn list_in(tx: &mut Tx, routine_id: &str) -> Result<Vec<RoutineTrigger>> {
     let rows = crate::db::query(&format!(
         "SELECT {COLUMNS} FROM routine_triggers WHERE routine_id = $1 ORDER BY created_at, id"

@@ -484,6 +484,31 @@ pub async fn active_issue(store: &Store, routine_id: &str) -> Result<Option<Link
     row.as_ref().map(map_linked).transpose()
 }
 
+/// [`active_issue`] of every routine of the company in one query: the
+/// newest open execution task per routine id.
+pub async fn active_issues_of_company(
+    store: &Store,
+    company_id: &str,
+) -> Result<std::collections::HashMap<String, LinkedIssue>> {
+    let rows = crate::db::query(
+        "SELECT r.routine_id, i.id, i.identifier, i.title, i.status, i.priority, i.updated_at \
+         FROM routine_runs r JOIN issues i ON i.id = r.linked_issue_id \
+         WHERE r.company_id = $1 AND i.status IN ('backlog', 'todo', 'in_progress', \
+         'in_review', 'blocked') ORDER BY r.created_at DESC",
+    )
+    .bind(company_id)
+    .fetch_all(store.pool())
+    .await?;
+    let mut out = std::collections::HashMap::new();
+    for row in &rows {
+        let routine = row.text("routine_id")?;
+        if !out.contains_key(&routine) {
+            out.insert(routine, map_linked(row)?);
+        }
+    }
+    Ok(out)
+}
+
 pub(crate) fn map_linked(row: &DbRow) -> Result<LinkedIssue> {
     Ok(LinkedIssue {
         id: row.text("id")?,

@@ -39,19 +39,25 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         .await
         .map_err(store_failure)?;
     let names = by_id(&agents);
-    // A routine's triggers and last run: two small queries per routine, as
-    // the API's own list does; companies have a handful of routines.
-    let mut rows = Vec::with_capacity(routines.len());
-    for r in &routines {
-        let triggers = paperclip_store::routine_triggers::list(&web.store, &r.id)
-            .await
-            .map_err(store_failure)?;
-        let last = paperclip_store::routine_runs::list(&web.store, &r.id, 1)
-            .await
-            .map_err(store_failure)?
-            .pop();
-        rows.push((r, triggers, last));
+    // Every routine's triggers and last run: one query each, grouped here.
+    let mut triggers_of: std::collections::HashMap<String, Vec<_>> =
+        std::collections::HashMap::new();
+    for t in paperclip_store::routine_triggers::of_company(&web.store, cid)
+        .await
+        .map_err(store_failure)?
+    {
+        triggers_of.entry(t.routine_id.clone()).or_default().push(t);
     }
+    let mut latest = paperclip_store::routine_runs::latest_of_company(&web.store, cid)
+        .await
+        .map_err(store_failure)?;
+    let rows: Vec<_> = routines
+        .iter()
+        .map(|r| {
+            let triggers = triggers_of.remove(&r.id).unwrap_or_default();
+            (r, triggers, latest.remove(&r.id))
+        })
+        .collect();
     let editable = can_edit(cid);
     let body = html! {
         header.page-head {
