@@ -501,9 +501,10 @@ pub async fn active_issues_of_company(
     .await?;
     let mut out = std::collections::HashMap::new();
     for row in &rows {
-        let routine = row.text("routine_id")?;
-        if !out.contains_key(&routine) {
-            out.insert(routine, map_linked(row)?);
+        // Rows come newest first: the first one seen per routine wins.
+        if let std::collections::hash_map::Entry::Vacant(slot) = out.entry(row.text("routine_id")?)
+        {
+            slot.insert(map_linked(row)?);
         }
     }
     Ok(out)
