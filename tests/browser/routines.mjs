@@ -1,7 +1,9 @@
 // Routines as a person uses them: the empty state explains them; the form
 // makes one (a schedule in the browser's timezone, a policy in words); the
 // list shows its schedule and next run; Run now makes a run whose task is
-// shown by identifier; pause and resume.
+// shown by identifier; pause and resume; a webhook's secret is shown once
+// and stays through live re-renders; a restore makes a deleted webhook again
+// with a new secret.
 import { start } from "./lib.mjs";
 
 const s = await start();
@@ -102,10 +104,27 @@ await s.finish(async () => {
   const secret = (await page.locator("#webhook-secret-value").textContent()).trim();
   if (!/^[0-9a-f]{48}$/.test(secret)) throw new Error(`unexpected secret: ${secret}`);
   await page.locator("#routine-triggers tr[data-kind=webhook]").waitFor();
+  // A change made elsewhere re-renders the page live; the secret must stay.
+  await post(`/api/routines/${rid}`, { title: "Weekday standup digest" }, "PATCH");
+  await page.locator("h1", { hasText: "Weekday standup digest" }).waitFor();
+  if (!(await page.locator("#webhook-secret-value").isVisible())) throw new Error("the secret went with the page's re-render");
   await s.shotBoth("routine-webhook");
   await page.reload();
   await page.locator("#routine-triggers tr[data-kind=webhook]").waitFor();
   if ((await page.content()).includes(secret)) throw new Error("the webhook secret is on the page after a reload");
+
+  s.step("delete the webhook, then restore the revision that had it: a new secret, shown once");
+  const withHook = await page.locator("#routine-revisions tr[data-revision]").first().getAttribute("data-revision");
+  await page.locator("#routine-triggers tr[data-kind=webhook] button:has-text('Delete')").click();
+  await s.toast("Trigger deleted").first().waitFor();
+  await page.locator("#routine-triggers tr[data-kind=webhook]").waitFor({ state: "detached" });
+  await page.locator(`#routine-revisions tr[data-revision="${withHook}"] button:has-text('Restore')`).click();
+  await s.toast(`Revision ${withHook} restored`).first().waitFor();
+  await page.locator("#webhook-secret h2", { hasText: "Webhook made again" }).waitFor();
+  await page.locator("#routine-triggers tr[data-kind=webhook]").waitFor();
+  const again = (await page.locator("#webhook-secret-value").textContent()).trim();
+  if (!/^[0-9a-f]{48}$/.test(again) || again === secret) throw new Error(`unexpected new secret: ${again}`);
+  await s.shot("routine-restored-webhook");
 
   s.step("the task the run made opens from its identifier");
   await page.locator(`#routine-runs a:has-text("${ident}")`).first().click();

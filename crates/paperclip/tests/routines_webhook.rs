@@ -314,3 +314,103 @@ async fn the_public_webhook_needs_no_session_on_an_authenticated_instance() {
         404
     );
 }
+
+/// Restoring a revision makes its deleted triggers again: a schedule as it
+/// was, a webhook under a new URL and secret, handed back once in
+/// `secretMaterials` (as upstream's restore answers). The deleted webhook's
+/// old URL stays dead, and the new secret is in no read or activity entry.
+#[tokio::test]
+async fn a_restore_makes_deleted_triggers_again_with_a_new_webhook_secret() {
+    let server = TestServer::start().await;
+    let cid = server.company("Acme").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let agent = server.agent(&cid, "A", None).await;
+    let r = server
+        .ok_post(
+            &format!("/api/companies/{cid}/routines"),
+            json!({ "title": "Nightly", "assigneeAgentId": agent["id"],
+                "concurrencyPolicy": "always_enqueue" }),
+        )
+        .await;
+    let rid = r["id"].as_str().unwrap().to_string();
+    let (status, schedule) = server
+        .post(
+            &format!("/api/routines/{rid}/triggers"),
+            json!({ "kind": "schedule", "cronExpression": "15 2 * * *",
+                "timezone": "Europe/Paris", "label": "night" }),
+        )
+        .await;
+    assert_eq!(status, 201, "{schedule}");
+    let old = webhook(&server, &rid, "bearer").await;
+    let with_both = server.ok_get(&format!("/api/routines/{rid}")).await;
+    let revision = with_both["latestRevisionId"].as_str().unwrap().to_string();
+    for id in [schedule["trigger"]["id"].as_str().unwrap(), &old.id] {
+        let (status, gone) = server.delete(&format!("/api/routine-triggers/{id}")).await;
+        assert_eq!(status, 204, "{gone}");
+    }
+    let restored = server
+        .ok_post(
+            &format!("/api/routines/{rid}/revisions/{revision}/restore"),
+            json!({}),
+        )
+        .await;
+    let materials = restored["secretMaterials"].as_array().unwrap();
+    assert_eq!(materials.len(), 1, "{restored}");
+    let secret = materials[0]["webhookSecret"].as_str().unwrap().to_string();
+    assert_eq!(secret.len(), 48);
+    assert_ne!(secret, old.secret);
+
+    let detail = server.ok_get(&format!("/api/routines/{rid}")).await;
+    let triggers = detail["triggers"].as_array().unwrap();
+    assert_eq!(triggers.len(), 2, "{detail}");
+    let night = triggers.iter().find(|t| t["kind"] == "schedule").unwrap();
+    assert_eq!(night["cronExpression"], "15 2 * * *");
+    assert_eq!(night["timezone"], "Europe/Paris");
+    assert_eq!(night["label"], "night");
+    assert!(night["nextRunAt"].is_string());
+    let hook = triggers.iter().find(|t| t["kind"] == "webhook").unwrap();
+    assert_eq!(hook["signingMode"], "bearer");
+    assert_eq!(hook["replayWindowSec"], 60);
+    let public_id = hook["publicId"].as_str().unwrap();
+    assert_ne!(public_id, old.public_id);
+    assert!(materials[0]["webhookUrl"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!("/api/routine-triggers/public/{public_id}/fire")));
+
+    // The old URL is gone; the new one takes the new secret, not the old.
+    let body = r#"{"n":1}"#;
+    let auth = |s: &str| [("authorization", format!("Bearer {s}"))];
+    let (status, _) = fire(&server, &old.public_id, body, &auth(&secret)).await;
+    assert_eq!(status, 404);
+    let (status, refused) = fire(&server, public_id, body, &auth(&old.secret)).await;
+    assert_eq!(status, 401, "{refused}");
+    let (status, run) = fire(&server, public_id, body, &auth(&secret)).await;
+    assert_eq!(status, 202, "{run}");
+    assert_eq!(run["status"], "issue_created");
+
+    // Shown once: in no read, revision or activity entry.
+    let activity = server
+        .ok_get(&format!("/api/companies/{cid}/activity?limit=200"))
+        .await;
+    let revisions = server
+        .ok_get(&format!("/api/routines/{rid}/revisions"))
+        .await;
+    for text in [
+        activity.to_string(),
+        revisions.to_string(),
+        server
+            .ok_get(&format!("/api/routines/{rid}"))
+            .await
+            .to_string(),
+    ] {
+        assert!(!text.contains(&secret));
+    }
+    assert!(activity
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a["action"] == "routine.trigger_created" && a["entityId"] == hook["id"]));
+}

@@ -556,13 +556,24 @@ pub async fn restore(
     actor: &Actor,
     routine_id: &str,
     revision_id: &str,
+    fresh: &crate::routine_triggers::Fresh<'_>,
     now: DateTime<Utc>,
-) -> Result<(Routine, paperclip_core::routine::RoutineRevision, i64)> {
+) -> Result<Restored> {
     let mut tx = store.begin().await?;
     let routine = crate::routines::get_in(&mut tx, routine_id).await?;
     let revision = crate::routines::revision_in(&mut tx, routine_id, revision_id).await?;
     crate::routines::restore_fields_in(&mut tx, actor, &routine, &revision.snapshot).await?;
-    crate::routine_triggers::restore_in(&mut tx, routine_id, &revision.snapshot, now).await?;
+    // Triggers made again are checked against the restored variables.
+    let restored = crate::routines::get_in(&mut tx, routine_id).await?;
+    let remade = crate::routine_triggers::restore_in(
+        &mut tx,
+        actor,
+        &restored,
+        &revision.snapshot,
+        fresh,
+        now,
+    )
+    .await?;
     let summary = format!("Restored revision {}", revision.revision_number);
     let new_id =
         crate::routines::write_revision(&mut tx, actor, routine_id, &summary, Some(&revision.id))
@@ -581,5 +592,19 @@ pub async fn restore(
     let after = crate::routines::get_in(&mut tx, routine_id).await?;
     let new_revision = crate::routines::revision_in(&mut tx, routine_id, &new_id).await?;
     tx.commit().await?;
-    Ok((after, new_revision, revision.revision_number))
+    Ok(Restored {
+        routine: after,
+        revision: new_revision,
+        from_number: revision.revision_number,
+        remade,
+    })
+}
+
+/// A restore's outcome: the routine and the revision it wrote, the number
+/// it came back to, and the triggers it made again.
+pub struct Restored {
+    pub routine: Routine,
+    pub revision: paperclip_core::routine::RoutineRevision,
+    pub from_number: i64,
+    pub remade: Vec<crate::routine_triggers::Remade>,
 }

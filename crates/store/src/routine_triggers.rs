@@ -478,17 +478,34 @@ pub(crate) async fn reschedule_in(tx: &mut Tx, routine_id: &str, now: DateTime<U
     Ok(())
 }
 
-/// Applies a revision's trigger settings to the triggers that still exist
-/// and deletes those it did not have. Triggers deleted since are not made
-/// again: a webhook would need a new secret and URL its senders do not know.
+/// What a restore needs to make a deleted webhook again: a fresh secret
+/// and public id per webhook (`(secret, public_id)`), and the sealer.
+pub struct Fresh<'a> {
+    pub secret: &'a (dyn Fn() -> (String, String) + Sync),
+    pub seal: Seal<'a>,
+}
+
+/// A trigger a restore made again; a webhook's new secret is shown once.
+pub struct Remade {
+    pub trigger: RoutineTrigger,
+    pub secret: Option<String>,
+}
+
+/// Applies a revision's trigger settings to the triggers that still exist,
+/// deletes those it did not have and makes again those deleted since, under
+/// new ids. A webhook made again gets a new secret and URL: its senders must
+/// be told them, so they are handed back once, as on a trigger's creation.
 pub(crate) async fn restore_in(
     tx: &mut Tx,
-    routine_id: &str,
+    actor: &Actor,
+    routine: &paperclip_core::routine::Routine,
     snapshot: &Value,
+    fresh: &Fresh<'_>,
     now: DateTime<Utc>,
-) -> Result<()> {
+) -> Result<Vec<Remade>> {
     let wanted = snapshot["triggers"].as_array().cloned().unwrap_or_default();
-    for t in list_in(tx, routine_id).await? {
+    let existing = list_in(tx, &routine.id).await?;
+    for t in &existing {
         let Some(s) = wanted.iter().find(|s| s["id"] == json!(t.id)) else {
             crate::db::query("DELETE FROM routine_triggers WHERE id = $1")
                 .bind(&t.id)
@@ -518,7 +535,30 @@ pub(crate) async fn restore_in(
         .execute(tx.conn())
         .await?;
     }
-    Ok(())
+    let mut remade = Vec::new();
+    for s in &wanted {
+        if existing.iter().any(|t| s["id"] == json!(t.id)) {
+            continue;
+        }
+        // The snapshot was written by write_revision in a NewTrigger's own
+        // field names; one that no longer reads as a trigger is a stored
+        // value gone wrong, reported, not skipped.
+        let input: NewTrigger = serde_json::from_value(s.clone()).map_err(|e| {
+            sqlx::Error::Decode(format!("revision trigger {} does not read: {e}", s["id"]).into())
+        })?;
+        let secret = (input.kind == TriggerKind::Webhook).then(|| (fresh.secret)());
+        let new_secret = secret.as_ref().map(|(value, public_id)| NewSecret {
+            value,
+            public_id,
+            seal: fresh.seal,
+        });
+        let trigger = create_in(tx, actor, routine, &input, new_secret, now).await?;
+        remade.push(Remade {
+            trigger,
+            secret: secret.map(|(value, _)| value),
+        });
+    }
+    Ok(remade)
 }
 
 pub(crate) fn next_tick(expr: &str, tz: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {

@@ -95,26 +95,38 @@
   });
 
   function showSecret(material, what) {
+    if (material) showSecrets([material], what);
+  }
+
+  // Each webhook's URL and secret, shown once; the first keeps the ids the
+  // single case has always had.
+  function showSecrets(materials, what) {
     const box = $("#webhook-secret");
-    if (!box || !material) return;
+    if (!box || !materials.length) return;
     box.textContent = "";
     const h = document.createElement("h2");
     h.textContent = what;
     const p = document.createElement("p");
-    p.textContent = "Copy the secret now: it is not shown again.";
-    const dl = document.createElement("dl");
-    dl.className = "kv";
-    for (const [label, text, id] of [["URL", material.webhookUrl, "webhook-url"], ["Secret", material.webhookSecret, "webhook-secret-value"]]) {
-      const dt = document.createElement("dt");
-      dt.textContent = label;
-      const dd = document.createElement("dd");
-      const code = document.createElement("code");
-      code.id = id;
-      code.textContent = text;
-      dd.appendChild(code);
-      dl.append(dt, dd);
-    }
-    box.append(h, p, dl);
+    p.textContent = materials.length > 1
+      ? "Copy the secrets now: they are not shown again."
+      : "Copy the secret now: it is not shown again.";
+    box.append(h, p);
+    materials.forEach((material, i) => {
+      const suffix = i ? `-${i + 1}` : "";
+      const dl = document.createElement("dl");
+      dl.className = "kv";
+      for (const [label, text, id] of [["URL", material.webhookUrl, "webhook-url"], ["Secret", material.webhookSecret, "webhook-secret-value"]]) {
+        const dt = document.createElement("dt");
+        dt.textContent = label;
+        const dd = document.createElement("dd");
+        const code = document.createElement("code");
+        code.id = id + suffix;
+        code.textContent = text;
+        dd.appendChild(code);
+        dl.append(dt, dd);
+      }
+      box.appendChild(dl);
+    });
     box.hidden = false;
   }
 
@@ -145,5 +157,16 @@
     if (rotate.dataset.confirm && !confirm(rotate.dataset.confirm)) return;
     const made = await act(rotate, () => api("POST", `/api/routine-triggers/${rotate.dataset.rotateTrigger}/rotate-secret`, {}), "Secret rotated");
     if (made && made.secretMaterial) showSecret(made.secretMaterial, "Rotated webhook secret");
+  });
+
+  // A restore can make deleted webhooks again, with new URLs and secrets.
+  document.addEventListener("click", async (ev) => {
+    const restore = ev.target.closest && ev.target.closest("[data-restore-revision]");
+    if (!restore) return;
+    if (restore.dataset.confirm && !confirm(restore.dataset.confirm)) return;
+    const done = await act(restore, () => api("POST", restore.dataset.restoreRevision, {}), restore.dataset.done);
+    if (done && done.secretMaterials && done.secretMaterials.length) {
+      showSecrets(done.secretMaterials, done.secretMaterials.length > 1 ? "Webhooks made again" : "Webhook made again");
+    }
   });
 })();

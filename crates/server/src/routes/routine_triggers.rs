@@ -59,14 +59,14 @@ struct TriggerChange {
     revision: Option<RoutineRevision>,
 }
 
-fn random_hex(bytes: usize) -> String {
+pub(super) fn random_hex(bytes: usize) -> String {
     use rand::RngCore;
     let mut buf = vec![0u8; bytes];
     rand::rngs::OsRng.fill_bytes(&mut buf);
     hex::encode(buf)
 }
 
-fn master_key(app: &AppState) -> ApiResult<paperclip_core::secret_box::MasterKey> {
+pub(super) fn master_key(app: &AppState) -> ApiResult<paperclip_core::secret_box::MasterKey> {
     app.runtime.vault().key().map_err(|err| {
         tracing::error!(error = %format!("{err:#}"), "the secrets master key is unavailable");
         ApiError::new(
@@ -76,7 +76,7 @@ fn master_key(app: &AppState) -> ApiResult<paperclip_core::secret_box::MasterKey
     })
 }
 
-fn webhook_url(app: &AppState, public_id: &str) -> String {
+pub(super) fn webhook_url(app: &AppState, public_id: &str) -> String {
     let base = app
         .security
         .public_origin()

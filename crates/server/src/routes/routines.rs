@@ -16,12 +16,14 @@ use paperclip_core::routine::{
     SecretMaterial, IDEMPOTENCY_KEY_MAX,
 };
 use paperclip_core::team::Permission;
+use paperclip_runtime::vault::Vault;
 use paperclip_store::{routine_runs, routine_triggers, routines};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::routine_triggers::{master_key, random_hex, webhook_url};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
@@ -211,14 +213,31 @@ async fn restore_revision(
         return Err(paperclip_store::Error::not_found("Routine revision").into());
     }
     let now = app.runtime.routine_clock().now();
-    let (routine, revision, number) =
-        routine_runs::restore(&app.store, caller.actor(), &id, &revision_id, now).await?;
+    let seal = Vault::sealer(master_key(&app)?);
+    let secret = || (random_hex(24), random_hex(12));
+    let fresh = routine_triggers::Fresh {
+        secret: &secret,
+        seal: &seal,
+    };
+    let done =
+        routine_runs::restore(&app.store, caller.actor(), &id, &revision_id, &fresh, now).await?;
+    let secret_materials = done
+        .remade
+        .into_iter()
+        .filter_map(|r| match (r.secret, r.trigger.public_id) {
+            (Some(webhook_secret), Some(public_id)) => Some(SecretMaterial {
+                webhook_url: webhook_url(&app, &public_id),
+                webhook_secret,
+            }),
+            _ => None,
+        })
+        .collect();
     Ok(Json(Restored {
-        routine,
-        revision,
+        routine: done.routine,
+        revision: done.revision,
         restored_from_revision_id: revision_id,
-        restored_from_revision_number: number,
-        secret_materials: Vec::new(),
+        restored_from_revision_number: done.from_number,
+        secret_materials,
     }))
 }
 

@@ -145,8 +145,8 @@ pub async fn page(
                             @if editable {
                                 td.row-actions {
                                     @if r.revision_number != routine.latest_revision_number {
-                                        button.small type="button" data-action="POST" data-url={"/api/routines/" (rid) "/revisions/" (r.id) "/restore"}
-                                            data-confirm={"Restore revision " (r.revision_number) "? Its title, instructions, policies and triggers come back as a new revision."}
+                                        button.small type="button" data-restore-revision={"/api/routines/" (rid) "/revisions/" (r.id) "/restore"}
+                                            data-confirm={"Restore revision " (r.revision_number) "? Its title, instructions, policies and triggers come back as a new revision; a webhook deleted since comes back with a new URL and secret."}
                                             data-done={"Revision " (r.revision_number) " restored"} { "Restore" }
                                     }
                                 }
