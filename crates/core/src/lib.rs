@@ -27,6 +27,7 @@ pub mod org;
 pub mod org_chain;
 pub mod project;
 pub mod routine;
+pub mod routine_vars;
 pub mod run_liveness;
 pub mod secret_box;
 pub mod secrets;

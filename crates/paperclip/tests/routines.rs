@@ -680,3 +680,89 @@ async fn the_list_gives_each_routine_its_own_triggers_last_run_and_live_task() {
     assert!(idle["lastRun"].is_null());
     assert!(idle["activeIssue"].is_null());
 }
+
+/// Typed variables: a definition that cannot work is refused; a value that
+/// does not read as its type is 422 and makes nothing; one that does is
+/// written into the task as its type reads it.
+#[tokio::test]
+async fn typed_variables_are_checked_before_a_task_is_made() {
+    let server = clock_server().await;
+    let cid = server.company("Acme").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let agent = server.agent(&cid, "A", None).await;
+    let aid = agent["id"].as_str().unwrap();
+    let path = format!("/api/companies/{cid}/routines");
+    for (bad, why) in [
+        (
+            json!({ "name": "region", "type": "select", "options": [] }),
+            "at least one option",
+        ),
+        (
+            json!({ "name": "count", "type": "number", "defaultValue": "ten" }),
+            "must be a number",
+        ),
+    ] {
+        let (status, body) = server
+            .post(
+                &path,
+                json!({ "title": "R", "assigneeAgentId": aid, "variables": [bad] }),
+            )
+            .await;
+        assert_eq!(status, 422, "{body}");
+        assert!(body["error"].as_str().unwrap().contains(why), "{body}");
+    }
+    let r = routine(
+        &server,
+        &cid,
+        json!({ "title": "Report {{count}} for {{region}}", "assigneeAgentId": aid,
+            "description": "Urgent: {{urgent}}, due {{due}}",
+            "concurrencyPolicy": "always_enqueue",
+            "variables": [
+                { "name": "count", "type": "number" },
+                { "name": "region", "type": "select", "options": ["eu", "us"], "defaultValue": "eu" },
+                { "name": "urgent", "type": "boolean", "required": false },
+                { "name": "due", "type": "date", "required": false },
+            ] }),
+    )
+    .await;
+    let rid = r["id"].as_str().unwrap();
+    let run_path = format!("/api/routines/{rid}/run");
+    for (vars, why) in [
+        (json!({ "count": "abc" }), "must be a number"),
+        (
+            json!({ "count": 3, "region": "asia" }),
+            "must match one of: eu, us",
+        ),
+        (
+            json!({ "count": 3, "urgent": "perhaps" }),
+            "must be a boolean",
+        ),
+        (json!({ "count": 3, "due": "2026-02-30" }), "YYYY-MM-DD"),
+        (json!({}), "Missing required variable 'count'"),
+    ] {
+        let (status, body) = server.post(&run_path, json!({ "variables": vars })).await;
+        assert_eq!(status, 422, "{vars}: {body}");
+        assert!(body["error"].as_str().unwrap().contains(why), "{body}");
+    }
+    assert!(
+        runs(&server, rid).await.is_empty(),
+        "a refused run made nothing"
+    );
+    let (status, run) = server
+        .post(
+            &run_path,
+            json!({ "variables": { "count": " 4 ", "urgent": "yes", "due": "2026-12-24" } }),
+        )
+        .await;
+    assert_eq!(status, 202, "{run}");
+    let issue = server
+        .ok_get(&format!(
+            "/api/issues/{}",
+            run["linkedIssueId"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(issue["title"], "Report 4 for eu");
+    assert_eq!(issue["description"], "Urgent: true, due 2026-12-24");
+}

@@ -223,19 +223,15 @@ async fn live_execution(
         .transpose()
 }
 
-/// Defaults, then the request's variables, then the payload's top-level
-/// keys and `body.variables` (a webhook's); a required one left empty is
-/// refused.
+/// The request's variables, then a webhook's `body.variables`, then the
+/// payload's top-level keys, then the default; each is checked against its
+/// declared type (422 when it does not read as one), and a required one
+/// left empty is refused.
 fn resolve_variables(
     routine: &Routine,
     given: &Map<String, Value>,
     payload: Option<&Value>,
 ) -> Result<BTreeMap<String, String>> {
-    let text = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    };
     let mut values = BTreeMap::new();
     for v in &routine.variables {
         let found = given
@@ -243,17 +239,21 @@ fn resolve_variables(
             .or_else(|| payload.and_then(|p| p.get("body")?.get("variables")?.get(&v.name)))
             .or_else(|| payload.and_then(|p| p.get(&v.name)))
             .or(v.default_value.as_ref());
-        match found.map(text) {
-            Some(s) if !s.is_empty() => {
+        let value = match found {
+            Some(raw) => v.normalize(raw).map_err(Error::rule)?,
+            None => None,
+        };
+        match value {
+            Some(s) => {
                 values.insert(v.name.clone(), s);
             }
-            _ if v.required => {
+            None if v.required => {
                 return Err(Error::rule(format!(
                     "Missing required variable '{}'",
                     v.name
                 )))
             }
-            _ => {
+            None => {
                 values.insert(v.name.clone(), String::new());
             }
         }

@@ -78,7 +78,10 @@ pub(crate) async fn create_in(
             let tz = input.timezone.clone().unwrap_or_else(|| "UTC".into());
             let next = next_tick(expr, &tz, now)?;
             for v in &routine.variables {
-                if v.required && v.default_value.is_none() {
+                // A default that reads as nothing (blank, or refused by its
+                // type) is no default.
+                let default = v.default_value.as_ref().map(|d| v.normalize(d));
+                if v.required && !matches!(default, Some(Ok(Some(_)))) {
                     return Err(Error::rule(format!(
                         "Scheduled routines need a default for required variable '{}'",
                         v.name

@@ -586,6 +586,7 @@ fn merged_variables(
                 format!("Invalid variable name: {}", v.name),
             ));
         }
+        v.check_definition().map_err(Error::rule)?;
     }
     let mut used = cron::placeholders(title);
     used.extend(cron::placeholders(description.unwrap_or("")));
