@@ -358,3 +358,35 @@ async fn checklists_verdicts_withdrawals_and_addressed_cards() {
     .await;
     assert_eq!(wake["reason"], "interaction_pending", "{wake}");
 }
+
+/// A card's "what this is about" link comes from the agent: the board links
+/// only to the web or to its own pages, never to a script or another site
+/// dressed as a path.
+#[tokio::test]
+async fn a_cards_link_is_shown_only_when_it_is_safe_to_follow() {
+    let server = TestServer::start().await;
+    let a = asker(&server, "Links Co").await;
+    let issue = server.ok_get(&format!("/api/issues/{}", a.issue)).await;
+    let identifier = issue["identifier"].as_str().unwrap().to_string();
+    let prefix = identifier.split('-').next().unwrap().to_string();
+    let hrefs = [
+        "javascript:alert(document.cookie)",
+        "data:text/html,<script>alert(1)</script>",
+        "//evil.example/login",
+        "https://github.com/acme/app/pull/7",
+    ];
+    for (i, href) in hrefs.iter().enumerate() {
+        a.ask(
+            &server,
+            json!({ "kind": "request_confirmation", "idempotencyKey": format!("link-{i}"),
+                "payload": { "prompt": format!("Merge {i}?"),
+                    "target": { "type": "custom", "key": format!("k{i}"), "href": href } } }),
+        )
+        .await;
+    }
+    let page = server.page(&format!("/{prefix}/tasks/{identifier}")).await;
+    for bad in ["javascript:", "data:text/html", "//evil.example"] {
+        assert!(!page.contains(&format!("href=\"{bad}")), "{bad} linked");
+    }
+    assert!(page.contains("href=\"https://github.com/acme/app/pull/7\""));
+}

@@ -164,6 +164,11 @@ async fn webhooks_check_signatures_and_refuse_replays() {
         format!("sha256={}", sign(&github.secret, &[body.as_bytes()])),
     )];
     assert_eq!(fire(&server, &github.public_id, body, &gh).await.0, 202);
+    // GitHub signs the body alone, with no time: the same signed delivery
+    // sent again (a captured request) is a replay.
+    let (status, again) = fire(&server, &github.public_id, body, &gh).await;
+    assert_eq!(status, 409, "{again}");
+    assert!(again["error"].as_str().unwrap().contains("replay"));
     let gh_bad = [(
         "x-hub-signature-256",
         format!("sha256={}", sign(&bearer.secret, &[body.as_bytes()])),
@@ -185,6 +190,25 @@ async fn webhooks_check_signatures_and_refuse_replays() {
         )
         .await;
     assert_eq!(fire(&server, &bearer.public_id, body, &good).await.0, 409);
+    // Without the secret, nothing is learnt of the trigger's state.
+    let (status, _) = fire(&server, &bearer.public_id, body, &bad).await;
+    assert_eq!(status, 401);
+    // A timestamp at i64's edge is outside the window, not a crash.
+    for edge in [i64::MIN, i64::MAX] {
+        let stamped = [
+            ("x-paperclip-timestamp", edge.to_string()),
+            (
+                "x-paperclip-signature",
+                sign(
+                    &hmac.secret,
+                    &[edge.to_string().as_bytes(), b".", body.as_bytes()],
+                ),
+            ),
+        ];
+        let (status, why) = fire(&server, &hmac.public_id, body, &stamped).await;
+        assert_eq!(status, 401, "{why}");
+        assert!(why["error"].as_str().unwrap().contains("replay window"));
+    }
 
     // Rotating: the old secret stops working, the new one is shown once.
     let rotated = server

@@ -54,9 +54,41 @@ fn safe_url(url: CowStr<'_>) -> CowStr<'_> {
     }
 }
 
+/// A link an agent supplied, if a person may be sent there: http(s) or a
+/// path on this board. `javascript:`, `data:` and protocol-relative `//host`
+/// (another site dressed as a path) are not links.
+pub fn safe_link(url: &str) -> Option<&str> {
+    let url = url.trim();
+    let lower = url.to_ascii_lowercase();
+    let local = url.starts_with('/') && !url.starts_with("//") && !url.starts_with("/\\");
+    (lower.starts_with("https://") || lower.starts_with("http://") || local).then_some(url)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_web_and_board_links_are_links() {
+        for ok in [
+            "https://github.com/a/b/pull/1",
+            "HTTP://x",
+            "/ACM/tasks/ACM-1#document-plan",
+        ] {
+            assert_eq!(safe_link(ok), Some(ok));
+        }
+        for bad in [
+            "javascript:alert(1)",
+            " JavaScript:x",
+            "data:text/html,x",
+            "//evil.example",
+            "/\\evil.example",
+            "vbscript:x",
+            "ACM-1",
+        ] {
+            assert_eq!(safe_link(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn markdown_renders_and_html_is_escaped() {

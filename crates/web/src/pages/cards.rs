@@ -115,7 +115,9 @@ fn one(
             }
             @if let Some(summary) = &card.summary { p { (summary) } }
             @if let Some(details) = card.payload["detailsMarkdown"].as_str() { div.details { (markdown::render(details)) } }
-            @if let Some(href) = card.payload["target"]["href"].as_str() { p { a href=(href) { "Open what this is about" } } }
+            @if let Some(href) = card.payload["target"]["href"].as_str().and_then(markdown::safe_link) {
+                p { a href=(href) rel="noopener noreferrer" { "Open what this is about" } " " span.muted { (href) } }
+            }
             @else if let Some((key, _)) = paperclip_core::interaction_payload::document_target(&card.payload) {
                 p { a href={"#document-" (key)} { "Read the " (key) " document" } }
             }
