@@ -343,6 +343,7 @@ async fn the_skills_attachment_steps_work_verbatim_inside_a_run() {
 struct FakeS3 {
     objects: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<u8>>>>,
     refused: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ranged: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 fn sha256_hex(data: &[u8]) -> String {
@@ -386,9 +387,18 @@ async fn fake_s3() -> (String, FakeS3) {
                         objects.insert(path, body.to_vec());
                         (S::OK, Vec::new())
                     }
-                    M::GET => match objects.get(&path) {
-                        Some(b) => (S::OK, b.clone()),
-                        None => (S::NOT_FOUND, Vec::new()),
+                    // One `bytes=a-b` range is served as S3 serves it.
+                    M::GET => match (objects.get(&path), h("range").strip_prefix("bytes=")) {
+                        (Some(b), Some(range)) => {
+                            let (a, z) = range.split_once('-').unwrap();
+                            let (a, z): (usize, usize) = (a.parse().unwrap(), z.parse().unwrap());
+                            state
+                                .ranged
+                                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            (S::PARTIAL_CONTENT, b[a..=z.min(b.len() - 1)].to_vec())
+                        }
+                        (Some(b), None) => (S::OK, b.clone()),
+                        (None, _) => (S::NOT_FOUND, Vec::new()),
                     },
                     M::DELETE => {
                         objects.remove(&path);
@@ -450,6 +460,8 @@ async fn attachments_can_live_in_an_s3_compatible_bucket() {
         .unwrap();
     assert_eq!(r.status(), 206);
     assert_eq!(&r.bytes().await.unwrap()[..], &PNG[1..4]);
+    // Only the range was asked of the bucket.
+    assert!(fake.ranged.load(std::sync::atomic::Ordering::SeqCst) >= 2);
     let (status, _) = s.delete(&format!("/api/attachments/{}", id(&a))).await;
     assert_eq!(status, 200);
     assert!(

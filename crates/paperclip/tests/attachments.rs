@@ -353,6 +353,43 @@ async fn uploads_are_bounded_checked_served_and_deleted() {
     );
 }
 
+/// Downloads are streamed from the store a read at a time: a file larger
+/// than one read comes whole, and a range across the reads' boundaries is
+/// exactly its bytes.
+#[tokio::test]
+async fn a_large_file_streams_whole_and_by_range() {
+    let s = TestServer::start().await;
+    let (cid, iid) = setup(&s, "Big Co").await;
+    let big: Vec<u8> = (0..200_000u32)
+        .map(|i| b"abcdefghijklmnopqrstuvwxyz\n"[(i % 27) as usize])
+        .collect();
+    let (status, b) = upload(&s, As::Board, &cid, &iid, "big.txt", "text/plain", &big).await;
+    assert_eq!(status, 201, "{b}");
+    let path = b["contentPath"].as_str().unwrap().to_string();
+    let r = s.client().get(s.url(&path)).send().await.unwrap();
+    assert_eq!(r.headers()["content-length"], "200000");
+    assert_eq!(&r.bytes().await.unwrap()[..], &big[..]);
+    for (range, from, to) in [
+        ("bytes=65530-131080", 65530, 131080),
+        ("bytes=131072-", 131072, 199_999),
+        ("bytes=-1", 199_999, 199_999),
+    ] {
+        let r = s
+            .client()
+            .get(s.url(&path))
+            .header("range", range)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 206, "{range}");
+        assert_eq!(
+            r.headers()["content-range"],
+            format!("bytes {from}-{to}/200000")
+        );
+        assert_eq!(&r.bytes().await.unwrap()[..], &big[from..=to], "{range}");
+    }
+}
+
 #[tokio::test]
 async fn the_multipart_exception_keeps_every_cross_site_refusal() {
     let s = TestServer::start().await;

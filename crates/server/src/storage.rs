@@ -7,7 +7,11 @@
 //! outside it. Each attachment records its provider, and is read from it.
 
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
+
+use axum::body::Bytes;
+use futures::{Stream, StreamExt};
 
 use paperclip_core::attachment::key_is_safe;
 
@@ -64,10 +68,19 @@ impl Storage {
         }
     }
 
-    pub async fn get(&self, company_id: &str, key: &str) -> std::io::Result<Vec<u8>> {
+    /// `len` bytes of an object of `size` bytes from `start`, streamed: a
+    /// download holds one chunk in memory, not the file.
+    pub async fn read(
+        &self,
+        company_id: &str,
+        key: &str,
+        size: u64,
+        start: u64,
+        len: u64,
+    ) -> std::io::Result<Chunks> {
         match self {
-            Storage::Local(d) => d.get(company_id, key).await,
-            Storage::S3(s) if key_is_safe(company_id, key) => s.get(key).await,
+            Storage::Local(d) => d.read(company_id, key, size, start, len).await,
+            Storage::S3(s) if key_is_safe(company_id, key) => s.read(key, start, len).await,
             Storage::S3(_) => Err(unsafe_key()),
         }
     }
@@ -79,6 +92,38 @@ impl Storage {
             Storage::S3(_) => Err(unsafe_key()),
         }
     }
+}
+
+/// An object's bytes as they are read, one chunk at a time.
+pub type Chunks = Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>>;
+
+/// How much of a file one read takes.
+const CHUNK: usize = 64 * 1024;
+
+/// The `len` bytes after the first `skip` of a stream of chunks.
+pub(crate) fn window(chunks: Chunks, skip: u64, len: u64) -> Chunks {
+    let state = (chunks, skip, len);
+    Box::pin(futures::stream::unfold(
+        state,
+        |(mut chunks, mut skip, mut left)| async move {
+            while left > 0 {
+                let mut bytes = match chunks.next().await? {
+                    Ok(bytes) => bytes,
+                    Err(e) => return Some((Err(e), (chunks, 0, 0))),
+                };
+                if skip >= bytes.len() as u64 {
+                    skip -= bytes.len() as u64;
+                    continue;
+                }
+                let _ = bytes.split_to(skip as usize);
+                skip = 0;
+                let keep = (bytes.len() as u64).min(left);
+                left -= keep;
+                return Some((Ok(bytes.slice(..keep as usize)), (chunks, skip, left)));
+            }
+            None
+        },
+    ))
 }
 
 /// One client per process: its connection pool and TLS setup are reused.
@@ -124,8 +169,39 @@ impl LocalDisk {
         written
     }
 
-    pub async fn get(&self, company_id: &str, key: &str) -> std::io::Result<Vec<u8>> {
-        tokio::fs::read(self.path(company_id, key)?).await
+    async fn read(
+        &self,
+        company_id: &str,
+        key: &str,
+        size: u64,
+        start: u64,
+        len: u64,
+    ) -> std::io::Result<Chunks> {
+        use tokio::io::{AsyncReadExt, AsyncSeekExt};
+        let mut file = tokio::fs::File::open(self.path(company_id, key)?).await?;
+        // A file whose length is not the recorded one would answer a
+        // Content-Length it cannot fill.
+        if file.metadata().await?.len() != size {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "stored file does not have its recorded size",
+            ));
+        }
+        file.seek(std::io::SeekFrom::Start(start)).await?;
+        let reader = file.take(len);
+        let chunks = futures::stream::unfold(Some(reader), |reader| async move {
+            let mut reader = reader?;
+            let mut buf = vec![0u8; CHUNK];
+            match reader.read(&mut buf).await {
+                Ok(0) => None,
+                Ok(n) => {
+                    buf.truncate(n);
+                    Some((Ok(Bytes::from(buf)), Some(reader)))
+                }
+                Err(e) => Some((Err(e), None)),
+            }
+        });
+        Ok(Box::pin(chunks))
     }
 
     pub async fn delete(&self, company_id: &str, key: &str) -> std::io::Result<()> {
@@ -152,5 +228,35 @@ impl LocalDisk {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunks(parts: &[&'static [u8]]) -> Chunks {
+        let items: Vec<std::io::Result<Bytes>> =
+            parts.iter().map(|p| Ok(Bytes::from_static(p))).collect();
+        Box::pin(futures::stream::iter(items))
+    }
+
+    async fn collect(c: Chunks) -> Vec<u8> {
+        let parts: Vec<_> = c.collect().await;
+        parts
+            .into_iter()
+            .flat_map(|p| p.unwrap().to_vec())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_window_skips_and_takes_across_chunk_boundaries() {
+        let parts: &[&'static [u8]] = &[b"abc", b"defg", b"h", b"ijkl"];
+        assert_eq!(collect(window(chunks(parts), 0, 12)).await, b"abcdefghijkl");
+        assert_eq!(collect(window(chunks(parts), 2, 3)).await, b"cde");
+        assert_eq!(collect(window(chunks(parts), 3, 4)).await, b"defg");
+        assert_eq!(collect(window(chunks(parts), 7, 5)).await, b"hijkl");
+        assert_eq!(collect(window(chunks(parts), 11, 9)).await, b"l");
+        assert!(collect(window(chunks(parts), 12, 1)).await.is_empty());
     }
 }

@@ -250,11 +250,7 @@ async fn attachment_content(
     caller.ensure_company(&a.company_id)?;
     let store = for_provider(&app, &a.provider)
         .ok_or_else(|| ApiError::not_found("Attachment content not found"))?;
-    let bytes = store.get(&a.company_id, &a.object_key).await.map_err(|e| {
-        tracing::warn!(attachment = %a.id, error = %e, "attachment content unreadable");
-        ApiError::not_found("Attachment content not found")
-    })?;
-    let size = bytes.len() as u64;
+    let size = u64::try_from(a.byte_size).unwrap_or(0);
     let download = query
         .download
         .as_deref()
@@ -294,24 +290,33 @@ async fn attachment_content(
         );
     }
     let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok());
-    match parse_range(range, size) {
-        Ok(None) => Ok((StatusCode::OK, out, bytes).into_response()),
+    let (status, start, len) = match parse_range(range, size) {
+        Ok(None) => (StatusCode::OK, 0, size),
         Ok(Some((start, end))) => {
             set(
                 &mut out,
                 header::CONTENT_RANGE,
                 &format!("bytes {start}-{end}/{size}"),
             );
-            let slice = bytes[start as usize..=end as usize].to_vec();
-            Ok((StatusCode::PARTIAL_CONTENT, out, slice).into_response())
+            (StatusCode::PARTIAL_CONTENT, start, end - start + 1)
         }
         Err(_) => {
             let mut out = HeaderMap::new();
             set(&mut out, header::CONTENT_RANGE, &format!("bytes */{size}"));
             let body = Json(json!({ "error": "Range not satisfiable" }));
-            Ok((StatusCode::RANGE_NOT_SATISFIABLE, out, body).into_response())
+            return Ok((StatusCode::RANGE_NOT_SATISFIABLE, out, body).into_response());
         }
-    }
+    };
+    // Streamed from the store: a download holds a chunk, not the file.
+    let chunks = store
+        .read(&a.company_id, &a.object_key, size, start, len)
+        .await
+        .map_err(|e| {
+            tracing::warn!(attachment = %a.id, error = %e, "attachment content unreadable");
+            ApiError::not_found("Attachment content not found")
+        })?;
+    set(&mut out, header::CONTENT_LENGTH, &len.to_string());
+    Ok((status, out, axum::body::Body::from_stream(chunks)).into_response())
 }
 
 #[utoipa::path(delete, path = "/api/attachments/{id}", tag = "issues",
