@@ -24,6 +24,19 @@ async fn set_clock(server: &TestServer, at: &str) -> u64 {
     body["dispatched"].as_u64().unwrap()
 }
 
+/// Company "Acme" with one agent named `agent`: their ids.
+async fn acme_with(server: &TestServer, agent: &str) -> (String, String) {
+    let cid = server.company("Acme").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let aid = server.agent(&cid, agent, None).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (cid, aid)
+}
+
 async fn routine(server: &TestServer, cid: &str, body: Value) -> Value {
     let (status, r) = server
         .post(&format!("/api/companies/{cid}/routines"), body)
@@ -56,12 +69,8 @@ async fn runs(server: &TestServer, rid: &str) -> Vec<Value> {
 #[tokio::test]
 async fn a_cron_routine_fires_on_the_test_clock_makes_a_task_and_wakes_its_agent() {
     let server = clock_server().await;
-    let cid = server.company("Acme").await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let agent = server.agent(&cid, "Reporter", None).await;
-    let aid = agent["id"].as_str().unwrap();
+    let (cid, aid) = acme_with(&server, "Reporter").await;
+    let aid = aid.as_str();
     let r = routine(
         &server,
         &cid,
@@ -172,12 +181,8 @@ async fn a_cron_routine_fires_on_the_test_clock_makes_a_task_and_wakes_its_agent
 #[tokio::test]
 async fn bad_schedules_and_bodies_are_refused() {
     let server = clock_server().await;
-    let cid = server.company("Acme").await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let agent = server.agent(&cid, "A", None).await;
-    let aid = agent["id"].as_str().unwrap();
+    let (cid, aid) = acme_with(&server, "A").await;
+    let aid = aid.as_str();
     let r = routine(
         &server,
         &cid,
@@ -331,12 +336,8 @@ async fn concurrency_policies_while_an_execution_is_live() {
 #[tokio::test]
 async fn catch_up_after_a_crash_follows_each_routines_policy() {
     let server = clock_server().await;
-    let cid = server.company("Acme").await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let agent = server.agent(&cid, "A", None).await;
-    let aid = agent["id"].as_str().unwrap();
+    let (cid, aid) = acme_with(&server, "A").await;
+    let aid = aid.as_str();
     let mut ids = Vec::new();
     for policy in ["skip_missed", "enqueue_missed_with_cap"] {
         let r = routine(
@@ -400,12 +401,8 @@ async fn catch_up_after_a_crash_follows_each_routines_policy() {
 #[tokio::test]
 async fn revisions_record_changes_and_restore_one() {
     let server = clock_server().await;
-    let cid = server.company("Acme").await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let agent = server.agent(&cid, "A", None).await;
-    let aid = agent["id"].as_str().unwrap();
+    let (cid, aid) = acme_with(&server, "A").await;
+    let aid = aid.as_str();
     let r = routine(
         &server,
         &cid,
@@ -606,12 +603,8 @@ async fn two_servers_on_one_postgres_database_fire_a_tick_once() {
 #[tokio::test]
 async fn the_list_gives_each_routine_its_own_triggers_last_run_and_live_task() {
     let server = clock_server().await;
-    let cid = server.company("Acme").await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let agent = server.agent(&cid, "Reporter", None).await;
-    let aid = agent["id"].as_str().unwrap();
+    let (cid, aid) = acme_with(&server, "Reporter").await;
+    let aid = aid.as_str();
     let mut ids = Vec::new();
     for (title, cron) in [
         ("Open", "0 9 * * *"),
@@ -687,12 +680,8 @@ async fn the_list_gives_each_routine_its_own_triggers_last_run_and_live_task() {
 #[tokio::test]
 async fn typed_variables_are_checked_before_a_task_is_made() {
     let server = clock_server().await;
-    let cid = server.company("Acme").await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let agent = server.agent(&cid, "A", None).await;
-    let aid = agent["id"].as_str().unwrap();
+    let (cid, aid) = acme_with(&server, "A").await;
+    let aid = aid.as_str();
     let path = format!("/api/companies/{cid}/routines");
     for (bad, why) in [
         (

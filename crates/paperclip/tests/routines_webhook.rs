@@ -78,13 +78,9 @@ async fn webhook(server: &TestServer, rid: &str, mode: &str) -> Hook {
     }
 }
 
-fn now_secs() -> i64 {
-    chrono::Utc::now().timestamp()
-}
-
-#[tokio::test]
-async fn webhooks_check_signatures_and_refuse_replays() {
-    let server = TestServer::start().await;
+/// Company "Acme" whose agent "A" is assigned a routine titled `title`
+/// (a task per delivery, however many run at once): their ids.
+async fn company_with_routine(server: &TestServer, title: &str) -> (String, String) {
     let cid = server.company("Acme").await["id"]
         .as_str()
         .unwrap()
@@ -93,11 +89,21 @@ async fn webhooks_check_signatures_and_refuse_replays() {
     let r = server
         .ok_post(
             &format!("/api/companies/{cid}/routines"),
-            json!({ "title": "On push {{ref}}", "assigneeAgentId": agent["id"],
+            json!({ "title": title, "assigneeAgentId": agent["id"],
                 "concurrencyPolicy": "always_enqueue" }),
         )
         .await;
-    let rid = r["id"].as_str().unwrap().to_string();
+    (cid, r["id"].as_str().unwrap().to_string())
+}
+
+fn now_secs() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+#[tokio::test]
+async fn webhooks_check_signatures_and_refuse_replays() {
+    let server = TestServer::start().await;
+    let (cid, rid) = company_with_routine(&server, "On push {{ref}}").await;
     let bearer = webhook(&server, &rid, "bearer").await;
     let hmac = webhook(&server, &rid, "hmac_sha256").await;
     let github = webhook(&server, &rid, "github_hmac").await;
@@ -346,19 +352,7 @@ async fn the_public_webhook_needs_no_session_on_an_authenticated_instance() {
 #[tokio::test]
 async fn a_restore_makes_deleted_triggers_again_with_a_new_webhook_secret() {
     let server = TestServer::start().await;
-    let cid = server.company("Acme").await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let agent = server.agent(&cid, "A", None).await;
-    let r = server
-        .ok_post(
-            &format!("/api/companies/{cid}/routines"),
-            json!({ "title": "Nightly", "assigneeAgentId": agent["id"],
-                "concurrencyPolicy": "always_enqueue" }),
-        )
-        .await;
-    let rid = r["id"].as_str().unwrap().to_string();
+    let (cid, rid) = company_with_routine(&server, "Nightly").await;
     let (status, schedule) = server
         .post(
             &format!("/api/routines/{rid}/triggers"),
