@@ -56,6 +56,7 @@ await s.finish(async () => {
   s.step("the server's refusal (an unknown timezone) is shown beside the form");
   await page.fill("#routine-form input[name=cronExpression]", "30 8 * * 1-5");
   await page.selectOption("#routine-form select[name=concurrencyPolicy]", { label: "Skip while one is running" });
+  await page.selectOption("#routine-form select[name=activityGatePolicy]", { label: "Skip it (no task, no tokens)" });
   await page.fill("#routine-form input[name=timezone]", "Mars/Olympus");
   await page.click("#routine-form button[type=submit]");
   await page.locator("#routine-form-error", { hasText: "Invalid timezone" }).waitFor();

@@ -74,6 +74,25 @@ text_enum! {
 }
 
 text_enum! {
+    /// Whether a scheduled tick needs something to have happened since the
+    /// routine last ran: `require_external_activity` skips a quiet tick
+    /// (no task, no run, no tokens) instead of waking its agent for nothing.
+    ActivityGatePolicy: "routine activity gate policy" {
+        Always = "always",
+        RequireExternalActivity = "require_external_activity",
+    }
+}
+
+text_enum! {
+    /// Where the gate looks for activity: the whole company, or the
+    /// routine's project.
+    ActivityGateScope: "routine activity gate scope" {
+        Company = "company",
+        Project = "project",
+    }
+}
+
+text_enum! {
     TriggerKind: "routine trigger kind" {
         Schedule = "schedule",
         Webhook = "webhook",
@@ -205,6 +224,8 @@ pub struct Routine {
     pub status: RoutineStatus,
     pub concurrency_policy: ConcurrencyPolicy,
     pub catch_up_policy: CatchUpPolicy,
+    pub activity_gate_policy: ActivityGatePolicy,
+    pub activity_gate_scope: ActivityGateScope,
     pub variables: Vec<RoutineVariable>,
     pub latest_revision_id: Option<String>,
     pub latest_revision_number: i64,
@@ -377,6 +398,8 @@ pub struct NewRoutine {
     pub status: Option<RoutineStatus>,
     pub concurrency_policy: Option<ConcurrencyPolicy>,
     pub catch_up_policy: Option<CatchUpPolicy>,
+    pub activity_gate_policy: Option<ActivityGatePolicy>,
+    pub activity_gate_scope: Option<ActivityGateScope>,
     pub variables: Option<Vec<RoutineVariable>>,
 }
 
@@ -403,6 +426,8 @@ pub struct RoutinePatch {
     pub status: Option<RoutineStatus>,
     pub concurrency_policy: Option<ConcurrencyPolicy>,
     pub catch_up_policy: Option<CatchUpPolicy>,
+    pub activity_gate_policy: Option<ActivityGatePolicy>,
+    pub activity_gate_scope: Option<ActivityGateScope>,
     pub variables: Option<Vec<RoutineVariable>>,
     /// The revision the editor saw; a newer one means someone else saved.
     pub base_revision_id: Option<String>,

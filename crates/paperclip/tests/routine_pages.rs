@@ -249,6 +249,7 @@ async fn a_person_makes_runs_pauses_and_resumes_a_routine_in_the_browser() {
     let r = &routines[0];
     assert_eq!(r["status"], "active");
     assert_eq!(r["concurrencyPolicy"], "skip_if_active");
+    assert_eq!(r["activityGatePolicy"], "require_external_activity");
     assert_eq!(r["triggers"][0]["cronExpression"], "30 8 * * 1-5");
     assert_eq!(r["triggers"][0]["timezone"], "Europe/Berlin");
     let rid = r["id"].as_str().unwrap();

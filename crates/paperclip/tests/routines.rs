@@ -154,11 +154,13 @@ async fn a_cron_routine_fires_on_the_test_clock_makes_a_task_and_wakes_its_agent
     assert_eq!(set_clock(&server, "2026-01-07T10:00:00Z").await, 1);
     assert_eq!(runs(&server, rid).await.len(), 2);
     // The run follows its task: blocked fails it, reopened it is live again.
+    // (The second tick may have coalesced into the same task while the
+    // agent was still on it, so the first run is found by its tick.)
     let first_status = async |server: &TestServer| {
         runs(server, rid)
             .await
             .into_iter()
-            .find(|r| r["linkedIssue"]["identifier"] == identifier)
+            .find(|r| r["triggeredAt"] == "2026-01-05T10:00:00.000Z")
             .unwrap()["status"]
             .clone()
     };
@@ -754,4 +756,102 @@ async fn typed_variables_are_checked_before_a_task_is_made() {
         .await;
     assert_eq!(issue["title"], "Report 4 for eu");
     assert_eq!(issue["description"], "Urgent: true, due 2026-12-24");
+}
+
+/// `activityGatePolicy: require_external_activity`: a tick with nothing new
+/// in the company since the routine last ran is skipped (a run that says
+/// why, no task, no wake, no tokens); the routine's own task and its agent's
+/// run do not count, a person's change does. The first tick always fires.
+#[tokio::test]
+async fn a_gated_routine_skips_quiet_ticks_and_fires_after_activity() {
+    let server = clock_server().await;
+    let (cid, aid) = acme_with(&server, "Triager").await;
+    let aid = aid.as_str();
+    let (status, body) = server
+        .post(
+            &format!("/api/companies/{cid}/routines"),
+            json!({ "title": "Triage", "assigneeAgentId": aid,
+                "activityGatePolicy": "require_external_activity", "activityGateScope": "project" }),
+        )
+        .await;
+    assert_eq!(status, 422, "a project scope needs a project: {body}");
+    let r = routine(
+        &server,
+        &cid,
+        json!({ "title": "Triage {{date}}", "assigneeAgentId": aid,
+            "concurrencyPolicy": "always_enqueue",
+            "activityGatePolicy": "require_external_activity" }),
+    )
+    .await;
+    assert_eq!(r["activityGatePolicy"], "require_external_activity");
+    assert_eq!(r["activityGateScope"], "company");
+    let rid = r["id"].as_str().unwrap();
+    schedule(&server, rid, "0 10 * * *").await;
+    let heartbeats = format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}");
+    let settled = |n: usize| {
+        move |runs: &Value| {
+            let runs = runs.as_array().unwrap();
+            runs.len() == n
+                && runs
+                    .iter()
+                    .all(|r| !matches!(r["status"].as_str(), Some("queued" | "running")))
+        }
+    };
+
+    // Never ran: the first tick fires, and its agent's run ends.
+    assert_eq!(set_clock(&server, "2026-01-05T10:00:05Z").await, 1);
+    server.wait_for(&heartbeats, 30, settled(1)).await;
+    // Nothing happened since but its own task and run: skipped.
+    assert_eq!(set_clock(&server, "2026-01-06T10:00:05Z").await, 0);
+    let list = runs(&server, rid).await;
+    assert_eq!(list.len(), 2, "{list:?}");
+    assert_eq!(list[0]["status"], "skipped");
+    assert_eq!(list[0]["failureReason"], "no_external_activity");
+    assert!(list[0]["linkedIssue"].is_null(), "{}", list[0]);
+    let issues = server.ok_get(&format!("/api/companies/{cid}/issues")).await;
+    assert_eq!(
+        issues.as_array().unwrap().len(),
+        1,
+        "no task for a quiet tick"
+    );
+    assert_eq!(
+        server.ok_get(&heartbeats).await.as_array().unwrap().len(),
+        1
+    );
+    let trigger = &server.ok_get(&format!("/api/routines/{rid}")).await["triggers"][0];
+    assert_eq!(trigger["lastResult"], "skipped");
+    assert_eq!(trigger["nextRunAt"], "2026-01-07T10:00:00.000Z");
+    // The routine's page says what the gate does and why the run made nothing.
+    let page = server.page(&format!("/ACM/routines/{rid}")).await;
+    assert!(page.contains("skips a scheduled run when nothing has happened since its last one"));
+    assert!(page.contains("Nothing had happened since the last run: no task, no agent woken"));
+    // Skipping is not activity either: the next quiet day skips again.
+    assert_eq!(set_clock(&server, "2026-01-07T10:00:05Z").await, 0);
+
+    // A person files a task: the next tick fires.
+    server
+        .issue(&cid, json!({ "title": "Customer reports a bug" }))
+        .await;
+    assert_eq!(set_clock(&server, "2026-01-08T10:00:05Z").await, 1);
+    let list = runs(&server, rid).await;
+    assert_eq!(list[0]["status"], "issue_created", "{list:?}");
+    server.wait_for(&heartbeats, 30, settled(2)).await;
+    let skipped = server
+        .ok_get(&format!("/api/companies/{cid}/activity?limit=200"))
+        .await
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["action"] == "routine.run_skipped")
+        .count();
+    assert_eq!(skipped, 2);
+
+    // Back to always: a quiet day fires.
+    server
+        .ok_patch(
+            &format!("/api/routines/{rid}"),
+            json!({ "activityGatePolicy": "always" }),
+        )
+        .await;
+    assert_eq!(set_clock(&server, "2026-01-09T10:00:05Z").await, 1);
 }

@@ -75,6 +75,7 @@ pub mod projects;
 mod raw;
 pub mod raw_conn;
 pub mod revisions;
+mod routine_gate;
 pub mod routine_runs;
 pub mod routine_triggers;
 pub mod routines;

@@ -226,6 +226,11 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0032_interactions.postgres.sql"),
         },
     ),
+    (
+        33,
+        "routine_activity_gate",
+        Sql::Both(include_str!("../migrations/0033_routine_activity_gate.sql")),
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -18,9 +18,9 @@ use paperclip_core::cron::interpolate;
 use paperclip_core::input::NewIssue;
 use paperclip_core::issue::IssueStatus;
 use paperclip_core::routine::{
-    CatchUpPolicy, ConcurrencyPolicy, LinkedIssue, Routine, RoutineListItem, RoutineRun,
-    RoutineRunStatus, RoutineRunSummary, RoutineStatus, RoutineTrigger, RunSource, TriggerListItem,
-    TriggerRef,
+    ActivityGatePolicy, CatchUpPolicy, ConcurrencyPolicy, LinkedIssue, Routine, RoutineListItem,
+    RoutineRun, RoutineRunStatus, RoutineRunSummary, RoutineStatus, RoutineTrigger, RunSource,
+    TriggerListItem, TriggerRef,
 };
 use serde_json::{json, Map, Value};
 
@@ -309,6 +309,16 @@ pub async fn fire(
     if !claim(&mut tx, trigger, next).await? {
         return Ok(None);
     }
+    let routine = crate::routines::get_in(&mut tx, &trigger.routine_id).await?;
+    if routine.activity_gate_policy == ActivityGatePolicy::RequireExternalActivity {
+        if let Some(since) = crate::routine_gate::quiet(&mut tx, &routine).await? {
+            let tick = ticks.last().copied().unwrap_or(now);
+            gated_in(&mut tx, actor, &routine, trigger, tick, &since).await?;
+            mark_fired(&mut tx, &trigger.id, now, "skipped").await?;
+            tx.commit().await?;
+            return Ok(Some(Vec::new()));
+        }
+    }
     let mut runs = Vec::new();
     for tick in ticks {
         let d = Dispatch {
@@ -327,6 +337,46 @@ pub async fn fire(
     mark_fired(&mut tx, &trigger.id, now, result).await?;
     tx.commit().await?;
     Ok(Some(runs))
+}
+
+/// A quiet tick of a gated routine: claimed, and recorded as a skipped run
+/// that says why, with no task and no wake.
+async fn gated_in(
+    tx: &mut Tx,
+    actor: &Actor,
+    routine: &Routine,
+    trigger: &RoutineTrigger,
+    tick: DateTime<Utc>,
+    since: &str,
+) -> Result<()> {
+    let id = new_id();
+    let ts = crate::now();
+    crate::db::query(
+        "INSERT INTO routine_runs (id, company_id, routine_id, trigger_id, source, status, \
+         triggered_at, routine_revision_id, failure_reason, completed_at, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, 'schedule', 'skipped', $5, $6, 'no_external_activity', $7, $7, $7)",
+    )
+    .bind(&id)
+    .bind(&routine.company_id)
+    .bind(&routine.id)
+    .bind(&trigger.id)
+    .bind(stamp(tick))
+    .bind(routine.latest_revision_id.as_deref())
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?;
+    record(
+        tx,
+        actor,
+        &routine.company_id,
+        Action::RoutineRunSkipped,
+        EntityType::RoutineRun,
+        &id,
+        json!({ "routineId": routine.id, "triggerId": trigger.id, "source": "schedule",
+            "status": "skipped", "reason": "no_external_activity",
+            "activityGate": { "verdict": "quiet", "windowStart": since } }),
+    )
+    .await
 }
 
 /// A tick whose dispatch failed: the tick is claimed all the same (a

@@ -9,8 +9,8 @@ use paperclip_core::actor::{Actor, ActorKind};
 use paperclip_core::cron;
 use paperclip_core::issue::IssuePriority;
 use paperclip_core::routine::{
-    CatchUpPolicy, ConcurrencyPolicy, LinkedIssue, NewRoutine, Routine, RoutinePatch,
-    RoutineRevision, RoutineStatus, RoutineVariable, TITLE_MAX,
+    ActivityGatePolicy, ActivityGateScope, CatchUpPolicy, ConcurrencyPolicy, LinkedIssue,
+    NewRoutine, Routine, RoutinePatch, RoutineRevision, RoutineStatus, RoutineVariable, TITLE_MAX,
 };
 use serde_json::{json, Value};
 
@@ -23,7 +23,7 @@ pub(crate) const COLUMNS: &str = "id, company_id, project_id, goal_id, parent_is
      description, assignee_agent_id, priority, status, concurrency_policy, catch_up_policy, \
      variables, latest_revision_id, latest_revision_number, created_by_agent_id, \
      created_by_user_id, updated_by_agent_id, updated_by_user_id, last_triggered_at, \
-     last_enqueued_at, created_at, updated_at";
+     last_enqueued_at, created_at, updated_at, activity_gate_policy, activity_gate_scope";
 
 pub(crate) fn stamp(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
@@ -54,6 +54,7 @@ pub async fn create(
         // Upstream keeps an unassigned routine paused rather than refusing it.
         status = RoutineStatus::Paused;
     }
+    project_scope_has_project(input.activity_gate_scope, input.project_id.as_deref())?;
     let mut tx = store.begin().await?;
     crate::companies::exists_in(&mut tx, company_id).await?;
     check_refs(
@@ -70,7 +71,7 @@ pub async fn create(
     let (agent, user) = by(actor);
     crate::db::query(&format!(
         "INSERT INTO routines ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-         $12, $13, NULL, 0, $14, $15, $14, $15, NULL, NULL, $16, $16)"
+         $12, $13, NULL, 0, $14, $15, $14, $15, NULL, NULL, $16, $16, $17, $18)"
     ))
     .bind(&id)
     .bind(company_id)
@@ -98,6 +99,18 @@ pub async fn create(
     .bind(agent)
     .bind(user)
     .bind(&ts)
+    .bind(
+        input
+            .activity_gate_policy
+            .unwrap_or(ActivityGatePolicy::Always)
+            .as_str(),
+    )
+    .bind(
+        input
+            .activity_gate_scope
+            .unwrap_or(ActivityGateScope::Company)
+            .as_str(),
+    )
     .execute(tx.conn())
     .await?;
     record(
@@ -204,6 +217,14 @@ pub async fn update(
         parent.as_deref(),
     )
     .await?;
+    project_scope_has_project(
+        Some(
+            patch
+                .activity_gate_scope
+                .unwrap_or(current.activity_gate_scope),
+        ),
+        project.as_deref(),
+    )?;
     let variables = merged_variables(
         patch
             .variables
@@ -217,7 +238,8 @@ pub async fn update(
         "UPDATE routines SET title = $2, description = $3, assignee_agent_id = $4, \
          project_id = $5, goal_id = $6, parent_issue_id = $7, priority = $8, status = $9, \
          concurrency_policy = $10, catch_up_policy = $11, variables = $12, \
-         updated_by_agent_id = $13, updated_by_user_id = $14, updated_at = $15 WHERE id = $1",
+         updated_by_agent_id = $13, updated_by_user_id = $14, updated_at = $15, \
+         activity_gate_policy = $16, activity_gate_scope = $17 WHERE id = $1",
     )
     .bind(id)
     .bind(&title)
@@ -244,6 +266,18 @@ pub async fn update(
     .bind(agent)
     .bind(user)
     .bind(crate::now())
+    .bind(
+        patch
+            .activity_gate_policy
+            .unwrap_or(current.activity_gate_policy)
+            .as_str(),
+    )
+    .bind(
+        patch
+            .activity_gate_scope
+            .unwrap_or(current.activity_gate_scope)
+            .as_str(),
+    )
     .execute(tx.conn())
     .await?;
     if status == RoutineStatus::Active && current.status != RoutineStatus::Active {
@@ -268,6 +302,8 @@ pub async fn update(
         "status",
         "concurrencyPolicy",
         "catchUpPolicy",
+        "activityGatePolicy",
+        "activityGateScope",
         "variables",
     ] {
         if a.get(key) != b.get(key) {
@@ -322,6 +358,8 @@ pub(crate) async fn write_revision(
             "status": routine.status,
             "concurrencyPolicy": routine.concurrency_policy,
             "catchUpPolicy": routine.catch_up_policy,
+            "activityGatePolicy": routine.activity_gate_policy,
+            "activityGateScope": routine.activity_gate_scope,
             "variables": routine.variables,
         },
         "triggers": triggers.iter().map(|t| json!({
@@ -447,8 +485,8 @@ pub(crate) async fn restore_fields_in(
     crate::db::query(
         "UPDATE routines SET title = $2, description = $3, assignee_agent_id = $4, \
          priority = $5, status = $6, concurrency_policy = $7, catch_up_policy = $8, \
-         variables = $9, updated_by_agent_id = $10, updated_by_user_id = $11, updated_at = $12 \
-         WHERE id = $1",
+         variables = $9, updated_by_agent_id = $10, updated_by_user_id = $11, updated_at = $12, \
+         activity_gate_policy = $13, activity_gate_scope = $14 WHERE id = $1",
     )
     .bind(&routine.id)
     .bind(text("title").unwrap_or_else(|| routine.title.clone()))
@@ -465,6 +503,14 @@ pub(crate) async fn restore_fields_in(
     .bind(agent)
     .bind(user)
     .bind(crate::now())
+    .bind(parse(
+        "activityGatePolicy",
+        routine.activity_gate_policy.as_str(),
+    ))
+    .bind(parse(
+        "activityGateScope",
+        routine.activity_gate_scope.as_str(),
+    ))
     .execute(tx.conn())
     .await?;
     Ok(())
@@ -572,6 +618,20 @@ fn checked_title(title: &str) -> Result<String> {
     Ok(title.to_string())
 }
 
+/// A gate that looks at the routine's project needs one: without, it
+/// would find nothing and skip every tick.
+fn project_scope_has_project(
+    scope: Option<ActivityGateScope>,
+    project: Option<&str>,
+) -> Result<()> {
+    if scope == Some(ActivityGateScope::Project) && project.is_none() {
+        return Err(Error::rule(
+            "activityGateScope 'project' needs the routine's projectId",
+        ));
+    }
+    Ok(())
+}
+
 /// The declared variables plus any `{{name}}` the title or description uses
 /// (as required text), built-ins excluded; a bad name is refused.
 fn merged_variables(
@@ -644,6 +704,8 @@ pub(crate) fn map(row: &DbRow) -> Result<Routine> {
         status: row.stored("status")?,
         concurrency_policy: row.stored("concurrency_policy")?,
         catch_up_policy: row.stored("catch_up_policy")?,
+        activity_gate_policy: row.stored("activity_gate_policy")?,
+        activity_gate_scope: row.stored("activity_gate_scope")?,
         variables: serde_json::from_value(variables).unwrap_or_default(),
         latest_revision_id: row.opt_text("latest_revision_id")?,
         latest_revision_number: row.int("latest_revision_number")?,

@@ -77,6 +77,7 @@
         priority: value(form, "priority"),
         concurrencyPolicy: value(form, "concurrencyPolicy"),
         catchUpPolicy: value(form, "catchUpPolicy"),
+        activityGatePolicy: value(form, "activityGatePolicy"),
       });
       id = routine.id;
       form.dataset.pendingRoutine = id;

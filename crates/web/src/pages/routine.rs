@@ -8,8 +8,8 @@ use axum::extract::{Path, State};
 use chrono::Utc;
 use maud::{html, Markup};
 use paperclip_core::routine::{
-    CatchUpPolicy, ConcurrencyPolicy, Routine, RoutineRevision, RoutineStatus, RoutineTrigger,
-    TriggerKind,
+    ActivityGatePolicy, ActivityGateScope, CatchUpPolicy, ConcurrencyPolicy, Routine,
+    RoutineRevision, RoutineStatus, RoutineTrigger, TriggerKind,
 };
 
 use super::by_id;
@@ -87,6 +87,11 @@ pub async fn page(
                     None => { "No agent assigned: it cannot be activated until one is." }
                 }
                 " · " (policy_words(&routine))
+                @if routine.activity_gate_policy == ActivityGatePolicy::RequireExternalActivity {
+                    "; skips a scheduled run when nothing has happened "
+                    @if routine.activity_gate_scope == ActivityGateScope::Project { "in its project " }
+                    "since its last one"
+                }
             }
             @if editable {
                 div.actions #routine-actions {
@@ -119,7 +124,7 @@ pub async fn page(
                         @for s in &runs {
                             tr data-routine-run=(s.run.id) {
                                 td { (pill(s.run.status.as_str()))
-                                    @if let Some(why) = &s.run.failure_reason { div.muted.failure { (why) } } }
+                                    @if let Some(why) = &s.run.failure_reason { div.muted.failure { (reason_words(why)) } } }
                                 td { @match &s.linked_issue {
                                     Some(i) => a href={"/" (p) "/tasks/" (i.identifier)} { span.ident { (i.identifier) } " " (i.title) " " (pill(i.status.as_str())) },
                                     None => span.muted { "—" } } }
@@ -169,6 +174,16 @@ pub async fn page(
         body,
         fixed,
     ))
+}
+
+/// Why a run did not make a task, in words; an unknown reason as stored.
+fn reason_words(reason: &str) -> &str {
+    match reason {
+        "no_external_activity" => {
+            "Nothing had happened since the last run: no task, no agent woken"
+        }
+        other => other,
+    }
 }
 
 fn policy_words(r: &Routine) -> &'static str {

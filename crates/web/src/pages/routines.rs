@@ -273,6 +273,12 @@ fn form(company_id: &str, agents: &[Agent]) -> Markup {
                         option value="enqueue_missed_with_cap" { "Run each missed time, up to 25" }
                     }
                 }
+                label { "When nothing has happened since the last run"
+                    select name="activityGatePolicy" {
+                        option value="always" selected { "Run anyway" }
+                        option value="require_external_activity" { "Skip it (no task, no tokens)" }
+                    }
+                }
             }
             p.form-error #routine-form-error role="alert" hidden {}
             div.actions { button.primary type="submit" { "Create routine" } }
