@@ -855,3 +855,52 @@ async fn a_gated_routine_skips_quiet_ticks_and_fires_after_activity() {
         .await;
     assert_eq!(set_clock(&server, "2026-01-09T10:00:05Z").await, 1);
 }
+
+/// A gate scoped to the routine's project counts only that project's
+/// activity: a task filed in another project leaves the tick quiet.
+#[tokio::test]
+async fn a_project_gate_counts_only_its_projects_activity() {
+    let server = clock_server().await;
+    let (cid, aid) = acme_with(&server, "Triager").await;
+    let mut projects = Vec::new();
+    for name in ["Mobile", "Web"] {
+        let p = server
+            .ok_post(
+                &format!("/api/companies/{cid}/projects"),
+                json!({ "name": name }),
+            )
+            .await;
+        projects.push(p["id"].as_str().unwrap().to_string());
+    }
+    let r = routine(
+        &server,
+        &cid,
+        json!({ "title": "Mobile triage", "assigneeAgentId": aid, "projectId": projects[0],
+            "concurrencyPolicy": "always_enqueue",
+            "activityGatePolicy": "require_external_activity", "activityGateScope": "project" }),
+    )
+    .await;
+    let rid = r["id"].as_str().unwrap();
+    schedule(&server, rid, "0 10 * * *").await;
+    assert_eq!(set_clock(&server, "2026-01-05T10:00:05Z").await, 1);
+    server
+        .issue(
+            &cid,
+            json!({ "title": "Web bug", "projectId": projects[1] }),
+        )
+        .await;
+    assert_eq!(set_clock(&server, "2026-01-06T10:00:05Z").await, 0);
+    server
+        .issue(
+            &cid,
+            json!({ "title": "Mobile bug", "projectId": projects[0] }),
+        )
+        .await;
+    assert_eq!(set_clock(&server, "2026-01-07T10:00:05Z").await, 1);
+    let statuses: Vec<Value> = runs(&server, rid)
+        .await
+        .iter()
+        .map(|r| r["status"].clone())
+        .collect();
+    assert_eq!(statuses, ["issue_created", "skipped", "issue_created"]);
+}
