@@ -76,6 +76,7 @@ mod raw;
 pub mod raw_conn;
 pub mod revisions;
 mod routine_gate;
+pub mod routine_revisions;
 pub mod routine_runs;
 pub mod routine_triggers;
 pub mod routines;

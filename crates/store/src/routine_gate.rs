@@ -11,10 +11,14 @@
 //! was not itself skipped or coalesced; a routine that never ran fires.
 
 use chrono::{DateTime, Utc};
-use paperclip_core::routine::{ActivityGateScope, Routine};
+use paperclip_core::activity::{Action, EntityType};
+use paperclip_core::actor::Actor;
+use paperclip_core::routine::{ActivityGateScope, Routine, RoutineTrigger};
+use serde_json::json;
 
+use crate::routines::{record, stamp};
 use crate::row::RowExt;
-use crate::{Result, Tx};
+use crate::{new_id, Result, Tx};
 
 /// `Some(window start)` when the routine's gate finds nothing to act on.
 pub(crate) async fn quiet(tx: &mut Tx, routine: &Routine) -> Result<Option<String>> {
@@ -74,6 +78,46 @@ pub(crate) async fn quiet(tx: &mut Tx, routine: &Routine) -> Result<Option<Strin
     }
     let found = q.fetch_optional(tx.conn()).await?;
     Ok(found.is_none().then_some(since))
+}
+
+/// A quiet tick of a gated routine: claimed, and recorded as a skipped run
+/// that says why, with no task and no wake.
+pub(crate) async fn skip_in(
+    tx: &mut Tx,
+    actor: &Actor,
+    routine: &Routine,
+    trigger: &RoutineTrigger,
+    tick: DateTime<Utc>,
+    since: &str,
+) -> Result<()> {
+    let id = new_id();
+    let ts = crate::now();
+    crate::db::query(
+        "INSERT INTO routine_runs (id, company_id, routine_id, trigger_id, source, status, \
+         triggered_at, routine_revision_id, failure_reason, completed_at, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, 'schedule', 'skipped', $5, $6, 'no_external_activity', $7, $7, $7)",
+    )
+    .bind(&id)
+    .bind(&routine.company_id)
+    .bind(&routine.id)
+    .bind(&trigger.id)
+    .bind(stamp(tick))
+    .bind(routine.latest_revision_id.as_deref())
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?;
+    record(
+        tx,
+        actor,
+        &routine.company_id,
+        Action::RoutineRunSkipped,
+        EntityType::RoutineRun,
+        &id,
+        json!({ "routineId": routine.id, "triggerId": trigger.id, "source": "schedule",
+            "status": "skipped", "reason": "no_external_activity",
+            "activityGate": { "verdict": "quiet", "windowStart": since } }),
+    )
+    .await
 }
 
 /// The smallest UUIDv7 of the millisecond after `at`, as text: entries

@@ -313,7 +313,7 @@ pub async fn fire(
     if routine.activity_gate_policy == ActivityGatePolicy::RequireExternalActivity {
         if let Some(since) = crate::routine_gate::quiet(&mut tx, &routine).await? {
             let tick = ticks.last().copied().unwrap_or(now);
-            gated_in(&mut tx, actor, &routine, trigger, tick, &since).await?;
+            crate::routine_gate::skip_in(&mut tx, actor, &routine, trigger, tick, &since).await?;
             mark_fired(&mut tx, &trigger.id, now, "skipped").await?;
             tx.commit().await?;
             return Ok(Some(Vec::new()));
@@ -337,46 +337,6 @@ pub async fn fire(
     mark_fired(&mut tx, &trigger.id, now, result).await?;
     tx.commit().await?;
     Ok(Some(runs))
-}
-
-/// A quiet tick of a gated routine: claimed, and recorded as a skipped run
-/// that says why, with no task and no wake.
-async fn gated_in(
-    tx: &mut Tx,
-    actor: &Actor,
-    routine: &Routine,
-    trigger: &RoutineTrigger,
-    tick: DateTime<Utc>,
-    since: &str,
-) -> Result<()> {
-    let id = new_id();
-    let ts = crate::now();
-    crate::db::query(
-        "INSERT INTO routine_runs (id, company_id, routine_id, trigger_id, source, status, \
-         triggered_at, routine_revision_id, failure_reason, completed_at, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, 'schedule', 'skipped', $5, $6, 'no_external_activity', $7, $7, $7)",
-    )
-    .bind(&id)
-    .bind(&routine.company_id)
-    .bind(&routine.id)
-    .bind(&trigger.id)
-    .bind(stamp(tick))
-    .bind(routine.latest_revision_id.as_deref())
-    .bind(&ts)
-    .execute(tx.conn())
-    .await?;
-    record(
-        tx,
-        actor,
-        &routine.company_id,
-        Action::RoutineRunSkipped,
-        EntityType::RoutineRun,
-        &id,
-        json!({ "routineId": routine.id, "triggerId": trigger.id, "source": "schedule",
-            "status": "skipped", "reason": "no_external_activity",
-            "activityGate": { "verdict": "quiet", "windowStart": since } }),
-    )
-    .await
 }
 
 /// A tick whose dispatch failed: the tick is claimed all the same (a
@@ -598,63 +558,4 @@ fn map_summary(row: &DbRow) -> Result<RoutineRunSummary> {
         linked_issue,
         trigger,
     })
-}
-
-/// Applies a revision and writes the revision that records the restore.
-pub async fn restore(
-    store: &Store,
-    actor: &Actor,
-    routine_id: &str,
-    revision_id: &str,
-    fresh: &crate::routine_triggers::Fresh<'_>,
-    now: DateTime<Utc>,
-) -> Result<Restored> {
-    let mut tx = store.begin().await?;
-    let routine = crate::routines::get_in(&mut tx, routine_id).await?;
-    let revision = crate::routines::revision_in(&mut tx, routine_id, revision_id).await?;
-    crate::routines::restore_fields_in(&mut tx, actor, &routine, &revision.snapshot).await?;
-    // Triggers made again are checked against the restored variables.
-    let restored = crate::routines::get_in(&mut tx, routine_id).await?;
-    let remade = crate::routine_triggers::restore_in(
-        &mut tx,
-        actor,
-        &restored,
-        &revision.snapshot,
-        fresh,
-        now,
-    )
-    .await?;
-    let summary = format!("Restored revision {}", revision.revision_number);
-    let new_id =
-        crate::routines::write_revision(&mut tx, actor, routine_id, &summary, Some(&revision.id))
-            .await?;
-    record(
-        &mut tx,
-        actor,
-        &routine.company_id,
-        Action::RoutineRevisionRestored,
-        EntityType::Routine,
-        routine_id,
-        json!({ "restoredFromRevisionId": revision.id,
-            "restoredFromRevisionNumber": revision.revision_number, "revisionId": new_id }),
-    )
-    .await?;
-    let after = crate::routines::get_in(&mut tx, routine_id).await?;
-    let new_revision = crate::routines::revision_in(&mut tx, routine_id, &new_id).await?;
-    tx.commit().await?;
-    Ok(Restored {
-        routine: after,
-        revision: new_revision,
-        from_number: revision.revision_number,
-        remade,
-    })
-}
-
-/// A restore's outcome: the routine and the revision it wrote, the number
-/// it came back to, and the triggers it made again.
-pub struct Restored {
-    pub routine: Routine,
-    pub revision: paperclip_core::routine::RoutineRevision,
-    pub from_number: i64,
-    pub remade: Vec<crate::routine_triggers::Remade>,
 }

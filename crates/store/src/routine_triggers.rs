@@ -16,7 +16,8 @@ use paperclip_core::secret_box;
 use serde_json::{json, Value};
 
 use crate::db::DbRow;
-use crate::routines::{by, record, stamp, write_revision};
+use crate::routine_revisions::write_revision;
+use crate::routines::{by, record, stamp};
 use crate::row::RowExt;
 use crate::secrets::Seal;
 use crate::{new_id, Error, Result, Store, Tx};

@@ -18,7 +18,7 @@ use paperclip_core::routine::{
 };
 use paperclip_runtime::vault::Vault;
 use paperclip_store::routine_triggers::{self, Changed, NewSecret};
-use paperclip_store::{routine_runs, routines};
+use paperclip_store::{routine_revisions, routine_runs, routines};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::Sha256;
@@ -90,7 +90,7 @@ async fn answer(
     changed: Changed,
     secret: Option<String>,
 ) -> ApiResult<TriggerChange> {
-    let revision = routines::revisions(&app.store, &changed.trigger.routine_id)
+    let revision = routine_revisions::revisions(&app.store, &changed.trigger.routine_id)
         .await?
         .into_iter()
         .find(|r| r.id == changed.revision_id);

@@ -17,7 +17,7 @@ use paperclip_core::routine::{
 };
 use paperclip_core::team::Permission;
 use paperclip_runtime::vault::Vault;
-use paperclip_store::{routine_runs, routine_triggers, routines};
+use paperclip_store::{routine_revisions, routine_runs, routine_triggers, routines};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -185,7 +185,9 @@ async fn list_revisions(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Vec<RoutineRevision>>> {
     let routine = load(&app, &caller, &id).await?;
-    Ok(Json(routines::revisions(&app.store, &routine.id).await?))
+    Ok(Json(
+        routine_revisions::revisions(&app.store, &routine.id).await?,
+    ))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -220,7 +222,8 @@ async fn restore_revision(
         seal: &seal,
     };
     let done =
-        routine_runs::restore(&app.store, caller.actor(), &id, &revision_id, &fresh, now).await?;
+        routine_revisions::restore(&app.store, caller.actor(), &id, &revision_id, &fresh, now)
+            .await?;
     let secret_materials = done
         .remade
         .into_iter()

@@ -41,7 +41,7 @@ pub async fn page(
     let runs = paperclip_store::routine_runs::list(&web.store, &id, 25)
         .await
         .map_err(store_failure)?;
-    let revisions = paperclip_store::routines::revisions(&web.store, &id)
+    let revisions = paperclip_store::routine_revisions::revisions(&web.store, &id)
         .await
         .map_err(store_failure)?;
     let agents = paperclip_store::agents::list(&web.store, cid)
