@@ -25,6 +25,30 @@ pub async fn record(tx: &mut Tx, actor: &Actor, entry: Entry<'_>) -> Result<()> 
 
 /// The row [`record`] writes, for a caller that writes it in a statement of
 /// its own (and then calls [`announce`]).
+/// An entry about a task, its details carrying the task's identifier (what
+/// a person reads in the feed).
+pub(crate) async fn on_issue(
+    tx: &mut Tx,
+    actor: &Actor,
+    issue: &paperclip_core::model::Issue,
+    action: Action,
+    mut details: Value,
+) -> Result<()> {
+    details["identifier"] = Value::from(issue.identifier.clone());
+    record(
+        tx,
+        actor,
+        Entry {
+            company_id: &issue.company_id,
+            action,
+            entity_type: EntityType::Issue,
+            entity_id: &issue.id,
+            details,
+        },
+    )
+    .await
+}
+
 pub(crate) fn entry_row(actor: &Actor, entry: Entry<'_>) -> ActivityEntry {
     ActivityEntry {
         id: new_id(),

@@ -4,14 +4,14 @@
 //! them before the row is deleted. An upload from an agent's run also
 //! records an `artifact` work product for it, in the same transaction.
 
-use paperclip_core::activity::{Action, EntityType};
+use paperclip_core::activity::Action;
 use paperclip_core::actor::Actor;
 use paperclip_core::attachment::Attachment;
 use paperclip_core::model::Issue;
 use paperclip_core::work_product::{NewWorkProduct, WorkProductType, PAPERCLIP_PROVIDER};
 use serde_json::json;
 
-use crate::activity::{self, Entry};
+use crate::activity;
 use crate::db::DbRow;
 use crate::row::{one_by_id, RowExt};
 use crate::work_products::Source;
@@ -83,7 +83,7 @@ pub async fn create(
     .bind(&ts)
     .execute(tx.conn())
     .await?;
-    record(
+    activity::on_issue(
         &mut tx,
         actor,
         issue,
@@ -204,7 +204,7 @@ pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Attachment
         .bind(id)
         .execute(tx.conn())
         .await?;
-    record(
+    activity::on_issue(
         &mut tx,
         actor,
         &issue,
@@ -214,28 +214,6 @@ pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Attachment
     .await?;
     tx.commit().await?;
     Ok(current)
-}
-
-async fn record(
-    tx: &mut Tx,
-    actor: &Actor,
-    issue: &Issue,
-    action: Action,
-    mut details: serde_json::Value,
-) -> Result<()> {
-    details["identifier"] = json!(issue.identifier);
-    activity::record(
-        tx,
-        actor,
-        Entry {
-            company_id: &issue.company_id,
-            action,
-            entity_type: EntityType::Issue,
-            entity_id: &issue.id,
-            details,
-        },
-    )
-    .await
 }
 
 fn map(row: &DbRow) -> Result<Attachment> {

@@ -5,7 +5,7 @@
 //! written with its activity entry, which is also what makes the task page
 //! update live.
 
-use paperclip_core::activity::{Action, EntityType};
+use paperclip_core::activity::Action;
 use paperclip_core::actor::Actor;
 use paperclip_core::model::Issue;
 use paperclip_core::work_product::{
@@ -14,7 +14,7 @@ use paperclip_core::work_product::{
 };
 use serde_json::{json, Value};
 
-use crate::activity::{self, Entry};
+use crate::activity;
 use crate::db::DbRow;
 use crate::row::{one_by_id, RowExt};
 use crate::{new_id, now, Error, Result, Store, Tx};
@@ -220,7 +220,7 @@ pub(crate) async fn create_in(
     if let Some(source) = source.as_str() {
         details["source"] = json!(source);
     }
-    record(tx, actor, issue, Action::IssueWorkProductCreated, details).await?;
+    activity::on_issue(tx, actor, issue, Action::IssueWorkProductCreated, details).await?;
     get_in(tx, &id).await
 }
 
@@ -380,7 +380,7 @@ async fn update_in(
     .bind(now())
     .execute(tx.conn())
     .await?;
-    record(
+    activity::on_issue(
         tx,
         actor,
         &issue,
@@ -399,7 +399,7 @@ pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<WorkProduc
         .bind(id)
         .execute(tx.conn())
         .await?;
-    record(
+    activity::on_issue(
         &mut tx,
         actor,
         &issue,
@@ -480,28 +480,6 @@ async fn project_in_company(tx: &mut Tx, company_id: &str, project_id: &str) -> 
         Some(r) if r.text("company_id")? == company_id => Ok(()),
         _ => Err(Error::rule("projectId names no project of this company")),
     }
-}
-
-async fn record(
-    tx: &mut Tx,
-    actor: &Actor,
-    issue: &Issue,
-    action: Action,
-    mut details: Value,
-) -> Result<()> {
-    details["identifier"] = json!(issue.identifier);
-    activity::record(
-        tx,
-        actor,
-        Entry {
-            company_id: &issue.company_id,
-            action,
-            entity_type: EntityType::Issue,
-            entity_id: &issue.id,
-            details,
-        },
-    )
-    .await
 }
 
 fn map(row: &DbRow) -> Result<WorkProduct> {
