@@ -1,0 +1,12 @@
+//! This crate's integration tests, in one binary: each file is a module.
+
+#[allow(dead_code)]
+mod common;
+
+mod briefs;
+mod claim_limit;
+mod issue_counts;
+mod list_json;
+mod month_boundary;
+mod search_paths;
+mod strict_values;
