@@ -23,6 +23,38 @@ impl ApprovalType {
     }
 }
 
+/// Where an approval stands: `pending` until decided; a revision request
+/// comes back `pending` on resubmit; the others are final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    Pending,
+    Approved,
+    Rejected,
+    RevisionRequested,
+    Cancelled,
+}
+
+impl ApprovalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalStatus::Pending => "pending",
+            ApprovalStatus::Approved => "approved",
+            ApprovalStatus::Rejected => "rejected",
+            ApprovalStatus::RevisionRequested => "revision_requested",
+            ApprovalStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Still waiting for someone: pending, or sent back for a revision.
+    pub fn is_open(self) -> bool {
+        matches!(
+            self,
+            ApprovalStatus::Pending | ApprovalStatus::RevisionRequested
+        )
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApprovalAction {
     Approve,
@@ -36,13 +68,14 @@ impl ApprovalAction {
     /// The status the action leads to from `from`, or `None` if not allowed:
     /// pending -> approved | rejected | revision_requested | cancelled;
     /// revision_requested -> pending (resubmit) | cancelled. Decided ones are final.
-    pub fn apply(self, from: &str) -> Option<&'static str> {
+    pub fn apply(self, from: ApprovalStatus) -> Option<ApprovalStatus> {
+        use ApprovalStatus::*;
         match (from, self) {
-            ("pending", ApprovalAction::Approve) => Some("approved"),
-            ("pending", ApprovalAction::Reject) => Some("rejected"),
-            ("pending", ApprovalAction::RequestRevision) => Some("revision_requested"),
-            ("pending" | "revision_requested", ApprovalAction::Cancel) => Some("cancelled"),
-            ("revision_requested", ApprovalAction::Resubmit) => Some("pending"),
+            (Pending, ApprovalAction::Approve) => Some(Approved),
+            (Pending, ApprovalAction::Reject) => Some(Rejected),
+            (Pending, ApprovalAction::RequestRevision) => Some(RevisionRequested),
+            (Pending | RevisionRequested, ApprovalAction::Cancel) => Some(Cancelled),
+            (RevisionRequested, ApprovalAction::Resubmit) => Some(Pending),
             _ => None,
         }
     }
@@ -61,16 +94,17 @@ impl ApprovalAction {
 #[cfg(test)]
 mod tests {
     use super::ApprovalAction::*;
+    use super::ApprovalStatus::{self, *};
 
     #[test]
     fn decisions_are_final_and_revisions_come_back_pending() {
-        assert_eq!(Approve.apply("pending"), Some("approved"));
-        assert_eq!(RequestRevision.apply("pending"), Some("revision_requested"));
-        assert_eq!(Resubmit.apply("revision_requested"), Some("pending"));
-        assert_eq!(Approve.apply("revision_requested"), None);
-        for decided in ["approved", "rejected", "cancelled"] {
+        assert_eq!(Approve.apply(Pending), Some(Approved));
+        assert_eq!(RequestRevision.apply(Pending), Some(RevisionRequested));
+        assert_eq!(Resubmit.apply(RevisionRequested), Some(Pending));
+        assert_eq!(Approve.apply(RevisionRequested), None);
+        for decided in [Approved, Rejected, ApprovalStatus::Cancelled] {
             for action in [Approve, Reject, RequestRevision, Resubmit, Cancel] {
-                assert_eq!(action.apply(decided), None, "{decided} is final");
+                assert_eq!(action.apply(decided), None, "{decided:?} is final");
             }
         }
     }

@@ -38,6 +38,89 @@ pub fn stamp(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
+/// What a monthly budget belongs to.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetScope {
+    Company,
+    Agent,
+    Project,
+}
+
+impl BudgetScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetScope::Company => "company",
+            BudgetScope::Agent => "agent",
+            BudgetScope::Project => "project",
+        }
+    }
+}
+
+/// A threshold a scope's spend crossed: `soft` (80 %, the board is warned)
+/// or `hard` (100 %, work stopped).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum IncidentKind {
+    Soft,
+    Hard,
+}
+
+impl IncidentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IncidentKind::Soft => "soft",
+            IncidentKind::Hard => "hard",
+        }
+    }
+}
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum IncidentStatus {
+    Open,
+    Resolved,
+}
+
+impl IncidentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IncidentStatus::Open => "open",
+            IncidentStatus::Resolved => "resolved",
+        }
+    }
+}
+
+/// How an incident was resolved.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum IncidentResolution {
+    /// The budget now covers the month's spend.
+    BudgetRaised,
+    /// The board resumed an agent paused for budget.
+    Override,
+    /// A new UTC month began.
+    MonthRollover,
+}
+
+impl IncidentResolution {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IncidentResolution::BudgetRaised => "budget_raised",
+            IncidentResolution::Override => "override",
+            IncidentResolution::MonthRollover => "month_rollover",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
     Ok,

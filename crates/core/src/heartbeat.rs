@@ -38,7 +38,10 @@ impl RunStatus {
 }
 
 /// Where a wake came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum WakeSource {
     Timer,
     Assignment,
@@ -65,6 +68,75 @@ impl WakeSource {
 
     pub fn parse(s: &str) -> Option<WakeSource> {
         WakeSource::ALL.into_iter().find(|w| w.as_str() == s)
+    }
+}
+
+/// What became of a wake request: `skipped` (with its [`WakeSkipReason`]),
+/// or served by a run, `queued` (it made the run) or `coalesced` (folded into
+/// one already waiting), then `claimed` when that run starts and
+/// `completed`, `failed` or `cancelled` when it ends.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum WakeStatus {
+    Queued,
+    Coalesced,
+    Skipped,
+    Claimed,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl WakeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WakeStatus::Queued => "queued",
+            WakeStatus::Coalesced => "coalesced",
+            WakeStatus::Skipped => "skipped",
+            WakeStatus::Claimed => "claimed",
+            WakeStatus::Completed => "completed",
+            WakeStatus::Failed => "failed",
+            WakeStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Why a wake produced no run.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum WakeSkipReason {
+    /// Paused by a budget's hard stop.
+    BudgetBlocked,
+    AgentPaused,
+    AgentTerminated,
+    /// A hire still waiting for the board.
+    AgentPendingApproval,
+    /// The heartbeat policy turns this source of wakes off.
+    DisabledByPolicy,
+    /// A timer wake with nothing to do.
+    NoWork,
+    /// An agent's own action does not wake it.
+    SelfWake,
+    /// Agents kept waking each other on the task; the board releases it.
+    LoopHeld,
+}
+
+impl WakeSkipReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WakeSkipReason::BudgetBlocked => "budget_blocked",
+            WakeSkipReason::AgentPaused => "agent_paused",
+            WakeSkipReason::AgentTerminated => "agent_terminated",
+            WakeSkipReason::AgentPendingApproval => "agent_pending_approval",
+            WakeSkipReason::DisabledByPolicy => "disabled_by_policy",
+            WakeSkipReason::NoWork => "no_work",
+            WakeSkipReason::SelfWake => "self_wake",
+            WakeSkipReason::LoopHeld => "loop_held",
+        }
     }
 }
 
@@ -137,14 +209,16 @@ pub fn skip_reason(
     policy: &HeartbeatPolicy,
     source: WakeSource,
     idle: bool,
-) -> Option<&'static str> {
+) -> Option<WakeSkipReason> {
     match status {
-        AgentStatus::Paused if pause_reason == Some("budget") => Some("budget_blocked"),
-        AgentStatus::Paused => Some("agent_paused"),
-        AgentStatus::Terminated => Some("agent_terminated"),
-        AgentStatus::PendingApproval => Some("agent_pending_approval"),
-        _ if !policy.allows(source) => Some("disabled_by_policy"),
-        _ if idle && wants_work_check(policy, source) => Some("no_work"),
+        AgentStatus::Paused if pause_reason == Some("budget") => {
+            Some(WakeSkipReason::BudgetBlocked)
+        }
+        AgentStatus::Paused => Some(WakeSkipReason::AgentPaused),
+        AgentStatus::Terminated => Some(WakeSkipReason::AgentTerminated),
+        AgentStatus::PendingApproval => Some(WakeSkipReason::AgentPendingApproval),
+        _ if !policy.allows(source) => Some(WakeSkipReason::DisabledByPolicy),
+        _ if idle && wants_work_check(policy, source) => Some(WakeSkipReason::NoWork),
         _ => None,
     }
 }
@@ -178,7 +252,7 @@ mod tests {
         let p = HeartbeatPolicy::from_runtime_config(&on);
         assert_eq!(
             skip_reason(AgentStatus::Idle, None, &p, WakeSource::Timer, true),
-            Some("no_work")
+            Some(WakeSkipReason::NoWork)
         );
         assert_eq!(
             skip_reason(AgentStatus::Idle, None, &p, WakeSource::Timer, false),
@@ -206,7 +280,7 @@ mod tests {
         );
         assert_eq!(
             skip_reason(AgentStatus::Paused, None, &p, WakeSource::OnDemand, false),
-            Some("agent_paused")
+            Some(WakeSkipReason::AgentPaused)
         );
         assert_eq!(
             skip_reason(
@@ -216,15 +290,15 @@ mod tests {
                 WakeSource::OnDemand,
                 false
             ),
-            Some("agent_terminated")
+            Some(WakeSkipReason::AgentTerminated)
         );
         assert_eq!(
             skip_reason(AgentStatus::Idle, None, &p, WakeSource::Assignment, false),
-            Some("disabled_by_policy")
+            Some(WakeSkipReason::DisabledByPolicy)
         );
         assert_eq!(
             skip_reason(AgentStatus::Idle, None, &p, WakeSource::Timer, false),
-            Some("disabled_by_policy")
+            Some(WakeSkipReason::DisabledByPolicy)
         );
         assert_eq!(
             skip_reason(AgentStatus::Running, None, &p, WakeSource::OnDemand, false),
@@ -242,7 +316,7 @@ mod tests {
                 WakeSource::OnDemand,
                 false
             ),
-            Some("budget_blocked")
+            Some(WakeSkipReason::BudgetBlocked)
         );
     }
 }

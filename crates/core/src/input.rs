@@ -44,6 +44,10 @@ pub struct CompanyPatch {
     #[schema(value_type = Option<String>)]
     pub default_responsible_user_id: Option<Option<String>>,
     pub require_board_approval_for_new_agents: Option<bool>,
+    /// Days a finished run's log is kept (1 to 3650); null keeps logs for good.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<u32>)]
+    pub run_log_retention_days: Option<Option<u32>>,
 }
 
 #[derive(Debug, Clone, Deserialize, serde::Serialize, ToSchema)]

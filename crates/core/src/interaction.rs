@@ -8,10 +8,13 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 macro_rules! words {
-    ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal,)* }) => {
+    ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:tt,)* }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
         pub enum $name {
+            // `$text` is a `tt`, not a `literal`: a `literal` fragment reaches
+            // derives wrapped in an invisible group that serde reads but
+            // utoipa skips, and the spec then declared the variant names.
             $(#[serde(rename = $text)] $variant,)*
         }
 
@@ -397,6 +400,22 @@ pub fn selected_tasks(payload: &Value, selected: Option<&[String]>) -> Result<Ve
     Ok(ordered)
 }
 
+impl crate::limits::Validate for NewInteraction {
+    fn validate(&self) -> Result<(), crate::limits::Violation> {
+        use crate::limits::text;
+        if let Some(key) = &self.idempotency_key {
+            text("idempotencyKey", key, 255)?;
+        }
+        if let Some(title) = &self.title {
+            text("title", title, 240)?;
+        }
+        if let Some(summary) = &self.summary {
+            text("summary", summary, 1000)?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -499,21 +518,5 @@ mod tests {
             true,
             Resolution::Reject
         ));
-    }
-}
-
-impl crate::limits::Validate for NewInteraction {
-    fn validate(&self) -> Result<(), crate::limits::Violation> {
-        use crate::limits::text;
-        if let Some(key) = &self.idempotency_key {
-            text("idempotencyKey", key, 255)?;
-        }
-        if let Some(title) = &self.title {
-            text("title", title, 240)?;
-        }
-        if let Some(summary) = &self.summary {
-            text("summary", summary, 1000)?;
-        }
-        Ok(())
     }
 }

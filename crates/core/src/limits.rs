@@ -143,6 +143,9 @@ pub fn number(field: &str, value: Option<u64>, max: u64) -> Result<(), Violation
     }
 }
 
+/// The longest run log retention a company may set: ten years.
+pub const RUN_LOG_RETENTION_DAYS_MAX: u64 = 3650;
+
 const NAME: usize = NAME_MAX_CHARS;
 const SHORT: usize = SHORT_TEXT_MAX_CHARS;
 const LONG: usize = LONG_TEXT_MAX_CHARS;
@@ -163,6 +166,11 @@ impl Validate for CompanyPatch {
     fn validate(&self) -> Result<(), Violation> {
         opt("name", self.name.as_ref(), NAME)?;
         opt2("description", &self.description, LONG)?;
+        number(
+            "runLogRetentionDays",
+            self.run_log_retention_days.flatten().map(u64::from),
+            RUN_LOG_RETENTION_DAYS_MAX,
+        )?;
         opt2(
             "defaultResponsibleUserId",
             &self.default_responsible_user_id,

@@ -28,6 +28,9 @@ pub struct Company {
     pub spent_monthly_cents: i64,
     pub default_responsible_user_id: Option<String>,
     pub require_board_approval_for_new_agents: bool,
+    /// Days a finished run's log is kept before the retention sweep deletes
+    /// it; null keeps logs for good.
+    pub run_log_retention_days: Option<i64>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -369,6 +372,10 @@ pub struct HeartbeatRun {
     pub log_bytes: i64,
     /// Always false: run logs are stored as written, never compressed.
     pub log_compressed: bool,
+    /// When the company's log retention deleted the run's log (absent while
+    /// the log is kept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_removed_at: Option<String>,
     /// The `seq` the run's next event gets.
     pub next_event_seq: i64,
     pub process_pid: Option<i64>,
@@ -426,15 +433,15 @@ pub struct WakeupRequest {
     pub id: String,
     pub company_id: String,
     pub agent_id: String,
-    pub source: String,
+    pub source: crate::heartbeat::WakeSource,
     pub trigger_detail: Option<String>,
     pub reason: Option<String>,
     #[schema(value_type = Option<Object>)]
     pub payload: Option<Value>,
     pub issue_id: Option<String>,
     pub idempotency_key: Option<String>,
-    pub status: String,
-    pub skip_reason: Option<String>,
+    pub status: crate::heartbeat::WakeStatus,
+    pub skip_reason: Option<crate::heartbeat::WakeSkipReason>,
     pub run_id: Option<String>,
     pub coalesced_count: i64,
     pub created_at: String,
@@ -447,10 +454,10 @@ pub struct Approval {
     pub id: String,
     pub company_id: String,
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: crate::approval::ApprovalType,
     pub requested_by_agent_id: Option<String>,
     pub requested_by_user_id: Option<String>,
-    pub status: String,
+    pub status: crate::approval::ApprovalStatus,
     /// A hire's `adapterConfig` shows secret values as `[REDACTED]`.
     #[schema(value_type = Object)]
     #[serde(serialize_with = "crate::secrets::serialize_redacted_payload")]
@@ -509,17 +516,15 @@ pub struct CostEvent {
 pub struct BudgetIncident {
     pub id: String,
     pub company_id: String,
-    /// `company`, `agent` or `project`.
-    pub scope_type: String,
+    pub scope_type: crate::budget::BudgetScope,
     pub scope_id: String,
     /// `soft` (80 %) or `hard` (100 %, work stopped).
-    pub kind: String,
+    pub kind: crate::budget::IncidentKind,
     pub window_month: String,
     pub spend_cents: i64,
     pub budget_cents: i64,
-    /// `open` or `resolved`.
-    pub status: String,
-    pub resolution: Option<String>,
+    pub status: crate::budget::IncidentStatus,
+    pub resolution: Option<crate::budget::IncidentResolution>,
     pub created_at: String,
     pub resolved_at: Option<String>,
 }
@@ -587,7 +592,7 @@ pub struct RuntimeState {
     /// The session of the agent's latest run that ended in one.
     pub session_id: Option<String>,
     pub last_run_id: Option<String>,
-    pub last_run_status: Option<String>,
+    pub last_run_status: Option<crate::heartbeat::RunStatus>,
     pub last_error: Option<String>,
     pub total_input_tokens: i64,
     pub total_output_tokens: i64,

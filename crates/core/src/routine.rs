@@ -11,10 +11,13 @@ use crate::input::double_option;
 use crate::issue::{IssuePriority, IssueStatus};
 
 macro_rules! text_enum {
-    ($(#[$doc:meta])* $name:ident: $what:literal { $($variant:ident = $text:literal,)* }) => {
+    ($(#[$doc:meta])* $name:ident: $what:literal { $($variant:ident = $text:tt,)* }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
         pub enum $name {
+            // `$text` is a `tt`, not a `literal`: a `literal` fragment reaches
+            // derives wrapped in an invisible group that serde reads but
+            // utoipa skips, and the spec then declared the variant names.
             $(#[serde(rename = $text)] $variant,)*
         }
 

@@ -4,10 +4,12 @@
 //! corruption and move work).
 
 use crate::agent::{AgentRole, AgentStatus};
+use crate::approval::{ApprovalStatus, ApprovalType};
+use crate::budget::{BudgetScope, IncidentKind, IncidentResolution, IncidentStatus};
 use crate::company::CompanyStatus;
 use crate::company_secret::{SecretProvider, SecretStatus};
 use crate::goal::{GoalLevel, GoalStatus};
-use crate::heartbeat::RunStatus;
+use crate::heartbeat::{RunStatus, WakeSkipReason, WakeSource, WakeStatus};
 use crate::interaction::{ContinuationPolicy, InteractionKind, InteractionStatus, ResolverPolicy};
 use crate::issue::{IssuePriority, IssueStatus};
 use crate::project::ProjectStatus;
@@ -63,13 +65,25 @@ stored! {
     InteractionStatus: "interaction status" [Pending, Accepted, Rejected, Answered, Cancelled, Expired, Failed];
     ContinuationPolicy: "continuation policy" [None, WakeAssignee, WakeAssigneeOnAccept];
     ResolverPolicy: "resolver policy" [Anyone, NotCreator, HumanOnly];
+    ApprovalType: "approval type" [HireAgent, ApproveCeoStrategy, BudgetOverrideRequired, RequestBoardApproval];
+    ApprovalStatus: "approval status" [Pending, Approved, Rejected, RevisionRequested, Cancelled];
+    WakeSource: "wake source" [Timer, Assignment, OnDemand, Automation];
+    WakeStatus: "wake status" [Queued, Coalesced, Skipped, Claimed, Completed, Failed, Cancelled];
+    WakeSkipReason: "wake skip reason" [BudgetBlocked, AgentPaused, AgentTerminated, AgentPendingApproval, DisabledByPolicy, NoWork, SelfWake, LoopHeld];
+    BudgetScope: "budget scope" [Company, Agent, Project];
+    IncidentKind: "budget incident kind" [Soft, Hard];
+    IncidentStatus: "budget incident status" [Open, Resolved];
+    IncidentResolution: "budget incident resolution" [BudgetRaised, Override, MonthRollover];
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn round_trips<T: Stored + std::fmt::Debug + PartialEq + serde::Serialize>() {
+    fn round_trips<T>()
+    where
+        T: Stored + std::fmt::Debug + PartialEq + serde::Serialize + utoipa::ToSchema,
+    {
         for v in T::ALL {
             assert_eq!(T::from_stored(v.as_str()), Some(*v));
             // The stored text is the API's text.
@@ -77,6 +91,23 @@ mod tests {
         }
         assert_eq!(T::from_stored("nonsense"), None);
         assert_eq!(T::from_stored(""), None);
+        spec_is_wire(T::ALL);
+    }
+
+    /// The OpenAPI enum of `T` (what `/api/openapi.json` declares) lists
+    /// exactly the texts `T` serializes to, in order.
+    pub(crate) fn spec_is_wire<T: serde::Serialize + utoipa::ToSchema>(all: &[T]) {
+        let schema = serde_json::to_value(<T as utoipa::PartialSchema>::schema()).unwrap();
+        let wire: Vec<serde_json::Value> = all
+            .iter()
+            .map(|v| serde_json::to_value(v).unwrap())
+            .collect();
+        assert_eq!(
+            schema["enum"].as_array(),
+            Some(&wire),
+            "{}: spec enum differs from the wire",
+            T::name()
+        );
     }
 
     #[test]
@@ -96,5 +127,37 @@ mod tests {
         round_trips::<InteractionStatus>();
         round_trips::<ContinuationPolicy>();
         round_trips::<ResolverPolicy>();
+        round_trips::<Liveness>();
+        round_trips::<ApprovalType>();
+        round_trips::<ApprovalStatus>();
+        round_trips::<WakeSource>();
+        round_trips::<WakeStatus>();
+        round_trips::<WakeSkipReason>();
+        round_trips::<BudgetScope>();
+        round_trips::<IncidentKind>();
+        round_trips::<IncidentStatus>();
+        round_trips::<IncidentResolution>();
+        use crate::routine::*;
+        round_trips::<RoutineStatus>();
+        round_trips::<ConcurrencyPolicy>();
+        round_trips::<CatchUpPolicy>();
+        round_trips::<ActivityGatePolicy>();
+        round_trips::<ActivityGateScope>();
+        round_trips::<TriggerKind>();
+        round_trips::<SigningMode>();
+        round_trips::<RunSource>();
+        round_trips::<RoutineRunStatus>();
+        round_trips::<VariableType>();
+        use crate::work_product::*;
+        round_trips::<WorkProductType>();
+        round_trips::<WorkProductStatus>();
+        round_trips::<ReviewState>();
+        round_trips::<HealthStatus>();
+        use crate::interaction::ItemVerdict;
+        spec_is_wire(&[
+            ItemVerdict::Approve,
+            ItemVerdict::Reject,
+            ItemVerdict::Defer,
+        ]);
     }
 }

@@ -39,9 +39,20 @@ pub struct RunArgs {
     /// Live event subscribers (SSE and WebSocket) allowed per company.
     #[arg(long, env = "PAPERCLIP_MAX_SUBSCRIBERS", default_value_t = 1000)]
     max_subscribers: usize,
+    /// Open connections served (live streams included); past it the
+    /// longest-idle connection is closed, then a small reserve is served one
+    /// request each, then new ones get 503. Default: from the descriptor
+    /// limit (soft limit less an eighth, at least 64, for everything else).
+    #[arg(long, env = "PAPERCLIP_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
     /// Largest issue attachment accepted, in bytes (default 10 MiB).
     #[arg(long, env = "PAPERCLIP_ATTACHMENT_MAX_BYTES", default_value_t = paperclip_core::attachment::DEFAULT_MAX_BYTES)]
     attachment_max_bytes: u64,
+    /// Most bytes a run's log keeps on disk (default 16 MiB): past it the
+    /// log keeps its first half and its last part, with a line saying how
+    /// much was left out between.
+    #[arg(long, env = "PAPERCLIP_RUN_LOG_MAX_BYTES", default_value_t = paperclip_runtime::logs::DEFAULT_MAX_BYTES)]
+    run_log_max_bytes: u64,
     /// Where new attachments are stored: `local_disk` (the data dir) or `s3`.
     #[arg(long, env = "PAPERCLIP_STORAGE_PROVIDER", default_value = "local_disk")]
     storage_provider: String,
@@ -117,6 +128,7 @@ pub struct Config {
     pub team: paperclip_server::people::TeamConfig,
     pub routine_interval: std::time::Duration,
     pub test_clock: Option<chrono::DateTime<chrono::Utc>>,
+    pub run_log_max_bytes: u64,
 }
 
 impl Config {
@@ -183,6 +195,10 @@ impl Config {
             max_subscribers_per_company: args.max_subscribers.max(1),
             attachment_max_bytes: attachment_max(args.attachment_max_bytes)?,
             s3,
+            max_connections: match args.max_connections {
+                Some(0) => bail!("--max-connections must be at least 1"),
+                other => other,
+            },
         };
         if args.session_ttl < 1 || args.session_ttl > 365 * 24 * 3600 {
             bail!("--session-ttl must be between 1 second and a year");
@@ -208,6 +224,12 @@ impl Config {
                 .map(|u| u.trim_end_matches('/').to_string())
                 .unwrap_or_default(),
         };
+        let log_min = paperclip_runtime::logs::MIN_MAX_BYTES;
+        if !(log_min..=1 << 40).contains(&args.run_log_max_bytes) {
+            bail!(
+                "--run-log-max-bytes must be between {log_min} (64 KiB) and 1099511627776 (1 TiB)"
+            );
+        }
         if !(1..=86_400).contains(&args.routine_interval) {
             bail!("--routine-interval must be between 1 and 86400 seconds");
         }
@@ -233,6 +255,7 @@ impl Config {
             sample: args.sample,
             routine_interval: std::time::Duration::from_secs(args.routine_interval),
             test_clock,
+            run_log_max_bytes: args.run_log_max_bytes,
         })
     }
 

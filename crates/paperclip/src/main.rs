@@ -138,6 +138,7 @@ async fn run(config: Config) -> anyhow::Result<()> {
     runtime
         .routine_clock()
         .set_interval(config.routine_interval);
+    runtime.set_run_log_max_bytes(config.run_log_max_bytes);
     if let Some(start) = config.test_clock {
         runtime.routine_clock().enable_test(start);
         println!("Test clock on: routines run at {start} until it is set");

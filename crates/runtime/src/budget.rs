@@ -199,7 +199,7 @@ pub(crate) fn first_reached(limits: &[RunLimit], run_cents: u64) -> Option<Reach
         (paperclip_core::budget::level(total, l.budget_cents)
             == paperclip_core::budget::Level::Hard)
             .then(|| Reached {
-                scope: l.scope_type,
+                scope: l.scope_type.as_str(),
                 message: format!(
                     "Budget exceeded: the {} monthly budget of {} is reached ({} spent this month before this run + {} by this run)",
                     l.scope_type,
@@ -221,6 +221,8 @@ mod tests {
     use serde_json::json;
 
     fn limit(scope_type: &'static str, budget: i64, spent: i64) -> RunLimit {
+        use paperclip_core::stored::Stored;
+        let scope_type = paperclip_core::budget::BudgetScope::from_stored(scope_type).unwrap();
         RunLimit {
             scope_type,
             scope_id: "x".into(),

@@ -89,10 +89,17 @@ impl Runtime {
         tokio::spawn(async move { bridge.bridge(events).await });
         let executor = self.clone();
         tokio::spawn(async move { executor.executor_loop().await });
-        let scheduler = self.inner.store.clone();
-        tokio::spawn(async move { crate::scheduler::run(scheduler).await });
+        let (store, clock) = (self.inner.store.clone(), self.inner.routine_clock.clone());
+        tokio::spawn(async move { crate::scheduler::run(store, clock).await });
         let (store, clock) = (self.inner.store.clone(), self.inner.routine_clock.clone());
         tokio::spawn(async move { crate::routines::run(store, clock).await });
+        let (store, logs, live, clock) = (
+            self.inner.store.clone(),
+            self.inner.logs.clone(),
+            self.inner.live.clone(),
+            self.inner.routine_clock.clone(),
+        );
+        tokio::spawn(async move { crate::log_retention::run(store, logs, live, clock).await });
         self.kick();
         Ok(())
     }
@@ -121,6 +128,13 @@ impl Runtime {
         self.inner.live.ids()
     }
 
+    /// The live runs with the processes their adapters spawned (the roots
+    /// of each run's process tree), kept as they are spawned: the server
+    /// finds a socket's owner among these trees only.
+    pub fn live_run_processes(&self) -> Vec<crate::live::RunProcesses> {
+        self.inner.live.processes()
+    }
+
     /// The company secrets' master key: the server seals values with it.
     pub fn vault(&self) -> &Arc<crate::vault::Vault> {
         &self.inner.vault
@@ -128,6 +142,20 @@ impl Runtime {
 
     pub fn logs(&self) -> &Arc<dyn RunLogStore> {
         &self.inner.logs
+    }
+
+    /// The most a run's log keeps on disk (`--run-log-max-bytes`): its
+    /// first half and its last part, with a marker line between.
+    pub fn set_run_log_max_bytes(&self, bytes: u64) {
+        self.inner.logs.set_max_bytes(bytes);
+    }
+
+    /// One run log retention pass at the routines' clock's time (the sweep
+    /// also runs on its own every hour); the number of logs removed.
+    pub async fn sweep_run_logs(&self) -> anyhow::Result<usize> {
+        let now = self.inner.routine_clock.now();
+        crate::log_retention::sweep(&self.inner.store, &*self.inner.logs, &self.inner.live, now)
+            .await
     }
 
     pub fn adapter(&self, kind: &str) -> Option<Arc<dyn Adapter>> {

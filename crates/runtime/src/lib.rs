@@ -11,6 +11,8 @@
 //! - [`scheduler`] turns timer policies into wakes; [`routines`] owns
 //!   routines' schedule ticks (on a [`routines::Clock`]).
 //! - [`recovery`] settles what a previous process left behind.
+//! - `log_retention` deletes the logs of runs older than their company's
+//!   `runLogRetentionDays`, on the routines' clock.
 //! - [`skills`] ships the Paperclip skill to the data dir for coding CLIs.
 //! - [`tokens`] mints and checks the short-lived per-run credentials.
 //! - [`vault`] holds the master key company secrets are sealed with;
@@ -26,6 +28,7 @@ pub mod executor;
 pub mod hub;
 pub mod interrupt;
 mod live;
+mod log_retention;
 pub mod logs;
 pub mod next;
 mod notes;
@@ -41,3 +44,4 @@ pub mod tokens;
 pub mod vault;
 
 pub use executor::Runtime;
+pub use live::RunProcesses;

@@ -38,6 +38,9 @@ pub(crate) struct LiveRuns {
 type Reason = Arc<Mutex<Option<(String, Option<&'static str>)>>>;
 
 struct Entry {
+    /// The processes the run's adapter spawned (pid and start time in clock
+    /// ticks, so a reused pid is not taken for the run's), newest last.
+    processes: Vec<(u32, Option<i64>)>,
     cancel: CancellationToken,
     stop_now: CancellationToken,
     reason: Reason,
@@ -75,6 +78,7 @@ impl LiveRuns {
         runs.insert(
             run_id.to_string(),
             Entry {
+                processes: Vec::new(),
                 cancel: cancel.clone(),
                 stop_now: stop_now.clone(),
                 reason: reason.clone(),
@@ -123,6 +127,44 @@ impl LiveRuns {
         let runs = self.runs.lock().expect("live runs lock");
         runs.keys().cloned().collect()
     }
+
+    /// Records a process the run's adapter just spawned. Its descendants
+    /// belong to the run too, whatever their environment says.
+    pub(crate) fn process_started(&self, run_id: &str, pid: u32, start_ticks: Option<i64>) {
+        let mut runs = self.runs.lock().expect("live runs lock");
+        if let Some(entry) = runs.get_mut(run_id) {
+            // A run that respawns (retries, sessions) keeps a few at most;
+            // a pid already recorded is replaced (a reuse, or a repeat).
+            entry.processes.retain(|(p, _)| *p != pid);
+            if entry.processes.len() >= MAX_PROCESSES_PER_RUN {
+                entry.processes.remove(0);
+            }
+            entry.processes.push((pid, start_ticks));
+        }
+    }
+
+    /// Every live run with the processes its adapter spawned.
+    pub(crate) fn processes(&self) -> Vec<RunProcesses> {
+        let runs = self.runs.lock().expect("live runs lock");
+        runs.iter()
+            .map(|(id, entry)| RunProcesses {
+                run_id: id.clone(),
+                roots: entry.processes.clone(),
+            })
+            .collect()
+    }
+}
+
+/// Spawned processes remembered per run; older ones are forgotten first
+/// (their run's tree still holds any process they started only while they live).
+const MAX_PROCESSES_PER_RUN: usize = 16;
+
+/// A live run and the processes its adapter spawned for it (the roots of its
+/// process tree): pid and start time in clock ticks (`None`: unread).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunProcesses {
+    pub run_id: String,
+    pub roots: Vec<(u32, Option<i64>)>,
 }
 
 impl LiveRun {
@@ -263,6 +305,23 @@ mod tests {
         drop(run);
         assert!(live.ids().is_empty());
         assert!(live.stop("r1", "x").is_none());
+    }
+
+    #[test]
+    fn a_runs_spawned_processes_are_known_while_it_is_live() {
+        let live = Arc::new(LiveRuns::default());
+        let run = live.enter("r1").unwrap();
+        assert_eq!(live.processes()[0].roots, vec![]);
+        live.process_started("r1", 42, Some(7));
+        live.process_started("r1", 43, None);
+        live.process_started("r1", 42, Some(9));
+        live.process_started("gone", 44, None);
+        let procs = live.processes();
+        assert_eq!(procs.len(), 1);
+        assert_eq!(procs[0].run_id, "r1");
+        assert_eq!(procs[0].roots, vec![(43, None), (42, Some(9))]);
+        drop(run);
+        assert!(live.processes().is_empty());
     }
 
     #[tokio::test]

@@ -1,11 +1,32 @@
-//! Run logs: the full output of a run as NDJSON lines `{ts, stream, chunk, seq}`.
+//! Run logs: the output of a run as NDJSON lines `{ts, stream, chunk, seq}`.
 //! [`RunLogStore`] is the seam for object storage; [`LocalFileLogStore`]
 //! keeps one file per run under the data dir.
+//!
+//! A log is bounded on disk by the store's limit (`--run-log-max-bytes`):
+//! up to half of it, the log is written as it comes (the head). Past that,
+//! lines go to a rolling tail of two segments of a quarter each
+//! (`<run>.ndjson.tail/<offset>.ndjson`): when both are full the older is
+//! deleted. When the run ends the tail is appended to the file, after a
+//! marker line saying how many bytes were left out, so the file keeps the
+//! head, the marker and the real last bytes: at most the limit plus the
+//! marker. A sidecar `<run>.ndjson.cut` says where the head ends (and,
+//! once the run has ended, where the marker and the tail are).
+//!
+//! Offsets (`offset`, `nextOffset`, the run's `logBytes`) count the whole
+//! output as it was written, cut or not: a reader's offset stays valid while
+//! the log is cut and after it is closed. Reading inside the part left out
+//! returns the marker line and continues at the tail.
 
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::json;
+
+/// The default `--run-log-max-bytes`: 16 MiB a run.
+pub const DEFAULT_MAX_BYTES: u64 = 16 * 1024 * 1024;
+/// The smallest limit accepted (the head, two tail segments and a few lines).
+pub const MIN_MAX_BYTES: u64 = 64 * 1024;
 
 pub trait RunLogStore: Send + Sync {
     /// Name stored on the run as `logStore`.
@@ -15,15 +36,37 @@ pub trait RunLogStore: Send + Sync {
     /// Reads a page of at most `limit` bytes from `offset` of a log by its
     /// `logRef` (see [`page_len`]).
     fn read(&self, log_ref: &str, offset: u64, limit: u64) -> std::io::Result<LogPage>;
+    /// Where the log was cut, if it outgrew the limit.
+    fn cut(&self, log_ref: &str) -> std::io::Result<Option<LogCut>>;
+    /// Deletes a log and everything kept for it; `false` if there was none.
+    fn remove(&self, log_ref: &str) -> std::io::Result<bool>;
+    /// The most a run's log keeps on disk (plus the marker line).
+    fn max_bytes(&self) -> u64;
+    fn set_max_bytes(&self, bytes: u64);
 }
 
 /// Part of a run log, and where the next part starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogPage {
     pub content: String,
-    /// `offset` plus the bytes `content` was read from, so paging never
-    /// skips or repeats a byte.
+    /// `offset` plus the bytes `content` stands for, so paging never
+    /// skips or repeats a byte (the marker line stands for the bytes left out).
     pub next_offset: u64,
+}
+
+/// A log that outgrew its limit: `[head_bytes, tail_start)` was left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogCut {
+    pub head_bytes: u64,
+    pub tail_start: u64,
+    /// The limit the log was written under.
+    pub max_bytes: u64,
+}
+
+impl LogCut {
+    pub fn omitted_bytes(&self) -> u64 {
+        self.tail_start.saturating_sub(self.head_bytes)
+    }
 }
 
 /// How much of `buf` (read from a log at some offset, at most `limit` bytes,
@@ -56,19 +99,54 @@ pub fn page(buf: &[u8], offset: u64, limit: usize, eof: bool) -> LogPage {
     }
 }
 
+/// The line that stands in the log for the `omitted` bytes left out.
+pub fn marker_line(omitted: u64, max_bytes: u64) -> String {
+    let chunk = format!(
+        "[paperclip: {omitted} bytes of this run's log were left out here: a run log keeps \
+         its first {} and its last part, at most {} in all (--run-log-max-bytes)]\n",
+        human(max_bytes / 2),
+        human(max_bytes)
+    );
+    let mut line = json!({ "ts": paperclip_store::now(), "stream": "system", "chunk": chunk,
+        "omittedBytes": omitted })
+    .to_string();
+    line.push('\n');
+    line
+}
+
+fn human(bytes: u64) -> String {
+    if bytes >= 1024 * 1024 && bytes.is_multiple_of(1024 * 1024) {
+        format!("{} MiB", bytes / (1024 * 1024))
+    } else if bytes >= 1024 && bytes.is_multiple_of(1024) {
+        format!("{} KiB", bytes / 1024)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
 pub trait RunLogWriter: Send {
-    /// Appends one line; returns bytes written.
+    /// Appends one line (or, for a chunk too long for the tail, several);
+    /// returns bytes written.
     fn append(&mut self, stream: &str, chunk: &str, seq: u64) -> std::io::Result<u64>;
     fn log_ref(&self) -> String;
+    /// Closes the log once the run has written everything: a cut log gets
+    /// its marker and tail appended.
+    fn finish(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 pub struct LocalFileLogStore {
     root: PathBuf,
+    max_bytes: AtomicU64,
 }
 
 impl LocalFileLogStore {
     pub fn new(root: PathBuf) -> LocalFileLogStore {
-        LocalFileLogStore { root }
+        LocalFileLogStore {
+            root,
+            max_bytes: AtomicU64::new(DEFAULT_MAX_BYTES),
+        }
     }
 
     fn path(&self, log_ref: &str) -> std::io::Result<PathBuf> {
@@ -88,6 +166,180 @@ impl LocalFileLogStore {
     }
 }
 
+/// The files of one log: the log, its cut sidecar and its tail segments.
+#[derive(Clone)]
+struct Files {
+    main: PathBuf,
+    cut: PathBuf,
+    tail: PathBuf,
+}
+
+impl Files {
+    fn of(main: PathBuf) -> Files {
+        let with = |suffix: &str| {
+            let mut name = main.clone().into_os_string();
+            name.push(suffix);
+            PathBuf::from(name)
+        };
+        Files {
+            cut: with(".cut"),
+            tail: with(".tail"),
+            main,
+        }
+    }
+
+    fn state(&self) -> std::io::Result<Option<CutState>> {
+        match std::fs::read(&self.cut) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn write_state(&self, state: &CutState) -> std::io::Result<()> {
+        let tmp = {
+            let mut name = self.cut.clone().into_os_string();
+            name.push(".tmp");
+            PathBuf::from(name)
+        };
+        std::fs::write(&tmp, serde_json::to_vec(state).expect("state serializes"))?;
+        std::fs::rename(&tmp, &self.cut)
+    }
+
+    /// The tail segments, oldest first: `(start offset, path)`.
+    fn segments(&self) -> std::io::Result<Vec<(u64, PathBuf)>> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(&self.tail)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let Some(start) = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(".ndjson"))
+                .and_then(|n| n.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            out.push((start, entry.path()));
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+/// The sidecar of a cut log. While the run writes, only `head`; once it has
+/// ended, where the marker is and the offset its tail starts at.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CutState {
+    head: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    marker: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tail_start: Option<u64>,
+    max_bytes: u64,
+}
+
+fn not_found(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound
+}
+
+/// Up to `limit` bytes of `path` from `at`, and whether the file ended within them.
+fn read_at(path: &Path, at: u64, limit: u64) -> std::io::Result<(Vec<u8>, bool)> {
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    if at >= len {
+        return Ok((Vec::new(), true));
+    }
+    file.seek(SeekFrom::Start(at))?;
+    let mut buf = Vec::new();
+    file.take(limit).read_to_end(&mut buf)?;
+    let eof = at + buf.len() as u64 >= len;
+    Ok((buf, eof))
+}
+
+/// Where the tail of a cut log is read from.
+enum Tail {
+    /// Appended to the log after the marker, at `at` in the file.
+    InFile { path: PathBuf, at: u64 },
+    /// Still in segments, while the run writes.
+    Segments(Vec<(u64, PathBuf)>),
+}
+
+impl Tail {
+    /// Up to `limit` bytes of the tail from `offset` (at or past its start).
+    fn read(&self, start: u64, offset: u64, limit: u64) -> std::io::Result<(Vec<u8>, bool)> {
+        match self {
+            Tail::InFile { path, at } => read_at(path, at + (offset - start), limit),
+            Tail::Segments(segments) if segments.is_empty() => Ok((Vec::new(), true)),
+            Tail::Segments(segments) => {
+                let i = segments
+                    .iter()
+                    .rposition(|(s, _)| *s <= offset)
+                    .unwrap_or(0);
+                let (s, path) = &segments[i];
+                let (buf, eof) = read_at(path, offset - s, limit)?;
+                // A segment before the last ends where the next begins.
+                Ok((buf, eof && i + 1 == segments.len()))
+            }
+        }
+    }
+}
+
+/// A page of a cut log: the head, the marker standing for the bytes
+/// left out, the tail.
+fn read_cut(
+    main: &Path,
+    head: u64,
+    marker: &[u8],
+    tail_start: u64,
+    tail: &Tail,
+    offset: u64,
+    limit: u64,
+) -> std::io::Result<LogPage> {
+    let mut out: Vec<u8> = Vec::new();
+    let mut at = offset;
+    let mut room = limit;
+    if at < head {
+        let (buf, _) = read_at(main, at, room.min(head - at))?;
+        if at + (buf.len() as u64) < head {
+            // The page ends in the head: as any page.
+            return Ok(page(&buf, at, room as usize, false));
+        }
+        at = head;
+        room -= buf.len() as u64;
+        out = buf;
+    }
+    if at < tail_start {
+        // The marker is never split: it is all of a page or not in it.
+        if !out.is_empty() && (marker.len() as u64) > room {
+            return Ok(whole(out, at));
+        }
+        out.extend_from_slice(marker);
+        room = room.saturating_sub(marker.len() as u64);
+        at = tail_start;
+    }
+    if room == 0 && !out.is_empty() {
+        return Ok(whole(out, at));
+    }
+    let (buf, eof) = tail.read(tail_start, at, room.max(4))?;
+    if out.is_empty() {
+        return Ok(page(&buf, at, room.max(4) as usize, eof));
+    }
+    // After the head or the marker, only whole lines.
+    let len = buf.iter().rposition(|b| *b == b'\n').map_or(0, |n| n + 1);
+    out.extend_from_slice(&buf[..len]);
+    Ok(whole(out, at + len as u64))
+}
+
+fn whole(bytes: Vec<u8>, next: u64) -> LogPage {
+    LogPage {
+        content: String::from_utf8_lossy(&bytes).into_owned(),
+        next_offset: next,
+    }
+}
+
 impl RunLogStore for LocalFileLogStore {
     fn kind(&self) -> &'static str {
         "local_file"
@@ -103,57 +355,319 @@ impl RunLogStore for LocalFileLogStore {
             .create(true)
             .append(true)
             .open(&path)?;
+        let written = file.metadata()?.len();
         Ok(Box::new(FileWriter {
             file: std::io::BufWriter::new(file),
+            files: Files::of(path),
             log_ref,
+            bounds: Bounds::new(self.max_bytes()),
+            written,
+            tail: None,
         }))
     }
 
     fn read(&self, log_ref: &str, offset: u64, limit: u64) -> std::io::Result<LogPage> {
-        let empty = LogPage {
-            content: String::new(),
-            next_offset: offset,
-        };
-        let mut file = match std::fs::File::open(self.path(log_ref)?) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(empty),
-            Err(e) => return Err(e),
-        };
-        // Reading at an offset past the end is empty, not an error (the OS
-        // refuses reads whose end would pass i64::MAX).
-        let len = file.metadata()?.len();
-        if offset >= len {
-            return Ok(empty);
-        }
+        let files = Files::of(self.path(log_ref)?);
         // At least one whole character, however small the limit.
         let limit = limit.max(4);
-        file.seek(SeekFrom::Start(offset))?;
-        let mut buf = Vec::new();
-        file.take(limit).read_to_end(&mut buf)?;
-        let eof = offset + buf.len() as u64 >= len;
-        Ok(page(&buf, offset, limit as usize, eof))
+        // A cut log's tail moves (a segment is dropped, or the run ends and
+        // it is appended to the log) while it is read: read again then.
+        let mut last = None;
+        for _ in 0..5 {
+            match read_once(&files, offset, limit) {
+                Err(e) if not_found(&e) => last = Some(e),
+                other => return other,
+            }
+        }
+        Err(last.expect("a failed attempt"))
     }
+
+    fn cut(&self, log_ref: &str) -> std::io::Result<Option<LogCut>> {
+        let files = Files::of(self.path(log_ref)?);
+        for _ in 0..5 {
+            let Some(state) = files.state()? else {
+                return Ok(None);
+            };
+            if let Some(tail_start) = state.tail_start {
+                return Ok(Some(LogCut {
+                    head_bytes: state.head,
+                    tail_start,
+                    max_bytes: state.max_bytes,
+                }));
+            }
+            match files.segments() {
+                Ok(segments) => {
+                    let tail_start = segments.first().map_or(state.head, |(s, _)| *s);
+                    return Ok((tail_start > state.head).then_some(LogCut {
+                        head_bytes: state.head,
+                        tail_start,
+                        max_bytes: state.max_bytes,
+                    }));
+                }
+                Err(e) if not_found(&e) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
+    fn remove(&self, log_ref: &str) -> std::io::Result<bool> {
+        let files = Files::of(self.path(log_ref)?);
+        let mut found = false;
+        match std::fs::remove_dir_all(&files.tail) {
+            Ok(()) => found = true,
+            Err(e) if not_found(&e) => {}
+            Err(e) => return Err(e),
+        }
+        // The log before its sidecar: a log without one reads as whole.
+        for path in [&files.main, &files.cut] {
+            match std::fs::remove_file(path) {
+                Ok(()) => found = true,
+                Err(e) if not_found(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(found)
+    }
+
+    fn max_bytes(&self) -> u64 {
+        self.max_bytes.load(Ordering::Relaxed)
+    }
+
+    fn set_max_bytes(&self, bytes: u64) {
+        self.max_bytes
+            .store(bytes.max(MIN_MAX_BYTES), Ordering::Relaxed);
+    }
+}
+
+fn read_once(files: &Files, offset: u64, limit: u64) -> std::io::Result<LogPage> {
+    let empty = LogPage {
+        content: String::new(),
+        next_offset: offset,
+    };
+    let Some(state) = files.state()? else {
+        // Reading at an offset past the end is empty, not an error (the OS
+        // refuses reads whose end would pass i64::MAX).
+        return match read_at(&files.main, offset, limit) {
+            Ok((buf, eof)) => Ok(page(&buf, offset, limit as usize, eof)),
+            // No log (nothing written yet): empty, and a cut log is never
+            // without its file, so this is not retried.
+            Err(e) if not_found(&e) => Ok(empty),
+            Err(e) => Err(e),
+        };
+    };
+    match (state.marker, state.tail_start) {
+        (Some(marker_len), Some(tail_start)) => {
+            let (marker, _) = read_at(&files.main, state.head, marker_len)?;
+            let tail = Tail::InFile {
+                path: files.main.clone(),
+                at: state.head + marker_len,
+            };
+            read_cut(
+                &files.main,
+                state.head,
+                &marker,
+                tail_start,
+                &tail,
+                offset,
+                limit,
+            )
+        }
+        _ => {
+            // Without the segments' folder the run has just ended and its
+            // tail is in the log: `read` looks again (NotFound).
+            let segments = files.segments()?;
+            // No segment yet: the tail is just starting, at the head's end.
+            let first = segments.first().map_or(state.head, |(s, _)| *s);
+            let marker = if first > state.head {
+                marker_line(first - state.head, state.max_bytes).into_bytes()
+            } else {
+                Vec::new()
+            };
+            read_cut(
+                &files.main,
+                state.head,
+                &marker,
+                first,
+                &Tail::Segments(segments),
+                offset,
+                limit,
+            )
+        }
+    }
+}
+
+/// The shares of the limit: the head, and each of the two tail segments.
+#[derive(Debug, Clone, Copy)]
+struct Bounds {
+    max: u64,
+    head: u64,
+    segment: u64,
+}
+
+impl Bounds {
+    fn new(max: u64) -> Bounds {
+        let max = max.max(MIN_MAX_BYTES);
+        let head = max / 2;
+        Bounds {
+            max,
+            head,
+            segment: (max - head) / 2,
+        }
+    }
+}
+
+struct Segment {
+    start: u64,
+    len: u64,
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+struct TailState {
+    head: u64,
+    /// Oldest first; at most two.
+    segments: Vec<Segment>,
 }
 
 struct FileWriter {
     file: std::io::BufWriter<std::fs::File>,
+    files: Files,
     log_ref: String,
+    bounds: Bounds,
+    /// Bytes of the whole log written so far (the next line's offset).
+    written: u64,
+    tail: Option<TailState>,
+}
+
+impl FileWriter {
+    fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
+        let len = line.len() as u64;
+        if self.tail.is_none() && self.written + len <= self.bounds.head {
+            self.file.write_all(line)?;
+            // Flushed per line so a reader (or a crash) sees everything written so far.
+            self.file.flush()?;
+            self.written += len;
+            return Ok(());
+        }
+        if self.tail.is_none() {
+            self.file.flush()?;
+            std::fs::create_dir_all(&self.files.tail)?;
+            self.files.write_state(&CutState {
+                head: self.written,
+                marker: None,
+                tail_start: None,
+                max_bytes: self.bounds.max,
+            })?;
+            self.tail = Some(TailState {
+                head: self.written,
+                segments: Vec::new(),
+            });
+        }
+        let tail = self.tail.as_mut().expect("in the tail");
+        let fits = tail
+            .segments
+            .last()
+            .is_some_and(|s| s.len + len <= self.bounds.segment);
+        if !fits {
+            // The new segment is made before the oldest goes, so a reader
+            // always finds the tail.
+            let path = self.files.tail.join(format!("{:020}.ndjson", self.written));
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)?;
+            tail.segments.push(Segment {
+                start: self.written,
+                len: 0,
+                path,
+                file,
+            });
+            if tail.segments.len() > 2 {
+                let old = tail.segments.remove(0);
+                std::fs::remove_file(&old.path)?;
+            }
+        }
+        let segment = tail.segments.last_mut().expect("a segment");
+        segment.file.write_all(line)?;
+        segment.len += len;
+        self.written += len;
+        Ok(())
+    }
+
+    /// Lines of `chunk`: one unless it is too long for a tail segment.
+    fn lines(&self, stream: &str, chunk: &str, seq: u64) -> Vec<String> {
+        let line = |c: &str| {
+            let mut l =
+                json!({ "ts": paperclip_store::now(), "stream": stream, "chunk": c, "seq": seq })
+                    .to_string();
+            l.push('\n');
+            l
+        };
+        let whole = line(chunk);
+        if (whole.len() as u64) <= self.bounds.segment / 4 || chunk.len() < 2 {
+            return vec![whole];
+        }
+        let mut mid = chunk.len() / 2;
+        while !chunk.is_char_boundary(mid) {
+            mid += 1;
+        }
+        let mut out = self.lines(stream, &chunk[..mid], seq);
+        out.extend(self.lines(stream, &chunk[mid..], seq));
+        out
+    }
 }
 
 impl RunLogWriter for FileWriter {
     fn append(&mut self, stream: &str, chunk: &str, seq: u64) -> std::io::Result<u64> {
-        let mut line =
-            json!({ "ts": paperclip_store::now(), "stream": stream, "chunk": chunk, "seq": seq })
-                .to_string();
-        line.push('\n');
-        self.file.write_all(line.as_bytes())?;
-        // Flushed per line so a reader (or a crash) sees everything written so far.
-        self.file.flush()?;
-        Ok(line.len() as u64)
+        let mut n = 0;
+        for line in self.lines(stream, chunk, seq) {
+            self.write_line(line.as_bytes())?;
+            n += line.len() as u64;
+        }
+        Ok(n)
     }
 
     fn log_ref(&self) -> String {
         self.log_ref.clone()
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        self.file.flush()?;
+        let Some(tail) = self.tail.take() else {
+            return Ok(());
+        };
+        let tail_start = tail.segments.first().map_or(self.written, |s| s.start);
+        let omitted = tail_start - tail.head;
+        // A finish cut short (a crash) may have left part of a tail here.
+        let mut main = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&self.files.main)?;
+        main.set_len(tail.head)?;
+        main.seek(SeekFrom::End(0))?;
+        let marker = if omitted > 0 {
+            marker_line(omitted, self.bounds.max)
+        } else {
+            String::new()
+        };
+        main.write_all(marker.as_bytes())?;
+        for segment in &tail.segments {
+            std::io::copy(&mut std::fs::File::open(&segment.path)?, &mut main)?;
+        }
+        main.sync_data()?;
+        if omitted > 0 {
+            self.files.write_state(&CutState {
+                head: tail.head,
+                marker: Some(marker.len() as u64),
+                tail_start: Some(tail_start),
+                max_bytes: self.bounds.max,
+            })?;
+        } else {
+            // Nothing left out: the log is whole again.
+            std::fs::remove_file(&self.files.cut)?;
+        }
+        drop(tail);
+        std::fs::remove_dir_all(&self.files.tail)
     }
 }
 
@@ -172,5 +686,165 @@ mod tests {
         assert_eq!(page_len(&text[..3], 3, false), 2);
         // Starting inside a character steps over it.
         assert_eq!(page_len(&text[1..5], 4, false), 1);
+    }
+
+    fn store(max: u64) -> (LocalFileLogStore, PathBuf) {
+        let root = std::env::temp_dir().join(format!("paperclip-logs-{}", uuid::Uuid::new_v4()));
+        let store = LocalFileLogStore::new(root.clone());
+        store.set_max_bytes(max);
+        (store, root)
+    }
+
+    /// Every page from `offset` to the end, `limit` bytes at a time.
+    fn read_all(store: &LocalFileLogStore, offset: u64, limit: u64) -> (String, u64) {
+        let (mut out, mut at) = (String::new(), offset);
+        loop {
+            let page = store.read("c/r.ndjson", at, limit).unwrap();
+            if page.next_offset == at {
+                return (out, at);
+            }
+            assert!(page.next_offset > at);
+            out.push_str(&page.content);
+            at = page.next_offset;
+        }
+    }
+
+    fn chunks(text: &str) -> Vec<String> {
+        text.lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["chunk"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_log_within_its_limit_is_kept_whole() {
+        let (store, root) = store(MIN_MAX_BYTES);
+        let mut w = store.writer("c", "r").unwrap();
+        let mut total = 0;
+        // Past the head (half the limit), not past the limit: nothing is cut.
+        for i in 0..300 {
+            total += w
+                .append("stdout", &format!("line {i:05} {}\n", "x".repeat(80)), i)
+                .unwrap();
+        }
+        assert!(
+            total > MIN_MAX_BYTES / 2 && total < MIN_MAX_BYTES,
+            "{total}"
+        );
+        w.finish().unwrap();
+        let file = std::fs::read_to_string(root.join("c/r.ndjson")).unwrap();
+        assert_eq!(file.len() as u64, total);
+        assert_eq!(chunks(&file).len(), 300);
+        assert!(!root.join("c/r.ndjson.cut").exists() && !root.join("c/r.ndjson.tail").exists());
+        assert_eq!(store.cut("c/r.ndjson").unwrap(), None);
+        assert_eq!(read_all(&store, 0, 1000), (file, total));
+    }
+
+    #[test]
+    fn a_long_log_keeps_its_head_a_marker_and_its_real_tail() {
+        let max = MIN_MAX_BYTES;
+        let (store, root) = store(max);
+        let mut w = store.writer("c", "r").unwrap();
+        let n = 5000;
+        let mut total = 0;
+        let mut live_offset = None;
+        for i in 0..n {
+            total += w
+                .append("stdout", &format!("line {i:05} {}\n", "y".repeat(80)), i)
+                .unwrap();
+            if i == n - 10 {
+                // While the run writes: the head, a marker, the tail so far.
+                let (text, end) = read_all(&store, 0, 7000);
+                assert_eq!(end, total);
+                let got = chunks(&text);
+                assert_eq!(got[0], format!("line 00000 {}\n", "y".repeat(80)));
+                assert!(
+                    got.iter().any(|c| c.starts_with("[paperclip: ")),
+                    "a marker"
+                );
+                assert_eq!(
+                    got.last().unwrap(),
+                    &format!("line {i:05} {}\n", "y".repeat(80))
+                );
+                live_offset = Some(end);
+            }
+        }
+        // On disk meanwhile: at most the limit.
+        let on_disk: u64 = std::fs::metadata(root.join("c/r.ndjson")).unwrap().len()
+            + std::fs::read_dir(root.join("c/r.ndjson.tail"))
+                .unwrap()
+                .map(|e| e.unwrap().metadata().unwrap().len())
+                .sum::<u64>();
+        assert!(on_disk <= max, "{on_disk}");
+        w.finish().unwrap();
+        let file = std::fs::read_to_string(root.join("c/r.ndjson")).unwrap();
+        let cut = store.cut("c/r.ndjson").unwrap().expect("cut");
+        let marker = marker_line(cut.omitted_bytes(), max);
+        assert!(
+            file.len() <= (max as usize) + marker.len(),
+            "{}",
+            file.len()
+        );
+        assert!(!root.join("c/r.ndjson.tail").exists());
+        // The head from the first line, the marker, then the tail up to the
+        // last line with no line missing.
+        let got = chunks(&file);
+        let at = got
+            .iter()
+            .position(|c| c.starts_with("[paperclip: "))
+            .unwrap();
+        assert!(
+            got[at].contains(&format!("{} bytes", cut.omitted_bytes())),
+            "{}",
+            got[at]
+        );
+        for (k, c) in got[..at].iter().enumerate() {
+            assert_eq!(c, &format!("line {k:05} {}\n", "y".repeat(80)));
+        }
+        let first_tail: usize = got[at + 1][5..10].parse().unwrap();
+        for (k, c) in got[at + 1..].iter().enumerate() {
+            assert_eq!(
+                c,
+                &format!("line {:05} {}\n", first_tail + k, "y".repeat(80))
+            );
+        }
+        assert_eq!(first_tail + got.len() - at - 1, n as usize);
+        assert!(
+            (got.len() - at - 1) * 100 >= (max as usize) / 4,
+            "a real tail"
+        );
+        // Offsets count the whole output: the pages add up to the file, and
+        // an offset read while the run wrote still reads on from there.
+        assert_eq!(read_all(&store, 0, 3000), (file.clone(), total));
+        assert_eq!(read_all(&store, 0, 1), (file.clone(), total));
+        let (rest, end) = read_all(&store, live_offset.unwrap(), 64 * 1024);
+        assert_eq!(end, total);
+        assert_eq!(chunks(&rest).len(), 9);
+        // Inside the part left out: the marker, then the tail.
+        let (from_cut, _) = read_all(&store, cut.head_bytes + 1, 64 * 1024);
+        assert!(from_cut.starts_with(&file[cut.head_bytes as usize..][..40]));
+        assert!(store.remove("c/r.ndjson").unwrap());
+        assert!(!root.join("c/r.ndjson").exists() && !root.join("c/r.ndjson.cut").exists());
+        assert!(!store.remove("c/r.ndjson").unwrap());
+        assert_eq!(store.read("c/r.ndjson", 0, 100).unwrap().content, "");
+    }
+
+    #[test]
+    fn a_chunk_too_long_for_the_tail_is_split_between_characters() {
+        let (store, root) = store(MIN_MAX_BYTES);
+        let mut w = store.writer("c", "r").unwrap();
+        let big = "é漢😀".repeat(20_000);
+        w.append("stdout", &big, 1).unwrap();
+        w.append("stdout", "the end\n", 2).unwrap();
+        w.finish().unwrap();
+        let file = std::fs::read_to_string(root.join("c/r.ndjson")).unwrap();
+        assert!(file.len() as u64 <= MIN_MAX_BYTES + 1024);
+        let got = chunks(&file);
+        assert_eq!(got.last().unwrap(), "the end\n");
+        assert!(got.len() > 2, "split into lines");
     }
 }

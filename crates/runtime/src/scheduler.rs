@@ -1,6 +1,7 @@
 //! Timer heartbeats: agents whose policy enables them are woken every
 //! `intervalSec` (at least 30 s) while they have no run queued or running.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use paperclip_core::actor::Actor;
@@ -9,14 +10,19 @@ use paperclip_core::heartbeat::{HeartbeatPolicy, WakeSource};
 use paperclip_store::wakeups::{self, Wake};
 use paperclip_store::Store;
 
+use crate::routines::Clock;
+
 /// Timer granularity. Intervals are 30 s or more, so a 5 s tick keeps timers
 /// within a few seconds of due while costing one small query per tick.
 const TICK: Duration = Duration::from_secs(5);
 
-pub async fn run(store: Store) {
+/// Timer passes every [`TICK`] on `clock`'s time (the routines' clock: the
+/// system's, or with `--test-clock` the one tests set, where a pass also runs
+/// whenever the clock is set).
+pub(crate) async fn run(store: Store, clock: Arc<Clock>) {
     loop {
         tokio::time::sleep(TICK).await;
-        if let Err(err) = tick(&store).await {
+        if let Err(err) = tick(&store, clock.now()).await {
             tracing::warn!(error = %err, "timer tick failed");
         }
         if let Err(err) = paperclip_store::budgets::rollover(&store, chrono::Utc::now()).await {
@@ -27,8 +33,7 @@ pub async fn run(store: Store) {
 
 /// One pass: wakes every agent whose timer is due. The wake's idempotency key
 /// names the interval slot, so two servers on one database wake an agent once.
-pub async fn tick(store: &Store) -> anyhow::Result<usize> {
-    let now = chrono::Utc::now();
+pub async fn tick(store: &Store, now: chrono::DateTime<chrono::Utc>) -> anyhow::Result<usize> {
     let due = paperclip_store::runs::timer_candidates(store).await?;
     let mut woken = 0;
     for candidate in due {

@@ -140,7 +140,13 @@ impl RunSinkImpl {
         if let Some(task) = task {
             let _ = task.await;
         }
-        self.writer.lock().expect("writer lock").take();
+        // A log cut for its size gets its marker and tail now.
+        let writer = self.writer.lock().expect("writer lock").take();
+        if let Some(mut writer) = writer {
+            if let Err(err) = writer.finish() {
+                tracing::warn!(run = %self.run.id, error = %err, "run log not closed");
+            }
+        }
         // Written even if a throttled write of the same chunk was sent: that
         // one may still be in flight, and the run's verdict reads this row
         // next. The store ignores an update that is not newer.
@@ -274,6 +280,10 @@ impl RunSink for RunSinkImpl {
         let store = self.inner.store.clone();
         let run_id = self.run.id.clone();
         // Read now, while the leader surely is the process just spawned.
+        let ticks = paperclip_adapters::tree::start_ticks(pid as i32);
+        // Before anything else: from now on a request from this process, or
+        // any it starts, is known to come from inside the run.
+        self.inner.live.process_started(&run_id, pid, ticks);
         let start = paperclip_adapters::tree::start_ticks(process_group_id as i32)
             .map(|t| (t, paperclip_adapters::tree::ticks_to_time(t)));
         tokio::spawn(async move {

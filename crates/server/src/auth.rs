@@ -21,6 +21,7 @@ use paperclip_core::team::{MembershipStatus, Permission, Role};
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
+use crate::extract::header_text;
 use crate::AppState;
 
 /// Header by which an agent ties a request to its heartbeat run.
@@ -58,6 +59,12 @@ pub struct Person {
 }
 
 impl Person {
+    /// Whether the request came with a board API key naming companies: it
+    /// acts in those only, and on nothing instance- or account-wide.
+    pub fn company_scoped(&self) -> bool {
+        self.key.as_ref().is_some_and(|k| !k.company_ids.is_empty())
+    }
+
     /// The active role of this person in a company their credential reaches.
     pub fn role_in(&self, company_id: &str) -> Option<Role> {
         if let Some(key) = &self.key {
@@ -128,17 +135,13 @@ impl FromRequestParts<AppState> for Caller {
             None if parts.method == Method::GET => Permission::Read,
             None => Permission::CompanyManage,
         };
-        let run_header = parts
-            .headers
-            .get(RUN_ID_HEADER)
-            .and_then(|v| v.to_str().ok())
+        // A run id or credential that is not text is refused (400), not
+        // read as absent: a garbled `Authorization` is not "no credential".
+        let run_header = header_text(&parts.headers, RUN_ID_HEADER)?
             .map(str::trim)
             .filter(|v| !v.is_empty())
             .map(str::to_string);
-        let bearer = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
+        let bearer = header_text(&parts.headers, axum::http::header::AUTHORIZATION.as_str())?
             .and_then(|v| {
                 v.strip_prefix("Bearer ")
                     .or_else(|| v.strip_prefix("bearer "))
@@ -169,7 +172,7 @@ impl FromRequestParts<AppState> for Caller {
             });
         }
         if app.security.team.authenticated() {
-            if let Some(token) = crate::people::session_token(&parts.headers) {
+            if let Some(token) = crate::people::session_token(&parts.headers)? {
                 let person = crate::signin::by_session(app, &token).await?;
                 if !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) {
                     crate::signin::check_csrf(&parts.headers, &token)?;
@@ -341,12 +344,19 @@ impl Caller {
     }
 
     /// Instance-level operations (creating a company): the local board or an
-    /// instance administrator.
+    /// instance administrator, by a session or an unscoped key (a key naming
+    /// companies acts in them only, never on the instance).
     pub fn require_instance_admin(&self) -> Result<&Actor, ApiError> {
         match &self.access {
             Access::Everything => Ok(&self.actor),
-            Access::Person(p) if p.user.is_instance_admin => Ok(&self.actor),
-            Access::Person(_) => Err(ApiError::forbidden("Instance admin required")),
+            Access::Person(p) if !p.user.is_instance_admin => {
+                Err(ApiError::forbidden("Instance admin required"))
+            }
+            Access::Person(p) if p.company_scoped() => Err(ApiError::forbidden(
+                "This API key is scoped to companies: instance-level actions need a signed-in session or a key naming no company",
+            )
+            .with_details(serde_json::json!({ "reason": "deny_key_scope" }))),
+            Access::Person(_) => Ok(&self.actor),
             Access::Agent => Err(ApiError::forbidden("Board access required")),
         }
     }

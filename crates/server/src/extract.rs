@@ -5,7 +5,7 @@
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
@@ -48,12 +48,13 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     match serde_path_to_error::deserialize::<_, T>(&mut de) {
-        Ok(value) => Ok(value),
+        // One JSON value and nothing after it but whitespace: `{...} xyz`
+        // (or a second value) is not a body whose meaning is clear.
+        Ok(value) => de.end().map(|()| value).map_err(|e| malformed(&e)),
         Err(err) => {
             let inner = err.inner();
             if inner.is_syntax() || inner.is_eof() {
-                return Err(ApiError::new(StatusCode::BAD_REQUEST, "Malformed JSON body")
-                    .with_details(json!([{ "code": "invalid_json", "path": [], "message": inner.to_string() }])));
+                return Err(malformed(inner));
             }
             let mut path: Vec<Value> = err
                 .path()
@@ -85,6 +86,14 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             ))
         }
     }
+}
+
+fn malformed(err: &serde_json::Error) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "Malformed JSON body").with_details(json!([{
+        "code": "invalid_json",
+        "path": [],
+        "message": err.to_string(),
+    }]))
 }
 
 /// Byte offset of a `\u0000` escape in a JSON text. Outside strings JSON has
@@ -126,6 +135,27 @@ fn strip_position(message: &str) -> String {
         Some(i) => message[..i].to_string(),
         None => message.to_string(),
     }
+}
+
+/// A header the server reads as text to decide something. Absent: `None`.
+/// Present but not text (visible ASCII, spaces and tabs: bytes outside it,
+/// such as Latin-1 or UTF-8, are not decoded by guessing): 400 naming the
+/// header, never taken as absent, so a garbled credential or run id is not
+/// silently dropped.
+pub fn header_text<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, ApiError> {
+    match headers.get(name) {
+        None => Ok(None),
+        Some(value) => value.to_str().map(Some).map_err(|_| not_text(name)),
+    }
+}
+
+/// The 400 for a header (or cookie) that must be text and is not.
+pub fn not_text(name: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        format!("Header {name} must be text (visible ASCII)"),
+    )
+    .with_details(json!({ "code": "invalid_header", "header": name }))
 }
 
 /// Query strings, parsed into a struct of optional strings so that a bad
@@ -191,6 +221,35 @@ mod tests {
         assert_eq!(nul_escape(br#"{"title": "\u00001"}"#), Some(11));
         let err = parse_json::<IssuePatch>(br#"{"title": "x\u0000"}"#).unwrap_err();
         assert_eq!(err.status, StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn one_json_value_and_only_whitespace_after_it() {
+        for bad in [
+            &br#"{"title": "a"} xyz"#[..],
+            br#"{"title": "a"}{}"#,
+            br#"{"title": "a"} 1"#,
+        ] {
+            let err = parse_json::<IssuePatch>(bad).unwrap_err();
+            assert_eq!(err.status, StatusCode::BAD_REQUEST);
+            assert_eq!(err.details.unwrap()[0]["code"], "invalid_json");
+        }
+        assert!(parse_json::<IssuePatch>(b"{\"title\": \"a\"} \r\n\t ").is_ok());
+    }
+
+    #[test]
+    fn a_header_that_is_not_text_is_refused_not_dropped() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-a", axum::http::HeaderValue::from_static("run 1"));
+        headers.insert(
+            "x-b",
+            axum::http::HeaderValue::from_bytes(b"r\xc3\xa9").unwrap(),
+        );
+        assert_eq!(header_text(&headers, "x-a").unwrap(), Some("run 1"));
+        assert_eq!(header_text(&headers, "x-none").unwrap(), None);
+        let err = header_text(&headers, "x-b").unwrap_err();
+        assert_eq!(err.status, StatusCode::BAD_REQUEST);
+        assert_eq!(err.details.unwrap()["header"], "x-b");
     }
 
     #[test]

@@ -13,7 +13,9 @@
 //!   exception is a `multipart/form-data` POST to the attachment upload
 //!   route, whose body may be the attachment limit plus the multipart
 //!   framing; the Origin and CSRF checks apply to it as to every write;
-//! - its id or query contains a NUL (no engine stores one): 400;
+//! - its id or query contains a NUL (no engine stores one), or a header
+//!   it decides on (`Host`, `Origin`, `Sec-Fetch-*`, `Content-Type`) is
+//!   not text: 400;
 //! - it declares a body over the limit (refused before reading it): 413, or
 //!   does not deliver its body in time: 408;
 //! - it has no key and comes from inside an agent run ([`crate::local_peer`]): 401.
@@ -32,6 +34,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::error::ApiError;
+use crate::extract::header_text;
 use crate::AppState;
 
 /// Connection-level limits; tests shorten them to see them act.
@@ -49,6 +52,9 @@ pub struct Limits {
     pub attachment_max_bytes: u64,
     /// S3-compatible storage for new attachments; `None`: the data dir.
     pub s3: Option<crate::storage_s3::S3Config>,
+    /// Open connections (live streams included) served normally; `None`:
+    /// derived from the descriptor limit (see [`crate::serve`]).
+    pub max_connections: Option<usize>,
 }
 
 impl Default for Limits {
@@ -59,6 +65,7 @@ impl Default for Limits {
             max_subscribers_per_company: 1000,
             attachment_max_bytes: paperclip_core::attachment::DEFAULT_MAX_BYTES,
             s3: None,
+            max_connections: None,
         }
     }
 }
@@ -124,7 +131,7 @@ impl Security {
         let name = host_name(host);
         is_loopback_name(&name)
             || self.public_host.as_deref() == Some(name.as_str())
-            || self.team.allowed_hosts.iter().any(|h| *h == name)
+            || self.team.allowed_hosts.contains(&name)
     }
 
     fn origin_allowed(&self, origin: &str, host: &str) -> bool {
@@ -172,6 +179,19 @@ impl Drop for SubscriberSlot {
 #[derive(Default)]
 pub struct Connection {
     outside_runs: OnceLock<()>,
+    /// This server's end of the connection: with the peer's, it names the
+    /// client's socket exactly (see [`crate::local_peer`]).
+    server: Option<SocketAddr>,
+}
+
+impl Connection {
+    /// A connection accepted on `server` (this side's address).
+    pub fn accepted_on(server: Option<SocketAddr>) -> Connection {
+        Connection {
+            outside_runs: OnceLock::new(),
+            server,
+        }
+    }
 }
 
 /// Marks a request the guard let in as the local board (no credential).
@@ -182,7 +202,16 @@ pub async fn guard(State(app): State<AppState>, request: Request, next: Next) ->
     let is_page = !request.uri().path().starts_with("/api/");
     let mut response = match check(&app, request).await {
         Ok(request) => next.run(request).await,
-        Err(err) => err.into_response(),
+        Err(err) => {
+            let busy = err.status == StatusCode::SERVICE_UNAVAILABLE;
+            let mut response = err.into_response();
+            if busy {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            response
+        }
     };
     let headers = response.headers_mut();
     headers.insert(
@@ -219,10 +248,7 @@ async fn check(app: &AppState, request: Request) -> Result<Request, ApiError> {
             "Request has no peer address; it did not come through the server's listener",
         ));
     };
-    let host = parts
-        .headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
+    let host = header_text(&parts.headers, header::HOST.as_str())?
         .map(str::to_string)
         .or_else(|| parts.uri.authority().map(|a| a.to_string()))
         .ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, "Host header required"))?;
@@ -245,7 +271,7 @@ async fn check(app: &AppState, request: Request) -> Result<Request, ApiError> {
         }])));
     }
     let body = if changes_state(&parts.method) {
-        let limit = match upload_limit(app, &parts.method, parts.uri.path(), &parts.headers) {
+        let limit = match upload_limit(app, &parts.method, parts.uri.path(), &parts.headers)? {
             Some(limit) => limit,
             None => {
                 check_content_type(&parts.headers)?;
@@ -293,18 +319,16 @@ fn check_origin(
         ))
         .with_details(json!({ "code": "cross_site" })))
     };
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let origin = origin.to_str().unwrap_or("");
+    if let Some(origin) = header_text(headers, header::ORIGIN.as_str())? {
         if !app.security.origin_allowed(origin, host) {
             return cross(format!("Origin {origin}"));
         }
     }
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Some(site @ ("cross-site" | "same-site")) = header("sec-fetch-site") {
+    if let Some(site @ ("cross-site" | "same-site")) = header_text(headers, "sec-fetch-site")? {
         // Following a link to a page from elsewhere is fine: it reads
         // nothing the other site can see and changes nothing.
         let navigation = matches!(*method, Method::GET | Method::HEAD)
-            && header("sec-fetch-mode") == Some("navigate");
+            && header_text(headers, "sec-fetch-mode")? == Some("navigate");
         if !navigation {
             return cross(format!("Sec-Fetch-Site: {site}"));
         }
@@ -319,25 +343,31 @@ pub const MULTIPART_OVERHEAD: usize = 64 * 1024;
 /// The body limit of an attachment upload, when this request is one:
 /// `POST /api/companies/{companyId}/issues/{issueId}/attachments` with a
 /// `multipart/form-data` body. Every other write stays JSON-only.
-fn upload_limit(app: &AppState, method: &Method, path: &str, headers: &HeaderMap) -> Option<usize> {
+fn upload_limit(
+    app: &AppState,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+) -> Result<Option<usize>, ApiError> {
     if *method != Method::POST {
-        return None;
+        return Ok(None);
     }
-    let parts: Vec<&str> = path.strip_prefix("/api/")?.split('/').collect();
+    let Some(rest) = path.strip_prefix("/api/") else {
+        return Ok(None);
+    };
+    let parts: Vec<&str> = rest.split('/').collect();
     let route = matches!(
         parts.as_slice(),
         ["companies", c, "issues", i, "attachments"] if !c.is_empty() && !i.is_empty()
     );
-    let multipart = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
+    let multipart = header_text(headers, header::CONTENT_TYPE.as_str())?
         .and_then(|v| v.split(';').next())
         .is_some_and(|e| e.trim().eq_ignore_ascii_case("multipart/form-data"));
-    (route && multipart).then(|| {
+    Ok((route && multipart).then(|| {
         usize::try_from(app.security.limits.attachment_max_bytes)
             .unwrap_or(usize::MAX)
             .saturating_add(MULTIPART_OVERHEAD)
-    })
+    }))
 }
 
 fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
@@ -346,8 +376,8 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim() != "0")
         || headers.contains_key(header::TRANSFER_ENCODING);
-    match headers.get(header::CONTENT_TYPE) {
-        Some(ct) if is_json(ct.to_str().unwrap_or("")) => Ok(()),
+    match header_text(headers, header::CONTENT_TYPE.as_str())? {
+        Some(ct) if is_json(ct) => Ok(()),
         // A bodyless POST (`curl -X POST .../pause`) needs no type.
         None if !declared_body => Ok(()),
         other => Err(ApiError::new(
@@ -356,7 +386,7 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
         )
         .with_details(json!({
             "code": "unsupported_media_type",
-            "contentType": other.and_then(|v| v.to_str().ok()),
+            "contentType": other,
         }))),
     }
 }
@@ -432,13 +462,22 @@ async fn local_board(
         .as_ref()
         .is_some_and(|c| c.outside_runs.get().is_some());
     if !known_outside {
-        let live = app.runtime.live_run_ids();
-        let verdict = if live.is_empty() {
-            Ok(None)
-        } else {
-            tokio::task::spawn_blocking(move || crate::local_peer::run_of_peer(peer, &live))
-                .await
-                .unwrap_or_else(|e| Err(e.to_string()))
+        use crate::local_peer::Verdict;
+        let runs = app.runtime.live_run_processes();
+        let server = connection.as_ref().and_then(|c| c.server);
+        // On the lookup pool, never on the async executor; a full pool is a
+        // 503 to retry, not a wait (see `local_peer`).
+        let verdict = match crate::local_peer::resolve(peer, server, runs).await {
+            Verdict::Outside => Ok(None),
+            Verdict::Run(run) => Ok(Some(run)),
+            Verdict::Unknown(reason) => Err(reason),
+            Verdict::Busy => {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Too many new local connections to check at once; retry shortly",
+                )
+                .with_details(json!({ "code": "local_peer_busy" })))
+            }
         };
         match verdict {
             Ok(None) => {

@@ -76,7 +76,15 @@ pub fn app(state: AppState) -> Router {
         logs.read(log_ref, offset, limit)
             .map(|page| (page.content, page.next_offset))
     });
-    let web = paperclip_web::router(state.store.clone(), read_log).layer(
+    let logs = state.runtime.logs().clone();
+    let log_cut: paperclip_web::LogCutReader = Arc::new(move |log_ref| {
+        Ok(logs.cut(log_ref)?.map(|c| paperclip_web::LogCut {
+            head_bytes: c.head_bytes,
+            tail_start: c.tail_start,
+            max_bytes: c.max_bytes,
+        }))
+    });
+    let web = paperclip_web::router(state.store.clone(), read_log, log_cut).layer(
         axum::middleware::from_fn_with_state(state.clone(), board_only),
     );
     router
@@ -156,7 +164,12 @@ async fn board_only(
                     .collect(),
             ),
             name: Some(person.user.name.clone()),
-            csrf: people::session_token(&parts.headers).map(|t| people::csrf_token(&t)),
+            // A session caller's cookie was read as text above; a key
+            // caller with a garbled cookie has no session to protect.
+            csrf: people::session_token(&parts.headers)
+                .ok()
+                .flatten()
+                .map(|t| people::csrf_token(&t)),
             user_id: Some(person.user.id.clone()),
             instance_admin: person.user.is_instance_admin,
         },

@@ -103,17 +103,30 @@ pub fn csrf_token(session_token: &str) -> String {
     hex::encode(Sha256::digest(format!("csrf:{session_token}").as_bytes()))
 }
 
-/// The session token in a request's cookies, if any.
-pub fn session_token(headers: &axum::http::HeaderMap) -> Option<String> {
-    headers
+/// The session token in a request's cookies, if any. Other cookies are not
+/// ours to judge (a browser sends every app's on this host, in whatever
+/// bytes they were set); ours must be text, else 400 rather than "signed out".
+pub fn session_token(
+    headers: &axum::http::HeaderMap,
+) -> Result<Option<String>, crate::error::ApiError> {
+    let ours = headers
         .get_all(axum::http::header::COOKIE)
         .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == SESSION_COOKIE || *name == secure_name())
-        .map(|(_, value)| value.trim().to_string())
-        .filter(|v| !v.is_empty())
+        .flat_map(|v| v.as_bytes().split(|b| *b == b';'))
+        .filter_map(|pair| {
+            let eq = pair.iter().position(|b| *b == b'=')?;
+            Some((pair[..eq].trim_ascii(), pair[eq + 1..].trim_ascii()))
+        })
+        .find(|(name, _)| *name == SESSION_COOKIE.as_bytes() || *name == secure_name().as_bytes());
+    let Some((name, value)) = ours else {
+        return Ok(None);
+    };
+    if !value.iter().all(u8::is_ascii_graphic) {
+        let name = String::from_utf8_lossy(name);
+        return Err(crate::extract::not_text(&format!("cookie {name}")));
+    }
+    let value = String::from_utf8_lossy(value).into_owned();
+    Ok(Some(value).filter(|v| !v.is_empty()))
 }
 
 fn secure_name() -> &'static str {
@@ -242,7 +255,30 @@ mod tests {
             "cookie",
             format!("x=y; {SESSION_COOKIE}=tok123").parse().unwrap(),
         );
-        assert_eq!(session_token(&headers).as_deref(), Some("tok123"));
+        assert_eq!(session_token(&headers).unwrap().as_deref(), Some("tok123"));
         assert_ne!(csrf_token("tok123"), csrf_token("tok124"));
+    }
+
+    #[test]
+    fn only_our_cookie_must_be_text() {
+        let cookie = |bytes: &[u8]| {
+            let mut headers = axum::http::HeaderMap::new();
+            headers.append(
+                "cookie",
+                axum::http::HeaderValue::from_bytes(bytes).unwrap(),
+            );
+            headers
+        };
+        let other_app = format!("theme=caf\u{e9}; {SESSION_COOKIE}=tok1");
+        assert_eq!(
+            session_token(&cookie(other_app.as_bytes()))
+                .unwrap()
+                .as_deref(),
+            Some("tok1")
+        );
+        let garbled = [SESSION_COOKIE.as_bytes(), b"=tok\xe9"].concat();
+        let err = session_token(&cookie(&garbled)).unwrap_err();
+        assert_eq!(err.status, axum::http::StatusCode::BAD_REQUEST);
+        assert_eq!(session_token(&cookie(b"a=b")).unwrap(), None);
     }
 }

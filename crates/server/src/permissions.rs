@@ -15,7 +15,8 @@ pub fn need(method: &Method, route: &str) -> Permission {
     if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
         return match route {
             "/api/agents/{id}/keys" => AgentsCreate,
-            "/api/companies/{companyId}/members" => UsersManage,
+            // Who is in the company is a read, as the Members page shows every
+            // member; invite links are for those who may invite.
             "/api/companies/{companyId}/invites" => UsersInvite,
             _ => Read,
         };
@@ -105,6 +106,17 @@ mod tests {
         assert_eq!(
             need(&Method::POST, "/api/approvals/{id}/approve"),
             Permission::ApprovalsDecide
+        );
+        assert_eq!(
+            need(&Method::GET, "/api/companies/{companyId}/members"),
+            Permission::Read
+        );
+        assert_eq!(
+            need(
+                &Method::PATCH,
+                "/api/companies/{companyId}/members/{memberId}"
+            ),
+            Permission::UsersManage
         );
     }
 

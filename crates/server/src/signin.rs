@@ -49,7 +49,7 @@ pub async fn by_board_key(app: &AppState, token: &str) -> Result<Person, ApiErro
 /// only pages served here are given: another site can make the browser send
 /// our cookie, but cannot read the token.
 pub fn check_csrf(headers: &HeaderMap, session_token: &str) -> Result<(), ApiError> {
-    let sent = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
+    let sent = crate::extract::header_text(headers, CSRF_HEADER)?;
     let expected = csrf_token(session_token);
     let matches = sent.is_some_and(|sent| {
         sent.len() == expected.len()

@@ -543,9 +543,9 @@ pub async fn org_tree(store: &Store, company_id: &str) -> Result<Vec<OrgNode>> {
         OrgNode {
             id: agent.id.clone(),
             name: agent.name.clone(),
-            role: agent.role.clone(),
+            role: agent.role,
             title: agent.title.clone(),
-            status: agent.status.clone(),
+            status: agent.status,
             reports,
         }
     }
@@ -623,10 +623,10 @@ async fn write(tx: &mut Tx, a: &Agent) -> Result<()> {
     .bind(&a.id)
     .bind(&a.name)
     .bind(&a.url_key)
-    .bind(&a.role)
+    .bind(a.role)
     .bind(a.title.as_deref())
     .bind(a.icon.as_deref())
-    .bind(&a.status)
+    .bind(a.status)
     .bind(a.reports_to.as_deref())
     .bind(a.capabilities.as_deref())
     .bind(&a.adapter_type)

@@ -6,7 +6,7 @@ use crate::db::DbRow;
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
-use paperclip_core::approval::{ApprovalAction, ApprovalType};
+use paperclip_core::approval::{ApprovalAction, ApprovalStatus, ApprovalType};
 use paperclip_core::heartbeat::WakeSource;
 use paperclip_core::input::{ApprovalDecision, NewAgent, NewApproval};
 use paperclip_core::model::{Approval, ApprovalComment, Issue};
@@ -54,11 +54,12 @@ pub(crate) async fn create_in(
     let ts = now();
     crate::db::query(
         "INSERT INTO approvals (id, company_id, type, status, payload, requested_by_agent_id, \
-         requested_by_user_id, created_at, updated_at) VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $7)",
+         requested_by_user_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
     )
     .bind(&id)
     .bind(company_id)
     .bind(kind.as_str())
+    .bind(ApprovalStatus::Pending.as_str())
     .bind(payload.to_string())
     .bind(actor.agent_id())
     .bind(actor.user_id())
@@ -126,7 +127,7 @@ pub async fn decide(
 ) -> Result<Approval> {
     let mut tx = store.begin().await?;
     let approval = get_in(&mut tx, id).await?;
-    let Some(next) = action.apply(&approval.status) else {
+    let Some(next) = action.apply(approval.status) else {
         return Err(Error::conflict(
             format!(
                 "Cannot {} an approval that is {}",
@@ -151,8 +152,9 @@ pub async fn decide(
         action,
         ApprovalAction::Approve | ApprovalAction::Reject | ApprovalAction::RequestRevision
     );
-    if next == "approved" || next == "rejected" {
-        payload = apply_effects(&mut tx, actor, &approval, next == "approved", payload).await?;
+    if matches!(next, ApprovalStatus::Approved | ApprovalStatus::Rejected) {
+        let approved = next == ApprovalStatus::Approved;
+        payload = apply_effects(&mut tx, actor, &approval, approved, payload).await?;
     }
     crate::db::query(
         "UPDATE approvals SET status = $2, payload = $3, decision_note = COALESCE($4, decision_note), \
@@ -160,7 +162,7 @@ pub async fn decide(
          decided_at = CASE WHEN $5 = 1 THEN $7 ELSE decided_at END, updated_at = $7 WHERE id = $1",
     )
     .bind(id)
-    .bind(next)
+    .bind(next.as_str())
     .bind(payload.to_string())
     .bind(input.decision_note.as_deref())
     .bind(i64::from(decided))
@@ -211,8 +213,8 @@ async fn apply_effects(
     approved: bool,
     mut payload: Value,
 ) -> Result<Value> {
-    match approval.kind.as_str() {
-        "hire_agent" => {
+    match approval.kind {
+        ApprovalType::HireAgent => {
             let existing = payload
                 .get("agentId")
                 .and_then(Value::as_str)
@@ -247,14 +249,16 @@ async fn apply_effects(
                 (None, false) => {}
             }
         }
-        "approve_ceo_strategy" if approved => {
+        ApprovalType::ApproveCeoStrategy if approved => {
             crate::db::query("UPDATE companies SET strategy_approved_at = COALESCE(strategy_approved_at, $2) WHERE id = $1")
                 .bind(&approval.company_id)
                 .bind(now())
                 .execute(tx.conn())
                 .await?;
         }
-        _ => {}
+        ApprovalType::ApproveCeoStrategy
+        | ApprovalType::BudgetOverrideRequired
+        | ApprovalType::RequestBoardApproval => {}
     }
     Ok(payload)
 }
@@ -274,7 +278,7 @@ async fn wake_concerned(
     tx: &mut Tx,
     actor: &Actor,
     approval: &Approval,
-    status: &str,
+    status: ApprovalStatus,
     linked: &[Issue],
 ) -> Result<()> {
     let linked_ids: Vec<&str> = linked.iter().map(|i| i.id.as_str()).collect();
@@ -301,7 +305,7 @@ async fn wake_concerned(
                 agent_id,
                 source: WakeSource::Automation,
                 trigger_detail: Some("system".into()),
-                reason: Some(format!("approval_{status}")),
+                reason: Some(format!("approval_{}", status.as_str())),
                 payload: Some(payload.clone()),
                 issue_id,
                 idempotency_key: None,
@@ -475,10 +479,10 @@ fn map(row: &DbRow) -> Result<Approval> {
     Ok(Approval {
         id: row.text("id")?,
         company_id: row.text("company_id")?,
-        kind: row.text("type")?,
+        kind: row.stored("type")?,
         requested_by_agent_id: row.opt_text("requested_by_agent_id")?,
         requested_by_user_id: row.opt_text("requested_by_user_id")?,
-        status: row.text("status")?,
+        status: row.stored("status")?,
         payload: row.json("payload")?,
         decision_note: row.opt_text("decision_note")?,
         decided_by_user_id: row.opt_text("decided_by_user_id")?,

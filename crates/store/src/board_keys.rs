@@ -3,6 +3,12 @@
 //! creates it. A key acts as its user, within the companies it names (all of
 //! the user's companies when it names none), and never beyond the user's
 //! own memberships.
+//!
+//! A key may be made with another key (its parent): it lives only while every
+//! key above it is live, so revoking or reaching the expiry of a parent ends
+//! its children too ([`find_by_hash`] checks the chain; [`revoke`] also marks
+//! the children revoked). The route clamps a child's companies and expiry to
+//! its parent's.
 
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
@@ -24,7 +30,13 @@ pub struct BoardKey {
     pub expires_at: Option<String>,
     pub last_used_at: Option<String>,
     pub revoked_at: Option<String>,
+    /// The key this one was made with (`None`: made by a signed-in session).
+    pub parent_key_id: Option<String>,
 }
+
+/// How many keys above a key are followed before the chain is refused (a key
+/// made by a key made by a key ...; real chains are one or two long).
+const MAX_CHAIN: usize = 16;
 
 pub async fn create(
     store: &Store,
@@ -33,6 +45,7 @@ pub async fn create(
     key_hash: &str,
     company_ids: &[String],
     expires_at: Option<&str>,
+    parent_key_id: Option<&str>,
 ) -> Result<BoardKey> {
     let user_id = actor
         .user_id()
@@ -41,8 +54,8 @@ pub async fn create(
     let id = new_id();
     let ts = now();
     crate::db::query(
-        "INSERT INTO board_api_keys (id, user_id, name, key_hash, created_at, expires_at) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO board_api_keys (id, user_id, name, key_hash, created_at, expires_at, \
+         parent_key_id) VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(&id)
     .bind(user_id)
@@ -50,6 +63,7 @@ pub async fn create(
     .bind(key_hash)
     .bind(&ts)
     .bind(expires_at)
+    .bind(parent_key_id)
     .execute(tx.conn())
     .await?;
     for company_id in company_ids {
@@ -68,7 +82,7 @@ pub async fn create(
                 action: Action::BoardKeyCreated,
                 entity_type: EntityType::User,
                 entity_id: user_id,
-                details: json!({ "keyId": id, "name": name }),
+                details: json!({ "keyId": id, "name": name, "parentKeyId": parent_key_id }),
             },
         )
         .await?;
@@ -105,16 +119,32 @@ pub async fn list(store: &Store, user_id: &str) -> Result<Vec<BoardKey>> {
         .collect()
 }
 
+/// Revokes a key of the actor and every key made from it (its children, their
+/// children, ...), each with its activity entries.
 pub async fn revoke(store: &Store, actor: &Actor, key_id: &str) -> Result<BoardKey> {
     let mut tx = store.begin().await?;
     let key = get_in(&mut tx, key_id).await?;
     if actor.user_id() != Some(key.user_id.as_str()) {
         return Err(Error::not_found("API key"));
     }
-    if key.revoked_at.is_none() {
+    let ts = now();
+    let mut pending = vec![key];
+    while let Some(key) = pending.pop() {
+        let children: Vec<(String,)> = crate::db::query_as(
+            "SELECT CAST(id AS TEXT) FROM board_api_keys WHERE parent_key_id = $1 ORDER BY 1",
+        )
+        .bind(&key.id)
+        .fetch_all(tx.conn())
+        .await?;
+        for (child,) in children {
+            pending.push(get_in(&mut tx, &child).await?);
+        }
+        if key.revoked_at.is_some() {
+            continue;
+        }
         crate::db::query("UPDATE board_api_keys SET revoked_at = $2 WHERE id = $1")
-            .bind(key_id)
-            .bind(now())
+            .bind(&key.id)
+            .bind(&ts)
             .execute(tx.conn())
             .await?;
         for company_id in &key.company_ids {
@@ -126,7 +156,11 @@ pub async fn revoke(store: &Store, actor: &Actor, key_id: &str) -> Result<BoardK
                     action: Action::BoardKeyRevoked,
                     entity_type: EntityType::User,
                     entity_id: &key.user_id,
-                    details: json!({ "keyId": key.id, "name": key.name }),
+                    details: json!({
+                        "keyId": key.id,
+                        "name": key.name,
+                        "withKeyId": (key.id != key_id).then_some(key_id),
+                    }),
                 },
             )
             .await?;
@@ -137,7 +171,8 @@ pub async fn revoke(store: &Store, actor: &Actor, key_id: &str) -> Result<BoardK
     Ok(key)
 }
 
-/// The live key with this hash at `at` (not revoked, not expired), if any.
+/// The live key with this hash at `at` (not revoked, not expired, and every
+/// key above it the same), if any.
 pub async fn find_by_hash(store: &Store, key_hash: &str, at: &str) -> Result<Option<BoardKey>> {
     let mut tx = store.begin().await?;
     let row = crate::db::query(
@@ -152,8 +187,37 @@ pub async fn find_by_hash(store: &Store, key_hash: &str, at: &str) -> Result<Opt
         Some(row) => Some(map(&mut tx, &row).await?),
         None => None,
     };
+    let key = match key {
+        Some(key) if chain_live(&mut tx, &key, at).await? => Some(key),
+        _ => None,
+    };
     tx.commit().await?;
     Ok(key)
+}
+
+/// Whether every key above `key` is live at `at` (a missing parent, or a
+/// chain longer than [`MAX_CHAIN`], is not).
+async fn chain_live(tx: &mut Tx, key: &BoardKey, at: &str) -> Result<bool> {
+    let mut parent = key.parent_key_id.clone();
+    for _ in 0..MAX_CHAIN {
+        let Some(id) = parent else {
+            return Ok(true);
+        };
+        let row: Option<(Option<String>,)> = crate::db::query_as(
+            "SELECT CAST(parent_key_id AS TEXT) FROM board_api_keys WHERE id = $1 \
+             AND user_id = $2 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $3)",
+        )
+        .bind(&id)
+        .bind(&key.user_id)
+        .bind(at)
+        .fetch_optional(tx.conn())
+        .await?;
+        let Some((next,)) = row else {
+            return Ok(false);
+        };
+        parent = next;
+    }
+    Ok(parent.is_none())
 }
 
 /// Records use at most once a minute, so authenticating is not a write per request.
@@ -204,5 +268,6 @@ fn build(row: &DbRow, company_ids: Vec<String>) -> Result<BoardKey> {
         expires_at: row.opt_text("expires_at")?,
         last_used_at: row.opt_text("last_used_at")?,
         revoked_at: row.opt_text("revoked_at")?,
+        parent_key_id: row.opt_text("parent_key_id")?,
     })
 }

@@ -9,7 +9,10 @@ use crate::db::DbRow;
 use chrono::{DateTime, Utc};
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
-use paperclip_core::budget::{level, month_window, stamp, Level};
+use paperclip_core::budget::{
+    level, month_window, stamp, BudgetScope, IncidentKind, IncidentResolution, IncidentStatus,
+    Level,
+};
 use paperclip_core::model::BudgetIncident;
 use serde_json::json;
 
@@ -32,7 +35,7 @@ pub(crate) async fn enforce_in(
     check_scope(
         tx,
         company_id,
-        "company",
+        BudgetScope::Company,
         company_id,
         company_budget,
         now,
@@ -41,11 +44,29 @@ pub(crate) async fn enforce_in(
     .await?;
     if let Some(agent) = agent_id {
         let budget = budget_of(tx, "agents", agent).await?;
-        check_scope(tx, company_id, "agent", agent, budget, now, &mut opened).await?;
+        check_scope(
+            tx,
+            company_id,
+            BudgetScope::Agent,
+            agent,
+            budget,
+            now,
+            &mut opened,
+        )
+        .await?;
     }
     if let Some(project) = project_id {
         let budget = budget_of(tx, "projects", project).await?;
-        check_scope(tx, company_id, "project", project, budget, now, &mut opened).await?;
+        check_scope(
+            tx,
+            company_id,
+            BudgetScope::Project,
+            project,
+            budget,
+            now,
+            &mut opened,
+        )
+        .await?;
     }
     Ok(opened)
 }
@@ -60,38 +81,49 @@ async fn budget_of(tx: &mut Tx, table: &str, id: &str) -> Result<i64> {
 }
 
 /// The entity a budget scope names: a company, an agent or a project.
-fn scope_entity(scope_type: &str) -> Result<EntityType> {
-    match EntityType::parse(scope_type) {
-        Some(kind @ (EntityType::Company | EntityType::Agent | EntityType::Project)) => Ok(kind),
-        _ => Err(Error::invalid(
-            "scopeType",
-            format!("Unknown budget scope {scope_type:?}: expected company, agent or project"),
-        )),
+fn scope_entity(scope_type: BudgetScope) -> EntityType {
+    match scope_type {
+        BudgetScope::Company => EntityType::Company,
+        BudgetScope::Agent => EntityType::Agent,
+        BudgetScope::Project => EntityType::Project,
+    }
+}
+
+/// The scope's spend query: the company's, or one agent's or project's.
+fn spend_scope(scope_type: BudgetScope, scope_id: &str) -> Scope<'_> {
+    match scope_type {
+        BudgetScope::Company => Scope::Company,
+        BudgetScope::Agent => Scope::Agent(scope_id),
+        BudgetScope::Project => Scope::Project(scope_id),
     }
 }
 
 async fn check_scope(
     tx: &mut Tx,
     company_id: &str,
-    scope_type: &str,
+    scope_type: BudgetScope,
     scope_id: &str,
     budget: i64,
     now: DateTime<Utc>,
     opened: &mut Vec<BudgetIncident>,
 ) -> Result<()> {
     let (start, end, month) = month_window(now);
-    let scope = match scope_type {
-        "company" => Scope::Company,
-        "agent" => Scope::Agent(scope_id),
-        _ => Scope::Project(scope_id),
-    };
+    let scope = spend_scope(scope_type, scope_id);
     let spend = spend_in(tx, company_id, scope, &start, &end).await?;
     let reached = level(spend, budget);
     if reached == Level::Ok {
         return Ok(());
     }
     if let Some(incident) = open_incident(
-        tx, company_id, scope_type, scope_id, "soft", &month, spend, budget, now,
+        tx,
+        company_id,
+        scope_type,
+        scope_id,
+        IncidentKind::Soft,
+        &month,
+        spend,
+        budget,
+        now,
     )
     .await?
     {
@@ -101,7 +133,7 @@ async fn check_scope(
             Entry {
                 company_id,
                 action: Action::BudgetSoftAlert,
-                entity_type: scope_entity(scope_type)?,
+                entity_type: scope_entity(scope_type),
                 entity_id: scope_id,
                 details: json!({ "incidentId": incident.id, "spendCents": spend, "budgetCents": budget, "month": month }),
             },
@@ -111,7 +143,15 @@ async fn check_scope(
     }
     if reached == Level::Hard {
         if let Some(incident) = open_incident(
-            tx, company_id, scope_type, scope_id, "hard", &month, spend, budget, now,
+            tx,
+            company_id,
+            scope_type,
+            scope_id,
+            IncidentKind::Hard,
+            &month,
+            spend,
+            budget,
+            now,
         )
         .await?
         {
@@ -122,7 +162,7 @@ async fn check_scope(
                 Entry {
                     company_id,
                     action: Action::BudgetHardStop,
-                    entity_type: scope_entity(scope_type)?,
+                    entity_type: scope_entity(scope_type),
                     entity_id: scope_id,
                     details: json!({
                         "incidentId": incident.id, "spendCents": spend, "budgetCents": budget,
@@ -148,9 +188,9 @@ async fn check_scope(
 async fn open_incident(
     tx: &mut Tx,
     company_id: &str,
-    scope_type: &str,
+    scope_type: BudgetScope,
     scope_id: &str,
-    kind: &str,
+    kind: IncidentKind,
     month: &str,
     spend: i64,
     budget: i64,
@@ -159,16 +199,16 @@ async fn open_incident(
     let existing = crate::db::query(
         "SELECT * FROM budget_incidents WHERE scope_type = $1 AND scope_id = $2 AND kind = $3 AND window_month = $4",
     )
-    .bind(scope_type)
+    .bind(scope_type.as_str())
     .bind(scope_id)
-    .bind(kind)
+    .bind(kind.as_str())
     .bind(month)
     .fetch_optional(tx.conn())
     .await?;
     let id = match existing.as_ref().map(map).transpose()? {
         Some(old)
-            if old.status == "resolved"
-                && old.resolution.as_deref() == Some("budget_raised")
+            if old.status == IncidentStatus::Resolved
+                && old.resolution == Some(IncidentResolution::BudgetRaised)
                 && budget > old.budget_cents =>
         {
             crate::db::query(
@@ -192,9 +232,9 @@ async fn open_incident(
             )
             .bind(&id)
             .bind(company_id)
-            .bind(scope_type)
+            .bind(scope_type.as_str())
             .bind(scope_id)
-            .bind(kind)
+            .bind(kind.as_str())
             .bind(month)
             .bind(spend)
             .bind(budget)
@@ -216,19 +256,19 @@ async fn open_incident(
 async fn stop(
     tx: &mut Tx,
     company_id: &str,
-    scope_type: &str,
+    scope_type: BudgetScope,
     scope_id: &str,
     now: DateTime<Utc>,
 ) -> Result<Vec<String>> {
     let ids: Vec<(String,)> = match scope_type {
-        "company" => {
+        BudgetScope::Company => {
             crate::db::query_as("SELECT id FROM agents WHERE company_id = $1 AND status NOT IN ('terminated', 'pending_approval')")
                 .bind(company_id)
                 .fetch_all(tx.conn())
                 .await?
         }
-        "agent" => vec![(scope_id.to_string(),)],
-        _ => Vec::new(),
+        BudgetScope::Agent => vec![(scope_id.to_string(),)],
+        BudgetScope::Project => Vec::new(),
     };
     let ts = stamp(now);
     let mut stopped = Vec::new();
@@ -277,16 +317,15 @@ pub(crate) async fn project_blocked(
 pub async fn set(
     store: &Store,
     actor: &Actor,
-    scope_type: &str,
+    scope_type: BudgetScope,
     scope_id: &str,
     cents: i64,
     now: DateTime<Utc>,
 ) -> Result<String> {
     let table = match scope_type {
-        "company" => "companies",
-        "agent" => "agents",
-        "project" => "projects",
-        _ => return Err(Error::invalid("scope", "Unknown budget scope")),
+        BudgetScope::Company => "companies",
+        BudgetScope::Agent => "agents",
+        BudgetScope::Project => "projects",
     };
     let mut tx = store.begin().await?;
     let sql = format!("SELECT company_id FROM {table} WHERE id = $1");
@@ -299,7 +338,9 @@ pub async fn set(
         .bind(scope_id)
         .fetch_optional(tx.conn())
         .await?
-        .ok_or_else(|| Error::NotFound(format!("{} not found", capitalised(scope_type))))?;
+        .ok_or_else(|| {
+            Error::NotFound(format!("{} not found", capitalised(scope_type.as_str())))
+        })?;
     let company_id = row.text("company_id")?;
     crate::db::query(&format!(
         "UPDATE {table} SET budget_monthly_cents = $2, updated_at = $3 WHERE id = $1"
@@ -314,23 +355,19 @@ pub async fn set(
         actor,
         Entry {
             company_id: &company_id,
-            action: match scope_entity(scope_type)? {
-                EntityType::Agent => Action::AgentBudgetUpdated,
-                EntityType::Project => Action::ProjectBudgetUpdated,
-                _ => Action::CompanyBudgetUpdated,
+            action: match scope_type {
+                BudgetScope::Agent => Action::AgentBudgetUpdated,
+                BudgetScope::Project => Action::ProjectBudgetUpdated,
+                BudgetScope::Company => Action::CompanyBudgetUpdated,
             },
-            entity_type: scope_entity(scope_type)?,
+            entity_type: scope_entity(scope_type),
             entity_id: scope_id,
             details: json!({ "budgetMonthlyCents": cents }),
         },
     )
     .await?;
     let (start, end, month) = month_window(now);
-    let scope = match scope_type {
-        "company" => Scope::Company,
-        "agent" => Scope::Agent(scope_id),
-        _ => Scope::Project(scope_id),
-    };
+    let scope = spend_scope(scope_type, scope_id);
     let spend = spend_in(&mut tx, &company_id, scope, &start, &end).await?;
     if level(spend, cents) < Level::Hard {
         resolve_scope(
@@ -340,7 +377,7 @@ pub async fn set(
             scope_type,
             scope_id,
             &month,
-            "budget_raised",
+            IncidentResolution::BudgetRaised,
             now,
         )
         .await?;
@@ -349,8 +386,8 @@ pub async fn set(
         enforce_in(
             &mut tx,
             &company_id,
-            (scope_type == "agent").then_some(scope_id),
-            (scope_type == "project").then_some(scope_id),
+            (scope_type == BudgetScope::Agent).then_some(scope_id),
+            (scope_type == BudgetScope::Project).then_some(scope_id),
             now,
         )
         .await?;
@@ -371,20 +408,20 @@ async fn resolve_scope(
     tx: &mut Tx,
     actor: &Actor,
     company_id: &str,
-    scope_type: &str,
+    scope_type: BudgetScope,
     scope_id: &str,
     month: &str,
-    resolution: &str,
+    resolution: IncidentResolution,
     now: DateTime<Utc>,
 ) -> Result<u64> {
     let n = crate::db::query(
         "UPDATE budget_incidents SET status = 'resolved', resolution = $4, resolved_at = $5 \
          WHERE scope_type = $1 AND scope_id = $2 AND window_month = $3 AND status = 'open'",
     )
-    .bind(scope_type)
+    .bind(scope_type.as_str())
     .bind(scope_id)
     .bind(month)
-    .bind(resolution)
+    .bind(resolution.as_str())
     .bind(stamp(now))
     .execute(tx.conn())
     .await?
@@ -396,7 +433,7 @@ async fn resolve_scope(
             Entry {
                 company_id,
                 action: Action::BudgetIncidentResolved,
-                entity_type: scope_entity(scope_type)?,
+                entity_type: scope_entity(scope_type),
                 entity_id: scope_id,
                 details: json!({ "resolution": resolution, "month": month }),
             },
@@ -466,11 +503,25 @@ pub(crate) async fn override_for_agent(
 ) -> Result<()> {
     let (_, _, month) = month_window(now);
     resolve_scope(
-        tx, actor, company_id, "agent", agent_id, &month, "override", now,
+        tx,
+        actor,
+        company_id,
+        BudgetScope::Agent,
+        agent_id,
+        &month,
+        IncidentResolution::Override,
+        now,
     )
     .await?;
     resolve_scope(
-        tx, actor, company_id, "company", company_id, &month, "override", now,
+        tx,
+        actor,
+        company_id,
+        BudgetScope::Company,
+        company_id,
+        &month,
+        IncidentResolution::Override,
+        now,
     )
     .await?;
     Ok(())
@@ -538,14 +589,14 @@ fn map(row: &DbRow) -> Result<BudgetIncident> {
     Ok(BudgetIncident {
         id: row.text("id")?,
         company_id: row.text("company_id")?,
-        scope_type: row.text("scope_type")?,
+        scope_type: row.stored("scope_type")?,
         scope_id: row.text("scope_id")?,
-        kind: row.text("kind")?,
+        kind: row.stored("kind")?,
         window_month: row.text("window_month")?,
         spend_cents: row.int("spend_cents")?,
         budget_cents: row.int("budget_cents")?,
-        status: row.text("status")?,
-        resolution: row.opt_text("resolution")?,
+        status: row.stored("status")?,
+        resolution: row.opt_stored("resolution")?,
         created_at: row.text("created_at")?,
         resolved_at: row.opt_text("resolved_at")?,
     })

@@ -207,6 +207,22 @@ pub async fn update(
         );
         after.require_board_approval_for_new_agents = flag;
     }
+    if let Some(days) = patch.run_log_retention_days {
+        if days == Some(0) {
+            return Err(Error::invalid(
+                "runLogRetentionDays",
+                "Run log retention must be at least 1 day (null keeps logs for good)",
+            ));
+        }
+        let days = days.map(i64::from);
+        diff(
+            &mut changes,
+            "runLogRetentionDays",
+            &before.run_log_retention_days,
+            &days,
+        );
+        after.run_log_retention_days = days;
+    }
     if changes.is_empty() {
         return Ok(before);
     }
@@ -269,17 +285,18 @@ async fn write(tx: &mut Tx, c: &Company) -> Result<()> {
     crate::db::query(
         "UPDATE companies SET name = $2, description = $3, status = $4, budget_monthly_cents = $5, \
          default_responsible_user_id = $6, require_board_approval_for_new_agents = $7, \
-         paused_at = $8, updated_at = $9 WHERE id = $1",
+         paused_at = $8, updated_at = $9, run_log_retention_days = $10 WHERE id = $1",
     )
     .bind(&c.id)
     .bind(&c.name)
     .bind(c.description.as_deref())
-    .bind(&c.status)
+    .bind(c.status)
     .bind(c.budget_monthly_cents)
     .bind(c.default_responsible_user_id.as_deref())
     .bind(i64::from(c.require_board_approval_for_new_agents))
     .bind(paused_at)
     .bind(now())
+    .bind(c.run_log_retention_days)
     .execute(tx.conn())
     .await?;
     Ok(())
@@ -311,6 +328,7 @@ fn map(row: &DbRow) -> Result<Company> {
         spent_monthly_cents: row.int("month_spend")?,
         default_responsible_user_id: row.opt_text("default_responsible_user_id")?,
         require_board_approval_for_new_agents: row.flag("require_board_approval_for_new_agents")?,
+        run_log_retention_days: DbRow::try_get(row, "run_log_retention_days")?,
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
     })

@@ -140,9 +140,9 @@ impl<'e> Exec<'e> for &'e mut Conn {
     fn target(self) -> Target<'e> {
         match self {
             Conn::SqliteWriter(slot) => Target::SqliteRaw(&mut slot.conn),
-            Conn::PostgresTx(tx, params) => Target::Postgres(&mut **tx, params),
-            Conn::SqlitePooled(conn) => Target::Sqlite(&mut **conn),
-            Conn::PostgresPooled(conn, params) => Target::Postgres(&mut **conn, params),
+            Conn::PostgresTx(tx, params) => Target::Postgres(tx, params),
+            Conn::SqlitePooled(conn) => Target::Sqlite(conn),
+            Conn::PostgresPooled(conn, params) => Target::Postgres(conn, params),
         }
     }
 }

@@ -108,7 +108,7 @@ pub async fn summaries(store: &Store, company_id: &str, ids: &[&str]) -> Result<
 pub struct LinkedTask {
     pub identifier: String,
     pub title: String,
-    pub status: String,
+    pub status: paperclip_core::issue::IssueStatus,
 }
 
 /// The tasks linked to an approval, in one statement.
@@ -126,7 +126,7 @@ pub async fn approval_tasks(store: &Store, approval_id: &str) -> Result<Vec<Link
             Ok(LinkedTask {
                 identifier: r.text("identifier")?,
                 title: r.text("title")?,
-                status: r.text("status")?,
+                status: r.stored("status")?,
             })
         })
         .collect()

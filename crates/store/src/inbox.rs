@@ -7,6 +7,8 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
+use paperclip_core::heartbeat::RunStatus;
+use paperclip_core::stored::Stored;
 use serde::Serialize;
 use serde_json::json;
 
@@ -24,17 +26,25 @@ const SCAN: i64 = 200;
 #[serde(rename_all = "camelCase")]
 pub struct Dismissal {
     pub item_key: String,
-    /// `dismiss` or `snooze`.
-    pub kind: String,
+    pub kind: Kind,
     pub snoozed_until: Option<String>,
     pub created_at: String,
 }
 
-/// How a dismissal hides its item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a dismissal hides its item: for good, or until a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Kind {
     Dismiss,
     Snooze,
+}
+
+impl Stored for Kind {
+    const WHAT: &'static str = "inbox dismissal kind";
+    const ALL: &'static [Kind] = &[Kind::Dismiss, Kind::Snooze];
+    fn as_str(self) -> &'static str {
+        Kind::as_str(self)
+    }
 }
 
 impl Kind {
@@ -122,7 +132,7 @@ pub async fn dismiss(
     tx.commit().await?;
     Ok(Dismissal {
         item_key: item_key.to_string(),
-        kind: kind.as_str().to_string(),
+        kind,
         snoozed_until,
         created_at: ts,
     })
@@ -177,7 +187,7 @@ pub async fn list(store: &Store, company_id: &str, user_id: &str) -> Result<Vec<
         .map(|r| {
             Ok(Dismissal {
                 item_key: r.text("item_key")?,
-                kind: r.text("kind")?,
+                kind: r.stored("kind")?,
                 snoozed_until: r.opt_text("snoozed_until")?,
                 created_at: r.text("created_at")?,
             })
@@ -194,7 +204,8 @@ pub struct FailedRun {
     pub issue_id: Option<String>,
     pub identifier: Option<String>,
     pub title: Option<String>,
-    pub status: String,
+    /// `failed` or `timed_out`.
+    pub status: RunStatus,
     pub error_code: Option<String>,
     pub error: Option<String>,
     pub created_at: String,
@@ -245,9 +256,9 @@ pub async fn failed_runs(
             if run.created_at < since {
                 continue;
             }
-            let hidden = match dismissed_kind.as_deref() {
-                Some("snooze") => snoozed_until.is_some_and(|u| u > ts),
-                Some(_) => true,
+            let hidden = match dismissed_kind {
+                Some(Kind::Snooze) => snoozed_until.is_some_and(|u| u > ts),
+                Some(Kind::Dismiss) => true,
                 None => false,
             };
             found.push((hidden, run));
@@ -293,7 +304,7 @@ pub async fn failed_runs(
 }
 
 /// A scanned failure, with its dismissal's kind and snooze end if any.
-fn scanned<R: RowExt>(r: &R) -> Result<(FailedRun, Option<String>, Option<String>)> {
+fn scanned<R: RowExt>(r: &R) -> Result<(FailedRun, Option<Kind>, Option<String>)> {
     Ok((
         FailedRun {
             run_id: r.text("id")?,
@@ -301,14 +312,14 @@ fn scanned<R: RowExt>(r: &R) -> Result<(FailedRun, Option<String>, Option<String
             issue_id: r.opt_text("issue_id")?,
             identifier: r.opt_text("identifier")?,
             title: r.opt_text("title")?,
-            status: r.text("status")?,
+            status: r.stored("status")?,
             error_code: r.opt_text("error_code")?,
             error: r.opt_text("error")?,
             created_at: r.text("created_at")?,
             finished_at: r.opt_text("finished_at")?,
             earlier: 0,
         },
-        r.opt_text("dismissed_kind")?,
+        r.opt_stored("dismissed_kind")?,
         r.opt_text("snoozed_until")?,
     ))
 }
@@ -374,13 +385,23 @@ mod tests {
             issue_id: issue.map(Into::into),
             identifier: None,
             title: None,
-            status: "failed".into(),
+            status: RunStatus::Failed,
             error_code: None,
             error: None,
             created_at: String::new(),
             finished_at: None,
             earlier: 0,
         }
+    }
+
+    #[test]
+    fn a_dismissal_kind_reads_back_as_its_api_text_and_nothing_else_does() {
+        for kind in Kind::ALL {
+            assert_eq!(Kind::from_stored(kind.as_str()), Some(*kind));
+            assert_eq!(Kind::parse(kind.as_str()), Some(*kind));
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+        assert_eq!(Kind::from_stored("hide"), None);
     }
 
     #[test]

@@ -225,11 +225,10 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
                 status.as_str()
             )));
         }
-        if from != status && is_active(status) {
-            if ceo_gate_closed(&mut tx, &company_id, before.created_by_agent_id.as_deref()).await? {
+        if from != status && is_active(status)
+            && ceo_gate_closed(&mut tx, &company_id, before.created_by_agent_id.as_deref()).await? {
                 return Err(Error::rule(CEO_GATE));
             }
-        }
         let effects = transition_effects(from, status);
         if effects.set_started_at && after.started_at.is_none() {
             after.started_at = Some(ts.clone());
@@ -867,8 +866,8 @@ pub(crate) async fn write(tx: &mut Tx, i: &Issue, ts: &str) -> Result<()> {
     .bind(i.parent_id.as_deref())
     .bind(&i.title)
     .bind(i.description.as_deref())
-    .bind(&i.status)
-    .bind(&i.priority)
+    .bind(i.status)
+    .bind(i.priority)
     .bind(i.assignee_agent_id.as_deref())
     .bind(i.assignee_user_id.as_deref())
     .bind(i.checkout_run_id.as_deref())

@@ -84,6 +84,7 @@ mod row;
 pub mod run_budget;
 mod run_days;
 mod run_limit;
+pub mod run_logs;
 mod run_verdict;
 pub mod runs;
 pub mod secrets;

@@ -231,6 +231,22 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
         "routine_activity_gate",
         Sql::Both(include_str!("../migrations/0033_routine_activity_gate.sql")),
     ),
+    (
+        34,
+        "board_key_parents",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0034_board_key_parents.sqlite.sql"),
+            postgres: include_str!("../migrations/0034_board_key_parents.postgres.sql"),
+        },
+    ),
+    (
+        35,
+        "run_log_retention",
+        Sql::Each {
+            sqlite: include_str!("../migrations/0035_run_log_retention.sqlite.sql"),
+            postgres: include_str!("../migrations/0035_run_log_retention.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -190,7 +190,7 @@ pub async fn update(
     .bind(&after.name)
     .bind(&after.url_key)
     .bind(after.description.as_deref())
-    .bind(&after.status)
+    .bind(after.status)
     .bind(after.goal_id.as_deref())
     .bind(after.lead_agent_id.as_deref())
     .bind(after.target_date.as_deref())

@@ -6,7 +6,7 @@
 //! usual consequences (incident, pause, activity) through the same rules.
 
 use chrono::{DateTime, Utc};
-use paperclip_core::budget::month_window;
+use paperclip_core::budget::{month_window, BudgetScope};
 
 use crate::costs::{spend_on, Scope};
 use crate::row::RowExt;
@@ -15,8 +15,7 @@ use crate::{Result, Store};
 /// A monthly budget a run spends against, as it stood when read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunLimit {
-    /// `agent`, `project` or `company`, as budget incidents name scopes.
-    pub scope_type: &'static str,
+    pub scope_type: BudgetScope,
     pub scope_id: String,
     pub budget_cents: i64,
     /// Recorded spend of the scope this UTC month (other runs' included).
@@ -54,36 +53,47 @@ pub async fn run_limits(
     .fetch_one(store.pool())
     .await?;
     let budget = |col: &str| -> Result<i64> { Ok(row.int(col)?) };
-    let mut scopes: Vec<(&'static str, String, i64)> = Vec::new();
-    scopes.push(("agent", agent_id.to_string(), budget("agent")?));
+    let mut scopes: Vec<(BudgetScope, String, i64)> = Vec::new();
+    scopes.push((BudgetScope::Agent, agent_id.to_string(), budget("agent")?));
     if let Some(project) = project_id {
-        scopes.push(("project", project.to_string(), budget("project")?));
+        scopes.push((
+            BudgetScope::Project,
+            project.to_string(),
+            budget("project")?,
+        ));
     }
-    scopes.push(("company", company_id.to_string(), budget("company")?));
+    scopes.push((
+        BudgetScope::Company,
+        company_id.to_string(),
+        budget("company")?,
+    ));
     scopes.retain(|(_, _, cents)| *cents > 0);
     if scopes.is_empty() {
         return Ok(Vec::new());
     }
-    let overridden: Vec<(String, String)> = crate::db::query_as(
+    let overridden = crate::db::query(
         "SELECT scope_type, scope_id FROM budget_incidents WHERE company_id = $1 AND kind = 'hard' \
          AND window_month = $2 AND resolution = 'override'",
     )
     .bind(company_id)
     .bind(&month)
     .fetch_all(store.pool())
-    .await?;
+    .await?
+    .iter()
+    .map(|r| Ok((r.stored("scope_type")?, r.text("scope_id")?)))
+    .collect::<Result<Vec<(BudgetScope, String)>>>()?;
     let mut limits = Vec::new();
     for (scope_type, scope_id, budget_cents) in scopes {
         if overridden
             .iter()
-            .any(|(t, id)| t == scope_type && *id == scope_id)
+            .any(|(t, id)| *t == scope_type && *id == scope_id)
         {
             continue;
         }
         let scope = match scope_type {
-            "agent" => Scope::Agent(&scope_id),
-            "project" => Scope::Project(&scope_id),
-            _ => Scope::Company,
+            BudgetScope::Agent => Scope::Agent(&scope_id),
+            BudgetScope::Project => Scope::Project(&scope_id),
+            BudgetScope::Company => Scope::Company,
         };
         let spent_cents = spend_on(store.pool(), company_id, scope, &start, &end).await?;
         limits.push(RunLimit {

@@ -371,7 +371,7 @@ pub(crate) async fn finish_in(
          WHERE id = $1 AND status = 'running'",
     )
     .bind(run_id)
-    .bind(&finish.status)
+    .bind(finish.status)
     .bind(finish.error.as_deref())
     .bind(finish.error_code.as_deref())
     .bind(finish.exit_code)
@@ -759,6 +759,7 @@ pub(crate) fn map(row: &DbRow) -> Result<HeartbeatRun> {
         log_ref: row.opt_text("log_ref")?,
         log_bytes: row.int("log_bytes")?,
         log_compressed: false,
+        log_removed_at: row.opt_text("log_removed_at")?,
         next_event_seq: row.int("next_event_seq")?,
         process_pid: DbRow::try_get(row, "process_pid")?,
         process_group_id: DbRow::try_get(row, "process_group_id")?,
@@ -899,4 +900,18 @@ pub async fn set_last_output(store: &Store, run_id: &str, out: &LastOutput) -> R
     .await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// Runs the instance has in flight: `(queued, running)`, over every company.
+/// Tests wait on this reaching `(0, 0)` (with no live process either) before
+/// they assert that something did *not* happen.
+pub async fn in_flight(store: &Store) -> Result<(i64, i64)> {
+    let row = crate::db::query(
+        "SELECT COALESCE(SUM(CASE WHEN status = 'queued' THEN 1 ELSE 0 END), 0) AS queued, \
+         COALESCE(SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), 0) AS running \
+         FROM heartbeat_runs WHERE status IN ('queued', 'running')",
+    )
+    .fetch_one(store.pool())
+    .await?;
+    Ok((row.int("queued")?, row.int("running")?))
 }

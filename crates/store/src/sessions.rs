@@ -160,7 +160,7 @@ pub async fn runtime_state(
     let (last_run_id, last_run_status, last_error, updated_at) = match &last {
         Some(row) => (
             Some(row.text("id")?),
-            Some(row.text("status")?),
+            Some(row.stored("status")?),
             row.opt_text("error")?,
             Some(row.text("updated_at")?),
         ),

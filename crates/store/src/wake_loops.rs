@@ -19,9 +19,6 @@ use crate::row::RowExt;
 use crate::wakeups::{Wake, Woken};
 use crate::{now, Error, Result, Store, Tx};
 
-/// The skip reason of a held wake.
-pub const HELD: &str = "loop_held";
-
 /// A task's loop-breaker state, as the board sees it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -156,7 +153,7 @@ pub async fn release(store: &Store, actor: &Actor, issue_id: &str) -> Result<Vec
          WHERE issue_id = $1 AND skip_reason = $2 AND created_at >= $3 ORDER BY agent_id",
     )
     .bind(&issue.id)
-    .bind(HELD)
+    .bind(paperclip_core::heartbeat::WakeSkipReason::LoopHeld.as_str())
     .bind(&held_at)
     .fetch_all(tx.conn())
     .await?;

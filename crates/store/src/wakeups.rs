@@ -10,7 +10,9 @@
 use crate::db::DbRow;
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::{Actor, ActorKind};
-use paperclip_core::heartbeat::{skip_reason, wants_work_check, HeartbeatPolicy, WakeSource};
+use paperclip_core::heartbeat::{
+    skip_reason, wants_work_check, HeartbeatPolicy, WakeSkipReason, WakeSource, WakeStatus,
+};
 use paperclip_core::model::{HeartbeatRun, WakeupRequest};
 use serde_json::{json, Value};
 
@@ -114,24 +116,24 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
         // Nothing an agent does wakes itself: its own comment, mention or
         // hand-off is already in the run that made it. (An explicit wakeup
         // it asks for is a request, not a side effect, and stands.)
-        skip = Some("self_wake");
+        skip = Some(WakeSkipReason::SelfWake);
     }
     if let (None, Some(issue_id)) = (skip, counted_issue) {
         if crate::wake_loops::count(tx, actor, issue_id, &ts).await? {
-            skip = Some(crate::wake_loops::HELD);
+            skip = Some(WakeSkipReason::LoopHeld);
         }
     }
     let (request_status, skip, run) = if let Some(reason) = skip {
-        ("skipped", Some(reason), None)
+        (WakeStatus::Skipped, Some(reason), None)
     } else {
         match crate::wake_queue::place(tx, &agent.company_id, &wake, &request_id, &ts).await? {
-            Placed::Queued(run) => ("queued", None, Some(run)),
-            Placed::Coalesced(run) => ("coalesced", None, Some(run)),
+            Placed::Queued(run) => (WakeStatus::Queued, None, Some(run)),
+            Placed::Coalesced(run) => (WakeStatus::Coalesced, None, Some(run)),
         }
     };
     // An idle agent's timer is skipped every interval; the feed gets one
     // row when it goes idle, not one per interval (the wake list has each).
-    let quiet = skip == Some("no_work") && {
+    let quiet = skip == Some(WakeSkipReason::NoWork) && {
         let last: Option<(Option<String>,)> = crate::db::query_as(
             "SELECT skip_reason FROM agent_wakeup_requests WHERE agent_id = $1 \
              ORDER BY created_at DESC, id DESC LIMIT 1",
@@ -139,7 +141,7 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
         .bind(&agent.id)
         .fetch_optional(tx.conn())
         .await?;
-        matches!(last, Some((Some(r),)) if r == "no_work")
+        matches!(last, Some((Some(r),)) if r == WakeSkipReason::NoWork.as_str())
     };
     crate::db::query(
         "INSERT INTO agent_wakeup_requests (id, company_id, agent_id, source, trigger_detail, reason, \
@@ -158,15 +160,15 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
     .bind(actor.kind.as_str())
     .bind(&actor.id)
     .bind(wake.idempotency_key.as_deref())
-    .bind(request_status)
-    .bind(skip)
+    .bind(request_status.as_str())
+    .bind(skip.map(WakeSkipReason::as_str))
     .bind(run.as_ref().map(|r| r.id.as_str()))
     .bind(&ts)
     .execute(tx.conn())
     .await?;
     let action = match request_status {
-        "skipped" => Action::HeartbeatSkipped,
-        "coalesced" => Action::HeartbeatCoalesced,
+        WakeStatus::Skipped => Action::HeartbeatSkipped,
+        WakeStatus::Coalesced => Action::HeartbeatCoalesced,
         _ => Action::HeartbeatQueued,
     };
     if !quiet {
@@ -206,14 +208,14 @@ fn map(row: &DbRow) -> Result<WakeupRequest> {
         id: row.text("id")?,
         company_id: row.text("company_id")?,
         agent_id: row.text("agent_id")?,
-        source: row.text("source")?,
+        source: row.stored("source")?,
         trigger_detail: row.opt_text("trigger_detail")?,
         reason: row.opt_text("reason")?,
         payload: row.opt_json("payload")?,
         issue_id: row.opt_text("issue_id")?,
         idempotency_key: row.opt_text("idempotency_key")?,
-        status: row.text("status")?,
-        skip_reason: row.opt_text("skip_reason")?,
+        status: row.stored("status")?,
+        skip_reason: row.opt_stored("skip_reason")?,
         run_id: row.opt_text("run_id")?,
         coalesced_count: row.int("coalesced_count")?,
         created_at: row.text("created_at")?,
@@ -239,7 +241,7 @@ pub struct WakeRecord {
 pub async fn list(
     store: &Store,
     agent_id: &str,
-    status: Option<&str>,
+    status: Option<WakeStatus>,
     before: Option<&str>,
     limit: i64,
 ) -> Result<Vec<WakeRecord>> {
@@ -252,7 +254,7 @@ pub async fn list(
          ORDER BY w.created_at DESC, w.id DESC LIMIT $4",
     )
     .bind(agent_id)
-    .bind(status)
+    .bind(status.map(WakeStatus::as_str))
     .bind(before)
     .bind(limit)
     .fetch_all(store.pool())

@@ -13,11 +13,17 @@
     const dollars = value(form, "budgetDollars");
     const budget = dollars === "" ? 0 : Number(dollars);
     if (!(budget >= 0)) throw new Error("Monthly budget: enter 0 (no limit) or a positive amount of dollars");
+    const keep = value(form, "runLogRetentionDays");
+    const days = keep === "" || keep == null ? null : Number(keep);
+    if (days !== null && !(Number.isInteger(days) && days >= 1 && days <= 3650)) {
+      throw new Error("Keep run logs: enter a number of days from 1 to 3650, or leave it empty to keep every log");
+    }
     const company = await api("PATCH", `/api/companies/${form.dataset.companyId}`, {
       name,
       description: value(form, "description") || null,
       requireBoardApprovalForNewAgents: value(form, "requireBoardApprovalForNewAgents"),
       budgetMonthlyCents: Math.round(budget * 100),
+      runLogRetentionDays: days,
     });
     // The switcher is outside the re-rendered region; name the company there too.
     const option = $(`#company-switcher option[value="${prefix}"]`);

@@ -28,6 +28,7 @@ use paperclip_store::Store;
 pub(crate) struct Web {
     pub store: Store,
     pub logs: LogReader,
+    pub log_cut: LogCutReader,
 }
 
 /// Reads part of a run's log (NDJSON lines) by its `logRef`: `(ref, offset,
@@ -36,8 +37,25 @@ pub(crate) struct Web {
 pub type LogReader =
     std::sync::Arc<dyn Fn(&str, u64, u64) -> std::io::Result<(String, u64)> + Send + Sync>;
 
+/// Where a run log that outgrew its limit was cut: `[head_bytes,
+/// tail_start)` was left out (a marker line stands for it).
+#[derive(Debug, Clone, Copy)]
+pub struct LogCut {
+    pub head_bytes: u64,
+    pub tail_start: u64,
+    pub max_bytes: u64,
+}
+
+/// Whether a run's log (by its `logRef`) was cut for its size.
+pub type LogCutReader =
+    std::sync::Arc<dyn Fn(&str) -> std::io::Result<Option<LogCut>> + Send + Sync>;
+
 /// The UI's routes, with their state applied so the server can merge them.
-pub fn router<S: Clone + Send + Sync + 'static>(store: Store, logs: LogReader) -> Router<S> {
+pub fn router<S: Clone + Send + Sync + 'static>(
+    store: Store,
+    logs: LogReader,
+    log_cut: LogCutReader,
+) -> Router<S> {
     Router::new()
         .route("/", get(home))
         .route("/ui/app.css", get(assets::css))
@@ -90,7 +108,11 @@ pub fn router<S: Clone + Send + Sync + 'static>(store: Store, logs: LogReader) -
         .route("/{prefix}/company/secrets", get(pages::secrets::page))
         .route("/{prefix}/account", get(pages::account::page))
         .layer(axum::middleware::from_fn(server_timing))
-        .with_state(Web { store, logs })
+        .with_state(Web {
+            store,
+            logs,
+            log_cut,
+        })
 }
 
 /// `Server-Timing: render;dur=<ms>` on every page: the time from the request

@@ -311,10 +311,9 @@ impl Queries<'_> {
         let cid = &self.seed.company_id;
         let now = self.plan.now_ms;
         // Older tasks are mostly finished; the last 15% are the live work.
-        let status = format!(
-            "CASE WHEN age < 85 THEN (CASE WHEN h1 < 85 THEN 'done' WHEN h1 < 93 THEN 'cancelled' ELSE 'backlog' END) \
+        let status = "CASE WHEN age < 85 THEN (CASE WHEN h1 < 85 THEN 'done' WHEN h1 < 93 THEN 'cancelled' ELSE 'backlog' END) \
              ELSE (CASE WHEN h1 < 20 THEN 'backlog' WHEN h1 < 40 THEN 'todo' WHEN h1 < 55 THEN 'in_progress' \
-             WHEN h1 < 65 THEN 'in_review' WHEN h1 < 75 THEN 'blocked' WHEN h1 < 95 THEN 'done' ELSE 'cancelled' END) END");
+             WHEN h1 < 65 THEN 'in_review' WHEN h1 < 75 THEN 'blocked' WHEN h1 < 95 THEN 'done' ELSE 'cancelled' END) END".to_string();
         let parent_n = "(x.n - 1 - (x.n / 10) % 5)";
         let title = format!(
             "({} || ' ' || {} || ' in ' || {} || CASE WHEN x.n % 250000 = 17 THEN ' {RARE_WORD}' ELSE '' END)",
@@ -456,7 +455,7 @@ impl Queries<'_> {
              WHEN z.h < 98 THEN 'cancelled' ELSE 'timed_out' END AS status \
              FROM (SELECT s.n AS r, {start} + (s.n - 1) * {RUN_WINDOW_MS} / {runs} AS ms, {h} AS h FROM {seq} s) z)",
             start = now - RUN_WINDOW_MS,
-            end = self.least(&format!("z.ms + 20000 + (z.r * 7919) % 600000"), &(now - 1000).to_string()),
+            end = self.least("z.ms + 20000 + (z.r * 7919) % 600000", &(now - 1000).to_string()),
             h = hash("s.n", 2_246_822_519, 100),
             seq = self.d.seq(runs as u64),
         )

@@ -411,7 +411,8 @@ async fn no_run_starts_after_the_stop_even_under_100_concurrent_reports() {
         wake_statuses.iter().all(|s| *s == 202 || *s == 409),
         "{wake_statuses:?}"
     );
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Every run the wakes made has started or been refused, and settled.
+    server.quiesce().await;
 
     let summary = server
         .ok_get(&format!("/api/companies/{cid}/costs/summary"))

@@ -11,7 +11,7 @@ use crate::common;
 use std::time::Duration;
 
 use clis::Cli;
-use common::TestServer;
+use common::{until, TestServer};
 use paperclip_scripted_provider::{ScriptedProvider, Turn};
 use serde_json::{json, Value};
 
@@ -338,15 +338,18 @@ async fn cancel_mid_turn_stops_the_cli(kind: &'static str) {
     assert_eq!(run["errorCode"], "cancelled");
     let pgid = run["processGroupId"].as_i64().unwrap() as i32;
     let seen = t.provider.requests().len();
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Once the group is gone nothing of the CLI can call the provider again.
+    until(10, "the CLI's process group to end", async || {
+        // SAFETY: signal 0 only checks for existence.
+        let alive = unsafe { libc::killpg(pgid, 0) } == 0 && clis::group_has_live_members(pgid);
+        (!alive).then_some(())
+    })
+    .await;
     assert_eq!(
         t.provider.requests().len(),
         seen,
         "the provider got requests after the cancel"
     );
-    // SAFETY: signal 0 only checks for existence.
-    let alive = unsafe { libc::killpg(pgid, 0) } == 0 && clis::group_has_live_members(pgid);
-    assert!(!alive, "the CLI's process group is still running");
 }
 
 /// A session that outgrew the model's context window is forgotten: the run

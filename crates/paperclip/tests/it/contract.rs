@@ -224,6 +224,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/routine-triggers/{id}/rotate-secret"),
     ("post", "/api/routine-triggers/public/{publicId}/fire"),
     ("post", "/api/instance/test-clock"),
+    ("get", "/api/instance/quiescence"),
     // Attachments and work products.
     (
         "post",

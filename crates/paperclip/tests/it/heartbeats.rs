@@ -169,7 +169,7 @@ async fn wakes_during_a_run_coalesce_into_one_more_run() {
         .await;
     assert_eq!(done["coalescedCount"], 9);
     assert_eq!(done["wakeReason"], "wake 9", "the latest reason is kept");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.quiesce().await;
     assert_eq!(
         server.runs_of(&cid, aid).await.len(),
         2,
@@ -683,7 +683,13 @@ async fn http_agents_succeed_on_2xx_fail_otherwise_and_can_finish_by_callback() 
         .unwrap()
         .unwrap();
     assert_eq!(body["runId"], run_id);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The executor lets go of a run it handed off (no live entry left), and
+    // only then: had the 202 ended the run, it would be final by now.
+    server
+        .wait_for("/api/instance/quiescence", 10, |q| {
+            q["liveProcesses"] == 0 && q["queuedRuns"] == 0
+        })
+        .await;
     let waiting = server
         .ok_get(&format!("/api/heartbeat-runs/{run_id}"))
         .await;
@@ -728,7 +734,10 @@ async fn http_agents_succeed_on_2xx_fail_otherwise_and_can_finish_by_callback() 
 
 #[tokio::test]
 async fn timer_heartbeats_wake_enabled_agents_once_per_interval() {
-    let server = TestServer::start().await;
+    // Timers run on the test clock, started at the real time (the agent's
+    // last heartbeat is stamped with it); setting the clock runs a pass.
+    let t0 = chrono::Utc::now();
+    let server = TestServer::start_args(&["--test-clock", &t0.to_rfc3339()]).await;
     let cid = server.company("Clock Co").await["id"]
         .as_str()
         .unwrap()
@@ -751,12 +760,44 @@ async fn timer_heartbeats_wake_enabled_agents_once_per_interval() {
             json!({ "runtimeConfig": { "heartbeat": { "enabled": true, "intervalSec": 30, "wakeWhenIdle": true } } }),
         )
         .await;
+    let set_clock = async |at: chrono::DateTime<chrono::Utc>| {
+        server
+            .ok_post(
+                "/api/instance/test-clock",
+                json!({ "now": at.to_rfc3339() }),
+            )
+            .await["timersWoken"]
+            .as_u64()
+            .unwrap()
+    };
+    // The first pass wakes it (the loop's own pass may have been first: the
+    // wake is keyed by its interval slot, so it happens once either way).
+    set_clock(t0).await;
     let runs = server.only_run_succeeded(&cid, tid).await;
     assert_eq!(runs[0]["invocationSource"], "timer");
     assert_eq!(runs[0]["wakeReason"], "heartbeat_timer");
-    // The next tick comes and goes within the 30 s interval: no second run.
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    let last = server.ok_get(&format!("/api/agents/{tid}")).await["lastHeartbeatAt"]
+        .as_str()
+        .unwrap()
+        .parse::<chrono::DateTime<chrono::Utc>>()
+        .unwrap();
+    // A tick within the 30 s interval: nothing.
+    assert_eq!(set_clock(last + chrono::Duration::seconds(10)).await, 0);
+    server.quiesce().await;
     assert_eq!(server.runs_of(&cid, tid).await.len(), 1);
+    // The first tick past it: the second run.
+    assert_eq!(set_clock(last + chrono::Duration::seconds(31)).await, 1);
+    server
+        .wait_for(
+            &format!("/api/companies/{cid}/heartbeat-runs?agentId={tid}"),
+            30,
+            |r| {
+                r.as_array()
+                    .is_some_and(|r| r.len() == 2 && r.iter().all(|r| r["status"] == "succeeded"))
+            },
+        )
+        .await;
+    server.quiesce().await;
     assert!(
         server.runs_of(&cid, qid).await.is_empty(),
         "timers are off by default"

@@ -239,7 +239,8 @@ async fn a_run_that_calls_without_its_key_is_refused_while_the_person_is_not() {
     let go = s.data_dir.join("go");
     let probed = s.data_dir.join("probed");
     // The agent probes the API without its key (directly, from a child that
-    // cleared its environment, and for a page), then with it; it holds the
+    // cleared its environment, for a page, and from a double-forked daemon
+    // outside its process tree), then with it; it holds the
     // run open until the test has made its own call as the person.
     let script = format!(
         r#"
@@ -249,12 +250,17 @@ mint=$(curl -s -o /dev/null -w '%{{http_code}}' -X POST -H 'content-type: applic
 cleared=$(env -i "$(command -v curl)" -s -o /dev/null -w '%{{http_code}}' "$api/api/companies")
 page=$(curl -s -o /dev/null -w '%{{http_code}}' "$api/")
 withkey=$(curl -s -o /dev/null -w '%{{http_code}}' -H "Authorization: Bearer $PAPERCLIP_API_KEY" "$api/api/agents/me")
-echo "noauth=$noauth mint=$mint cleared=$cleared page=$page withkey=$withkey" > "{probed}"
+# A double-forked daemon (reparented out of the run's tree, marker kept).
+(setsid sh -c 'curl -s -o /dev/null -w "%{{http_code}}" "$0/api/companies" > "$1.tmp"; mv "$1.tmp" "$1"' "$api" "{forked}" </dev/null >/dev/null 2>&1 &)
+i=0; while [ ! -f "{forked}" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done
+forked=$(cat "{forked}")
+echo "noauth=$noauth mint=$mint cleared=$cleared page=$page withkey=$withkey forked=$forked" > "{probed}"
 cat "{probed}"
 i=0; while [ ! -f "{go}" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 "#,
         go = go.display(),
-        probed = probed.display()
+        probed = probed.display(),
+        forked = s.data_dir.join("forked").display()
     );
     let agent = s.script_agent(&cid, "Prober", &script, json!({})).await;
     let aid = agent["id"].as_str().unwrap().to_string();
@@ -286,7 +292,7 @@ i=0; while [ ! -f "{go}" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
         .await;
     assert_eq!(
         run["stdoutExcerpt"].as_str().unwrap().trim(),
-        "noauth=401 mint=401 cleared=401 page=401 withkey=200"
+        "noauth=401 mint=401 cleared=401 page=401 withkey=200 forked=401"
     );
     // Only the board's key exists; the run minted none.
     let (_, keys) = s.get(&format!("/api/agents/{aid}/keys")).await;

@@ -1,14 +1,14 @@
 //! The paperclip crate's integration tests, in one binary (as ripgrep does):
 //! each file is a module, built and linked once instead of once per file.
 
-mod common;
 #[path = "coding_agents/clis.rs"]
 mod clis;
+mod common;
 #[path = "k8s/fake/mod.rs"]
 mod fake;
+mod scenario;
 #[path = "k8s/setup.rs"]
 mod setup;
-mod scenario;
 
 mod activity;
 mod agent_auth;
@@ -27,6 +27,7 @@ mod comment_retries;
 mod company_secrets;
 mod compat_routes;
 mod compat_shapes;
+mod connection_burst;
 mod contract;
 mod dashboard_counters;
 mod detail_pages;
@@ -46,6 +47,7 @@ mod isolation;
 mod issues;
 mod k8s_authenticated;
 mod k8s_jobs;
+mod key_scope;
 mod live_events;
 mod local_trust;
 mod org;
@@ -59,11 +61,13 @@ mod run_budget;
 mod run_isolation;
 mod run_lifetime;
 mod run_liveness;
+mod run_log_bounds;
 mod run_logs;
 mod run_owner;
 mod scale_smoke;
 mod search;
 mod secrets;
+mod strict_wire;
 mod task_editing;
 mod team_access;
 mod teams;

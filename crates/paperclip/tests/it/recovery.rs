@@ -79,7 +79,7 @@ async fn a_crash_mid_run_fails_that_run_and_the_queued_wake_still_runs_once() {
         .as_str()
         .unwrap()
         .contains("second run"));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.quiesce().await;
     let runs = server.runs_of(&cid, &aid).await;
     assert_eq!(
         runs.len(),

@@ -482,6 +482,13 @@ async fn a_schema_24_database_keeps_its_json_times_flags_and_ids_as_native_types
         );
     }
     back_to_24.push("DELETE FROM schema_migrations WHERE version IN (25, 26, 27)".into());
+    // Migration 35 (run log retention) added a time column: it runs again
+    // after 26, which makes times native.
+    back_to_24.extend([
+        "ALTER TABLE heartbeat_runs DROP COLUMN log_removed_at".to_string(),
+        "ALTER TABLE companies DROP COLUMN run_log_retention_days".to_string(),
+        "DELETE FROM schema_migrations WHERE version = 35".to_string(),
+    ]);
     back_to_24.extend(common::before_secrets_and_teams());
     for sql in &back_to_24 {
         sqlx::query(sql).execute(&pool).await.unwrap();

@@ -287,7 +287,7 @@ async fn sign_in(
     responses((status = 200, description = "Signed out")))]
 async fn sign_out(State(app): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
     authenticated_only(&app)?;
-    if let Some(token) = people::session_token(&headers) {
+    if let Some(token) = people::session_token(&headers)? {
         crate::signin::check_csrf(&headers, &token)?;
         paperclip_store::people::revoke_session(&app.store, &people::hash_token(&token)).await?;
     }
@@ -347,6 +347,13 @@ async fn update_profile(
     JsonBody(body): JsonBody<ProfilePatch>,
 ) -> ApiResult<Json<Value>> {
     let person = signed_in(&caller)?;
+    // The name shows in every company: not for a key that acts in some only.
+    if person.company_scoped() {
+        return Err(ApiError::forbidden(
+            "This API key is scoped to companies: change the profile from a signed-in session or with a key naming no company",
+        )
+        .with_details(json!({ "reason": "deny_key_scope" })));
+    }
     let name = body.name.as_deref().map(str::trim).unwrap_or("");
     if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
         return Err(field_error(

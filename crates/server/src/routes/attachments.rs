@@ -15,7 +15,7 @@ use paperclip_core::attachment::{
 };
 use paperclip_store::attachments::{self, NewAttachment};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -321,12 +321,12 @@ async fn attachment_content(
 
 #[utoipa::path(delete, path = "/api/attachments/{id}", tag = "issues",
     params(("id" = String, Path)),
-    responses((status = 200, description = "{ \"ok\": true }"), (status = 404, description = "Attachment not found")))]
+    responses((status = 200, body = super::Acknowledged), (status = 404, description = "Attachment not found")))]
 async fn delete_attachment(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<super::Acknowledged>> {
     let a = attachments::get(&app.store, &id).await?;
     caller.ensure_company(&a.company_id)?;
     let actor = caller.require_run()?;
@@ -342,7 +342,7 @@ async fn delete_attachment(
         }
     }
     attachments::delete(&app.store, actor, &id).await?;
-    Ok(Json(json!({ "ok": true })))
+    Ok(super::acknowledged())
 }
 
 /// The name as the client sent it, without any path, control characters or

@@ -1,6 +1,14 @@
 //! Board API keys, on upstream's paths: a person's keys for scripts and the
 //! CLI (`Authorization: Bearer pcp_board_...`). The token is shown once; the
 //! store keeps its SHA-256.
+//!
+//! A key may make keys (upstream's CLI logs in that way), but never a wider
+//! one: a key made with a key (its child) reaches at most its parent's
+//! companies (none named: the parent's; one outside them: 403
+//! `deny_key_scope`), expires no later than its parent (a later or absent
+//! expiry, or `null`, becomes the parent's), and is revoked with it. A key
+//! sees and revokes only itself and the keys made from it; a signed-in
+//! session sees and revokes all of its person's keys.
 
 use std::time::Duration;
 
@@ -18,6 +26,7 @@ use crate::extract::JsonBody;
 use crate::people::{self, BOARD_KEY_PREFIX};
 use crate::routes::accounts::too_many;
 use crate::AppState;
+use paperclip_store::board_keys::BoardKey;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -45,7 +54,7 @@ fn some_or_null<'de, D: serde::Deserializer<'de>>(
     Ok(Some(Option::deserialize(d)?))
 }
 
-fn key_json(k: &paperclip_store::board_keys::BoardKey) -> Value {
+fn key_json(k: &BoardKey) -> Value {
     json!({
         "id": k.id,
         "name": k.name,
@@ -54,10 +63,42 @@ fn key_json(k: &paperclip_store::board_keys::BoardKey) -> Value {
         "lastUsedAt": k.last_used_at,
         "revokedAt": k.revoked_at,
         "expiresAt": k.expires_at,
+        "parentKeyId": k.parent_key_id,
     })
 }
 
-fn person<'a>(caller: &'a Caller) -> ApiResult<&'a crate::auth::Person> {
+/// The earlier of two stored times (RFC 3339); `None` is never.
+fn earliest(a: Option<String>, b: Option<&str>) -> Option<String> {
+    let at = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
+    match (a, b) {
+        (None, b) => b.map(str::to_string),
+        (a, None) => a,
+        (Some(a), Some(b)) => match (at(&a), at(b)) {
+            (Some(x), Some(y)) if x <= y => Some(a),
+            (Some(_), None) => Some(a),
+            _ => Some(b.to_string()),
+        },
+    }
+}
+
+/// The keys of `all` that `root` reaches: itself and the keys made from it,
+/// and theirs.
+fn subtree<'a>(all: &'a [BoardKey], root: &str) -> Vec<&'a BoardKey> {
+    let mut ids = vec![root.to_string()];
+    let mut i = 0;
+    while i < ids.len() {
+        let parent = ids[i].clone();
+        ids.extend(
+            all.iter()
+                .filter(|k| k.parent_key_id.as_deref() == Some(parent.as_str()))
+                .map(|k| k.id.clone()),
+        );
+        i += 1;
+    }
+    all.iter().filter(|k| ids.contains(&k.id)).collect()
+}
+
+fn person(caller: &Caller) -> ApiResult<&crate::auth::Person> {
     caller.person().ok_or_else(|| {
         ApiError::new(
             StatusCode::UNAUTHORIZED,
@@ -68,7 +109,7 @@ fn person<'a>(caller: &'a Caller) -> ApiResult<&'a crate::auth::Person> {
 
 #[utoipa::path(post, path = "/api/board-api-keys", tag = "auth", request_body = NewKey,
     responses((status = 201, description = "The key with its token, once"),
-        (status = 403, description = "A company the person is not a member of"), (status = 429, description = "Too many keys")))]
+        (status = 403, description = "A company the person is not a member of, or outside the calling key's companies"), (status = 429, description = "Too many keys")))]
 async fn create_key(
     State(app): State<AppState>,
     caller: Caller,
@@ -96,6 +137,19 @@ async fn create_key(
             "message": "At most 100 companies" }]),
         ));
     }
+    // A key makes no key wider than itself: within its companies.
+    let parent = who.key.as_ref();
+    if let Some(parent) = parent.filter(|p| !p.company_ids.is_empty()) {
+        if companies.is_empty() {
+            companies = parent.company_ids.clone();
+        }
+        if let Some(outside) = companies.iter().find(|c| !parent.company_ids.contains(c)) {
+            return Err(ApiError::forbidden(
+                "This API key is not scoped to this company: a key it makes cannot be either",
+            )
+            .with_details(json!({ "reason": "deny_key_scope", "companyId": outside })));
+        }
+    }
     for company in &companies {
         if who.role_in(company).is_none() {
             return Err(
@@ -121,6 +175,12 @@ async fn create_key(
             Some(at.to_utc().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
         }
     };
+    // ... and never outliving it: no expiry, or a later one, becomes the
+    // parent's (the child is refused once the parent ends in any case).
+    let expires = match parent {
+        Some(parent) => earliest(expires, parent.expires_at.as_deref()),
+        None => expires,
+    };
     app.security
         .limiter
         .hit(
@@ -142,6 +202,7 @@ async fn create_key(
         &people::hash_token(&token),
         &companies,
         expires.as_deref(),
+        parent.map(|p| p.id.as_str()),
     )
     .await?;
     let mut body = key_json(&key);
@@ -150,11 +211,15 @@ async fn create_key(
 }
 
 #[utoipa::path(get, path = "/api/board-api-keys", tag = "auth",
-    responses((status = 200, description = "The person's keys, without tokens")))]
+    responses((status = 200, description = "The person's keys, without tokens (with a key: itself and the keys made from it)")))]
 async fn list_keys(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<Value>>> {
     let who = person(&caller)?;
     let keys = paperclip_store::board_keys::list(&app.store, &who.user.id).await?;
-    Ok(Json(keys.iter().map(key_json).collect()))
+    let seen: Vec<&BoardKey> = match &who.key {
+        Some(key) => subtree(&keys, &key.id),
+        None => keys.iter().collect(),
+    };
+    Ok(Json(seen.into_iter().map(key_json).collect()))
 }
 
 #[utoipa::path(delete, path = "/api/board-api-keys/{keyId}", tag = "auth",
@@ -165,7 +230,15 @@ async fn revoke_key(
     caller: Caller,
     Path(key_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    person(&caller)?;
+    let who = person(&caller)?;
+    // A key revokes itself and the keys made from it, not its parent or
+    // siblings (a leaked key cannot end the person's other keys).
+    if let Some(own) = &who.key {
+        let keys = paperclip_store::board_keys::list(&app.store, &who.user.id).await?;
+        if !subtree(&keys, &own.id).iter().any(|k| k.id == key_id) {
+            return Err(ApiError::new(StatusCode::NOT_FOUND, "API key not found"));
+        }
+    }
     let key = paperclip_store::board_keys::revoke(&app.store, caller.actor(), &key_id).await?;
     Ok(Json(json!({ "ok": true, "keyId": key.id })))
 }

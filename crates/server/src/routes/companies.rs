@@ -95,17 +95,17 @@ async fn update_company(
 
 #[utoipa::path(delete, path = "/api/companies/{companyId}", tag = "companies",
     params(("companyId" = String, Path)),
-    responses((status = 200, description = "Deleted with everything it owned"), (status = 404, description = "Company not found")))]
+    responses((status = 200, body = super::Acknowledged, description = "Deleted with everything it owned"), (status = 404, description = "Company not found")))]
 async fn delete_company(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<super::Acknowledged>> {
     caller.require_board()?;
     let objects = super::attachments::objects_before_delete(&app, &id, false).await;
     companies::delete(&app.store, &id).await?;
     super::attachments::forget_files(&app, &id, None, objects).await;
-    Ok(Json(serde_json::json!({ "ok": true })))
+    Ok(super::acknowledged())
 }
 
 #[utoipa::path(post, path = "/api/companies/{companyId}/archive", tag = "companies",

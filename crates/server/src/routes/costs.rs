@@ -3,6 +3,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use chrono::Utc;
 use paperclip_core::agent::AgentStatus;
+use paperclip_core::budget::{BudgetScope, IncidentKind};
 use paperclip_core::input::{BudgetPatch, NewCostEvent};
 use paperclip_core::model::{Agent, BudgetIncident, Company, CostEvent, Project};
 use paperclip_store::cost_views::Sums;
@@ -60,7 +61,7 @@ async fn report_cost(
     for incident in &recorded.incidents {
         app.runtime.hub().publish(
             &company_id,
-            if incident.kind == "hard" {
+            if incident.kind == IncidentKind::Hard {
                 "budget.hard_stop"
             } else {
                 "budget.alert"
@@ -306,7 +307,7 @@ async fn company_budget(
     paperclip_store::budgets::set(
         &app.store,
         actor,
-        "company",
+        BudgetScope::Company,
         &company_id,
         i64::from(patch.budget_monthly_cents),
         Utc::now(),
@@ -340,7 +341,7 @@ async fn agent_budget(
     paperclip_store::budgets::set(
         &app.store,
         caller.actor(),
-        "agent",
+        BudgetScope::Agent,
         &agent_id,
         i64::from(patch.budget_monthly_cents),
         Utc::now(),
@@ -383,7 +384,7 @@ async fn project_budget(
     paperclip_store::budgets::set(
         &app.store,
         actor,
-        "project",
+        BudgetScope::Project,
         &project_id,
         i64::from(patch.budget_monthly_cents),
         Utc::now(),

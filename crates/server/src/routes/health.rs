@@ -8,7 +8,9 @@ use utoipa_axum::routes;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(health))
+    OpenApiRouter::new()
+        .routes(routes!(health))
+        .routes(routes!(quiescence))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -87,4 +89,38 @@ async fn health(
         },
     };
     Ok(Json(serde_json::to_value(body).unwrap_or_default()))
+}
+
+/// Whether the instance has come to rest: no run queued or running in the
+/// store and no run process alive. What happens next then needs a new input
+/// (a request, a timer, a routine tick), so a test can assert that something
+/// did *not* happen without sleeping first.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct Quiescence {
+    idle: bool,
+    queued_runs: i64,
+    running_runs: i64,
+    live_processes: usize,
+}
+
+/// The instance's runs in flight; the local board or an instance administrator.
+#[utoipa::path(get, path = "/api/instance/quiescence", tag = "health",
+    responses((status = 200, body = Quiescence), (status = 403, description = "Not an instance administrator")))]
+async fn quiescence(
+    State(app): State<AppState>,
+    caller: crate::auth::Caller,
+) -> Result<Json<Quiescence>, crate::error::ApiError> {
+    caller.require_instance_admin()?;
+    // The live registry first: a run enters it before its row is claimed and
+    // leaves it only after its row is final (and any follow-up is queued in
+    // the same transaction), so reading in this order cannot miss a run.
+    let live_processes = app.runtime.live_run_ids().len();
+    let (queued_runs, running_runs) = paperclip_store::runs::in_flight(&app.store).await?;
+    Ok(Json(Quiescence {
+        idle: queued_runs == 0 && running_runs == 0 && live_processes == 0,
+        queued_runs,
+        running_runs,
+        live_processes,
+    }))
 }

@@ -261,8 +261,7 @@ async fn wake(
                 woken
                     .request
                     .skip_reason
-                    .as_deref()
-                    .unwrap_or("not runnable")
+                    .map_or("not runnable", |r| r.as_str())
             ),
         )
         .with_details(json!({
@@ -364,6 +363,14 @@ pub struct RunLog {
     offset: u64,
     /// Where the next page starts; equal to `offset` while nothing new is complete.
     next_offset: u64,
+    /// Present when the log outgrew `--run-log-max-bytes`: this many bytes
+    /// after its head were left out (a marker line stands for them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    omitted_bytes: Option<u64>,
+    /// Present when the company's log retention deleted the log (then
+    /// `content` is empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    removed_at: Option<String>,
 }
 
 /// The full run log (NDJSON), a byte range at a time.
@@ -393,17 +400,24 @@ async fn run_log(
         .log_ref
         .clone()
         .unwrap_or_else(|| format!("{}/{}.ndjson", run.company_id, run.id));
-    let page = app
-        .runtime
-        .logs()
-        .read(&log_ref, offset, limit)
-        .map_err(|e| {
-            tracing::error!(error = %e, "reading run log");
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "Run log could not be read",
-            )
-        })?;
+    let failed = |e: std::io::Error| {
+        tracing::error!(error = %e, "reading run log");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Run log could not be read",
+        )
+    };
+    let (page, cut) = if run.log_removed_at.is_some() {
+        let empty = paperclip_runtime::logs::LogPage {
+            content: String::new(),
+            next_offset: offset,
+        };
+        (empty, None)
+    } else {
+        let logs = app.runtime.logs();
+        let page = logs.read(&log_ref, offset, limit).map_err(failed)?;
+        (page, logs.cut(&log_ref).map_err(failed)?)
+    };
     Ok(Json(RunLog {
         next_offset: page.next_offset,
         run_id: run.id,
@@ -413,6 +427,8 @@ async fn run_log(
         log_ref: Some(log_ref),
         content: page.content,
         offset,
+        omitted_bytes: cut.map(|c| c.omitted_bytes()),
+        removed_at: run.log_removed_at,
     }))
 }
 

@@ -62,7 +62,9 @@ async fn me(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<Board
                 "id": p.user.id, "name": p.user.name, "email": p.user.email,
             })),
             user_id: p.user.id.clone(),
-            is_instance_admin: p.user.is_instance_admin,
+            // What this credential may do: a key naming companies acts on
+            // nothing instance-wide, and sees only its companies.
+            is_instance_admin: p.user.is_instance_admin && !p.company_scoped(),
             company_ids: p
                 .memberships
                 .iter()
@@ -72,6 +74,11 @@ async fn me(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<Board
             memberships: p
                 .memberships
                 .iter()
+                .filter(|m| {
+                    p.key.as_ref().is_none_or(|k| {
+                        k.company_ids.is_empty() || k.company_ids.contains(&m.company_id)
+                    })
+                })
                 .map(|m| {
                     serde_json::json!({
                         "companyId": m.company_id,

@@ -5,7 +5,7 @@ use axum::Json;
 use paperclip_core::input::{Checkout, IssuePatch, NewIssue};
 use paperclip_core::issue::IssueStatus;
 use paperclip_core::limits::{ISSUE_PAGE_DEFAULT, ISSUE_PAGE_MAX};
-use paperclip_core::model::{Document, DocumentSummary, Goal, Issue, Project};
+use paperclip_core::model::{Comment, Document, DocumentSummary, Goal, Issue, Project};
 use paperclip_store::issues;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -204,11 +204,25 @@ async fn get_issue(
     }))
 }
 
+/// A task after an update, with what changed and the comment added with it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdatedIssue {
+    #[serde(flatten)]
+    issue: Issue,
+    /// The fields that changed, each as `{ "from": ..., "to": ... }`.
+    #[schema(value_type = Object)]
+    changes: serde_json::Map<String, Value>,
+    /// The comment the patch carried, when it carried one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    comment: Option<Comment>,
+}
+
 /// Updates fields and status (following the transition table). A `comment`
 /// in the body is added in the same transaction and returned as `comment`.
 #[utoipa::path(patch, path = "/api/issues/{id}", tag = "issues",
     params(("id" = String, Path)), request_body = IssuePatch,
-    responses((status = 200, body = Issue), (status = 400, description = "Validation error"),
+    responses((status = 200, body = UpdatedIssue), (status = 400, description = "Validation error"),
         (status = 401, description = "Agent run id required"),
         (status = 409, description = "Issue run ownership conflict"),
         (status = 422, description = "Transition not allowed")))]
@@ -217,19 +231,18 @@ async fn update_issue(
     caller: Caller,
     Path(id): Path<String>,
     ValidJson(patch): ValidJson<IssuePatch>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<UpdatedIssue>> {
     let issue = access::issue(&app, &caller, &id).await?;
     let actor = caller.require_run()?;
     check_run_ownership(&app, &caller, &issue).await?;
     let assignee = patch.assignee_agent_id.as_ref().and_then(|a| a.as_deref());
     check_can_assign(&app, &caller, assignee).await?;
     let updated = issues::update(&app.store, actor, &issue.id, patch).await?;
-    let mut body = serde_json::to_value(&updated.issue).expect("issues serialize");
-    body["changes"] = Value::Object(updated.changes);
-    if let Some(comment) = updated.comment {
-        body["comment"] = serde_json::to_value(comment).expect("comments serialize");
-    }
-    Ok(Json(body))
+    Ok(Json(UpdatedIssue {
+        issue: updated.issue,
+        changes: updated.changes,
+        comment: updated.comment,
+    }))
 }
 
 #[utoipa::path(delete, path = "/api/issues/{id}", tag = "issues",

@@ -260,7 +260,18 @@ async fn create_invite(
             )
         })?;
     let token = people::new_token(INVITE_PREFIX);
-    let expires = expiry(INVITE_TTL);
+    // An invite made with a board API key is usable no longer than the key.
+    let key_expiry = caller
+        .person()
+        .and_then(|p| p.key.as_ref())
+        .and_then(|k| k.expires_at.as_deref())
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+    let expires = match key_expiry {
+        Some(at) if at.to_utc() < chrono::Utc::now() + chrono::Duration::hours(72) => {
+            at.to_utc().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+        }
+        _ => expiry(INVITE_TTL),
+    };
     let invite = members::create_invite(
         &app.store,
         &actor,
@@ -384,13 +395,21 @@ async fn accept_invite(
     usable_invite(&app, &token).await?;
     let person = caller
         .ok()
-        .and_then(|c| c.person().map(|p| p.user.id.clone()));
-    let Some(user_id) = person else {
+        .and_then(|c| c.person().map(|p| (p.user.id.clone(), p.company_scoped())));
+    let Some((user_id, scoped)) = person else {
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "Human invite acceptance requires authenticated user: sign up or sign in first",
         ));
     };
+    // Joining a company (or the instance's administration) changes the whole
+    // account: not for a key that acts in some companies only.
+    if scoped {
+        return Err(ApiError::forbidden(
+            "This API key is scoped to companies: accept invites from a signed-in session or with a key naming no company",
+        )
+        .with_details(json!({ "reason": "deny_key_scope" })));
+    }
     let (invite, user, membership) =
         members::accept(&app.store, &people::hash_token(&token), &user_id).await?;
     if invite.instance_admin {

@@ -80,6 +80,16 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(crate::sample::router())
 }
 
+/// `{ "ok": true }`: what a deletion answers.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub(crate) struct Acknowledged {
+    ok: bool,
+}
+
+pub(crate) fn acknowledged() -> axum::Json<Acknowledged> {
+    axum::Json(Acknowledged { ok: true })
+}
+
 pub async fn not_found(uri: Uri) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,

@@ -210,11 +210,9 @@ fn unauthorized(message: &str) -> ApiError {
     ApiError::new(StatusCode::UNAUTHORIZED, message)
 }
 
-fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
+/// A header the webhook decides on; one that is not text is a 400.
+fn header<'h>(headers: &'h HeaderMap, name: &str) -> ApiResult<Option<&'h str>> {
+    Ok(crate::extract::header_text(headers, name)?.map(str::trim))
 }
 
 fn hmac_hex(secret: &str, parts: &[&[u8]]) -> String {
@@ -291,7 +289,7 @@ async fn fire_webhook(
     } else {
         Some(crate::extract::parse_json::<Value>(&body)?)
     };
-    let idempotency = match (mode, header(&headers, "idempotency-key")) {
+    let idempotency = match (mode, header(&headers, "idempotency-key")?) {
         (SigningMode::HmacSha256, _) | (_, None) => None,
         (_, Some(k)) if k.len() > IDEMPOTENCY_KEY_MAX => {
             return Err(ApiError::validation(json!([{ "code": "too_big",
@@ -331,16 +329,20 @@ fn check_signature(
     trigger: &RoutineTrigger,
     replay: &mut Option<String>,
 ) -> ApiResult<()> {
-    let signature = |names: &[&str]| {
-        names
-            .iter()
-            .find_map(|n| header(headers, n))
-            .map(|s| s.strip_prefix("sha256=").unwrap_or(s).to_ascii_lowercase())
+    let signature = |names: &[&str]| -> ApiResult<Option<String>> {
+        for name in names {
+            if let Some(s) = header(headers, name)? {
+                return Ok(Some(
+                    s.strip_prefix("sha256=").unwrap_or(s).to_ascii_lowercase(),
+                ));
+            }
+        }
+        Ok(None)
     };
     match mode {
         SigningMode::None => Ok(()),
         SigningMode::Bearer => {
-            let given = header(headers, "authorization")
+            let given = header(headers, "authorization")?
                 .and_then(|h| {
                     h.strip_prefix("Bearer ")
                         .or_else(|| h.strip_prefix("bearer "))
@@ -353,7 +355,7 @@ fn check_signature(
             }
         }
         SigningMode::GithubHmac => {
-            let given = signature(&["x-hub-signature-256", "x-paperclip-signature"])
+            let given = signature(&["x-hub-signature-256", "x-paperclip-signature"])?
                 .ok_or_else(|| unauthorized("Missing webhook signature"))?;
             if !same(&given, &hmac_hex(secret, &[body])) {
                 return Err(unauthorized("Invalid webhook signature"));
@@ -364,9 +366,9 @@ fn check_signature(
             Ok(())
         }
         SigningMode::HmacSha256 => {
-            let given = signature(&["x-paperclip-signature"])
+            let given = signature(&["x-paperclip-signature"])?
                 .ok_or_else(|| unauthorized("Missing webhook signature"))?;
-            let stamp = header(headers, "x-paperclip-timestamp")
+            let stamp = header(headers, "x-paperclip-timestamp")?
                 .ok_or_else(|| unauthorized("Missing webhook timestamp"))?;
             let number: i64 = stamp
                 .parse()
@@ -401,12 +403,18 @@ struct ClockSet {
 }
 
 #[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 struct ClockState {
     now: String,
     dispatched: usize,
+    /// Agents the timer pass at the new time woke.
+    timers_woken: usize,
+    /// Run logs the retention pass at the new time removed.
+    removed_logs: usize,
 }
 
-/// Sets the test clock and runs one routine pass at the new time. Answers
+/// Sets the test clock and runs one routine pass, one timer heartbeat pass
+/// and one run log retention pass at the new time. Answers
 /// 404 unless the server was started with `--test-clock` (which the binary
 /// refuses in authenticated mode); the local board or an instance
 /// administrator only.
@@ -436,8 +444,18 @@ async fn set_test_clock(
     let dispatched = paperclip_runtime::routines::tick(&app.store, clock)
         .await
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")))?;
+    let timers_woken = paperclip_runtime::scheduler::tick(&app.store, at)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")))?;
+    let removed_logs = app
+        .runtime
+        .sweep_run_logs()
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")))?;
     Ok(Json(ClockState {
         now: at.to_rfc3339(),
         dispatched,
+        timers_woken,
+        removed_logs,
     }))
 }

@@ -13,7 +13,6 @@ use paperclip_core::company_secret::{
 use paperclip_runtime::vault::Vault;
 use paperclip_store::secrets;
 use serde::Serialize;
-use serde_json::{json, Value};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -147,16 +146,16 @@ async fn rotate_secret(
 }
 
 #[utoipa::path(delete, path = "/api/secrets/{id}", tag = "secrets",
-    params(("id" = String, Path)), responses((status = 200, description = "{ \"ok\": true }"),
+    params(("id" = String, Path)), responses((status = 200, body = super::Acknowledged),
         (status = 404, description = "Secret not found")))]
 async fn delete_secret(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<super::Acknowledged>> {
     access::secret(&app, &caller, &id).await?;
     secrets::delete(&app.store, caller.actor(), &id).await?;
-    Ok(Json(json!({ "ok": true })))
+    Ok(super::acknowledged())
 }
 
 /// The key to seal with; made on first need. Failing to make it is the

@@ -4,6 +4,8 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
+use paperclip_core::heartbeat::WakeStatus;
+use paperclip_core::stored::Stored;
 use paperclip_store::wake_loops::{self, LoopState};
 use paperclip_store::wakeups::{self, WakeRecord};
 use serde::{Deserialize, Serialize};
@@ -24,16 +26,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(diagnostics))
         .routes(routes!(release))
 }
-
-const STATUSES: [&str; 7] = [
-    "queued",
-    "coalesced",
-    "skipped",
-    "claimed",
-    "completed",
-    "failed",
-    "cancelled",
-];
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
@@ -57,14 +49,16 @@ async fn list(
     QueryParams(q): QueryParams<WakesQuery>,
 ) -> ApiResult<Json<Vec<WakeRecord>>> {
     let agent = access::agent(&app, &caller, &id).await?;
-    if let Some(status) = q.status.as_deref() {
-        if !STATUSES.contains(&status) {
-            return Err(ApiError::validation(json!([{
-                "code": "invalid_enum_value", "path": ["status"], "options": STATUSES,
-                "message": format!("Invalid status {status:?}"),
-            }])));
-        }
-    }
+    let status = match q.status.as_deref() {
+        None => None,
+        Some(text) => Some(WakeStatus::from_stored(text).ok_or_else(|| {
+            let options: Vec<&str> = WakeStatus::ALL.iter().map(|s| s.as_str()).collect();
+            ApiError::validation(json!([{
+                "code": "invalid_enum_value", "path": ["status"], "options": options,
+                "message": format!("Invalid status {text:?}"),
+            }]))
+        })?),
+    };
     if let Some(before) = q.before.as_deref() {
         if chrono::DateTime::parse_from_rfc3339(before).is_err() {
             return Err(ApiError::validation(json!([{
@@ -75,14 +69,7 @@ async fn list(
     }
     let limit = parse_limit(q.limit.as_deref(), 50, 500)?;
     Ok(Json(
-        wakeups::list(
-            &app.store,
-            &agent.id,
-            q.status.as_deref(),
-            q.before.as_deref(),
-            limit,
-        )
-        .await?,
+        wakeups::list(&app.store, &agent.id, status, q.before.as_deref(), limit).await?,
     ))
 }
 

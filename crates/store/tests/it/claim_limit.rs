@@ -56,7 +56,7 @@ async fn claims_beyond_max_concurrent_runs_are_refused_even_when_they_race() {
         )
         .await
         .unwrap();
-        assert_eq!(woken.request.status, "queued");
+        assert_eq!(woken.request.status.as_str(), "queued");
         queued.push(woken.run.unwrap().id);
     }
     let claims = queued.iter().map(|id| {

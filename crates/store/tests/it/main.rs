@@ -1,6 +1,5 @@
 //! This crate's integration tests, in one binary: each file is a module.
 
-#[allow(dead_code)]
 mod common;
 
 mod briefs;

@@ -9,6 +9,7 @@ use common::store;
 use chrono::{TimeZone, Utc};
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
+use paperclip_core::budget::BudgetScope;
 use paperclip_core::input::{NewAgent, NewCompany, NewCostEvent};
 use paperclip_store::{agents, budgets, companies, costs};
 
@@ -52,7 +53,7 @@ async fn a_december_stop_ends_at_the_first_instant_of_january() {
         .await
         .unwrap();
     let dec_31 = Utc.with_ymd_and_hms(2026, 12, 31, 23, 0, 0).unwrap();
-    budgets::set(&store, &board, "agent", &agent.id, 100, dec_31)
+    budgets::set(&store, &board, BudgetScope::Agent, &agent.id, 100, dec_31)
         .await
         .unwrap();
 
@@ -68,7 +69,7 @@ async fn a_december_stop_ends_at_the_first_instant_of_january() {
     assert!(recorded
         .incidents
         .iter()
-        .any(|i| i.kind == "hard" && i.window_month == "2026-12"));
+        .any(|i| i.kind.as_str() == "hard" && i.window_month == "2026-12"));
     let paused = agents::get(&store, &agent.id).await.unwrap();
     assert_eq!(
         (paused.status.as_str(), paused.pause_reason.as_deref()),
@@ -95,9 +96,8 @@ async fn a_december_stop_ends_at_the_first_instant_of_january() {
     assert_eq!(agent_now.status, AgentStatus::Idle);
     assert!(agent_now.pause_reason.is_none());
     let incidents = budgets::incidents(&store, &company.id, None).await.unwrap();
-    assert!(incidents
-        .iter()
-        .all(|i| i.status == "resolved" && i.resolution.as_deref() == Some("month_rollover")));
+    assert!(incidents.iter().all(|i| i.status.as_str() == "resolved"
+        && i.resolution.map(|r| r.as_str()) == Some("month_rollover")));
 
     // January has its own window: December's spend does not count against it.
     let jan = costs::summary(&store, &company.id, &costs::Window::month_of(new_year))
@@ -118,7 +118,7 @@ async fn a_december_stop_ends_at_the_first_instant_of_january() {
     .await
     .unwrap();
     assert!(
-        recorded.incidents.iter().all(|i| i.kind == "soft"),
+        recorded.incidents.iter().all(|i| i.kind.as_str() == "soft"),
         "99 of 100 warns but does not stop"
     );
     assert_eq!(

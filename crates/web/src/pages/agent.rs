@@ -166,7 +166,7 @@ pub async fn page(
                         td { (w.request.source) @if let Some(r) = &w.request.reason { span.muted { " · " (r) } } }
                         td { @match &w.issue_identifier { Some(ident) => a href={"/" (p) "/tasks/" (ident)} { span.ident { (ident) } }, None => span.muted { "—" } } }
                         td { @match (&w.request.skip_reason, &w.run_status) {
-                            (Some(reason), _) => span.muted data-skip-reason=(reason) { "skipped: " (crate::thrift::skip_reason_text(reason)) },
+                            (Some(reason), _) => span.muted data-skip-reason=(reason) { "skipped: " (crate::thrift::skip_reason_text(reason.as_str())) },
                             (None, Some(status)) => (pill(status)),
                             (None, None) => (pill(&w.request.status)),
                         } }

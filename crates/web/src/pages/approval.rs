@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use axum::extract::{Path, State};
 use chrono::Utc;
 use maud::{html, Markup};
+use paperclip_core::approval::ApprovalType;
 use paperclip_core::model::{Agent, Approval};
 use paperclip_store::{agents, approvals, detail};
 use serde_json::Value;
@@ -76,10 +77,10 @@ pub async fn page(
         .get("agentId")
         .and_then(Value::as_str)
         .and_then(|a| names.get(a));
-    let open = approval.status == "pending" || approval.status == "revision_requested";
+    let open = approval.status.is_open();
     let body = html! {
         header.page-head {
-            div.muted { a href={"/" (p) "/approvals"} { "Approvals" } " / " (kind_words(&approval.kind)) }
+            div.muted { a href={"/" (p) "/approvals"} { "Approvals" } " / " (kind_words(approval.kind)) }
             h1 { (headline(&approval, &payload)) " " (pill(&approval.status)) }
             p.muted { "Requested by "
                 @match requester { Some(a) => a href={"/" (p) "/agents/" (a.url_key)} { (a.name) }, None => "the board" }
@@ -125,7 +126,7 @@ pub async fn page(
             button type="submit" { "Comment" }
         }
     };
-    let title = format!("{} · approval", kind_words(&approval.kind));
+    let title = format!("{} · approval", kind_words(approval.kind));
     html(layout::page_with(&ctx, "approvals", &title, body, composer))
 }
 
@@ -144,14 +145,14 @@ pub(crate) fn decide_form(approval_id: &str) -> Markup {
     }
 }
 
-pub(crate) fn kind_words(kind: &str) -> String {
+pub(crate) fn kind_words(kind: ApprovalType) -> String {
     match kind {
-        "hire_agent" => "Hire an agent".into(),
-        "approve_ceo_strategy" => "CEO strategy".into(),
-        "budget_override_required" => "Budget override".into(),
-        "request_board_approval" => "Board approval".into(),
-        other => sentence(other),
+        ApprovalType::HireAgent => "Hire an agent",
+        ApprovalType::ApproveCeoStrategy => "CEO strategy",
+        ApprovalType::BudgetOverrideRequired => "Budget override",
+        ApprovalType::RequestBoardApproval => "Board approval",
     }
+    .into()
 }
 
 pub(crate) fn headline(a: &Approval, payload: &Value) -> String {
@@ -161,10 +162,10 @@ pub(crate) fn headline(a: &Approval, payload: &Value) -> String {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
     };
-    match (a.kind.as_str(), text("name"), text("title")) {
-        ("hire_agent", Some(name), _) => format!("Hire {name}"),
-        (_, _, Some(title)) => format!("{}: {title}", kind_words(&a.kind)),
-        _ => kind_words(&a.kind),
+    match (a.kind, text("name"), text("title")) {
+        (ApprovalType::HireAgent, Some(name), _) => format!("Hire {name}"),
+        (_, _, Some(title)) => format!("{}: {title}", kind_words(a.kind)),
+        _ => kind_words(a.kind),
     }
 }
 
@@ -301,7 +302,7 @@ mod tests {
         assert_eq!(label("budgetMonthlyCents"), "Monthly budget");
         assert_eq!(label("maxConcurrentRuns"), "Max concurrent runs");
         assert_eq!(label("ownerAgentId"), "Owner agent");
-        assert_eq!(kind_words("something_new"), "Something new");
+        assert_eq!(kind_words(ApprovalType::HireAgent), "Hire an agent");
         assert!(empty(&serde_json::json!({ "a": null, "b": "" })));
         assert!(!empty(&serde_json::json!({ "a": 0 })));
     }

@@ -40,9 +40,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         tasks: &idents,
         prefix: &ctx.company.issue_prefix,
     };
-    let (pending, done): (Vec<_>, Vec<_>) = all
-        .iter()
-        .partition(|a| a.status == "pending" || a.status == "revision_requested");
+    let (pending, done): (Vec<_>, Vec<_>) = all.iter().partition(|a| a.status.is_open());
     let who = |a: &paperclip_core::model::Approval| -> String {
         match a
             .requested_by_agent_id

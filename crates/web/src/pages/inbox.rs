@@ -115,7 +115,7 @@ pub async fn page(
         section { h2 { "Approvals" }
             @if pending.is_empty() { p.empty { "None pending." } }
             ul.inbox-items { @for a in &pending { li.inbox-item data-at=(a.created_at) {
-                a href={"/" (p) "/approvals/" (a.id)} { strong { (a.kind.replace('_', " ")) } }
+                a href={"/" (p) "/approvals/" (a.id)} { strong { (a.kind.as_str().replace('_', " ")) } }
                 " " span.muted { "requested " (time(&a.created_at, now)) }
             } } } }
         section { h2 { "Tasks waiting on you" }
@@ -138,7 +138,7 @@ fn failure(
     let agent_name = agent.map(|a| a.name.as_str()).unwrap_or("An agent");
     let agent_key = agent.map(|a| a.url_key.as_str()).unwrap_or(&f.agent_id);
     let key = format!("run:{}", f.run_id);
-    let verb = if f.status == "timed_out" {
+    let verb = if f.status == paperclip_core::heartbeat::RunStatus::TimedOut {
         "timed out"
     } else {
         "failed"

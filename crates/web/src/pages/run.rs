@@ -65,6 +65,10 @@ pub async fn page(
         .await
         .map_err(store_failure)?;
     let log = read_tail(&web, &run).await;
+    let cut = match run.log_removed_at {
+        Some(_) => None,
+        None => (web.log_cut)(&log_ref(&run)).ok().flatten(),
+    };
     let now = Utc::now();
     let p = &ctx.company.issue_prefix;
     let base = format!("/{p}/agents/{}", agent.url_key);
@@ -136,7 +140,18 @@ pub async fn page(
         }
         section.run-log {
             h2 { "Log" }
-            @match &log {
+            @if let Some(at) = &run.log_removed_at {
+                p.run-note data-log-removed=(at) { "This run's log was removed by the company's log retention on " (exact(at, now)) ". "
+                    @match ctx.company.run_log_retention_days { Some(d) => { "Logs of runs that finished more than " (d) " days ago are deleted" }, None => { "Retention has since been turned off" } }
+                    " (company settings). The excerpts below were kept on the run." }
+                @if let Some(out) = &run.stdout_excerpt { h3 { "stdout (excerpt)" } pre { (out) } }
+            }
+            @if let Some(c) = &cut {
+                p.run-note data-log-cut=(c.tail_start - c.head_bytes) { "This run wrote more than a run log keeps (" (kib(c.max_bytes)) "): "
+                    strong { (c.tail_start - c.head_bytes) " bytes" } " (" (kib(c.tail_start - c.head_bytes)) ") in the middle were left out. The log keeps its first "
+                    (kib(c.head_bytes)) " and its last part; a marker line shows where the cut is." }
+            }
+            @if run.log_removed_at.is_some() {} @else { @match &log {
                 Ok(tail) => {
                     @if tail.skipped > 0 { p.muted { "Showing the last " (kib(LOG_SHOWN)) " of " (kib(tail.total)) "." } }
                     @if tail.more_after { p.muted { "Showing the first " (kib(LOG_SHOWN)) "; the run is still writing, and the full log has the rest." } }
@@ -144,7 +159,7 @@ pub async fn page(
                     @else { pre.log { @for (stream, text) in &tail.lines { @if stream == "stderr" { span.log-err { (text) } } @else { (text) } } } }
                 }
                 Err(e) => p.run-error { "The log could not be read: " (e) }
-            }
+            } }
             @if let Some(err) = run.stderr_excerpt.as_ref().filter(|_| log.as_ref().map(|t| t.lines.is_empty()).unwrap_or(true)) {
                 h3 { "stderr (excerpt)" } pre { (err) }
             }
@@ -167,6 +182,10 @@ pub async fn full_log(
 ) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let (run, _, _) = load(&web, &ctx, &key, &run_id).await?;
+    if let Some(at) = &run.log_removed_at {
+        let text = format!("[this run's log was removed by the company's log retention at {at}]\n");
+        return Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response());
+    }
     let log_ref = log_ref(&run);
     let reader = web.logs.clone();
     let text = tokio::task::spawn_blocking(move || {
@@ -221,23 +240,33 @@ fn log_ref(run: &HeartbeatRun) -> String {
 /// size; a live one is read from its start (its steps show what it does).
 async fn read_tail(web: &Web, run: &HeartbeatRun) -> Result<Tail, String> {
     let total = u64::try_from(run.log_bytes).unwrap_or(0);
-    let from = total.saturating_sub(LOG_SHOWN);
+    let mut from = total.saturating_sub(LOG_SHOWN);
     let reader = web.logs.clone();
+    let cut_of = web.log_cut.clone();
     let log_ref = log_ref(run);
     let read = tokio::task::spawn_blocking(move || {
+        // In the part a cut log left out: from where its tail starts, a
+        // line's start.
+        let mut whole_lines = from == 0;
+        if let Some(cut) = cut_of(&log_ref)? {
+            if from > cut.head_bytes && from <= cut.tail_start {
+                from = cut.tail_start;
+                whole_lines = true;
+            }
+        }
         let (content, next) = reader(&log_ref, from, LOG_SHOWN)?;
         // Size unknown (a live run): whether anything follows the page.
         let more = total == 0 && reader(&log_ref, next, 4)?.1 > next;
-        Ok::<_, std::io::Error>((content, more))
+        Ok::<_, std::io::Error>((content, more, whole_lines))
     })
     .await;
-    let (content, more_after) = match read {
+    let (content, more_after, whole_lines) = match read {
         Ok(Ok(page)) => page,
         Ok(Err(e)) => return Err(e.to_string()),
         Err(e) => return Err(e.to_string()),
     };
     // Read from the middle of the log: its first line may be a part.
-    let content = if from > 0 {
+    let content = if !whole_lines {
         content.split_once('\n').map(|(_, rest)| rest).unwrap_or("")
     } else {
         &content

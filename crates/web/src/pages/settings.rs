@@ -1,5 +1,5 @@
 //! Company settings (`/{prefix}/company/settings`, upstream's path): name,
-//! description, hire approval and budget (saved with upstream's
+//! description, hire approval, budget and run log retention (saved with upstream's
 //! `PATCH /api/companies/{id}`), the company id for API users, and archiving.
 //! The issue prefix is shown but not editable: upstream's PATCH schema has no
 //! field for it (task identifiers would change under people's links).
@@ -42,6 +42,12 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
             label { "Monthly budget ($)"
                 input name="budgetDollars" type="number" min="0" step="0.01" value=(budget_dollars) aria-describedby="budget-help"; }
             div.help #budget-help { "0 means no limit. At 100 % the company's work is paused." }
+            h2 { "Run logs" }
+            label { "Keep run logs (days)"
+                input name="runLogRetentionDays" type="number" min="1" max="3650" step="1"
+                    value=(c.run_log_retention_days.map(|d| d.to_string()).unwrap_or_default())
+                    placeholder="forever" aria-describedby="retention-help"; }
+            div.help #retention-help { "Empty keeps every log. Otherwise the log of a run that finished longer ago is deleted (checked hourly); its page then says so. A running run's log is never deleted." }
             div.actions { button.primary type="submit" { "Save settings" } }
         }
         section.card.settings-card {

@@ -47,6 +47,7 @@ pub fn shots_dir(name: &str) -> PathBuf {
 /// `limit`), panicking with its output and screenshot folder on failure.
 /// Returns its stdout.
 pub async fn run(name: &str, base: &str, limit: Duration) -> String {
+    let _slot = BrowserSlot::take().await;
     let shots = shots_dir(name);
     let _ = std::fs::remove_dir_all(&shots);
     let child = Command::new("node")
@@ -72,4 +73,41 @@ pub async fn run(name: &str, base: &str, limit: Duration) -> String {
         shots.display()
     );
     stdout
+}
+
+/// How many Chromium scenarios run at once across the whole suite. Each is a
+/// browser plus Node, CPU-heavy on CI's two cores; the suite runs many tests
+/// at once (one process each under nextest), so the bound is a file lock
+/// shared by processes, not a semaphore in one.
+const BROWSER_SLOTS: usize = 2;
+
+/// One of [`BROWSER_SLOTS`] held until dropped (closing the file frees the lock).
+struct BrowserSlot(std::fs::File);
+
+impl BrowserSlot {
+    async fn take() -> BrowserSlot {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let deadline = std::time::Instant::now() + Duration::from_secs(600);
+        loop {
+            for i in 0..BROWSER_SLOTS {
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(dir.join(format!("browser-slot-{i}.lock")))
+                    .expect("open a browser slot lock");
+                use std::os::fd::AsRawFd;
+                // SAFETY: flock on a file descriptor we own.
+                if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                    return BrowserSlot(file);
+                }
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no browser slot came free in 600 s"
+            );
+            // Waiting on the condition (a slot free), checked often.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 }
