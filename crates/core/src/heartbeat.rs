@@ -37,6 +37,33 @@ impl RunStatus {
     }
 }
 
+/// The `errorCode` of a run the control plane itself ended, before or
+/// after its adapter ran (an adapter's own codes are
+/// `paperclip_adapters::ErrorCode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunErrorCode {
+    /// A secret the agent's config references could not be resolved.
+    SecretUnavailable,
+    /// The adapter rejected the agent's config.
+    InvalidConfig,
+    /// The server could not prepare or hand off the run (its database or
+    /// its log storage failed, the agent was deleted): not the agent's fault.
+    SetupFailed,
+    /// The run ended but its outcome could not be written.
+    OutcomeNotRecorded,
+}
+
+impl RunErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunErrorCode::SecretUnavailable => "secret_unavailable",
+            RunErrorCode::InvalidConfig => "invalid_config",
+            RunErrorCode::SetupFailed => "run_setup_failed",
+            RunErrorCode::OutcomeNotRecorded => "outcome_not_recorded",
+        }
+    }
+}
+
 /// Where a wake came from.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,

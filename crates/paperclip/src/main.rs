@@ -143,8 +143,11 @@ async fn run(config: Config) -> anyhow::Result<()> {
         runtime.routine_clock().enable_test(start);
         println!("Test clock on: routines run at {start} until it is set");
     }
+    // The process's life: the signal handler asks it to stop; the runtime's
+    // loops and runs, the accept loop and live streams stop on it.
+    let lifecycle = paperclip_runtime::Lifecycle::new();
     runtime
-        .start()
+        .start(&lifecycle)
         .await
         .context("starting the heartbeat runtime")?;
     let state = paperclip_server::AppState {
@@ -159,6 +162,7 @@ async fn run(config: Config) -> anyhow::Result<()> {
             paperclip_server::Security::new(config.limits.clone(), config.public_url.as_deref())
                 .with_team(team),
         ),
+        lifecycle: lifecycle.clone(),
     };
     // The example agent is rewritten at every start, so sample agents keep
     // working after an upgrade or with the binary moved elsewhere.
@@ -173,7 +177,6 @@ async fn run(config: Config) -> anyhow::Result<()> {
             paperclip_server::sample::ensure_for_board(&store, &config.data_dir)
                 .await
                 .context("creating the sample company")?;
-        state.runtime.kick();
         Some((company.issue_prefix, created))
     } else {
         None
@@ -189,6 +192,13 @@ async fn run(config: Config) -> anyhow::Result<()> {
             println!("Bootstrap invite: {url}");
         }
     }
+    // Shutdown is a command to the lifecycle: the signal handler gives it.
+    let signalled = lifecycle.clone();
+    let signal = shutdown_signal();
+    tokio::spawn(async move {
+        signal.await;
+        signalled.shutdown();
+    });
     // Tests and scripts wait for this line; keep its shape.
     println!("Paperclip listening on http://{addr}");
     if let Some((prefix, created)) = sample {
@@ -201,10 +211,26 @@ async fn run(config: Config) -> anyhow::Result<()> {
         config.database_label()
     );
     println!("Ready in {} ms", started.elapsed().as_millis());
-    paperclip_server::serve(listener, state, shutdown_signal()).await?;
+    let served = paperclip_server::serve(listener, state).await;
+    // However serving ended, everything else stops too; the runs in flight
+    // are dropped (their processes killed) and left to the next start's
+    // recovery. The store closes once they have let go, or after the bound.
+    lifecycle.shutdown();
+    if !lifecycle.wait(SHUTDOWN_BOUND).await {
+        tracing::warn!(
+            tasks = lifecycle.tasks_left(),
+            "the runtime had not stopped {} s after shutdown; closing the store anyway",
+            SHUTDOWN_BOUND.as_secs()
+        );
+    }
     store.close().await;
+    served?;
     Ok(())
 }
+
+/// How long `main` waits for the runtime's loops and runs to stop after
+/// serving ended (which itself drains requests for up to 3 s).
+const SHUTDOWN_BOUND: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The data dir holds the database (with the run-token signing secret),
 /// run logs and workspaces: only its owner may enter it. Existing dirs made
@@ -241,20 +267,26 @@ fn random_secret() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+/// Resolves on Ctrl-C or SIGTERM. The SIGTERM handler is installed when
+/// this is called, not when first polled, so a SIGTERM sent as soon as the
+/// server says it listens is never the default (an abrupt exit).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    let terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+    async move {
+        let ctrl_c = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        let terminate = async {
+            match terminate {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = terminate => {},
         }
-    };
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = terminate => {},
     }
 }

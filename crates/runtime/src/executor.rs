@@ -1,32 +1,29 @@
 //! The run executor: claims queued runs, invokes adapters, records outcomes.
 
-use paperclip_core::heartbeat::RunStatus;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use paperclip_adapters::{Adapter, ErrorCode, Invocation, Outcome, OutcomeStatus, RunSink, Stream};
-use paperclip_core::heartbeat::HeartbeatPolicy;
-use paperclip_core::model::{Agent, HeartbeatRun};
-use paperclip_store::runs::{self, Finish, SessionUpdate};
+use paperclip_adapters::Adapter;
+use paperclip_core::heartbeat::{HeartbeatPolicy, RunErrorCode};
+use paperclip_core::model::HeartbeatRun;
+use paperclip_store::runs;
 use paperclip_store::{Store, StoreEvent};
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::{broadcast, Notify};
 
 use crate::hub::Hub;
 use crate::live::{LiveRun, LiveRuns};
 use crate::logs::{LocalFileLogStore, RunLogStore};
 use crate::next::{Capacity, Queued};
-use crate::redact::{is_secret_name, Redactor};
-use crate::sink::RunSinkImpl;
-use crate::tokens::{ttl_secs, RunTokens};
+use crate::run::finish::failed_by;
+use crate::sink::SinkDeps;
+use crate::tokens::RunTokens;
 
 /// How often queued runs are looked for even without a commit signal: the
 /// backstop for a missed signal, not the normal path.
 const POLL: Duration = Duration::from_secs(2);
-/// How many of a task's latest comments a run that lost its session is shown.
-const SO_FAR_COMMENTS: i64 = 5;
 
 pub struct RuntimeConfig {
     pub store: Store,
@@ -55,6 +52,9 @@ pub(crate) struct Inner {
     kick: Notify,
     vault: Arc<crate::vault::Vault>,
     routine_clock: Arc<crate::routines::Clock>,
+    /// The process's life, given by [`Runtime::start`]: loops and runs are
+    /// spawned on it and stop on it.
+    lifecycle: std::sync::OnceLock<crate::Lifecycle>,
 }
 
 impl Runtime {
@@ -75,33 +75,63 @@ impl Runtime {
                 kick: Notify::new(),
                 vault: config.vault,
                 routine_clock: Default::default(),
+                lifecycle: Default::default(),
             }),
         }
     }
 
     /// Recovers what a previous process left, then starts the executor, the
-    /// commit-event bridge and the timer scheduler.
-    pub async fn start(&self) -> anyhow::Result<()> {
+    /// commit-event bridge, the timer scheduler, the routine ticker and the
+    /// run-log retention sweep, every one on `lifecycle`'s tracker. On its
+    /// shutdown the loops stop, no run is claimed any more and the runs in
+    /// flight are dropped (their process trees killed) without recording an
+    /// end: their rows stay `running` for the next start's recovery, exactly
+    /// as after a crash.
+    pub async fn start(&self, lifecycle: &crate::Lifecycle) -> anyhow::Result<()> {
+        if self.inner.lifecycle.set(lifecycle.clone()).is_err() {
+            anyhow::bail!("the runtime was already started");
+        }
         crate::skills::install(&self.skills_dir())?;
         crate::recovery::recover(&self.inner.store).await?;
         let bridge = self.clone();
         let events = self.inner.store.subscribe();
-        tokio::spawn(async move { bridge.bridge(events).await });
+        lifecycle.spawn_until_stopped(async move { bridge.bridge(events).await });
+        // The executor loop stops between passes (never in the middle of a
+        // claim): it ends on its own once the token is cancelled.
         let executor = self.clone();
-        tokio::spawn(async move { executor.executor_loop().await });
+        lifecycle.spawn(async move { executor.executor_loop().await });
         let (store, clock) = (self.inner.store.clone(), self.inner.routine_clock.clone());
-        tokio::spawn(async move { crate::scheduler::run(store, clock).await });
+        lifecycle.spawn_until_stopped(async move { crate::scheduler::run(store, clock).await });
         let (store, clock) = (self.inner.store.clone(), self.inner.routine_clock.clone());
-        tokio::spawn(async move { crate::routines::run(store, clock).await });
+        lifecycle.spawn_until_stopped(async move { crate::routines::run(store, clock).await });
         let (store, logs, live, clock) = (
             self.inner.store.clone(),
             self.inner.logs.clone(),
             self.inner.live.clone(),
             self.inner.routine_clock.clone(),
         );
-        tokio::spawn(async move { crate::log_retention::run(store, logs, live, clock).await });
+        lifecycle.spawn_until_stopped(async move {
+            crate::log_retention::run(store, logs, live, clock).await
+        });
         self.kick();
         Ok(())
+    }
+
+    /// Spawns `task` on the lifecycle's tracker (a plain task before
+    /// [`Runtime::start`]).
+    fn spawn_tracked<F>(&self, task: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        match self.inner.lifecycle.get() {
+            Some(lifecycle) => drop(lifecycle.spawn(task)),
+            None => drop(tokio::spawn(task)),
+        }
+    }
+
+    /// Whether the process is shutting down: nothing new is claimed.
+    fn stopping(&self) -> bool {
+        self.inner.lifecycle.get().is_some_and(|l| l.is_stopping())
     }
 
     /// The URL agents call back on (`PAPERCLIP_API_URL`).
@@ -195,9 +225,12 @@ impl Runtime {
                     );
                     self.kick();
                 }
+                // A transaction unblocked queued runs (a budget raised, an
+                // approval decided, a card created or resolved).
+                Ok(StoreEvent::RunsMayStart) => self.kick(),
                 Ok(StoreEvent::AgentsStopped { agent_ids, reason }) => {
                     let this = self.clone();
-                    tokio::spawn(async move { this.stop_agents(&agent_ids, &reason).await });
+                    self.spawn_tracked(async move { this.stop_agents(&agent_ids, &reason).await });
                 }
                 // Missed signals are recovered by the executor's poll.
                 Err(broadcast::error::RecvError::Lagged(_)) => self.kick(),
@@ -207,10 +240,12 @@ impl Runtime {
     }
 
     async fn executor_loop(&self) {
+        let stop = self.inner.lifecycle.get().cloned().unwrap_or_default();
         loop {
             tokio::select! {
                 _ = self.inner.kick.notified() => {}
                 _ = tokio::time::sleep(POLL) => {}
+                _ = stop.stopping() => return,
             }
             if let Err(err) = self.expire_callbacks().await {
                 tracing::error!(error = %err, "timing out overdue callbacks failed");
@@ -258,6 +293,9 @@ impl Runtime {
             global_free: None,
         };
         for run_id in crate::next::runs_to_start(&queue, &capacity) {
+            if self.stopping() {
+                break;
+            }
             // Owned before it can be `running`: a stop from here on finds it.
             let Some(live) = self.inner.live.enter(run_id) else {
                 continue;
@@ -265,35 +303,48 @@ impl Runtime {
             if let Some(run) = runs::claim(&self.inner.store, run_id).await? {
                 self.publish_run(&run, "heartbeat.run.started");
                 self.publish_agent(&run.agent_id).await;
-                let this = self.clone();
-                tokio::spawn(async move { this.execute(run, live).await });
+                self.spawn_run(run, live);
             }
         }
         Ok(())
+    }
+
+    /// Drives `run` on the lifecycle's tracker. At shutdown the drive is
+    /// dropped where it is: the adapter's process tree is killed (the
+    /// process adapter's `TreeGuard`) and no end is recorded, so the row
+    /// stays `running` and the next start's recovery fails it with
+    /// `control_plane_restart` and continues its task, as after a crash. An
+    /// end already being recorded either commits (recovery skips the run)
+    /// or rolls back (recovery settles it): never both, never neither.
+    fn spawn_run(&self, run: HeartbeatRun, live: LiveRun) {
+        let this = self.clone();
+        let stop = self.inner.lifecycle.get().cloned().unwrap_or_default();
+        self.spawn_tracked(async move {
+            let id = run.id.clone();
+            if stop.token().run_until_cancelled(this.execute(run, live)).await.is_none() {
+                tracing::warn!(run = %id, "shutdown interrupted the run; the next start recovers it");
+            }
+        });
     }
 
     /// Drives a claimed run to its recorded outcome. `live` is released only
     /// after the outcome is recorded, so a stop that waits on it returns a
     /// settled run.
     async fn execute(&self, run: HeartbeatRun, live: LiveRun) {
-        let outcome = match self.prepare_and_invoke(&run, &live).await {
+        let outcome = match crate::run::drive(&self.run_deps(&run.agent_id), &run, &live).await {
             Ok(Some(finish)) => finish,
             // Handed off to an async callback: the run stays running.
             Ok(None) => return,
-            Err(err) => Finish {
-                status: RunStatus::Failed,
-                error: Some(format!("{err:#}")),
-                error_code: Some("spawn_failed".into()),
-                ..Finish::new(RunStatus::Failed)
-            },
+            // The server's failure (its database, its logs), not the agent's.
+            Err(err) => failed_by(RunErrorCode::SetupFailed, format!("{err:#}")),
         };
         let mut recorded = runs::finish(&self.inner.store, &run.id, outcome).await;
         if let Err(err) = &recorded {
             // A run left `running` would hold back every later wake of its
             // agent; record at least that it failed, without its output.
             tracing::error!(run = %run.id, error = %err, "recording the end of a run failed");
-            let bare = failure(
-                "outcome_not_recorded",
+            let bare = failed_by(
+                RunErrorCode::OutcomeNotRecorded,
                 format!("the run ended but its outcome could not be recorded: {err}"),
             );
             recorded = runs::finish(&self.inner.store, &run.id, bare).await;
@@ -313,263 +364,26 @@ impl Runtime {
         self.kick();
     }
 
-    /// Runs the adapter; `Ok(None)` when the run continues asynchronously.
-    async fn prepare_and_invoke(
-        &self,
-        run: &HeartbeatRun,
-        live: &LiveRun,
-    ) -> anyhow::Result<Option<Finish>> {
-        let store = &self.inner.store;
-        let agent = paperclip_store::agents::get(store, &run.agent_id).await?;
-        let company = paperclip_store::companies::get(store, &run.company_id).await?;
-        let issue = match &run.issue_id {
-            Some(id) => paperclip_store::issues::get(store, id).await.ok(),
-            None => None,
-        };
-        let Some(adapter) = self.adapter(&agent.adapter_type) else {
-            return Ok(Some(failure(
-                "adapter_not_installed",
-                format!("No adapter for type {:?}", agent.adapter_type),
-            )));
-        };
-        // Secret references become values here, in a copy only the adapter
-        // sees; the values join the run's redaction below.
-        let (config, resolved) =
-            match crate::secret_env::resolve(store, &self.inner.vault, &agent).await {
-                Ok(found) => found,
-                Err(why) => {
-                    return Ok(Some(failure(
-                        "secret_unavailable",
-                        format!("Cannot start: {why}"),
-                    )))
-                }
-            };
-        if let Err(errors) = adapter.validate_config(&config) {
-            let list: Vec<String> = errors
-                .iter()
-                .map(|e| format!("{}: {}", e.path.join("."), e.message))
-                .collect();
-            return Ok(Some(failure(
-                "invalid_config",
-                format!("Invalid adapter config: {}", list.join("; ")),
-            )));
-        }
-        let limits = adapter.limits(&config);
-        let token =
-            self.inner
-                .tokens
-                .mint(&agent.id, &agent.company_id, &run.id, ttl_secs(&limits));
-        let env = crate::outcome::run_env(&self.inner.api_url, &agent, run, &token);
-        let mut secrets = vec![token.clone()];
-        secrets.extend(resolved);
-        if let Some(extra) = agent.adapter_config.get("env").and_then(Value::as_object) {
-            for (k, v) in extra {
-                let value = v
-                    .as_str()
-                    .or_else(|| v.get("value").and_then(Value::as_str));
-                if let (true, Some(v)) = (is_secret_name(k), value) {
-                    secrets.push(v.to_string());
-                }
-            }
-        }
-        // What the API hides elsewhere in the config (headers, keys) stays
-        // out of the run's output too.
-        let (_, secret_paths) = paperclip_core::secrets::redact_config(&agent.adapter_config);
-        for path in secret_paths.iter().filter(|p| p[0] != "env") {
-            if let Some(v) = paperclip_core::secrets::get_path(&agent.adapter_config, path)
-                .and_then(Value::as_str)
-            {
-                secrets.push(v.to_string());
-            }
-        }
-        // A coding CLI may be handed its provider key from the server's own
-        // environment (adapters::child_env); its value is a secret as well.
-        for name in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"] {
-            if let Ok(value) = std::env::var(name) {
-                secrets.push(value);
-            }
-        }
-        let redactor = Redactor::new(secrets);
-        let caps = adapter.capabilities();
-        let mut values =
-            template_values(&self.inner.api_url, &company, &agent, run, issue.as_ref());
-        if let Some(comments) = self.wake_comments(run).await {
-            values.insert("wake.comments", comments);
-        }
-        let prompt = match agent
-            .adapter_config
-            .get("promptTemplate")
-            .and_then(Value::as_str)
-        {
-            Some(t) => Some(paperclip_core::template::render(t, &values)),
-            None if caps.needs_prompt => Some(paperclip_core::template::default_prompt(&values)),
-            None => None,
-        };
-        // Sessions are per task; a run without a task starts fresh.
-        let task_key = run.issue_id.clone().filter(|_| caps.sessions);
-        let saved = match &task_key {
-            Some(key) => {
-                paperclip_store::sessions::find(store, &agent.id, &agent.adapter_type, key).await?
-            }
-            None => None,
-        };
-        let so_far = match (&run.issue_id, crate::notes::overflow_reset(saved.as_ref())) {
-            (Some(issue), true) => self.task_so_far(issue).await,
-            _ => None,
-        };
-        let prompt = crate::notes::with_notes(prompt, run, saved.as_ref(), so_far.as_deref());
-        let saved_session = saved.and_then(|s| s.session_display_id);
-        // The last moment a stop can prevent the process: after this the
-        // adapter checks the token itself and, once spawned, kills the tree.
-        if live.cancel.is_cancelled() {
-            return Ok(Some(stopped_before_start(live.stop_reason())));
-        }
-        let prompt = crate::notes::with_answers(store, run, prompt).await;
-        let budget =
-            crate::budget::RunBudget::start(store, &self.inner.live, run, &agent, issue.as_ref())
-                .await;
-        let sink = Arc::new(RunSinkImpl::new(
-            self.inner.clone(),
-            run.clone(),
-            redactor,
-            budget,
-        )?);
-        let invocation = Invocation {
-            run_id: run.id.clone(),
-            agent_id: agent.id.clone(),
-            company_id: agent.company_id.clone(),
-            config,
-            env,
-            prompt,
-            context: run.context_snapshot.clone(),
-            default_cwd: self.workspace_dir(&agent.id),
-            cancel: live.cancel.clone(),
-            stop_now: live.stop_now.clone(),
-            session_id: saved_session.clone(),
-            skills_dir: Some(self.skills_dir()),
-        };
-        let (outcome, rejected) =
-            invoke_with_fresh_retry(&*adapter, invocation, sink.clone()).await;
-        let stats = sink.close().await;
-        if outcome.status == OutcomeStatus::Pending {
-            // Bounded even if the adapter named no bound: a run must end.
-            let wait = limits.callback.unwrap_or(crate::callbacks::DEFAULT_WAIT);
-            crate::callbacks::awaiting(store, run, wait).await?;
-            return Ok(None);
-        }
-        let cancel_reason = live.stop_reason();
-        let status = match outcome.status {
-            OutcomeStatus::Succeeded => RunStatus::Succeeded,
-            OutcomeStatus::Failed => RunStatus::Failed,
-            OutcomeStatus::Cancelled => RunStatus::Cancelled,
-            OutcomeStatus::TimedOut => RunStatus::TimedOut,
-            OutcomeStatus::Pending => unreachable!("handled above"),
-        };
-        let error = match (outcome.status, cancel_reason) {
-            (OutcomeStatus::Cancelled, Some(reason)) => Some(reason),
-            _ => outcome.error.map(|e| sink.redact(&e)),
-        };
-        Ok(Some(Finish {
-            status,
-            error,
-            // A stop with a code of its own (a budget) is not a plain cancel.
-            error_code: match (outcome.status, live.stop_code()) {
-                (OutcomeStatus::Cancelled, Some(code)) => Some(code.to_string()),
-                _ => outcome.error_code.map(|c| c.as_str().to_string()),
+    /// What [`crate::run::drive`] drives a run of `agent_id` with.
+    fn run_deps(&self, agent_id: &str) -> crate::run::RunDeps<'_> {
+        let inner = &self.inner;
+        crate::run::RunDeps {
+            store: &inner.store,
+            adapters: &inner.adapters,
+            vault: &inner.vault,
+            tokens: &inner.tokens,
+            api_url: &inner.api_url,
+            sink: SinkDeps {
+                store: inner.store.clone(),
+                hub: inner.hub.clone(),
+                logs: inner.logs.clone(),
+                live: inner.live.clone(),
             },
-            exit_code: outcome.exit_code.map(i64::from),
-            signal: outcome.signal,
-            usage: outcome.usage.map(|u| sink.redact_json(&u)),
-            result: outcome.result.map(|r| sink.redact_json(&r)),
-            stdout_excerpt: stats.stdout_excerpt,
-            stderr_excerpt: stats.stderr_excerpt,
-            log_store: Some(self.inner.logs.kind().to_string()),
-            log_ref: stats.log_ref,
-            log_bytes: stats.log_bytes as i64,
-            session_id_before: saved_session,
-            session_id_after: outcome.session_id.clone(),
-            session: task_key.and_then(|task_key| {
-                // An overflowed session fails every resume the same way, so the
-                // next run starts fresh; the row remembers why, for its prompt.
-                let overflowed = outcome.error_code == Some(ErrorCode::ContextWindowExceeded);
-                let forget = rejected
-                    || overflowed
-                    || outcome.error_code == Some(ErrorCode::ResumeSessionInvalid);
-                (outcome.session_id.is_some() || forget).then(|| SessionUpdate {
-                    adapter_type: agent.adapter_type.clone(),
-                    task_key,
-                    session_id: outcome.session_id.clone().filter(|_| !overflowed),
-                    error: overflowed.then(|| crate::notes::OVERFLOWED.to_string()),
-                })
-            }),
-        }))
-    }
-
-    /// The comments this run was woken for, oldest first: exactly the ids
-    /// its wakes collected, so a comment folded into a queued run is not
-    /// lost and one delivered to an earlier run is not repeated.
-    async fn wake_comments(&self, run: &HeartbeatRun) -> Option<String> {
-        let store = &self.inner.store;
-        let issue_id = run.issue_id.as_deref()?;
-        let mut list = Vec::new();
-        for id in wake_comment_ids(run) {
-            // A comment deleted since the wake is no longer news.
-            if let Ok(c) = paperclip_store::comments::get(store, issue_id, &id).await {
-                list.push(c);
-            }
+            dirs: crate::run::Dirs {
+                workspace: self.workspace_dir(agent_id),
+                skills: self.skills_dir(),
+            },
         }
-        if list.is_empty() {
-            return None;
-        }
-        let mut names: HashMap<String, String> = HashMap::new();
-        let mut out = String::new();
-        for c in list {
-            let author = match &c.author_agent_id {
-                Some(id) => match names.get(id) {
-                    Some(n) => n.clone(),
-                    None => {
-                        let n = paperclip_store::agents::get(store, id)
-                            .await
-                            .map(|a| a.name)
-                            .unwrap_or_else(|_| "an agent".into());
-                        names.insert(id.clone(), n.clone());
-                        n
-                    }
-                },
-                None => "the board".into(),
-            };
-            out.push_str(&format!("- {author}: {}\n", c.body.trim()));
-        }
-        Some(out)
-    }
-
-    /// The task's latest comments, oldest first and each cut short: what a
-    /// run that lost its session is told of the work so far.
-    async fn task_so_far(&self, issue_id: &str) -> Option<String> {
-        let store = &self.inner.store;
-        let mut latest = paperclip_store::comments::list(
-            store,
-            issue_id,
-            None,
-            paperclip_store::comments::Order::Desc,
-            SO_FAR_COMMENTS,
-        )
-        .await
-        .ok()?;
-        latest.reverse();
-        let lines: Vec<String> = latest
-            .iter()
-            .map(|c| {
-                let who = if c.author_agent_id.is_some() {
-                    "an agent"
-                } else {
-                    "the board"
-                };
-                let body: String = c.body.trim().chars().take(300).collect();
-                format!("- {who}: {body}")
-            })
-            .collect();
-        (!lines.is_empty()).then(|| lines.join("\n") + "\n")
     }
 
     pub(crate) fn publish_run(&self, run: &HeartbeatRun, kind: &str) {
@@ -587,40 +401,6 @@ impl Runtime {
             );
         }
     }
-}
-
-/// Invokes the adapter; when it refuses to resume the saved session, says so
-/// in the run, and runs once more with a fresh session. Returns the outcome
-/// and whether the saved session was rejected.
-async fn invoke_with_fresh_retry(
-    adapter: &dyn Adapter,
-    invocation: Invocation,
-    sink: Arc<RunSinkImpl>,
-) -> (Outcome, bool) {
-    let resumed = invocation.session_id.clone();
-    let outcome = adapter.invoke(invocation.clone(), sink.clone()).await;
-    let Some(session) = resumed else {
-        return (outcome, false);
-    };
-    if outcome.error_code != Some(ErrorCode::ResumeSessionInvalid)
-        || invocation.cancel.is_cancelled()
-    {
-        return (outcome, false);
-    }
-    let message =
-        format!("the saved session {session} could not be resumed; starting a fresh session");
-    sink.log(Stream::System, &format!("{message}\n"));
-    sink.event(
-        "session.reset",
-        "warn",
-        &message,
-        json!({ "sessionId": session, "errorCode": "resume_session_invalid", "error": outcome.error }),
-    );
-    let fresh = Invocation {
-        session_id: None,
-        ..invocation
-    };
-    (adapter.invoke(fresh, sink).await, true)
 }
 
 pub(crate) fn publish_run(hub: &Hub, run: &HeartbeatRun, kind: &str) {
@@ -646,97 +426,4 @@ pub(crate) fn publish_run(hub: &Hub, run: &HeartbeatRun, kind: &str) {
         &run.id,
         payload,
     );
-}
-
-fn stopped_before_start(reason: Option<String>) -> Finish {
-    Finish {
-        status: RunStatus::Cancelled,
-        error: Some(reason.unwrap_or_else(|| "cancelled before start".into())),
-        error_code: Some("cancelled".into()),
-        ..Finish::new(RunStatus::Failed)
-    }
-}
-
-fn failure(code: &str, error: String) -> Finish {
-    Finish {
-        status: RunStatus::Failed,
-        error: Some(error),
-        error_code: Some(code.into()),
-        ..Finish::new(RunStatus::Failed)
-    }
-}
-
-fn template_values<'a>(
-    api_url: &str,
-    company: &paperclip_core::model::Company,
-    agent: &Agent,
-    run: &HeartbeatRun,
-    issue: Option<&paperclip_core::model::Issue>,
-) -> BTreeMap<&'a str, String> {
-    let mut v = BTreeMap::new();
-    v.insert("company.id", company.id.clone());
-    v.insert("company.name", company.name.clone());
-    v.insert("company.issuePrefix", company.issue_prefix.clone());
-    v.insert("agent.id", agent.id.clone());
-    v.insert("agent.name", agent.name.clone());
-    v.insert("agent.role", agent.role.to_string());
-    v.insert("agent.title", agent.title.clone().unwrap_or_default());
-    v.insert("agent.urlKey", agent.url_key.clone());
-    v.insert("run.id", run.id.clone());
-    v.insert("run.source", run.invocation_source.clone());
-    v.insert(
-        "run.triggerDetail",
-        run.trigger_detail.clone().unwrap_or_default(),
-    );
-    v.insert(
-        "heartbeat.reason",
-        run.wake_reason.clone().unwrap_or_default(),
-    );
-    v.insert("api.url", api_url.to_string());
-    if let Some(issue) = issue {
-        v.insert("task.id", issue.id.clone());
-        v.insert("task.identifier", issue.identifier.clone());
-        v.insert("task.title", issue.title.clone());
-        v.insert("task.status", issue.status.to_string());
-        v.insert(
-            "task.description",
-            issue.description.clone().unwrap_or_default(),
-        );
-    }
-    let payload = run
-        .context_snapshot
-        .get("payload")
-        .cloned()
-        .unwrap_or(Value::Null);
-    if let Some(c) = payload.get("commentId").and_then(Value::as_str) {
-        v.insert("wake.commentId", c.to_string());
-    }
-    if !payload.is_null() {
-        v.insert("wake.payloadJson", payload.to_string());
-    }
-    if let Some(a) = payload.get("approvalId").and_then(Value::as_str) {
-        v.insert("approval.id", a.to_string());
-    }
-    if let Some(s) = payload.get("approvalStatus").and_then(Value::as_str) {
-        v.insert("approval.status", s.to_string());
-    }
-    v
-}
-
-/// Every comment the run's wakes carried (`commentIds`, oldest first); a run
-/// queued before that list existed has its one `payload.commentId`.
-pub(crate) fn wake_comment_ids(run: &HeartbeatRun) -> Vec<String> {
-    let ctx = &run.context_snapshot;
-    match ctx.get("commentIds").and_then(Value::as_array) {
-        Some(ids) => ids
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect(),
-        None => ctx
-            .pointer("/payload/commentId")
-            .and_then(Value::as_str)
-            .map(|c| vec![c.to_string()])
-            .unwrap_or_default(),
-    }
 }

@@ -11,6 +11,8 @@
 //! - [`scheduler`] turns timer policies into wakes; [`routines`] owns
 //!   routines' schedule ticks (on a [`routines::Clock`]).
 //! - [`recovery`] settles what a previous process left behind.
+//! - [`lifecycle`] is the process's life (`main` owns it): the loops and
+//!   the runs are spawned on its tracker and stop on its token.
 //! - `log_retention` deletes the logs of runs older than their company's
 //!   `runLogRetentionDays`, on the routines' clock.
 //! - [`skills`] ships the Paperclip skill to the data dir for coding CLIs.
@@ -27,6 +29,7 @@ mod callbacks;
 pub mod executor;
 pub mod hub;
 pub mod interrupt;
+pub mod lifecycle;
 mod live;
 mod log_retention;
 pub mod logs;
@@ -36,6 +39,7 @@ mod outcome;
 pub mod recovery;
 mod redact;
 pub mod routines;
+mod run;
 pub mod scheduler;
 mod secret_env;
 mod sink;
@@ -44,4 +48,5 @@ pub mod tokens;
 pub mod vault;
 
 pub use executor::Runtime;
+pub use lifecycle::Lifecycle;
 pub use live::RunProcesses;

@@ -1,10 +1,8 @@
 //! Where a run's end goes besides its row: an asynchronous completion, usage
-//! as a cost event. And the environment every run starts with.
-
-use std::collections::BTreeMap;
+//! as a cost event.
 
 use paperclip_core::actor::Actor;
-use paperclip_core::model::{Agent, HeartbeatRun};
+use paperclip_core::model::HeartbeatRun;
 use paperclip_store::runs::{self, Finish};
 use serde_json::{json, Value};
 
@@ -90,49 +88,4 @@ impl Runtime {
             tracing::warn!(run = %run.id, error = %err, "recording a run's usage as a cost failed");
         }
     }
-}
-
-/// The environment every run gets, whatever its adapter.
-pub(crate) fn run_env(
-    api_url: &str,
-    agent: &Agent,
-    run: &HeartbeatRun,
-    token: &str,
-) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
-    env.insert("PAPERCLIP_AGENT_ID".into(), agent.id.clone());
-    env.insert("PAPERCLIP_COMPANY_ID".into(), agent.company_id.clone());
-    env.insert("PAPERCLIP_API_URL".into(), api_url.to_string());
-    env.insert("PAPERCLIP_API_KEY".into(), token.to_string());
-    env.insert("PAPERCLIP_RUN_ID".into(), run.id.clone());
-    let ctx = &run.context_snapshot;
-    let payload = ctx.get("payload").cloned().unwrap_or(Value::Null);
-    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
-    if let Some(issue) = &run.issue_id {
-        env.insert("PAPERCLIP_TASK_ID".into(), issue.clone());
-    }
-    if let Some(reason) = &run.wake_reason {
-        env.insert("PAPERCLIP_WAKE_REASON".into(), reason.clone());
-    }
-    if let Some(comment) = text(payload.get("commentId")) {
-        env.insert("PAPERCLIP_WAKE_COMMENT_ID".into(), comment);
-    }
-    let comments = crate::executor::wake_comment_ids(run);
-    if !comments.is_empty() {
-        env.insert("PAPERCLIP_WAKE_COMMENT_IDS".into(), comments.join(","));
-    }
-    if let Some(approval) = text(payload.get("approvalId")) {
-        env.insert("PAPERCLIP_APPROVAL_ID".into(), approval);
-    }
-    if let Some(status) = text(payload.get("approvalStatus")) {
-        env.insert("PAPERCLIP_APPROVAL_STATUS".into(), status);
-    }
-    if let Some(ids) = payload.get("linkedIssueIds").and_then(Value::as_array) {
-        let ids: Vec<&str> = ids.iter().filter_map(Value::as_str).collect();
-        env.insert("PAPERCLIP_LINKED_ISSUE_IDS".into(), ids.join(","));
-    }
-    if !payload.is_null() {
-        env.insert("PAPERCLIP_WAKE_PAYLOAD_JSON".into(), payload.to_string());
-    }
-    env
 }

@@ -10,8 +10,9 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use crate::budget::RunBudget;
-use crate::executor::Inner;
-use crate::logs::RunLogWriter;
+use crate::hub::Hub;
+use crate::live::LiveRuns;
+use crate::logs::{RunLogStore, RunLogWriter};
 use crate::redact::{Redactor, StreamRedactor};
 
 /// Bytes of each stream kept on the run row for the UI's first look.
@@ -23,8 +24,18 @@ const LIVE_CHUNK_BYTES: usize = 4 * 1024;
 /// agent does not queue a write per chunk behind the writer lock.
 const OUTPUT_FLUSH: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// What a sink writes to: the store, the live hub, the run logs, and the
+/// live runs (which learn the processes a run spawns).
+#[derive(Clone)]
+pub(crate) struct SinkDeps {
+    pub store: paperclip_store::Store,
+    pub hub: Arc<Hub>,
+    pub logs: Arc<dyn RunLogStore>,
+    pub live: Arc<LiveRuns>,
+}
+
 pub(crate) struct RunSinkImpl {
-    inner: Arc<Inner>,
+    deps: SinkDeps,
     run: HeartbeatRun,
     redactor: Redactor,
     /// Per output stream, so a secret split across writes is still caught.
@@ -67,17 +78,17 @@ pub(crate) struct Stats {
 
 impl RunSinkImpl {
     pub(crate) fn new(
-        inner: Arc<Inner>,
+        deps: SinkDeps,
         run: HeartbeatRun,
         redactor: Redactor,
         budget: RunBudget,
     ) -> std::io::Result<RunSinkImpl> {
-        let writer = inner.logs.writer(&run.company_id, &run.id)?;
+        let writer = deps.logs.writer(&run.company_id, &run.id)?;
         let log_ref = Some(writer.log_ref());
         // Timeline rows are written in order by one task per run, so `seq`
         // follows the order the adapter reported in without blocking it.
         let (tx, mut rx) = mpsc::unbounded_channel::<EventRow>();
-        let store = inner.store.clone();
+        let store = deps.store.clone();
         let for_task = run.clone();
         let task = tokio::spawn(async move {
             while let Some(e) = rx.recv().await {
@@ -98,7 +109,7 @@ impl RunSinkImpl {
             }
         });
         Ok(RunSinkImpl {
-            inner,
+            deps,
             run,
             stdout_redactor: Mutex::new(redactor.stream()),
             stderr_redactor: Mutex::new(redactor.stream()),
@@ -114,14 +125,6 @@ impl RunSinkImpl {
             budget: Arc::new(budget),
             output: Mutex::new(OutputProgress::default()),
         })
-    }
-
-    pub(crate) fn redact(&self, text: &str) -> String {
-        self.redactor.apply(text)
-    }
-
-    pub(crate) fn redact_json(&self, value: &Value) -> Value {
-        self.redactor.apply_json(value)
     }
 
     /// Flushes the timeline and closes the log; returns what the run row keeps.
@@ -153,7 +156,7 @@ impl RunSinkImpl {
         let last = self.output.lock().expect("output lock").latest.clone();
         if let Some(last) = last {
             if let Err(err) =
-                paperclip_store::runs::set_last_output(&self.inner.store, &self.run.id, &last).await
+                paperclip_store::runs::set_last_output(&self.deps.store, &self.run.id, &last).await
             {
                 tracing::warn!(run = %self.run.id, error = %err, "last output not recorded");
             }
@@ -206,7 +209,7 @@ impl RunSinkImpl {
         } else {
             chunk
         };
-        self.inner.hub.publish(
+        self.deps.hub.publish(
             &self.run.company_id,
             "heartbeat.run.log",
             "heartbeat_run",
@@ -236,7 +239,7 @@ impl RunSinkImpl {
         }
         progress.flushed_at = Some(std::time::Instant::now());
         drop(progress);
-        let store = self.inner.store.clone();
+        let store = self.deps.store.clone();
         let run_id = self.run.id.clone();
         tokio::spawn(async move {
             if let Err(err) = paperclip_store::runs::set_last_output(&store, &run_id, &latest).await
@@ -277,13 +280,13 @@ impl RunSink for RunSinkImpl {
     }
 
     fn process_started(&self, pid: u32, process_group_id: u32) {
-        let store = self.inner.store.clone();
+        let store = self.deps.store.clone();
         let run_id = self.run.id.clone();
         // Read now, while the leader surely is the process just spawned.
         let ticks = paperclip_adapters::tree::start_ticks(pid as i32);
         // Before anything else: from now on a request from this process, or
         // any it starts, is known to come from inside the run.
-        self.inner.live.process_started(&run_id, pid, ticks);
+        self.deps.live.process_started(&run_id, pid, ticks);
         let start = paperclip_adapters::tree::start_ticks(process_group_id as i32)
             .map(|t| (t, paperclip_adapters::tree::ticks_to_time(t)));
         tokio::spawn(async move {

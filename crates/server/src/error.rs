@@ -67,16 +67,31 @@ impl From<paperclip_store::Error> for ApiError {
     }
 }
 
+/// What every error answers, and its schema in `/api/openapi.json` (the
+/// 4xx responses reference it, so a generated client types errors). Fields
+/// in name order, as the JSON object they replaced serialized.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// A machine-readable reason (e.g. `budget_blocked`), repeated from
+    /// `details.code` when the details carry one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub code: Option<Value>,
+    /// What went wrong in detail: the failing fields of a validation error
+    /// (`[{code, path, message}]`), the state a conflict found, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    /// The message, e.g. `Issue not found`.
+    pub error: String,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut body = json!({ "error": self.message });
-        // A machine-readable reason (e.g. `budget_blocked`) is repeated at the top.
-        if let Some(code) = self.details.as_ref().and_then(|d| d.get("code")).cloned() {
-            body["code"] = code;
-        }
-        if let Some(details) = self.details {
-            body["details"] = details;
-        }
+        let body = ErrorBody {
+            code: self.details.as_ref().and_then(|d| d.get("code")).cloned(),
+            details: self.details,
+            error: self.message,
+        };
         let mut response = (self.status, Json(body)).into_response();
         if self.status == StatusCode::PAYLOAD_TOO_LARGE {
             // The unread rest of the body is still on the wire; tell the client

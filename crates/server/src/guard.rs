@@ -77,9 +77,6 @@ pub struct Security {
     public_origin: Option<String>,
     public_host: Option<String>,
     subscribers: Mutex<std::collections::HashMap<String, usize>>,
-    /// Flips to `true` when the server starts shutting down; live streams
-    /// end on it, so an open board tab cannot hold the process.
-    stopping: tokio::sync::watch::Sender<bool>,
     /// Local trusted or authenticated, and how people sign in.
     pub team: crate::people::TeamConfig,
     /// Sign-in, invite and key-creation attempts.
@@ -98,7 +95,6 @@ impl Security {
             public_origin,
             public_host,
             subscribers: Mutex::new(Default::default()),
-            stopping: tokio::sync::watch::Sender::new(false),
             team: Default::default(),
             limiter: Default::default(),
         }
@@ -108,18 +104,6 @@ impl Security {
     pub fn with_team(mut self, team: crate::people::TeamConfig) -> Security {
         self.team = team;
         self
-    }
-
-    pub fn begin_shutdown(&self) {
-        self.stopping.send_replace(true);
-    }
-
-    /// Resolves once shutdown has begun.
-    pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let mut rx = self.stopping.subscribe();
-        async move {
-            let _ = rx.wait_for(|stopping| *stopping).await;
-        }
     }
 
     /// `scheme://host[:port]` of the configured public URL.

@@ -44,6 +44,9 @@ pub struct AppState {
     pub runtime: paperclip_runtime::Runtime,
     pub info: Arc<ServerInfo>,
     pub security: Arc<Security>,
+    /// The process's life, owned by `main`: the accept loop and live
+    /// streams end on its shutdown.
+    pub lifecycle: paperclip_runtime::Lifecycle,
 }
 
 pub struct ServerInfo {

@@ -74,7 +74,6 @@ async fn sample_company(
                 format!("cannot write the example agent into the data dir: {e}"),
             ),
         })?;
-    app.runtime.kick();
     let status = if created {
         StatusCode::CREATED
     } else {

@@ -96,16 +96,13 @@ pub fn soft_descriptor_limit() -> Option<u64> {
     })
 }
 
-/// Serves the app on `listener` until `shutdown` resolves. Each request
-/// carries its peer address and its connection's state (see
-/// [`crate::guard::Connection`]).
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    state: AppState,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+/// Serves the app on `listener` until the state's lifecycle shuts down
+/// (then in-flight requests get [`DRAIN`]; live streams end on the same
+/// token). Each request carries its peer address and its connection's state
+/// (see [`crate::guard::Connection`]).
+pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
     let limits = state.security.limits.clone();
-    let security = state.security.clone();
+    let lifecycle = state.lifecycle.clone();
     let app = crate::app(state);
     let mut builder = auto::Builder::new(TokioExecutor::new()).http1_only();
     builder
@@ -121,7 +118,7 @@ pub async fn serve(
     let refusing = Arc::new(AtomicUsize::new(0));
     let mut spare = std::fs::File::open("/dev/null").ok();
     let mut warned: Option<Instant> = None;
-    let mut shutdown = std::pin::pin!(shutdown);
+    let mut shutdown = std::pin::pin!(lifecycle.stopping());
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -202,7 +199,7 @@ pub async fn serve(
             one_request.clone()
         };
         let first_byte = limits.header_timeout;
-        let stopping = security.stopped();
+        let stopping = lifecycle.stopping();
         tokio::spawn(async move {
             let track = slot.track.clone();
             // hyper's header timer starts only once bytes arrive; a client
@@ -244,7 +241,6 @@ pub async fn serve(
         });
     }
     drop(listener);
-    security.begin_shutdown();
     let deadline = tokio::time::Instant::now() + DRAIN;
     while open.count() > 0 && tokio::time::Instant::now() < deadline {
         let _ = tokio::time::timeout(Duration::from_millis(50), open.closed.notified()).await;

@@ -32,6 +32,7 @@ async fn app() -> (axum::Router, std::path::PathBuf) {
             paperclip_server::Limits::default(),
             None,
         )),
+        lifecycle: paperclip_runtime::Lifecycle::new(),
     };
     (paperclip_server::app(state), dir)
 }

@@ -201,6 +201,7 @@ pub async fn decide(
         wake_concerned(&mut tx, actor, &approval, next, &linked).await?;
     }
     let updated = get_in(&mut tx, id).await?;
+    tx.runs_may_start();
     tx.commit().await?;
     Ok(updated)
 }

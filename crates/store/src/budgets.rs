@@ -392,6 +392,8 @@ pub async fn set(
         )
         .await?;
     }
+    // A raised budget may resume paused agents and their queued runs.
+    tx.runs_may_start();
     tx.commit().await?;
     Ok(company_id)
 }

@@ -252,6 +252,30 @@ pub async fn get(store: &Store, issue_id: &str, comment_id: &str) -> Result<Comm
         .ok_or_else(|| Error::not_found("Comment"))
 }
 
+/// The comments of `issue_id` with these ids, in one query, in the order of
+/// `ids`; an id deleted or not on the task is left out.
+pub async fn by_ids(store: &Store, issue_id: &str, ids: &[&str]) -> Result<Vec<Comment>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list =
+        crate::issue_list::json_values(store.backend(), "$2", crate::issue_list::ListOf::Ids);
+    let sql = format!(
+        "SELECT * FROM issue_comments WHERE issue_id = $1 AND deleted_at IS NULL \
+         AND id IN {list}"
+    );
+    let rows = crate::db::query(&sql)
+        .bind(issue_id)
+        .bind(crate::issue_list::json_array(ids.iter()))
+        .fetch_all(store.pool())
+        .await?;
+    let found = rows.iter().map(map).collect::<Result<Vec<Comment>>>()?;
+    Ok(ids
+        .iter()
+        .filter_map(|id| found.iter().find(|c| c.id == *id).cloned())
+        .collect())
+}
+
 async fn get_in(tx: &mut Tx, id: &str) -> Result<Comment> {
     let row = crate::db::query("SELECT * FROM issue_comments WHERE id = $1")
         .bind(id)

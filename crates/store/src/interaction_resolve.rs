@@ -168,6 +168,7 @@ pub async fn resolve(
     if wakes {
         crate::interaction_effects::wake(&mut tx, actor, &issue, &updated, resolution).await?;
     }
+    tx.runs_may_start();
     tx.commit().await?;
     Ok(updated)
 }

@@ -142,6 +142,7 @@ pub async fn create(
         .await?;
     }
     let card = get_in(&mut tx, &id).await?;
+    tx.runs_may_start();
     tx.commit().await?;
     Ok((card, true))
 }

@@ -225,10 +225,12 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
                 status.as_str()
             )));
         }
-        if from != status && is_active(status)
-            && ceo_gate_closed(&mut tx, &company_id, before.created_by_agent_id.as_deref()).await? {
-                return Err(Error::rule(CEO_GATE));
-            }
+        if from != status
+            && is_active(status)
+            && ceo_gate_closed(&mut tx, &company_id, before.created_by_agent_id.as_deref()).await?
+        {
+            return Err(Error::rule(CEO_GATE));
+        }
         let effects = transition_effects(from, status);
         if effects.set_started_at && after.started_at.is_none() {
             after.started_at = Some(ts.clone());

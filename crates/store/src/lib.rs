@@ -135,6 +135,10 @@ pub enum StoreEvent {
         agent_id: String,
         run_id: String,
     },
+    /// Queued runs may be startable now without a new one being queued (a
+    /// budget raised, an approval decided, a card created or resolved): the
+    /// executor looks again.
+    RunsMayStart,
     /// Agents whose running work must stop now (a budget hard stop).
     AgentsStopped {
         agent_ids: Vec<String>,
@@ -176,6 +180,17 @@ impl Tx {
 
     pub(crate) fn announce(&mut self, event: StoreEvent) {
         self.pending.push(event);
+    }
+
+    /// Announces [`StoreEvent::RunsMayStart`] at commit (once per transaction).
+    pub(crate) fn runs_may_start(&mut self) {
+        if !self
+            .pending
+            .iter()
+            .any(|e| matches!(e, StoreEvent::RunsMayStart))
+        {
+            self.pending.push(StoreEvent::RunsMayStart);
+        }
     }
 
     pub async fn commit(mut self) -> Result<()> {

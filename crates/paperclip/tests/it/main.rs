@@ -48,6 +48,7 @@ mod issues;
 mod k8s_authenticated;
 mod k8s_jobs;
 mod key_scope;
+mod lifecycle;
 mod live_events;
 mod local_trust;
 mod org;

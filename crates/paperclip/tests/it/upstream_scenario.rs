@@ -7,6 +7,10 @@
 //! The differences that remain are listed in `scenario/exceptions.rs`, each
 //! with its reason. The test fails on a difference that is not listed, and on
 //! a listed one that no longer occurs, so the list can only shrink.
+//!
+//! Every JSON body we serve is also validated against the schema our own
+//! `/api/openapi.json` declares for its route and status
+//! (`scenario/spec_bodies.rs`).
 
 use crate::common;
 use crate::scenario;
@@ -16,6 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use common::TestServer;
 use scenario::exceptions::{EXCEPTIONS, STATUS_EXCEPTIONS};
 use scenario::shape::{Difference, Walk};
+use scenario::spec_bodies::{self, Served};
 use serde_json::Value;
 
 /// The recording's two agents, by the step that created each.
@@ -187,6 +192,7 @@ async fn the_upstream_scenario_gives_the_same_statuses_and_shapes() {
     let mut walk = Walk::default();
     let mut company_id = String::new();
     let mut wrong_status = Vec::new();
+    let mut served = Vec::new();
     for sample in &samples {
         let step = sample["step"].as_str().unwrap();
         let method = sample["method"].as_str().unwrap();
@@ -210,6 +216,13 @@ async fn the_upstream_scenario_gives_the_same_statuses_and_shapes() {
             wrong_status.push((step.to_string(), status, format!("{method} {path}: {ours}")));
         }
         let theirs = &sample["response"];
+        served.push(Served {
+            step: step.to_string(),
+            method: method.to_string(),
+            path: path.clone(),
+            status,
+            body: ours.clone(),
+        });
         walk.compare(step, "$", theirs, &ours, &scenario.ids);
         for (at, key) in SAME_VALUES {
             if *at == step {
@@ -250,6 +263,15 @@ async fn the_upstream_scenario_gives_the_same_statuses_and_shapes() {
     report(&samples, &walk);
     check_exceptions(&walk.differences);
     check_statuses(&wrong_status);
+
+    // Every JSON body we served matches what our spec declares for it.
+    let spec = common::spec::Spec::of(&scenario.server).await;
+    let validated = spec_bodies::check(&spec, &served);
+    let json_responses = samples.iter().filter(|s| !s["response"].is_null()).count();
+    assert!(
+        validated >= json_responses,
+        "validated {validated} bodies, the scenario has {json_responses} JSON responses"
+    );
 
     // Values that are deterministic in the scenario must match too.
     let prefix = &scenario.ids["SCEA"];

@@ -101,8 +101,8 @@ pub struct NewActivity {
 /// Writes an activity entry as given (board only, as upstream).
 #[utoipa::path(post, path = "/api/companies/{companyId}/activity", tag = "activity",
     params(("companyId" = String, Path)), request_body = NewActivity,
-    responses((status = 201, body = ActivityEntry), (status = 400, description = "A field is empty or too long"),
-        (status = 403, description = "Board access required"), (status = 404, description = "Company or agent not found")))]
+    responses((status = 201, body = ActivityEntry), (status = 400, description = "A field is empty or too long", body = crate::error::ErrorBody),
+        (status = 403, description = "Board access required", body = crate::error::ErrorBody), (status = 404, description = "Company or agent not found", body = crate::error::ErrorBody)))]
 async fn create_activity(
     State(app): State<AppState>,
     caller: Caller,

@@ -42,8 +42,8 @@ async fn list_agents(
 
 #[utoipa::path(post, path = "/api/companies/{companyId}/agents", tag = "agents",
     params(("companyId" = String, Path)), request_body = NewAgent,
-    responses((status = 201, body = AgentView), (status = 404, description = "Company or manager not found"),
-        (status = 422, description = "Invalid adapter config or prompt template")))]
+    responses((status = 201, body = AgentView), (status = 404, description = "Company or manager not found", body = crate::error::ErrorBody),
+        (status = 422, description = "Invalid adapter config or prompt template", body = crate::error::ErrorBody)))]
 async fn create_agent(
     State(app): State<AppState>,
     caller: Caller,
@@ -68,7 +68,7 @@ async fn create_agent(
 }
 
 #[utoipa::path(get, path = "/api/agents/{id}", tag = "agents",
-    params(("id" = String, Path)), responses((status = 200, body = AgentView), (status = 404, description = "Agent not found")))]
+    params(("id" = String, Path)), responses((status = 200, body = AgentView), (status = 404, description = "Agent not found", body = crate::error::ErrorBody)))]
 async fn get_agent(
     State(app): State<AppState>,
     caller: Caller,
@@ -80,7 +80,7 @@ async fn get_agent(
 
 #[utoipa::path(patch, path = "/api/agents/{id}", tag = "agents",
     params(("id" = String, Path)), request_body = AgentPatch,
-    responses((status = 200, body = AgentView), (status = 422, description = "Reporting relationship would create cycle")))]
+    responses((status = 200, body = AgentView), (status = 422, description = "Reporting relationship would create cycle", body = crate::error::ErrorBody)))]
 async fn update_agent(
     State(app): State<AppState>,
     caller: Caller,
@@ -120,7 +120,7 @@ struct Permissions {
 /// The change is a config revision like any other agent update.
 #[utoipa::path(patch, path = "/api/agents/{id}/permissions", tag = "agents",
     params(("id" = String, Path)), request_body = Permissions,
-    responses((status = 200, body = AgentView), (status = 403, description = "Board access required")))]
+    responses((status = 200, body = AgentView), (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
 async fn update_permissions(
     State(app): State<AppState>,
     caller: Caller,
@@ -141,7 +141,7 @@ async fn update_permissions(
 }
 
 #[utoipa::path(delete, path = "/api/agents/{id}", tag = "agents",
-    params(("id" = String, Path)), responses((status = 200, body = Agent), (status = 404, description = "Agent not found")))]
+    params(("id" = String, Path)), responses((status = 200, body = Agent), (status = 404, description = "Agent not found", body = crate::error::ErrorBody)))]
 async fn delete_agent(
     State(app): State<AppState>,
     caller: Caller,
@@ -155,7 +155,8 @@ async fn delete_agent(
 /// Pauses the agent: its queued runs are cancelled and a running run is
 /// stopped (TERM, then KILL after the adapter's grace).
 #[utoipa::path(post, path = "/api/agents/{id}/pause", tag = "agents",
-    params(("id" = String, Path)), responses((status = 200, body = AgentView), (status = 409, description = "Agent is terminated")))]
+    params(("id" = String, Path)), responses((status = 200, body = AgentView), (status = 403, description = "Board access required", body = crate::error::ErrorBody),
+        (status = 409, description = "Agent is terminated", body = crate::error::ErrorBody)))]
 async fn pause_agent(
     State(app): State<AppState>,
     caller: Caller,
@@ -169,7 +170,8 @@ async fn pause_agent(
 }
 
 #[utoipa::path(post, path = "/api/agents/{id}/resume", tag = "agents",
-    params(("id" = String, Path)), responses((status = 200, body = AgentView), (status = 409, description = "Cannot resume terminated agent")))]
+    params(("id" = String, Path)), responses((status = 200, body = AgentView), (status = 403, description = "Board access required", body = crate::error::ErrorBody),
+        (status = 409, description = "Cannot resume terminated agent", body = crate::error::ErrorBody)))]
 async fn resume_agent(
     State(app): State<AppState>,
     caller: Caller,

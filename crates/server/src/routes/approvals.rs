@@ -78,7 +78,7 @@ async fn create_approval(
 }
 
 #[utoipa::path(get, path = "/api/approvals/{id}", tag = "approvals",
-    params(("id" = String, Path)), responses((status = 200, body = Approval), (status = 404, description = "Approval not found")))]
+    params(("id" = String, Path)), responses((status = 200, body = Approval), (status = 404, description = "Approval not found", body = crate::error::ErrorBody)))]
 async fn get_approval(
     State(app): State<AppState>,
     caller: Caller,
@@ -110,13 +110,12 @@ async fn decide(
         }
     };
     let decided = approvals::decide(&app.store, actor, id, action, input).await?;
-    app.runtime.kick();
     Ok(Json(decided))
 }
 
 #[utoipa::path(post, path = "/api/approvals/{id}/approve", tag = "approvals",
     params(("id" = String, Path)), request_body = ApprovalDecision,
-    responses((status = 200, body = Approval), (status = 403, description = "Board access required"), (status = 409, description = "Already decided")))]
+    responses((status = 200, body = Approval), (status = 403, description = "Board access required", body = crate::error::ErrorBody), (status = 409, description = "Already decided", body = crate::error::ErrorBody)))]
 async fn approve(
     State(app): State<AppState>,
     caller: Caller,
@@ -264,7 +263,7 @@ pub struct Hire {
 /// `hire_agent` approval; otherwise it is created directly.
 #[utoipa::path(post, path = "/api/companies/{companyId}/agent-hires", tag = "approvals",
     params(("companyId" = String, Path)), request_body = NewAgent,
-    responses((status = 201, body = Hire), (status = 403, description = "The hiring agent lacks canCreateAgents")))]
+    responses((status = 201, body = Hire), (status = 403, description = "The hiring agent lacks canCreateAgents", body = crate::error::ErrorBody)))]
 async fn hire(
     State(app): State<AppState>,
     caller: Caller,

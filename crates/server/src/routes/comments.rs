@@ -71,9 +71,9 @@ async fn list_comments(
 /// issue's assignee when someone else wrote it.
 #[utoipa::path(post, path = "/api/issues/{id}/comments", tag = "comments",
     params(("id" = String, Path)), request_body = NewComment,
-    responses((status = 201, body = Comment), (status = 401, description = "Agent run id required"),
-        (status = 404, description = "Issue not found"),
-        (status = 409, description = "Another author already used this clientRequestId on the task")))]
+    responses((status = 201, body = Comment), (status = 401, description = "Agent run id required", body = crate::error::ErrorBody),
+        (status = 404, description = "Issue not found", body = crate::error::ErrorBody),
+        (status = 409, description = "Another author already used this clientRequestId on the task", body = crate::error::ErrorBody)))]
 async fn create_comment(
     State(app): State<AppState>,
     caller: Caller,
@@ -95,7 +95,7 @@ async fn create_comment(
 
 #[utoipa::path(get, path = "/api/issues/{id}/comments/{commentId}", tag = "comments",
     params(("id" = String, Path), ("commentId" = String, Path)),
-    responses((status = 200, body = Comment), (status = 404, description = "Comment not found")))]
+    responses((status = 200, body = Comment), (status = 404, description = "Comment not found", body = crate::error::ErrorBody)))]
 async fn get_comment(
     State(app): State<AppState>,
     caller: Caller,
@@ -109,7 +109,7 @@ async fn get_comment(
 
 #[utoipa::path(delete, path = "/api/issues/{id}/comments/{commentId}", tag = "comments",
     params(("id" = String, Path), ("commentId" = String, Path)),
-    responses((status = 200, body = Comment), (status = 404, description = "Comment not found")))]
+    responses((status = 200, body = Comment), (status = 404, description = "Comment not found", body = crate::error::ErrorBody)))]
 async fn delete_comment(
     State(app): State<AppState>,
     caller: Caller,

@@ -39,7 +39,7 @@ async fn list_companies(
 /// company with neither is left out, as upstream does.
 #[utoipa::path(get, path = "/api/companies/stats", tag = "companies",
     responses((status = 200, body = BTreeMap<String, companies::Stats>),
-        (status = 403, description = "Board access required")))]
+        (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
 async fn company_stats(
     State(app): State<AppState>,
     caller: Caller,
@@ -51,8 +51,8 @@ async fn company_stats(
 }
 
 #[utoipa::path(post, path = "/api/companies", tag = "companies", request_body = NewCompany,
-    responses((status = 201, body = Company), (status = 400, description = "Validation error"),
-        (status = 403, description = "Board access required")))]
+    responses((status = 201, body = Company), (status = 400, description = "Validation error", body = crate::error::ErrorBody),
+        (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
 async fn create_company(
     State(app): State<AppState>,
     caller: Caller,
@@ -69,7 +69,7 @@ async fn create_company(
 
 #[utoipa::path(get, path = "/api/companies/{companyId}", tag = "companies",
     params(("companyId" = String, Path)),
-    responses((status = 200, body = Company), (status = 404, description = "Company not found")))]
+    responses((status = 200, body = Company), (status = 404, description = "Company not found", body = crate::error::ErrorBody)))]
 async fn get_company(
     State(app): State<AppState>,
     caller: Caller,
@@ -80,7 +80,7 @@ async fn get_company(
 
 #[utoipa::path(patch, path = "/api/companies/{companyId}", tag = "companies",
     params(("companyId" = String, Path)), request_body = CompanyPatch,
-    responses((status = 200, body = Company), (status = 404, description = "Company not found")))]
+    responses((status = 200, body = Company), (status = 404, description = "Company not found", body = crate::error::ErrorBody)))]
 async fn update_company(
     State(app): State<AppState>,
     caller: Caller,
@@ -95,7 +95,7 @@ async fn update_company(
 
 #[utoipa::path(delete, path = "/api/companies/{companyId}", tag = "companies",
     params(("companyId" = String, Path)),
-    responses((status = 200, body = super::Acknowledged, description = "Deleted with everything it owned"), (status = 404, description = "Company not found")))]
+    responses((status = 200, body = super::Acknowledged, description = "Deleted with everything it owned"), (status = 404, description = "Company not found", body = crate::error::ErrorBody)))]
 async fn delete_company(
     State(app): State<AppState>,
     caller: Caller,
@@ -110,7 +110,7 @@ async fn delete_company(
 
 #[utoipa::path(post, path = "/api/companies/{companyId}/archive", tag = "companies",
     params(("companyId" = String, Path)),
-    responses((status = 200, body = Company), (status = 404, description = "Company not found")))]
+    responses((status = 200, body = Company), (status = 404, description = "Company not found", body = crate::error::ErrorBody)))]
 async fn archive_company(
     State(app): State<AppState>,
     caller: Caller,

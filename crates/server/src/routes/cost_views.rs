@@ -80,7 +80,7 @@ struct TreeQuery {
 /// What a task and everything below it cost, all time, and how many runs it took.
 #[utoipa::path(get, path = "/api/issues/{id}/cost-summary", tag = "costs",
     params(("id" = String, Path, description = "Issue UUID or identifier"), TreeQuery),
-    responses((status = 200, body = TreeCost), (status = 404, description = "Issue not found")))]
+    responses((status = 200, body = TreeCost), (status = 404, description = "Issue not found", body = crate::error::ErrorBody)))]
 async fn issue_cost(
     State(app): State<AppState>,
     caller: Caller,

@@ -43,7 +43,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// 80 % of a budget raises an alert; reaching 100 % stops the work.
 #[utoipa::path(post, path = "/api/companies/{companyId}/cost-events", tag = "costs",
     params(("companyId" = String, Path)), request_body = NewCostEvent,
-    responses((status = 201, body = CostEvent), (status = 400, description = "Negative or malformed values")))]
+    responses((status = 201, body = CostEvent), (status = 400, description = "Negative or malformed values", body = crate::error::ErrorBody)))]
 async fn report_cost(
     State(app): State<AppState>,
     caller: Caller,
@@ -296,7 +296,7 @@ async fn by_issue(
 /// month's spend lifts a hard stop and resumes the agents it paused.
 #[utoipa::path(patch, path = "/api/companies/{companyId}/budgets", tag = "costs",
     params(("companyId" = String, Path)), request_body = BudgetPatch,
-    responses((status = 200, body = Company), (status = 403, description = "Board access required")))]
+    responses((status = 200, body = Company), (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
 async fn company_budget(
     State(app): State<AppState>,
     caller: Caller,
@@ -313,7 +313,6 @@ async fn company_budget(
         Utc::now(),
     )
     .await?;
-    app.runtime.kick();
     Ok(Json(
         paperclip_store::companies::get(&app.store, &company_id).await?,
     ))
@@ -323,7 +322,7 @@ async fn company_budget(
 /// its reporting subtree.
 #[utoipa::path(patch, path = "/api/agents/{agentId}/budgets", tag = "costs",
     params(("agentId" = String, Path)), request_body = BudgetPatch,
-    responses((status = 200, body = crate::agent_view::AgentView), (status = 403, description = "Not the board or a manager of this agent")))]
+    responses((status = 200, body = crate::agent_view::AgentView), (status = 403, description = "Not the board or a manager of this agent", body = crate::error::ErrorBody)))]
 async fn agent_budget(
     State(app): State<AppState>,
     caller: Caller,
@@ -347,7 +346,6 @@ async fn agent_budget(
         Utc::now(),
     )
     .await?;
-    app.runtime.kick();
     let agent = paperclip_store::agents::get(&app.store, &agent_id).await?;
     Ok(Json(crate::agent_view::one(&app, agent).await?))
 }
@@ -373,7 +371,7 @@ async fn manages(app: &AppState, manager: &str, agent: &Agent) -> ApiResult<bool
 
 #[utoipa::path(patch, path = "/api/projects/{projectId}/budgets", tag = "costs",
     params(("projectId" = String, Path)), request_body = BudgetPatch,
-    responses((status = 200, body = Project), (status = 403, description = "Board access required")))]
+    responses((status = 200, body = Project), (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
 async fn project_budget(
     State(app): State<AppState>,
     caller: Caller,

@@ -36,7 +36,7 @@ async fn list_documents(
 
 #[utoipa::path(get, path = "/api/issues/{id}/documents/{key}", tag = "documents",
     params(("id" = String, Path), ("key" = String, Path)),
-    responses((status = 200, body = Document), (status = 404, description = "Document not found")))]
+    responses((status = 200, body = Document), (status = 404, description = "Document not found", body = crate::error::ErrorBody)))]
 async fn get_document(
     State(app): State<AppState>,
     caller: Caller,
@@ -50,7 +50,7 @@ async fn get_document(
 #[utoipa::path(put, path = "/api/issues/{id}/documents/{key}", tag = "documents",
     params(("id" = String, Path), ("key" = String, Path)), request_body = DocumentPut,
     responses((status = 201, body = Document), (status = 200, body = Document),
-        (status = 409, description = "baseRevisionId is not the latest revision, or another run holds the issue")))]
+        (status = 409, description = "baseRevisionId is not the latest revision, or another run holds the issue", body = crate::error::ErrorBody)))]
 async fn put_document(
     State(app): State<AppState>,
     caller: Caller,
@@ -70,7 +70,7 @@ async fn put_document(
 
 #[utoipa::path(delete, path = "/api/issues/{id}/documents/{key}", tag = "documents",
     params(("id" = String, Path), ("key" = String, Path)),
-    responses((status = 200, body = Document), (status = 404, description = "Document not found")))]
+    responses((status = 200, body = Document), (status = 404, description = "Document not found", body = crate::error::ErrorBody)))]
 async fn delete_document(
     State(app): State<AppState>,
     caller: Caller,
@@ -100,8 +100,8 @@ async fn list_revisions(
 /// Makes an old revision current again, as a new revision (upstream's route).
 #[utoipa::path(post, path = "/api/issues/{id}/documents/{key}/revisions/{revisionId}/restore", tag = "documents",
     params(("id" = String, Path), ("key" = String, Path), ("revisionId" = String, Path)),
-    responses((status = 200, body = Document), (status = 404, description = "Document or revision not found"),
-        (status = 409, description = "Another run holds the issue")))]
+    responses((status = 200, body = Document), (status = 404, description = "Document or revision not found", body = crate::error::ErrorBody),
+        (status = 409, description = "Another run holds the issue", body = crate::error::ErrorBody)))]
 async fn restore_revision(
     State(app): State<AppState>,
     caller: Caller,
@@ -118,8 +118,8 @@ async fn restore_revision(
 /// refused with 409 until it is unlocked. Locking a locked one changes nothing.
 #[utoipa::path(post, path = "/api/issues/{id}/documents/{key}/lock", tag = "documents",
     params(("id" = String, Path), ("key" = String, Path)),
-    responses((status = 200, body = Document), (status = 403, description = "Board access required"),
-        (status = 404, description = "Document not found")))]
+    responses((status = 200, body = Document), (status = 403, description = "Board access required", body = crate::error::ErrorBody),
+        (status = 404, description = "Document not found", body = crate::error::ErrorBody)))]
 async fn lock_document(
     State(app): State<AppState>,
     caller: Caller,
@@ -130,8 +130,8 @@ async fn lock_document(
 
 #[utoipa::path(post, path = "/api/issues/{id}/documents/{key}/unlock", tag = "documents",
     params(("id" = String, Path), ("key" = String, Path)),
-    responses((status = 200, body = Document), (status = 403, description = "Board access required"),
-        (status = 404, description = "Document not found")))]
+    responses((status = 200, body = Document), (status = 403, description = "Board access required", body = crate::error::ErrorBody),
+        (status = 404, description = "Document not found", body = crate::error::ErrorBody)))]
 async fn unlock_document(
     State(app): State<AppState>,
     caller: Caller,

@@ -146,7 +146,7 @@ fn event_stream(
     let newest_missed = sub.missed.last().map(|e| e.event_id).unwrap_or(0);
     Ok(stream::iter(sub.missed)
         .chain(live.filter(move |e| std::future::ready(e.event_id > newest_missed)))
-        .take_until(app.security.stopped())
+        .take_until(app.lifecycle.stopping())
         .map(move |event| {
             let _held = &slot;
             event

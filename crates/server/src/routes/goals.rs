@@ -46,7 +46,7 @@ async fn create_goal(
 }
 
 #[utoipa::path(get, path = "/api/goals/{id}", tag = "goals",
-    params(("id" = String, Path)), responses((status = 200, body = Goal), (status = 404, description = "Goal not found")))]
+    params(("id" = String, Path)), responses((status = 200, body = Goal), (status = 404, description = "Goal not found", body = crate::error::ErrorBody)))]
 async fn get_goal(
     State(app): State<AppState>,
     caller: Caller,
@@ -70,7 +70,7 @@ async fn update_goal(
 }
 
 #[utoipa::path(delete, path = "/api/goals/{id}", tag = "goals",
-    params(("id" = String, Path)), responses((status = 200, body = Goal), (status = 403, description = "Board access required")))]
+    params(("id" = String, Path)), responses((status = 200, body = Goal), (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
 async fn delete_goal(
     State(app): State<AppState>,
     caller: Caller,

@@ -106,7 +106,7 @@ struct Quiescence {
 
 /// The instance's runs in flight; the local board or an instance administrator.
 #[utoipa::path(get, path = "/api/instance/quiescence", tag = "health",
-    responses((status = 200, body = Quiescence), (status = 403, description = "Not an instance administrator")))]
+    responses((status = 200, body = Quiescence), (status = 403, description = "Not an instance administrator", body = crate::error::ErrorBody)))]
 async fn quiescence(
     State(app): State<AppState>,
     caller: crate::auth::Caller,

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::heartbeat::{RunStatus, WakeSource};
 use paperclip_core::issue::{IssuePriority, IssueStatus};
-use paperclip_core::model::{HeartbeatRun, RunEvent};
+use paperclip_core::model::{HeartbeatRun, RunEvent, WakeupRequest};
 use paperclip_store::runs;
 use paperclip_store::wakeups::{self, Wake};
 use serde::{Deserialize, Serialize};
@@ -37,7 +37,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// The calling agent.
 #[utoipa::path(get, path = "/api/agents/me", tag = "agents",
-    responses((status = 200, body = crate::agent_view::AgentView), (status = 401, description = "Agent authentication required")))]
+    responses((status = 200, body = crate::agent_view::AgentView), (status = 401, description = "Agent authentication required", body = crate::error::ErrorBody)))]
 async fn me(
     State(app): State<AppState>,
     caller: Caller,
@@ -72,7 +72,7 @@ pub struct InboxItem {
 /// The calling agent's open assignments, most urgent first: what to pick
 /// up next. Work blocked by unfinished issues says so (`dependencyReady`).
 #[utoipa::path(get, path = "/api/agents/me/inbox-lite", tag = "agents",
-    responses((status = 200, body = [InboxItem]), (status = 401, description = "Agent authentication required")))]
+    responses((status = 200, body = [InboxItem]), (status = 401, description = "Agent authentication required", body = crate::error::ErrorBody)))]
 async fn inbox_lite(
     State(app): State<AppState>,
     caller: Caller,
@@ -170,25 +170,25 @@ pub struct WakeBody {
 /// terminated, or its policy refuses this kind of wake).
 #[utoipa::path(post, path = "/api/agents/{id}/wakeup", tag = "agents",
     params(("id" = String, Path)), request_body = WakeBody,
-    responses((status = 202, body = HeartbeatRun), (status = 409, description = "Wake skipped")))]
+    responses((status = 202, body = WokenRun), (status = 409, description = "Wake skipped", body = crate::error::ErrorBody)))]
 async fn wakeup(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<WakeBody>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<WokenRun>)> {
     wake(&app, &caller, &id, body).await
 }
 
 /// Runs the agent's heartbeat now (an on-demand, manual wake).
 #[utoipa::path(post, path = "/api/agents/{id}/heartbeat/invoke", tag = "agents",
     params(("id" = String, Path)),
-    responses((status = 202, body = HeartbeatRun), (status = 409, description = "Wake skipped")))]
+    responses((status = 202, body = WokenRun), (status = 409, description = "Wake skipped", body = crate::error::ErrorBody)))]
 async fn invoke(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<WokenRun>)> {
     let body = WakeBody {
         reason: Some("manual_invoke".into()),
         ..WakeBody::default()
@@ -196,12 +196,22 @@ async fn invoke(
     wake(&app, &caller, &id, body).await
 }
 
+/// A wake's answer: the run queued (or folded into), with the wakeup
+/// request that asked for it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WokenRun {
+    #[serde(flatten)]
+    run: HeartbeatRun,
+    wakeup_request: WakeupRequest,
+}
+
 async fn wake(
     app: &AppState,
     caller: &Caller,
     agent_id: &str,
     body: WakeBody,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<WokenRun>)> {
     let agent = access::agent(app, caller, agent_id).await?;
     let source = match body.source.as_deref() {
         None => WakeSource::OnDemand,
@@ -248,12 +258,13 @@ async fn wake(
         }
     };
     match woken.run {
-        Some(run) => {
-            let mut value = serde_json::to_value(&run).expect("runs serialize");
-            value["wakeupRequest"] =
-                serde_json::to_value(&woken.request).expect("requests serialize");
-            Ok((StatusCode::ACCEPTED, Json(value)))
-        }
+        Some(run) => Ok((
+            StatusCode::ACCEPTED,
+            Json(WokenRun {
+                run,
+                wakeup_request: woken.request,
+            }),
+        )),
         None => Err(ApiError::new(
             StatusCode::CONFLICT,
             format!(
@@ -303,7 +314,7 @@ async fn list_runs(
 }
 
 #[utoipa::path(get, path = "/api/heartbeat-runs/{runId}", tag = "heartbeats",
-    params(("runId" = String, Path)), responses((status = 200, body = HeartbeatRun), (status = 404, description = "Heartbeat run not found")))]
+    params(("runId" = String, Path)), responses((status = 200, body = HeartbeatRun), (status = 404, description = "Heartbeat run not found", body = crate::error::ErrorBody)))]
 async fn get_run(
     State(app): State<AppState>,
     caller: Caller,
@@ -436,7 +447,7 @@ async fn run_log(
 /// after the adapter's grace). Answers with the run once it has stopped.
 #[utoipa::path(post, path = "/api/heartbeat-runs/{runId}/cancel", tag = "heartbeats",
     params(("runId" = String, Path)),
-    responses((status = 200, body = HeartbeatRun), (status = 409, description = "Run is not active")))]
+    responses((status = 200, body = HeartbeatRun), (status = 409, description = "Run is not active", body = crate::error::ErrorBody)))]
 async fn cancel_run(
     State(app): State<AppState>,
     caller: Caller,
@@ -467,7 +478,7 @@ pub struct CallbackBody {
 /// token (`PAPERCLIP_API_KEY` as sent to the agent).
 #[utoipa::path(post, path = "/api/heartbeat-runs/{runId}/callback", tag = "heartbeats",
     params(("runId" = String, Path)), request_body = CallbackBody,
-    responses((status = 200, body = HeartbeatRun), (status = 403, description = "Only the run itself may complete it")))]
+    responses((status = 200, body = HeartbeatRun), (status = 403, description = "Only the run itself may complete it", body = crate::error::ErrorBody)))]
 async fn run_callback(
     State(app): State<AppState>,
     caller: Caller,

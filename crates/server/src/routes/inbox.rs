@@ -83,7 +83,7 @@ async fn list(
 
 #[utoipa::path(post, path = "/api/companies/{companyId}/inbox-dismissals", tag = "inbox",
     params(("companyId" = String, Path)), request_body = NewDismissal,
-    responses((status = 201, body = Dismissal), (status = 400, description = "Invalid item key, kind or time")))]
+    responses((status = 201, body = Dismissal), (status = 400, description = "Invalid item key, kind or time", body = crate::error::ErrorBody)))]
 async fn dismiss(
     State(app): State<AppState>,
     caller: Caller,
@@ -129,7 +129,7 @@ async fn dismiss(
 
 #[utoipa::path(delete, path = "/api/companies/{companyId}/inbox-dismissals/{itemKey}", tag = "inbox",
     params(("companyId" = String, Path), ("itemKey" = String, Path)),
-    responses((status = 204, description = "Restored"), (status = 404, description = "Not dismissed")))]
+    responses((status = 204, description = "Restored"), (status = 404, description = "Not dismissed", body = crate::error::ErrorBody)))]
 async fn restore(
     State(app): State<AppState>,
     caller: Caller,

@@ -67,7 +67,6 @@ async fn create_interaction(
         ),
     })?;
     let (card, _) = interactions::create(&app.store, actor, &issue.id, input, payload).await?;
-    app.runtime.kick();
     Ok((StatusCode::CREATED, Json(card)))
 }
 
@@ -81,7 +80,6 @@ async fn resolve(
     let issue = access::issue(app, caller, id).await?;
     let resolved =
         interactions::resolve(&app.store, caller.actor(), &issue.id, card, input).await?;
-    app.runtime.kick();
     Ok(Json(resolved))
 }
 

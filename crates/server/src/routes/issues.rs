@@ -57,7 +57,8 @@ struct ListQuery {
 /// `X-Next-Cursor`; pass it back as `cursor` for the next page.
 #[utoipa::path(get, path = "/api/companies/{companyId}/issues", tag = "issues",
     params(("companyId" = String, Path), ListQuery),
-    responses((status = 200, body = [Issue]), (status = 400, description = "Invalid filter")))]
+    responses((status = 200, body = [Issue]), (status = 400, description = "Invalid filter", body = crate::error::ErrorBody),
+        (status = 403, description = "Another company's (an agent key) or not a member's", body = crate::error::ErrorBody)))]
 async fn list_issues(
     State(app): State<AppState>,
     caller: Caller,
@@ -119,9 +120,9 @@ fn invalid_status(value: &str) -> ApiError {
 
 #[utoipa::path(post, path = "/api/companies/{companyId}/issues", tag = "issues",
     params(("companyId" = String, Path)), request_body = NewIssue,
-    responses((status = 201, body = Issue), (status = 400, description = "Validation error"),
-        (status = 404, description = "Company or a referenced entity not found"),
-        (status = 422, description = "Rule violation")))]
+    responses((status = 201, body = Issue), (status = 400, description = "Validation error", body = crate::error::ErrorBody),
+        (status = 404, description = "Company or a referenced entity not found", body = crate::error::ErrorBody),
+        (status = 422, description = "Rule violation", body = crate::error::ErrorBody)))]
 async fn create_issue(
     State(app): State<AppState>,
     caller: Caller,
@@ -140,9 +141,9 @@ async fn create_issue(
 /// its project and goal unless the body names others.
 #[utoipa::path(post, path = "/api/issues/{id}/children", tag = "issues",
     params(("id" = String, Path, description = "Parent issue UUID or identifier")), request_body = NewIssue,
-    responses((status = 201, body = Issue), (status = 400, description = "Validation error"),
-        (status = 404, description = "Parent issue or a referenced entity not found"),
-        (status = 422, description = "Rule violation")))]
+    responses((status = 201, body = Issue), (status = 400, description = "Validation error", body = crate::error::ErrorBody),
+        (status = 404, description = "Parent issue or a referenced entity not found", body = crate::error::ErrorBody),
+        (status = 422, description = "Rule violation", body = crate::error::ErrorBody)))]
 async fn create_child(
     State(app): State<AppState>,
     caller: Caller,
@@ -173,7 +174,7 @@ pub struct IssueDetail {
 
 #[utoipa::path(get, path = "/api/issues/{id}", tag = "issues",
     params(("id" = String, Path, description = "Issue UUID or identifier such as ACM-12")),
-    responses((status = 200, body = IssueDetail), (status = 404, description = "Issue not found")))]
+    responses((status = 200, body = IssueDetail), (status = 404, description = "Issue not found", body = crate::error::ErrorBody)))]
 async fn get_issue(
     State(app): State<AppState>,
     caller: Caller,
@@ -222,10 +223,10 @@ pub struct UpdatedIssue {
 /// in the body is added in the same transaction and returned as `comment`.
 #[utoipa::path(patch, path = "/api/issues/{id}", tag = "issues",
     params(("id" = String, Path)), request_body = IssuePatch,
-    responses((status = 200, body = UpdatedIssue), (status = 400, description = "Validation error"),
-        (status = 401, description = "Agent run id required"),
-        (status = 409, description = "Issue run ownership conflict"),
-        (status = 422, description = "Transition not allowed")))]
+    responses((status = 200, body = UpdatedIssue), (status = 400, description = "Validation error", body = crate::error::ErrorBody),
+        (status = 401, description = "Agent run id required", body = crate::error::ErrorBody),
+        (status = 409, description = "Issue run ownership conflict", body = crate::error::ErrorBody),
+        (status = 422, description = "Transition not allowed", body = crate::error::ErrorBody)))]
 async fn update_issue(
     State(app): State<AppState>,
     caller: Caller,
@@ -246,7 +247,7 @@ async fn update_issue(
 }
 
 #[utoipa::path(delete, path = "/api/issues/{id}", tag = "issues",
-    params(("id" = String, Path)), responses((status = 200, body = Issue), (status = 404, description = "Issue not found")))]
+    params(("id" = String, Path)), responses((status = 200, body = Issue), (status = 404, description = "Issue not found", body = crate::error::ErrorBody)))]
 async fn delete_issue(
     State(app): State<AppState>,
     caller: Caller,
@@ -264,7 +265,7 @@ async fn delete_issue(
 /// Never retry a 409: someone else owns the work.
 #[utoipa::path(post, path = "/api/issues/{id}/checkout", tag = "issues",
     params(("id" = String, Path)), request_body = Checkout,
-    responses((status = 200, body = Issue), (status = 409, description = "Issue checkout conflict")))]
+    responses((status = 200, body = Issue), (status = 409, description = "Issue checkout conflict", body = crate::error::ErrorBody)))]
 async fn checkout_issue(
     State(app): State<AppState>,
     caller: Caller,
@@ -287,7 +288,7 @@ async fn checkout_issue(
 
 #[utoipa::path(post, path = "/api/issues/{id}/release", tag = "issues",
     params(("id" = String, Path)),
-    responses((status = 200, body = Issue), (status = 409, description = "Not checked out, or not by the caller")))]
+    responses((status = 200, body = Issue), (status = 409, description = "Not checked out, or not by the caller", body = crate::error::ErrorBody)))]
 async fn release_issue(
     State(app): State<AppState>,
     caller: Caller,
@@ -301,7 +302,7 @@ async fn release_issue(
 
 #[utoipa::path(post, path = "/api/issues/{id}/admin/force-release", tag = "issues",
     params(("id" = String, Path)),
-    responses((status = 200, body = Issue), (status = 403, description = "Board access required")))]
+    responses((status = 200, body = Issue), (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
 async fn force_release_issue(
     State(app): State<AppState>,
     caller: Caller,

@@ -34,7 +34,7 @@ impl paperclip_core::limits::Validate for NewKey {
 /// plaintext `token` ever appears; only its hash is stored.
 #[utoipa::path(post, path = "/api/agents/{id}/keys", tag = "agents",
     params(("id" = String, Path)), request_body = NewKey,
-    responses((status = 201, body = AgentApiKey), (status = 403, description = "Board access required")))]
+    responses((status = 201, body = AgentApiKey), (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
 async fn create_key(
     State(app): State<AppState>,
     caller: Caller,
@@ -62,7 +62,7 @@ async fn list_keys(
 
 #[utoipa::path(delete, path = "/api/agents/{id}/keys/{keyId}", tag = "agents",
     params(("id" = String, Path), ("keyId" = String, Path)),
-    responses((status = 200, body = AgentApiKey), (status = 404, description = "API key not found")))]
+    responses((status = 200, body = AgentApiKey), (status = 404, description = "API key not found", body = crate::error::ErrorBody)))]
 async fn revoke_key(
     State(app): State<AppState>,
     caller: Caller,

@@ -32,7 +32,7 @@ async fn list_labels(
 
 #[utoipa::path(post, path = "/api/companies/{companyId}/labels", tag = "labels",
     params(("companyId" = String, Path)), request_body = NewLabel,
-    responses((status = 201, body = Label), (status = 409, description = "Label already exists")))]
+    responses((status = 201, body = Label), (status = 409, description = "Label already exists", body = crate::error::ErrorBody)))]
 async fn create_label(
     State(app): State<AppState>,
     caller: Caller,
@@ -47,7 +47,7 @@ async fn create_label(
 }
 
 #[utoipa::path(delete, path = "/api/labels/{labelId}", tag = "labels",
-    params(("labelId" = String, Path)), responses((status = 200, body = Label), (status = 404, description = "Label not found")))]
+    params(("labelId" = String, Path)), responses((status = 200, body = Label), (status = 404, description = "Label not found", body = crate::error::ErrorBody)))]
 async fn delete_label(
     State(app): State<AppState>,
     caller: Caller,

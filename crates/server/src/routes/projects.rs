@@ -46,7 +46,7 @@ async fn create_project(
 }
 
 #[utoipa::path(get, path = "/api/projects/{id}", tag = "projects",
-    params(("id" = String, Path)), responses((status = 200, body = Project), (status = 404, description = "Project not found")))]
+    params(("id" = String, Path)), responses((status = 200, body = Project), (status = 404, description = "Project not found", body = crate::error::ErrorBody)))]
 async fn get_project(
     State(app): State<AppState>,
     caller: Caller,
@@ -70,7 +70,7 @@ async fn update_project(
 }
 
 #[utoipa::path(delete, path = "/api/projects/{id}", tag = "projects",
-    params(("id" = String, Path)), responses((status = 200, body = Project), (status = 403, description = "Board access required")))]
+    params(("id" = String, Path)), responses((status = 200, body = Project), (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
 async fn delete_project(
     State(app): State<AppState>,
     caller: Caller,

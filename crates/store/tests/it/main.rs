@@ -4,6 +4,7 @@ mod common;
 
 mod briefs;
 mod claim_limit;
+mod comments_by_ids;
 mod issue_counts;
 mod list_json;
 mod month_boundary;

@@ -364,6 +364,7 @@ pub(crate) fn what_to_do(code: Option<&str>) -> &'static str {
         "rate_limited" => "the provider's rate or usage limit was reached: retry once it resets.",
         "budget_exceeded" | "budget_blocked" => "the budget is spent: raise the agent's or the company's monthly budget, then retry.",
         "control_plane_restart" => "the server restarted while the run was working: retry it.",
+        "run_setup_failed" => "the server could not prepare the run (its database or its log storage failed): check the server's log, then retry.",
         "callback_timeout" => "the remote agent never reported back: check it is running and can reach this server, then retry.",
         _ => "read the log below for the cause, fix it, then retry.",
     }

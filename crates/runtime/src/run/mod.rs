@@ -1,0 +1,100 @@
+//! A run as a pipeline: [`prepare`] loads and checks it into a plan,
+//! [`invoke`] hands it to its adapter, [`finish`] maps how it ended to what
+//! its row records. [`prompt`], [`secrets`], [`env`] and [`wake`] are the
+//! plan's parts.
+
+mod env;
+pub(crate) mod finish;
+mod invoke;
+mod prepare;
+mod prompt;
+mod secrets;
+mod wake;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use paperclip_adapters::Adapter;
+use paperclip_core::model::HeartbeatRun;
+use paperclip_store::runs::Finish;
+use paperclip_store::Store;
+
+use crate::live::LiveRun;
+use crate::sink::{RunSinkImpl, SinkDeps};
+use crate::tokens::RunTokens;
+use crate::vault::Vault;
+use finish::{FinishPlan, Stop};
+pub(crate) use invoke::Dirs;
+use prepare::{Prepared, RunPlan};
+
+/// What a run is driven with.
+pub(crate) struct RunDeps<'a> {
+    pub store: &'a Store,
+    pub adapters: &'a BTreeMap<&'static str, Arc<dyn Adapter>>,
+    pub vault: &'a Vault,
+    pub tokens: &'a RunTokens,
+    /// Base URL agents call back on (`PAPERCLIP_API_URL`).
+    pub api_url: &'a str,
+    pub sink: SinkDeps,
+    pub dirs: Dirs,
+}
+
+/// Drives a claimed run to its end; `Ok(None)` when it continues
+/// asynchronously (a callback finishes it). An error is the server's.
+pub(crate) async fn drive(
+    deps: &RunDeps<'_>,
+    run: &HeartbeatRun,
+    live: &LiveRun,
+) -> anyhow::Result<Option<Finish>> {
+    let mut plan = match prepare::prepare(deps, run).await? {
+        Prepared::Ready(plan) => plan,
+        Prepared::Refused(finish) => return Ok(Some(*finish)),
+    };
+    // The last moment a stop can prevent the process: after this the
+    // adapter checks the token itself and, once spawned, kills the tree.
+    if live.cancel.is_cancelled() {
+        return Ok(Some(finish::stopped_before_start(live.stop_reason())));
+    }
+    let prompt = crate::notes::with_answers(deps.store, run, plan.prompt.take()).await;
+    let live_runs = &deps.sink.live;
+    let issue = plan.issue.as_ref();
+    let budget =
+        crate::budget::RunBudget::start(deps.store, live_runs, run, &plan.agent, issue).await;
+    let redactor = plan.redactor.clone();
+    let sink = Arc::new(RunSinkImpl::new(
+        deps.sink.clone(),
+        run.clone(),
+        redactor,
+        budget,
+    )?);
+    let invocation = invoke::invocation(&mut plan, run, prompt, live, &deps.dirs);
+    let adapter = plan.adapter.clone();
+    let ended = invoke::invoke_with_fresh_retry(&*adapter, invocation, sink.clone()).await;
+    let stats = sink.close().await;
+    let stop = Stop {
+        reason: live.stop_reason(),
+        code: live.stop_code(),
+    };
+    match finish::finish(ended, stats, stop, &finish_plan(&plan, deps)) {
+        Some(done) => Ok(Some(done)),
+        None => {
+            // Bounded even if the adapter named no bound: a run must end.
+            let wait = plan
+                .limits
+                .callback
+                .unwrap_or(crate::callbacks::DEFAULT_WAIT);
+            crate::callbacks::awaiting(deps.store, run, wait).await?;
+            Ok(None)
+        }
+    }
+}
+
+fn finish_plan<'a>(plan: &'a RunPlan, deps: &'a RunDeps<'_>) -> FinishPlan<'a> {
+    FinishPlan {
+        adapter_type: &plan.agent.adapter_type,
+        task_key: plan.session.task_key.as_deref(),
+        session_before: plan.session.saved.as_deref(),
+        log_store: deps.sink.logs.kind(),
+        redactor: &plan.redactor,
+    }
+}
