@@ -146,7 +146,16 @@ pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::i
             _ = &mut shutdown => break,
         };
         let (cap, reserve) = connection_cap(limits.max_connections, soft_descriptor_limit());
-        let count = open.count();
+        // Connections asked to close to make room still hold their sockets
+        // until their tasks drop them: in a burst, wait for them (briefly)
+        // instead of counting them, or of running out of descriptors.
+        if open.leaving() > reserve {
+            let dropped = open.dropped.notified();
+            if open.leaving() > reserve {
+                let _ = tokio::time::timeout(Duration::from_millis(50), dropped).await;
+            }
+        }
+        let count = open.count().saturating_sub(open.leaving());
         let served_fully = count < cap || open.close_longest_idle();
         if !served_fully {
             if warned.is_none_or(|at| at.elapsed() > Duration::from_secs(10)) {
@@ -256,6 +265,10 @@ struct Open {
     tracks: Mutex<HashMap<u64, Arc<Track>>>,
     /// Woken when the last connection closes.
     closed: tokio::sync::Notify,
+    /// Connections asked to close that have not closed yet.
+    leaving: AtomicUsize,
+    /// Woken whenever a connection closes.
+    dropped: tokio::sync::Notify,
     /// What idle times are measured from.
     epoch: std::sync::OnceLock<Instant>,
 }
@@ -277,6 +290,10 @@ struct Track {
 impl Open {
     fn count(&self) -> usize {
         self.count.load(Ordering::Acquire)
+    }
+
+    fn leaving(&self) -> usize {
+        self.leaving.load(Ordering::Acquire)
     }
 
     fn enter(self: &Arc<Self>) -> Slot {
@@ -317,6 +334,7 @@ impl Open {
         match idlest {
             Some(track) => {
                 track.closing.store(true, Ordering::Relaxed);
+                self.leaving.fetch_add(1, Ordering::AcqRel);
                 // Stored if the connection is not waiting yet.
                 track.close.notify_one();
                 true
@@ -341,6 +359,10 @@ impl Drop for Slot {
             .lock()
             .expect("connections lock")
             .remove(&self.id);
+        if self.track.closing.load(Ordering::Relaxed) {
+            self.open.leaving.fetch_sub(1, Ordering::AcqRel);
+        }
+        self.open.dropped.notify_waiters();
         if self.open.count.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.open.closed.notify_waiters();
         }

@@ -138,8 +138,15 @@ fn watch_health(
             let answer = send(&addr, &health(&addr), 5).await;
             probes += 1;
             slowest = slowest.max(started.elapsed());
-            if answer.map(|a| a.status) != Some(200) {
-                failed += 1;
+            match answer.map(|a| a.status) {
+                Some(200) => {}
+                other => {
+                    failed += 1;
+                    eprintln!(
+                        "health probe failed: {other:?} after {:?}",
+                        started.elapsed()
+                    );
+                }
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }

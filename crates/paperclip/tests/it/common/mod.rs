@@ -176,6 +176,10 @@ impl TestServer {
             .expect("server did not report its address");
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(64)
+            // Well inside the server's keep-alive limit, so the client never
+            // sends on a connection the server is closing as idle (the
+            // request would fail "incomplete message" under load).
+            .pool_idle_timeout(Duration::from_secs(5))
             .build()
             .unwrap();
         TestServer {

@@ -103,7 +103,9 @@ impl Setup {
         );
         let list = self
             .s
-            .wait_for(&path, 30, |r| {
+            // A coding CLI in a pod on a loaded CI machine (OpenCode starts
+            // slowly): a deadline, not a wait.
+            .wait_for(&path, 120, |r| {
                 r.as_array().is_some_and(|r| {
                     r.len() >= n
                         && r.iter()
