@@ -16,6 +16,7 @@ use super::TestServer;
 
 /// The upstream CLI, or `None` (after saying why) when the test should skip.
 pub fn upstream_cli() -> Option<PathBuf> {
+    wait_for_install();
     let found = match std::env::var_os("PAPERCLIP_UPSTREAM_CLI") {
         Some(path) if !path.is_empty() => Some(PathBuf::from(path)).filter(|p| p.is_file()),
         _ => std::env::var_os("PATH").and_then(|paths| {
@@ -33,6 +34,21 @@ pub fn upstream_cli() -> Option<PathBuf> {
         eprintln!("skipping the upstream CLI test: {why}");
     }
     found
+}
+
+/// `.ci/run` installs the CLI (1.6 GB) beside the build and the other tests:
+/// while the file `$PAPERCLIP_UPSTREAM_CLI_INSTALLING` names does not exist,
+/// the install is still running. Waits for it, at most 20 minutes.
+fn wait_for_install() {
+    let Some(done) = std::env::var_os("PAPERCLIP_UPSTREAM_CLI_INSTALLING") else {
+        return;
+    };
+    let done = PathBuf::from(done);
+    let deadline = std::time::Instant::now() + Duration::from_secs(1200);
+    while !done.exists() && std::time::Instant::now() < deadline {
+        // Checked on a short period: the condition is the install's end.
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// `PATH` for the CLI: its own directory first (a sibling Node 24), then ours.
