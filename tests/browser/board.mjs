@@ -84,10 +84,10 @@ try {
 
   step("watch the run start and finish live, without a reload");
   await page.evaluate(() => { window.__sameDocument = true; });
-  await page.locator("details.run[data-run-status=running]").waitFor({ timeout: 20000 });
+  await page.locator("details.run[data-run-status=running]").waitFor({ timeout: 60000 });
   await shot("task-running");
   writeFileSync(GATE, "");
-  await page.locator("details.run[data-run-status=succeeded]").waitFor({ timeout: 30000 });
+  await page.locator("details.run[data-run-status=succeeded]").waitFor({ timeout: 60000 });
   await page.locator("article.comment", { hasText: "Plan drafted: three launch steps." }).waitFor({ timeout: 10000 });
   await page.locator(".properties .pill[data-status=done]").waitFor({ timeout: 10000 });
   if (!(await page.evaluate(() => window.__sameDocument === true))) throw new Error("the task page reloaded");
@@ -110,7 +110,7 @@ try {
   await page.evaluate(() => window.paperclipEvents.addEventListener("error", () => { window.__dropped = true; }));
   console.log(`restart-server ${issueId}`);
   if ((await nextInput()) !== "restarted") throw new Error("the harness did not restart the server");
-  await page.locator("article.comment", { hasText: "Written while you were away" }).waitFor({ timeout: 20000 });
+  await page.locator("article.comment", { hasText: "Written while you were away" }).waitFor({ timeout: 60000 });
   await page.locator("#live-state.on").waitFor();
   if (!(await page.evaluate(() => window.__dropped === true))) throw new Error("the stream never dropped");
   if (!(await page.evaluate(() => window.__sameDocument === true))) throw new Error("the task page reloaded");
