@@ -367,8 +367,20 @@ async fn past_the_connection_cap_idle_connections_make_room_and_health_answers()
             .then_some(())
     })
     .await;
-    let extra = send(&addr, &sse(&addr, &cid), 5).await.unwrap();
-    assert_eq!(extra.status, 503, "{}", extra.head);
+    // A new stream takes the place of an idle straggler while one is left
+    // (a loaded machine leaves more); once none is, it is refused.
+    let mut taken = Vec::new();
+    let extra = common::until(20, "a new stream refused at the cap", async || {
+        let answer = send(&addr, &sse(&addr, &cid), 5).await?;
+        if answer.status == 503 {
+            return Some(answer);
+        }
+        assert_eq!(answer.status, 200, "{}", answer.head);
+        taken.push(answer);
+        None
+    })
+    .await;
+    assert!(taken.len() <= 12, "{} streams past a full cap", taken.len());
     assert!(
         extra.head.to_ascii_lowercase().contains("retry-after: 1"),
         "{}",
