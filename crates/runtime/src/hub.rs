@@ -66,6 +66,12 @@ impl Hub {
         }
     }
 
+    /// The id of the newest event published so far: a page rendered now
+    /// subscribes after it, and the hub replays whatever came between.
+    pub fn position(&self) -> u64 {
+        self.next_id.load(Ordering::Relaxed).saturating_sub(1)
+    }
+
     pub fn publish(
         &self,
         company_id: &str,

@@ -87,7 +87,9 @@ pub fn app(state: AppState) -> Router {
             max_bytes: c.max_bytes,
         }))
     });
-    let web = paperclip_web::router(state.store.clone(), read_log, log_cut).layer(
+    let hub = state.runtime.hub().clone();
+    let live_position: paperclip_web::LivePosition = Arc::new(move || hub.position());
+    let web = paperclip_web::router(state.store.clone(), read_log, log_cut, live_position).layer(
         axum::middleware::from_fn_with_state(state.clone(), board_only),
     );
     router

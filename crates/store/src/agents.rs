@@ -251,6 +251,7 @@ pub(crate) async fn get_in_company(tx: &mut Tx, company_id: &str, id: &str) -> R
 
 pub async fn update(store: &Store, actor: &Actor, id: &str, patch: AgentPatch) -> Result<Agent> {
     let mut tx = store.begin().await?;
+    tx.lock_row(crate::Locked::Agent, id).await?;
     let before = get_in(&mut tx, id).await?;
     let mut after = before.clone();
     let mut changes = Map::new();

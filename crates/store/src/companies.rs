@@ -155,6 +155,7 @@ pub async fn update(
     patch: CompanyPatch,
 ) -> Result<Company> {
     let mut tx = store.begin().await?;
+    tx.lock_row(crate::Locked::Company, id).await?;
     let before = get_in(&mut tx, id).await?;
     let mut changes = Map::new();
     let mut after = before.clone();

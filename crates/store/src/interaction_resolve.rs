@@ -57,6 +57,7 @@ pub async fn resolve(
 ) -> Result<Interaction> {
     let resolution = input.resolution();
     let mut tx = store.begin().await?;
+    tx.lock_row(crate::Locked::Issue, issue_id).await?;
     let issue = crate::issues::load_in(&mut tx, issue_id).await?;
     // The card's row is locked first: two people answering at once get one
     // answer and one 409, on Postgres as under SQLite's single writer.

@@ -127,6 +127,7 @@ pub struct Updated {
 
 pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -> Result<Updated> {
     let mut tx = store.begin().await?;
+    tx.lock_row(crate::Locked::Issue, id).await?;
     let before = load_in(&mut tx, id).await?;
     let id = before.id.clone();
     let company_id = before.company_id.clone();

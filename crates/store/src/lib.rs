@@ -171,11 +171,51 @@ pub struct Tx {
     badges: std::sync::Arc<inbox_badge::Badges>,
 }
 
+/// The rows a whole-row update locks first (see [`Tx::lock_row`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Locked {
+    Issue,
+    Agent,
+    Company,
+}
+
 impl Tx {
     pub fn conn(&mut self) -> &mut db::Conn {
         self.inner
             .as_mut()
             .expect("a transaction is live until commit")
+    }
+
+    /// Takes a row's lock before a read-modify-write of the whole row.
+    /// SQLite's one writer already serialises writers; on Postgres two
+    /// writers of different fields (a person changing a task's goal and
+    /// then its assignee, the runtime marking an agent running while the
+    /// board renames it) would both read the old row, and the later write
+    /// would put back what the earlier one changed. An issue may be named
+    /// by its identifier too.
+    pub(crate) async fn lock_row(&mut self, table: Locked, key: &str) -> Result<()> {
+        if self.conn().backend() == Backend::Postgres {
+            let (sql, key) = match table {
+                Locked::Issue if paperclip_core::issue::parse_identifier(key).is_some() => (
+                    "SELECT id FROM issues WHERE identifier = $1 FOR UPDATE",
+                    key.to_ascii_uppercase(),
+                ),
+                Locked::Issue => (
+                    "SELECT id FROM issues WHERE id = $1 FOR UPDATE",
+                    key.to_string(),
+                ),
+                Locked::Agent => (
+                    "SELECT id FROM agents WHERE id = $1 FOR UPDATE",
+                    key.to_string(),
+                ),
+                Locked::Company => (
+                    "SELECT id FROM companies WHERE id = $1 FOR UPDATE",
+                    key.to_string(),
+                ),
+            };
+            db::query(sql).bind(key).fetch_all(self.conn()).await?;
+        }
+        Ok(())
     }
 
     pub(crate) fn announce(&mut self, event: StoreEvent) {

@@ -566,7 +566,11 @@
     }
     let lastLog = 0;
     let dropped = false;
-    const source = new EventSource(`/api/companies/${companyId}/events`);
+    // From the event the page was rendered at: what happened between the
+    // render and this subscription is replayed (later reconnects send
+    // Last-Event-ID themselves).
+    const from = document.body.dataset.liveFrom;
+    const source = new EventSource(`/api/companies/${companyId}/events${from ? `?lastEventId=${from}` : ""}`);
     source.onopen = () => {
       if (state) { state.textContent = "live"; state.className = "live-state on"; }
       // Back after a drop: the stream replays what it still holds, and a

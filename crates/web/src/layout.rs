@@ -57,7 +57,7 @@ pub fn page_with(ctx: &Ctx, active: &str, title: &str, body: Markup, fixed: Mark
         (DOCTYPE)
         html lang="en" {
             (head(title))
-            body data-company-id=(ctx.company.id) data-prefix=(prefix) {
+            body data-company-id=(ctx.company.id) data-prefix=(prefix) data-live-from=(ctx.live_from) {
                 a.skip-link href="#live" { "Skip to content" }
                 div.shell {
                     nav.sidebar #sidebar {

@@ -29,7 +29,13 @@ pub(crate) struct Web {
     pub store: Store,
     pub logs: LogReader,
     pub log_cut: LogCutReader,
+    pub live_position: LivePosition,
 }
+
+/// The id of the newest live event. A page records it before it reads
+/// anything, and its event stream starts after it: an event between the
+/// render and the subscription is replayed, not lost.
+pub type LivePosition = std::sync::Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// Reads part of a run's log (NDJSON lines) by its `logRef`: `(ref, offset,
 /// limit)` to `(whole lines, next offset)`. The runtime's log store behind a
@@ -55,6 +61,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(
     store: Store,
     logs: LogReader,
     log_cut: LogCutReader,
+    live_position: LivePosition,
 ) -> Router<S> {
     Router::new()
         .route("/", get(home))
@@ -112,6 +119,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(
             store,
             logs,
             log_cut,
+            live_position,
         })
 }
 
@@ -137,6 +145,8 @@ pub(crate) struct Ctx {
     pub open_failures: usize,
     /// Cards agents put in open tasks' threads that wait on the board.
     pub pending_questions: i64,
+    /// The live event id the page's data is at least as new as.
+    pub live_from: u64,
 }
 
 /// A page or a page-shaped error.
@@ -182,6 +192,7 @@ pub(crate) fn store_failure(err: paperclip_store::Error) -> Response {
 impl Web {
     /// The company whose issue prefix is `prefix` (any case), or a 404 page.
     pub(crate) async fn ctx(&self, prefix: &str) -> Result<Ctx, Response> {
+        let live_from = (self.live_position)();
         let mut companies = paperclip_store::companies::list(&self.store)
             .await
             .map_err(store_failure)?;
@@ -218,6 +229,7 @@ impl Web {
             pending_approvals: pending,
             open_failures,
             pending_questions,
+            live_from,
         })
     }
 }

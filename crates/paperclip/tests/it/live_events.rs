@@ -132,3 +132,35 @@ async fn a_run_streams_its_lifecycle_and_a_reconnect_replays_what_was_missed() {
     let (status, _) = server.get(&format!("/api/companies/{cid}/events/ws")).await;
     assert_eq!(status, 400, "a plain GET is not a WebSocket handshake");
 }
+
+/// A page names the live event its data is as new as, and its stream starts
+/// there: an event between the render and the subscription (a run starting
+/// just after a task was created from a dialog) is replayed, not lost.
+#[tokio::test]
+async fn a_page_subscribes_from_the_event_it_was_rendered_at() {
+    let server = TestServer::start().await;
+    let company = server.company("Render Co").await;
+    let cid = company["id"].as_str().unwrap();
+    let prefix = company["issuePrefix"].as_str().unwrap();
+    let html = server.page(&format!("/{prefix}/dashboard")).await;
+    let from: u64 = html
+        .split("data-live-from=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("the page names no live position: {html}"));
+
+    // After the render and before the page subscribes.
+    let issue = server
+        .issue(cid, json!({ "title": "Created meanwhile" }))
+        .await;
+    let ws_url = format!(
+        "{}/api/companies/{cid}/events/ws?lastEventId={from}",
+        server.base.replace("http://", "ws://")
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async(&ws_url).await.unwrap();
+    let events = collect_until(&mut ws, |e| e["type"] == "issue.created").await;
+    let created = events.last().unwrap();
+    assert_eq!(created["entityId"], issue["id"]);
+    assert!(created["eventId"].as_u64().unwrap() > from);
+}

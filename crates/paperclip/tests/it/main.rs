@@ -27,6 +27,7 @@ mod comment_retries;
 mod company_secrets;
 mod compat_routes;
 mod compat_shapes;
+mod concurrent_edits;
 mod connection_burst;
 mod contract;
 mod dashboard_counters;
