@@ -127,7 +127,8 @@ async fn run(config: Config) -> anyhow::Result<()> {
         team.base_url = format!("http://{addr}");
     }
     let secret =
-        paperclip_store::keys::instance_secret(&store, "run_token_hs256", random_secret).await?;
+        paperclip_store::org::keys::instance_secret(&store, "run_token_hs256", random_secret)
+            .await?;
     let runtime = paperclip_runtime::Runtime::new(paperclip_runtime::executor::RuntimeConfig {
         store: store.clone(),
         data_dir: config.data_dir.clone(),

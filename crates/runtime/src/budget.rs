@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use chrono::Utc;
 use paperclip_adapters::UsageSoFar;
 use paperclip_core::model::{Agent, HeartbeatRun, Issue};
-use paperclip_store::run_budget::{run_limits, RunLimit};
+use paperclip_store::runs::budget::{run_limits, RunLimit};
 use paperclip_store::Store;
 use serde_json::Value;
 

@@ -1,7 +1,7 @@
 //! The wait of asynchronous runs for their callback: recorded with a
 //! deadline when the adapter hands the run off, and enforced by the executor
 //! loop, which times out a run whose callback is overdue (its task then
-//! follows, see `paperclip_store::follow_up`).
+//! follows, see `paperclip_store::runs::follow_up`).
 
 use paperclip_core::heartbeat::RunStatus;
 use std::time::Duration;
@@ -22,7 +22,7 @@ pub(crate) async fn awaiting(
 ) -> anyhow::Result<()> {
     let deadline = chrono::Utc::now() + chrono::Duration::from_std(wait)?;
     let deadline = deadline.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    paperclip_store::callbacks::await_callback(store, run, &deadline).await?;
+    paperclip_store::runs::callbacks::await_callback(store, run, &deadline).await?;
     Ok(())
 }
 
@@ -30,7 +30,7 @@ impl Runtime {
     /// Times out every run whose callback deadline has passed.
     pub(crate) async fn expire_callbacks(&self) -> anyhow::Result<()> {
         let store = &self.inner.store;
-        for run in paperclip_store::callbacks::overdue(store).await? {
+        for run in paperclip_store::runs::callbacks::overdue(store).await? {
             let finish = Finish {
                 status: RunStatus::TimedOut,
                 error: Some(

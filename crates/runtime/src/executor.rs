@@ -269,7 +269,7 @@ impl Runtime {
         // (deleted meanwhile) gets no limit, so it starts nothing.
         let ids: Vec<&str> = running.keys().map(String::as_str).collect();
         let mut limits: HashMap<String, u32> = HashMap::new();
-        for agent in paperclip_store::agents::briefs(&self.inner.store, &ids).await? {
+        for agent in paperclip_store::org::agents::briefs(&self.inner.store, &ids).await? {
             let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
             // Under a provider's usage limit the agent's runs wait (kept,
             // not failed); the poll starts them once it lifts.
@@ -391,7 +391,7 @@ impl Runtime {
     }
 
     pub(crate) async fn publish_agent(&self, agent_id: &str) {
-        if let Ok(agent) = paperclip_store::agents::get(&self.inner.store, agent_id).await {
+        if let Ok(agent) = paperclip_store::org::agents::get(&self.inner.store, agent_id).await {
             self.inner.hub.publish(
                 &agent.company_id,
                 "agent.status.changed",

@@ -2,7 +2,7 @@
 //! just said to the next run at once, instead of waiting for the turn to end.
 //!
 //! The comment itself already woke the assignee (its wake waits as the
-//! task's queued run, see `paperclip_store::wake_queue`); interrupting stops
+//! task's queued run, see `paperclip_store::wakes::queue`); interrupting stops
 //! the running run through the live-run owner, which frees the agent's slot
 //! so the queued run starts. With nothing queued, the assignee is woken anew.
 
@@ -10,7 +10,7 @@ use paperclip_core::actor::Actor;
 use paperclip_core::heartbeat::WakeSource;
 use paperclip_core::model::{HeartbeatRun, Issue};
 use paperclip_store::runs::{self, Filter};
-use paperclip_store::wakeups::{self, Wake};
+use paperclip_store::wakes::{self, Wake};
 use serde_json::json;
 
 use crate::Runtime;
@@ -80,7 +80,7 @@ impl Runtime {
         let next = match queued {
             Some(run) => Some(run),
             None => {
-                wakeups::enqueue(
+                wakes::enqueue(
                     store,
                     actor,
                     Wake {

@@ -20,7 +20,7 @@
 //! - [`vault`] holds the master key company secrets are sealed with;
 //!   `secret_env` resolves an agent's secret references as its run starts.
 //!
-//! Wakes themselves are enqueued by the store (`paperclip_store::wakeups`)
+//! Wakes themselves are enqueued by the store (`paperclip_store::wakes`)
 //! inside the transaction that caused them; the runtime learns of them from
 //! the store's commit events and, as a backstop, by polling.
 

@@ -47,14 +47,14 @@ pub(crate) async fn sweep(
 ) -> anyhow::Result<usize> {
     let at = now.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
     let mut removed = 0;
-    for (company_id, days) in paperclip_store::run_logs::retention(store).await? {
+    for (company_id, days) in paperclip_store::runs::logs::retention(store).await? {
         let Some(cutoff) = now.checked_sub_signed(chrono::Duration::days(days.max(1))) else {
             continue;
         };
         let before = cutoff.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
         loop {
             let batch =
-                paperclip_store::run_logs::expired(store, &company_id, &before, BATCH).await?;
+                paperclip_store::runs::logs::expired(store, &company_id, &before, BATCH).await?;
             let mut progress = false;
             let live_ids = live.ids();
             for run in &batch {
@@ -66,7 +66,7 @@ pub(crate) async fn sweep(
                 if ref_ok {
                     logs.remove(&run.log_ref)?;
                 }
-                if paperclip_store::run_logs::mark_removed(store, &run.run_id, &at).await? {
+                if paperclip_store::runs::logs::mark_removed(store, &run.run_id, &at).await? {
                     removed += 1;
                     progress = true;
                 }

@@ -65,7 +65,7 @@ fn follow_up_note(run: &HeartbeatRun, saved: Option<&TaskSession>) -> Option<Str
              state (status, comments, documents, files) before repeating any action that may \
              already have happened.",
             run.continuation_attempt,
-            paperclip_store::follow_up::CONTINUATIONS,
+            paperclip_store::runs::follow_up::CONTINUATIONS,
         ));
     }
     run.retry_of_run_id.as_ref().map(|_| {
@@ -89,8 +89,13 @@ pub(crate) async fn with_answers(
     let Some(issue) = &run.issue_id else {
         return Some(prompt);
     };
-    let cards = match paperclip_store::interactions::deliver(store, &run.id, &run.agent_id, issue)
-        .await
+    let cards = match paperclip_store::thread::interactions::deliver(
+        store,
+        &run.id,
+        &run.agent_id,
+        issue,
+    )
+    .await
     {
         Ok(cards) => cards,
         Err(err) => {

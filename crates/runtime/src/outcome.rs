@@ -76,7 +76,7 @@ impl Runtime {
             cost_cents,
             occurred_at: None,
         };
-        if let Err(err) = paperclip_store::costs::record(
+        if let Err(err) = paperclip_store::money::costs::record(
             store,
             &Actor::system(),
             &run.company_id,

@@ -8,7 +8,7 @@
 //!   the CLI session it had reported, so the task's session resumes;
 //! - its task is handed to a continuation run of the same agent, which holds
 //!   the checkout, or blocked once the continuation budget is spent
-//!   (`paperclip_store::follow_up`).
+//!   (`paperclip_store::runs::follow_up`).
 //!
 //! Agents left `running` return to idle, and queued wakes are kept: the
 //! executor runs them as usual.
@@ -16,14 +16,14 @@
 use paperclip_core::actor::Actor;
 use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::model::HeartbeatRun;
-use paperclip_store::follow_up::{self, Handed, CONTINUATIONS};
+use paperclip_store::runs::follow_up::{self, Handed, CONTINUATIONS};
 use paperclip_store::runs::{self, Finish, SessionUpdate};
 use paperclip_store::Store;
 
 pub async fn recover(store: &Store) -> anyhow::Result<usize> {
     // A run waiting for its callback has no process here to lose: it keeps
     // waiting (until its deadline) across the restart.
-    let remote = paperclip_store::callbacks::awaiting(store).await?;
+    let remote = paperclip_store::runs::callbacks::awaiting(store).await?;
     let stale: Vec<HeartbeatRun> = runs::running(store)
         .await?
         .into_iter()
@@ -58,7 +58,7 @@ async fn lost_finish(store: &Store, run: &HeartbeatRun) -> anyhow::Result<Finish
     let session = runs::last_session_seen(store, &run.id).await?;
     let session_update = match (&session, &run.issue_id) {
         (Some(id), Some(task)) => {
-            let agent = paperclip_store::agents::get(store, &run.agent_id).await?;
+            let agent = paperclip_store::org::agents::get(store, &run.agent_id).await?;
             Some(SessionUpdate {
                 adapter_type: agent.adapter_type,
                 task_key: task.clone(),

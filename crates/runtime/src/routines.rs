@@ -16,7 +16,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use paperclip_core::actor::{Actor, ActorKind};
 use paperclip_core::cron::{catch_up, parse_timezone, Cron};
-use paperclip_store::routine_runs;
+use paperclip_store::routines::runs as routine_runs;
 use paperclip_store::Store;
 
 /// How often due schedules are looked for unless configured.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::heartbeat::{HeartbeatPolicy, WakeSource};
-use paperclip_store::wakeups::{self, Wake};
+use paperclip_store::wakes::{self, Wake};
 use paperclip_store::Store;
 
 use crate::routines::Clock;
@@ -25,7 +25,9 @@ pub(crate) async fn run(store: Store, clock: Arc<Clock>) {
         if let Err(err) = tick(&store, clock.now()).await {
             tracing::warn!(error = %err, "timer tick failed");
         }
-        if let Err(err) = paperclip_store::budgets::rollover(&store, chrono::Utc::now()).await {
+        if let Err(err) =
+            paperclip_store::money::budgets::rollover(&store, chrono::Utc::now()).await
+        {
             tracing::warn!(error = %err, "budget month rollover failed");
         }
     }
@@ -65,7 +67,7 @@ pub async fn tick(store: &Store, now: chrono::DateTime<chrono::Utc>) -> anyhow::
             continue;
         }
         let slot = now.timestamp() / interval.max(1);
-        wakeups::enqueue(
+        wakes::enqueue(
             store,
             &Actor::system(),
             Wake {

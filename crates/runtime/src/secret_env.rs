@@ -34,7 +34,7 @@ pub(crate) async fn resolve(
         // Another company's secret is answered as a missing one, as every
         // cross-company reference is.
         let missing = || format!("env {var}: secret {id} not found in this company");
-        let sealed = match paperclip_store::secrets::sealed_version(store, id, exact).await {
+        let sealed = match paperclip_store::org::secrets::sealed_version(store, id, exact).await {
             Ok(Some(sealed)) if sealed.company_id == agent.company_id => sealed,
             Ok(Some(_)) | Err(paperclip_store::Error::NotFound(_)) => return Err(missing()),
             Ok(None) => {

@@ -12,17 +12,17 @@ use crate::AppState;
 
 pub async fn company(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Company> {
     caller.ensure_company(id)?;
-    Ok(paperclip_store::companies::get(&app.store, id).await?)
+    Ok(paperclip_store::org::companies::get(&app.store, id).await?)
 }
 
 /// The company exists and the caller may act on it; nothing is loaded.
 pub async fn company_scope(app: &AppState, caller: &Caller, id: &str) -> ApiResult<()> {
     caller.ensure_company(id)?;
-    Ok(paperclip_store::companies::exists(&app.store, id).await?)
+    Ok(paperclip_store::org::companies::exists(&app.store, id).await?)
 }
 
 pub async fn agent(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Agent> {
-    let agent = paperclip_store::agents::get(&app.store, id).await?;
+    let agent = paperclip_store::org::agents::get(&app.store, id).await?;
     caller.ensure_company(&agent.company_id)?;
     Ok(agent)
 }
@@ -34,19 +34,19 @@ pub async fn issue(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Issue
 }
 
 pub async fn goal(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Goal> {
-    let goal = paperclip_store::goals::get(&app.store, id).await?;
+    let goal = paperclip_store::org::goals::get(&app.store, id).await?;
     caller.ensure_company(&goal.company_id)?;
     Ok(goal)
 }
 
 pub async fn project(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Project> {
-    let project = paperclip_store::projects::get(&app.store, id).await?;
+    let project = paperclip_store::org::projects::get(&app.store, id).await?;
     caller.ensure_company(&project.company_id)?;
     Ok(project)
 }
 
 pub async fn label(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Label> {
-    let label = paperclip_store::labels::get(&app.store, id).await?;
+    let label = paperclip_store::issues::labels::get(&app.store, id).await?;
     caller.ensure_company(&label.company_id)?;
     Ok(label)
 }
@@ -67,7 +67,7 @@ pub fn secrets_admin<'c>(caller: &'c Caller, company_id: &str) -> ApiResult<&'c 
 
 /// A secret the caller may manage (see [`secrets_admin`]).
 pub async fn secret(app: &AppState, caller: &Caller, id: &str) -> ApiResult<CompanySecret> {
-    let secret = paperclip_store::secrets::get(&app.store, id).await?;
+    let secret = paperclip_store::org::secrets::get(&app.store, id).await?;
     secrets_admin(caller, &secret.company_id)?;
     Ok(secret)
 }

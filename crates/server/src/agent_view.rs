@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use paperclip_core::model::Agent;
 use paperclip_core::org_chain::{self, Member, OrgChainHealth, Superior};
-use paperclip_store::agent_chain;
+use paperclip_store::org::agent_chain;
 use serde::Serialize;
 use utoipa::ToSchema;
 

@@ -50,10 +50,10 @@ pub enum Access {
 }
 
 pub struct Person {
-    pub user: paperclip_store::people::BoardUser,
-    pub memberships: Vec<paperclip_store::members::Membership>,
+    pub user: paperclip_store::org::people::BoardUser,
+    pub memberships: Vec<paperclip_store::org::members::Membership>,
     /// Set when the request came with a board API key.
-    pub key: Option<paperclip_store::board_keys::BoardKey>,
+    pub key: Option<paperclip_store::org::board_keys::BoardKey>,
     /// Set when the request came with a session cookie.
     pub session_id: Option<String>,
 }
@@ -253,10 +253,10 @@ async fn authenticate_agent(
     let store = &app.store;
     let by_key = token.starts_with(KEY_PREFIX);
     let (agent_id, run_id) = if by_key {
-        let key = paperclip_store::keys::find_by_hash(store, &hash_key(token))
+        let key = paperclip_store::org::keys::find_by_hash(store, &hash_key(token))
             .await?
             .ok_or_else(|| unauthorized("Invalid API key"))?;
-        paperclip_store::keys::touch(store, &key).await?;
+        paperclip_store::org::keys::touch(store, &key).await?;
         (key.agent_id, run_header)
     } else {
         let claims = app
@@ -271,7 +271,7 @@ async fn authenticate_agent(
         }
         (claims.sub, Some(claims.run_id))
     };
-    let agent = paperclip_store::agents::brief(store, &agent_id)
+    let agent = paperclip_store::org::agents::brief(store, &agent_id)
         .await
         .map_err(|_| unauthorized("Agent not found"))?;
     if matches!(

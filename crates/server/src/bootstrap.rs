@@ -15,13 +15,13 @@ const BOOTSTRAP_TTL: Duration = Duration::from_secs(72 * 3600);
 /// `(url, expiresAt)` of a new bootstrap invite, or `None` when the instance
 /// has an administrator.
 pub async fn invite_if_needed(app: &AppState) -> anyhow::Result<Option<(String, String)>> {
-    if paperclip_store::people::admin_exists(&app.store).await? {
+    if paperclip_store::org::people::admin_exists(&app.store).await? {
         return Ok(None);
     }
-    paperclip_store::members::revoke_bootstraps(&app.store).await?;
+    paperclip_store::org::members::revoke_bootstraps(&app.store).await?;
     let token = new_token(BOOTSTRAP_PREFIX);
     let expires = crate::routes::expiry(BOOTSTRAP_TTL);
-    paperclip_store::members::create_invite(
+    paperclip_store::org::members::create_invite(
         &app.store,
         &Actor::system(),
         None,

@@ -17,7 +17,7 @@ use paperclip_core::goal::{GoalLevel, GoalStatus};
 use paperclip_core::input::{NewAgent, NewCompany, NewGoal, NewIssue};
 use paperclip_core::issue::{IssuePriority, IssueStatus};
 use paperclip_core::model::Company;
-use paperclip_store::{agents, companies, goals, issues, Store};
+use paperclip_store::{issues, org::agents, org::companies, org::goals, Store};
 use serde_json::{json, Map, Value};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;

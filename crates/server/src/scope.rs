@@ -9,7 +9,7 @@
 use axum::extract::{FromRequestParts, RawPathParams};
 use axum::http::request::Parts;
 
-use paperclip_store::company_of::Owned;
+use paperclip_store::org::company_of::Owned;
 
 use crate::AppState;
 
@@ -36,7 +36,7 @@ pub async fn company_of(app: &AppState, parts: &mut Parts, route: &str) -> Optio
         "routine-triggers" => (Owned::RoutineTrigger, param("id")?),
         _ => return None,
     };
-    paperclip_store::company_of::company_of(&app.store, kind, &id)
+    paperclip_store::org::company_of::company_of(&app.store, kind, &id)
         .await
         .ok()
         .flatten()

@@ -10,14 +10,17 @@ use crate::people::{csrf_token, hash_token, CSRF_HEADER};
 use crate::AppState;
 
 pub async fn by_session(app: &AppState, token: &str) -> Result<Person, ApiError> {
-    let found =
-        paperclip_store::people::session(&app.store, &hash_token(token), &paperclip_store::now())
-            .await?;
+    let found = paperclip_store::org::people::session(
+        &app.store,
+        &hash_token(token),
+        &paperclip_store::now(),
+    )
+    .await?;
     let Some((session, user)) = found else {
         return Err(unauthorized("Your session has ended: sign in again")
             .with_details(json!({ "code": "session_expired" })));
     };
-    let memberships = paperclip_store::members::of_user(&app.store, &user.id).await?;
+    let memberships = paperclip_store::org::members::of_user(&app.store, &user.id).await?;
     Ok(Person {
         user,
         memberships,
@@ -27,16 +30,16 @@ pub async fn by_session(app: &AppState, token: &str) -> Result<Person, ApiError>
 }
 
 pub async fn by_board_key(app: &AppState, token: &str) -> Result<Person, ApiError> {
-    let key = paperclip_store::board_keys::find_by_hash(
+    let key = paperclip_store::org::board_keys::find_by_hash(
         &app.store,
         &hash_token(token),
         &paperclip_store::now(),
     )
     .await?
     .ok_or_else(|| unauthorized("Invalid, revoked or expired board API key"))?;
-    paperclip_store::board_keys::touch(&app.store, &key).await?;
-    let user = paperclip_store::people::get(&app.store, &key.user_id).await?;
-    let memberships = paperclip_store::members::of_user(&app.store, &user.id).await?;
+    paperclip_store::org::board_keys::touch(&app.store, &key).await?;
+    let user = paperclip_store::org::people::get(&app.store, &key.user_id).await?;
+    let memberships = paperclip_store::org::members::of_user(&app.store, &user.id).await?;
     Ok(Person {
         user,
         memberships,

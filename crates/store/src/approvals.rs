@@ -2,7 +2,7 @@
 //! decision is one transaction with its side effects (activating a hire,
 //! opening the strategy gate), its activity row and the wakes it causes.
 
-use crate::db::DbRow;
+use crate::engine::db::DbRow;
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
@@ -12,9 +12,9 @@ use paperclip_core::input::{ApprovalDecision, NewAgent, NewApproval};
 use paperclip_core::model::{Approval, ApprovalComment, Issue};
 use serde_json::{json, Value};
 
-use crate::activity::{self, Entry};
-use crate::row::{one_by_id, RowExt};
-use crate::wakeups::Wake;
+use crate::audit::activity::{self, Entry};
+use crate::engine::row::{one_by_id, RowExt};
+use crate::wakes::Wake;
 use crate::{new_id, now, Error, Result, Store, Tx};
 
 pub async fn create(
@@ -25,7 +25,7 @@ pub async fn create(
 ) -> Result<Approval> {
     let mut payload = Value::Object(input.payload.unwrap_or_default());
     if let Some(config) = payload.get_mut("adapterConfig") {
-        crate::agents::keep_secrets(config, &Value::Null)?;
+        crate::org::agents::keep_secrets(config, &Value::Null)?;
     }
     let mut tx = store.begin().await?;
     let approval = create_in(
@@ -49,10 +49,10 @@ pub(crate) async fn create_in(
     payload: Value,
     issue_ids: Vec<String>,
 ) -> Result<Approval> {
-    crate::companies::exists_in(tx, company_id).await?;
+    crate::org::companies::exists_in(tx, company_id).await?;
     let id = new_id();
     let ts = now();
-    crate::db::query(
+    crate::engine::db::query(
         "INSERT INTO approvals (id, company_id, type, status, payload, requested_by_agent_id, \
          requested_by_user_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
     )
@@ -85,7 +85,7 @@ pub(crate) async fn create_in(
 }
 
 pub async fn list(store: &Store, company_id: &str, status: Option<&str>) -> Result<Vec<Approval>> {
-    let rows = crate::db::query(
+    let rows = crate::engine::db::query(
         "SELECT * FROM approvals WHERE company_id = $1 AND (status = $2 OR $2 IS NULL) ORDER BY id DESC",
     )
     .bind(company_id)
@@ -143,7 +143,7 @@ pub async fn decide(
         if let (Some(mut revised), Value::Object(current)) = (input.payload, &mut payload) {
             if let Some(config) = revised.get_mut("adapterConfig") {
                 let stored = current.get("adapterConfig").cloned().unwrap_or(Value::Null);
-                crate::agents::keep_secrets(config, &stored)?;
+                crate::org::agents::keep_secrets(config, &stored)?;
             }
             current.extend(revised);
         }
@@ -156,7 +156,7 @@ pub async fn decide(
         let approved = next == ApprovalStatus::Approved;
         payload = apply_effects(&mut tx, actor, &approval, approved, payload).await?;
     }
-    crate::db::query(
+    crate::engine::db::query(
         "UPDATE approvals SET status = $2, payload = $3, decision_note = COALESCE($4, decision_note), \
          decided_by_user_id = CASE WHEN $5 = 1 THEN $6 ELSE decided_by_user_id END, \
          decided_at = CASE WHEN $5 = 1 THEN $7 ELSE decided_at END, updated_at = $7 WHERE id = $1",
@@ -237,7 +237,7 @@ async fn apply_effects(
                     paperclip_core::limits::Validate::validate(&spec).map_err(|v| {
                         Error::rule(format!("The hire's payload is invalid: {}", v.message))
                     })?;
-                    let agent = crate::agents::create_in(
+                    let agent = crate::org::agents::create_in(
                         tx,
                         actor,
                         &approval.company_id,
@@ -251,7 +251,7 @@ async fn apply_effects(
             }
         }
         ApprovalType::ApproveCeoStrategy if approved => {
-            crate::db::query("UPDATE companies SET strategy_approved_at = COALESCE(strategy_approved_at, $2) WHERE id = $1")
+            crate::engine::db::query("UPDATE companies SET strategy_approved_at = COALESCE(strategy_approved_at, $2) WHERE id = $1")
                 .bind(&approval.company_id)
                 .bind(now())
                 .execute(tx.conn())
@@ -265,7 +265,7 @@ async fn apply_effects(
 }
 
 async fn set_agent_status(tx: &mut Tx, agent_id: &str, status: AgentStatus) -> Result<()> {
-    crate::db::query("UPDATE agents SET status = $2, updated_at = $3 WHERE id = $1 AND status = 'pending_approval'")
+    crate::engine::db::query("UPDATE agents SET status = $2, updated_at = $3 WHERE id = $1 AND status = 'pending_approval'")
         .bind(agent_id)
         .bind(status.as_str())
         .bind(now())
@@ -299,7 +299,7 @@ async fn wake_concerned(
     // two concurrent ones cannot deadlock.
     targets.sort();
     for (agent_id, issue_id) in targets {
-        crate::wakeups::enqueue_in(
+        crate::wakes::enqueue_in(
             tx,
             actor,
             Wake {
@@ -329,7 +329,7 @@ pub async fn add_comment(
     let mut tx = store.begin().await?;
     let approval = get_in(&mut tx, approval_id).await?;
     let id = new_id();
-    crate::db::query(
+    crate::engine::db::query(
         "INSERT INTO approval_comments (id, company_id, approval_id, author_agent_id, author_user_id, author_type, body, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
@@ -355,7 +355,7 @@ pub async fn add_comment(
         },
     )
     .await?;
-    let row = crate::db::query("SELECT * FROM approval_comments WHERE id = $1")
+    let row = crate::engine::db::query("SELECT * FROM approval_comments WHERE id = $1")
         .bind(&id)
         .fetch_one(tx.conn())
         .await?;
@@ -364,11 +364,12 @@ pub async fn add_comment(
 }
 
 pub async fn comments(store: &Store, approval_id: &str) -> Result<Vec<ApprovalComment>> {
-    let rows =
-        crate::db::query("SELECT * FROM approval_comments WHERE approval_id = $1 ORDER BY id")
-            .bind(approval_id)
-            .fetch_all(store.pool())
-            .await?;
+    let rows = crate::engine::db::query(
+        "SELECT * FROM approval_comments WHERE approval_id = $1 ORDER BY id",
+    )
+    .bind(approval_id)
+    .fetch_all(store.pool())
+    .await?;
     rows.iter().map(map_comment).collect()
 }
 
@@ -395,13 +396,14 @@ pub async fn link(store: &Store, actor: &Actor, issue_id: &str, approval_id: &st
 pub async fn unlink(store: &Store, actor: &Actor, issue_id: &str, approval_id: &str) -> Result<()> {
     let mut tx = store.begin().await?;
     let approval = get_in(&mut tx, approval_id).await?;
-    let n =
-        crate::db::query("DELETE FROM issue_approvals WHERE issue_id = $1 AND approval_id = $2")
-            .bind(issue_id)
-            .bind(approval_id)
-            .execute(tx.conn())
-            .await?
-            .rows_affected();
+    let n = crate::engine::db::query(
+        "DELETE FROM issue_approvals WHERE issue_id = $1 AND approval_id = $2",
+    )
+    .bind(issue_id)
+    .bind(approval_id)
+    .execute(tx.conn())
+    .await?
+    .rows_affected();
     if n == 0 {
         return Err(Error::not_found("Approval link"));
     }
@@ -426,7 +428,7 @@ async fn link_in(tx: &mut Tx, company_id: &str, issue_id: &str, approval_id: &st
     if issue.company_id != company_id {
         return Err(Error::not_found("Issue"));
     }
-    crate::db::query("INSERT INTO issue_approvals (issue_id, approval_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+    crate::engine::db::query("INSERT INTO issue_approvals (issue_id, approval_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
         .bind(&issue.id)
         .bind(approval_id)
         .bind(now())
@@ -436,7 +438,7 @@ async fn link_in(tx: &mut Tx, company_id: &str, issue_id: &str, approval_id: &st
 }
 
 async fn linked_issues_in(tx: &mut Tx, approval_id: &str) -> Result<Vec<Issue>> {
-    let ids: Vec<(String,)> = crate::db::query_as(
+    let ids: Vec<(String,)> = crate::engine::db::query_as(
         "SELECT issue_id FROM issue_approvals WHERE approval_id = $1 ORDER BY issue_id",
     )
     .bind(approval_id)
@@ -457,7 +459,7 @@ pub async fn issues_of(store: &Store, approval_id: &str) -> Result<Vec<Issue>> {
 }
 
 pub async fn of_issue(store: &Store, issue_id: &str) -> Result<Vec<Approval>> {
-    let rows = crate::db::query(
+    let rows = crate::engine::db::query(
         "SELECT a.* FROM approvals a JOIN issue_approvals l ON l.approval_id = a.id WHERE l.issue_id = $1 ORDER BY a.id DESC",
     )
     .bind(issue_id)
@@ -469,7 +471,7 @@ pub async fn of_issue(store: &Store, issue_id: &str) -> Result<Vec<Approval>> {
 /// Whether the company's CEO strategy has been approved (the draft gate is open).
 pub(crate) async fn strategy_approved(tx: &mut Tx, company_id: &str) -> Result<bool> {
     let row: Option<(Option<String>,)> =
-        crate::db::query_as("SELECT strategy_approved_at FROM companies WHERE id = $1")
+        crate::engine::db::query_as("SELECT strategy_approved_at FROM companies WHERE id = $1")
             .bind(company_id)
             .fetch_optional(tx.conn())
             .await?;
@@ -516,7 +518,7 @@ pub async fn request_hire(
 ) -> Result<(paperclip_core::model::Agent, Approval)> {
     let mut tx = store.begin().await?;
     let mut payload = serde_json::to_value(&spec).unwrap_or(json!({}));
-    let agent = crate::agents::create_in(
+    let agent = crate::org::agents::create_in(
         &mut tx,
         actor,
         company_id,

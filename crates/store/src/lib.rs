@@ -28,77 +28,22 @@ macro_rules! capped {
     };
 }
 
-pub mod activity;
-pub mod agent_chain;
-pub mod agents;
 pub mod approvals;
-pub mod attachments;
-pub mod board_keys;
-pub mod budgets;
-pub mod callbacks;
-pub mod comments;
-pub mod companies;
-pub mod company_of;
-mod cost_totals;
-pub mod cost_views;
-pub mod costs;
-pub mod dashboard;
-mod dashboard_runs;
-pub mod db;
-pub mod detail;
-pub mod documents;
-mod error;
-pub mod follow_up;
-pub mod goals;
-pub mod idle;
-pub mod inbox;
-pub mod inbox_badge;
-mod interaction_effects;
-mod interaction_resolve;
-pub mod interactions;
-mod issue_create;
-mod issue_graph;
-mod issue_json;
-mod issue_list;
-mod issue_page;
-mod issue_rank;
+pub mod audit;
+pub mod engine;
 pub mod issues;
-pub mod keys;
-pub mod labels;
-pub mod members;
-pub mod mentions;
-mod migrate;
-mod ownership;
-pub mod people;
-mod pg_params;
-pub mod projects;
-mod raw;
-pub mod raw_conn;
-pub mod revisions;
-mod routine_gate;
-pub mod routine_revisions;
-pub mod routine_runs;
-pub mod routine_triggers;
+pub mod money;
+pub mod org;
 pub mod routines;
-mod row;
-pub mod run_budget;
-mod run_days;
-mod run_limit;
-pub mod run_logs;
-mod run_verdict;
 pub mod runs;
-pub mod secrets;
-pub mod sessions;
-mod text;
-pub mod thrift;
-pub mod ui;
-pub mod wake_loops;
-mod wake_queue;
-pub mod wakeups;
-pub mod work_products;
-pub mod writer;
+pub mod thread;
+pub mod views;
+pub mod wakes;
 
 use std::str::FromStr;
+
+use crate::engine::{db, migrate, pg_params, raw_conn, writer};
+use crate::views::inbox_badge;
 use std::time::Duration;
 
 use paperclip_core::model::ActivityEntry;
@@ -107,8 +52,8 @@ use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use sqlx::Executor;
 use tokio::sync::broadcast;
 
-pub use crate::error::{Error, Result};
-pub use crate::migrate::latest_version as schema_version;
+pub use crate::engine::error::{Error, Result};
+pub use crate::engine::migrate::latest_version as schema_version;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {

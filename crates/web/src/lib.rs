@@ -193,7 +193,7 @@ impl Web {
     /// The company whose issue prefix is `prefix` (any case), or a 404 page.
     pub(crate) async fn ctx(&self, prefix: &str) -> Result<Ctx, Response> {
         let live_from = (self.live_position)();
-        let mut companies = paperclip_store::companies::list(&self.store)
+        let mut companies = paperclip_store::org::companies::list(&self.store)
             .await
             .map_err(store_failure)?;
         // A person sees only their companies; another's is as absent as one
@@ -215,12 +215,15 @@ impl Web {
             .await
             .map_err(store_failure)?
             .len();
-        let open_failures =
-            paperclip_store::inbox_badge::open_failures(&self.store, &company.id, viewer.user_id())
-                .await
-                .map_err(store_failure)?;
+        let open_failures = paperclip_store::views::inbox_badge::open_failures(
+            &self.store,
+            &company.id,
+            viewer.user_id(),
+        )
+        .await
+        .map_err(store_failure)?;
         let pending_questions =
-            paperclip_store::interactions::pending_count(&self.store, &company.id)
+            paperclip_store::thread::interactions::pending_count(&self.store, &company.id)
                 .await
                 .map_err(store_failure)?;
         Ok(Ctx {
@@ -235,7 +238,7 @@ impl Web {
 }
 
 async fn home(State(web): State<Web>) -> PageResult {
-    let mut companies = paperclip_store::companies::list(&web.store)
+    let mut companies = paperclip_store::org::companies::list(&web.store)
         .await
         .map_err(store_failure)?;
     let viewer = viewer::current();

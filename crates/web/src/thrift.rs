@@ -3,7 +3,7 @@
 //! run; and an agent's provider usage limit.
 
 use maud::{html, Markup};
-use paperclip_store::thrift::Thrift;
+use paperclip_store::money::thrift::Thrift;
 
 use crate::fmt::money;
 

@@ -97,8 +97,8 @@ async fn load(
     store: &Store,
     run: &HeartbeatRun,
 ) -> anyhow::Result<(Agent, Company, Option<Issue>)> {
-    let agent = paperclip_store::agents::get(store, &run.agent_id).await?;
-    let company = paperclip_store::companies::get(store, &run.company_id).await?;
+    let agent = paperclip_store::org::agents::get(store, &run.agent_id).await?;
+    let company = paperclip_store::org::companies::get(store, &run.company_id).await?;
     let issue = match &run.issue_id {
         Some(id) => match paperclip_store::issues::get(store, id).await {
             Ok(issue) => Some(issue),
@@ -147,7 +147,8 @@ async fn session(
     let task_key = run.issue_id.clone().filter(|_| sessions);
     let saved = match &task_key {
         Some(key) => {
-            paperclip_store::sessions::find(store, &agent.id, &agent.adapter_type, key).await?
+            paperclip_store::runs::sessions::find(store, &agent.id, &agent.adapter_type, key)
+                .await?
         }
         None => None,
     };

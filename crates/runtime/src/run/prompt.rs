@@ -112,7 +112,7 @@ pub(crate) async fn wake_comments(
     let issue_id = run.issue_id.as_deref()?;
     let ids: Vec<&str> = wake.comment_ids.iter().map(String::as_str).collect();
     // A comment deleted since the wake is no longer news.
-    let list = paperclip_store::comments::by_ids(store, issue_id, &ids)
+    let list = paperclip_store::thread::comments::by_ids(store, issue_id, &ids)
         .await
         .unwrap_or_else(|err| {
             tracing::warn!(run = %run.id, error = %err, "reading the wake's comments failed");
@@ -127,7 +127,7 @@ pub(crate) async fn wake_comments(
         .collect();
     authors.sort_unstable();
     authors.dedup();
-    let names: HashMap<String, String> = paperclip_store::agents::briefs(store, &authors)
+    let names: HashMap<String, String> = paperclip_store::org::agents::briefs(store, &authors)
         .await
         .map(|briefs| briefs.into_iter().map(|a| (a.id, a.name)).collect())
         .unwrap_or_default();
@@ -145,11 +145,11 @@ pub(crate) async fn wake_comments(
 /// The task's latest comments, oldest first and each cut short: what a
 /// run that lost its session is told of the work so far.
 pub(crate) async fn task_so_far(store: &Store, issue_id: &str) -> Option<String> {
-    let mut latest = paperclip_store::comments::list(
+    let mut latest = paperclip_store::thread::comments::list(
         store,
         issue_id,
         None,
-        paperclip_store::comments::Order::Desc,
+        paperclip_store::thread::comments::Order::Desc,
         SO_FAR_COMMENTS,
     )
     .await

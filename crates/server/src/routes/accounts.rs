@@ -132,7 +132,7 @@ fn check_password(field: &str, password: Option<&str>) -> ApiResult<String> {
     Ok(password.to_string())
 }
 
-fn user_json(user: &paperclip_store::people::BoardUser) -> Value {
+fn user_json(user: &paperclip_store::org::people::BoardUser) -> Value {
     json!({
         "id": user.id,
         "email": user.email,
@@ -147,7 +147,7 @@ fn user_json(user: &paperclip_store::people::BoardUser) -> Value {
 async fn start_session(
     app: &AppState,
     headers: &HeaderMap,
-    user: &paperclip_store::people::BoardUser,
+    user: &paperclip_store::org::people::BoardUser,
     body: Value,
 ) -> ApiResult<Response> {
     let token = people::new_token("");
@@ -159,7 +159,7 @@ async fn start_session(
     let agent = headers
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok());
-    paperclip_store::people::create_session(
+    paperclip_store::org::people::create_session(
         &app.store,
         &user.id,
         &people::hash_token(&token),
@@ -192,7 +192,7 @@ async fn sign_up(
     limit_ip(&app, &peer, "sign-up")?;
     let invited = match body.invite_token.as_deref() {
         Some(token) => {
-            paperclip_store::members::invite_by_token(&app.store, &people::hash_token(token))
+            paperclip_store::org::members::invite_by_token(&app.store, &people::hash_token(token))
                 .await
                 .ok()
                 .is_some_and(|i| i.unusable(&paperclip_store::now()).is_none())
@@ -218,9 +218,9 @@ async fn sign_up(
     let hash = tokio::task::spawn_blocking(move || people::hash_password(&password))
         .await
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-    let user = paperclip_store::people::create(
+    let user = paperclip_store::org::people::create(
         &app.store,
-        &paperclip_store::people::NewUser {
+        &paperclip_store::org::people::NewUser {
             email: &email,
             name,
             password_hash: &hash,
@@ -244,7 +244,7 @@ async fn sign_in(
 ) -> ApiResult<Response> {
     authenticated_only(&app)?;
     limit_ip(&app, &peer, "sign-in")?;
-    let email = paperclip_store::people::normal_email(body.email.as_deref().unwrap_or(""));
+    let email = paperclip_store::org::people::normal_email(body.email.as_deref().unwrap_or(""));
     let lock_key = format!("sign-in-failures:{email}");
     let limiter = &app.security.limiter;
     if let Some(wait) = limiter.blocked(&lock_key, LOCKOUT_FAILURES, LOCKOUT_WINDOW) {
@@ -257,7 +257,7 @@ async fn sign_in(
         ));
     }
     let password = body.password.unwrap_or_default();
-    let found = paperclip_store::people::by_email(&app.store, &email).await?;
+    let found = paperclip_store::org::people::by_email(&app.store, &email).await?;
     let hash = found
         .as_ref()
         .map(|(_, h)| h.clone())
@@ -289,7 +289,8 @@ async fn sign_out(State(app): State<AppState>, headers: HeaderMap) -> ApiResult<
     authenticated_only(&app)?;
     if let Some(token) = people::session_token(&headers)? {
         crate::signin::check_csrf(&headers, &token)?;
-        paperclip_store::people::revoke_session(&app.store, &people::hash_token(&token)).await?;
+        paperclip_store::org::people::revoke_session(&app.store, &people::hash_token(&token))
+            .await?;
     }
     let cookie = people::session_cookie(&app.security.team, None);
     Ok((
@@ -362,7 +363,7 @@ async fn update_profile(
             "Name must be 1 to 100 characters",
         ));
     }
-    let u = paperclip_store::people::update_name(&app.store, &person.user.id, name).await?;
+    let u = paperclip_store::org::people::update_name(&app.store, &person.user.id, name).await?;
     Ok(Json(
         json!({ "id": u.id, "email": u.email, "name": u.name, "image": null }),
     ))
@@ -390,7 +391,7 @@ async fn change_password(
         ApiError::forbidden("Change a password from a signed-in browser, not with an API key")
     })?;
     let new = check_password("newPassword", body.new_password.as_deref())?;
-    let (_, hash) = paperclip_store::people::by_email(&app.store, &person.user.email)
+    let (_, hash) = paperclip_store::org::people::by_email(&app.store, &person.user.email)
         .await?
         .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "Board authentication required"))?;
     let current = body.current_password.unwrap_or_default();
@@ -406,7 +407,7 @@ async fn change_password(
                 .with_details(json!({ "code": "INVALID_PASSWORD" })),
         );
     };
-    paperclip_store::people::set_password(&app.store, &person.user.id, &new_hash, &session_id)
+    paperclip_store::org::people::set_password(&app.store, &person.user.id, &new_hash, &session_id)
         .await?;
     Ok(Json(json!({ "status": true })))
 }

@@ -3,7 +3,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::actor::ActivityActorType;
 use paperclip_core::model::ActivityEntry;
-use paperclip_store::activity;
+use paperclip_store::audit::activity;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use utoipa::{IntoParams, ToSchema};

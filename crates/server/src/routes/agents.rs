@@ -3,7 +3,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::input::{AgentPatch, NewAgent};
 use paperclip_core::model::{Agent, OrgNode};
-use paperclip_store::agents::{self, Lever};
+use paperclip_store::org::agents::{self, Lever};
 use serde_json::{json, Value};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;

@@ -272,7 +272,7 @@ async fn hire(
 ) -> ApiResult<(StatusCode, Json<Hire>)> {
     let company = access::company(&app, &caller, &company_id).await?;
     if let Some(me) = caller.agent_id() {
-        let hirer = paperclip_store::agents::get(&app.store, me).await?;
+        let hirer = paperclip_store::org::agents::get(&app.store, me).await?;
         if hirer
             .permissions
             .get("canCreateAgents")
@@ -300,8 +300,13 @@ async fn hire(
         }
     } else {
         Hire {
-            agent: paperclip_store::agents::create(&app.store, caller.actor(), &company_id, spec)
-                .await?,
+            agent: paperclip_store::org::agents::create(
+                &app.store,
+                caller.actor(),
+                &company_id,
+                spec,
+            )
+            .await?,
             approval: None,
         }
     };

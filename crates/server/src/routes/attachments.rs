@@ -13,7 +13,7 @@ use paperclip_core::attachment::{
     check_content, is_valid_content_type, key_tail, normalize_content_type, parse_range,
     serves_inline, Attachment,
 };
-use paperclip_store::attachments::{self, NewAttachment};
+use paperclip_store::thread::attachments::{self, NewAttachment};
 use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};

@@ -26,7 +26,7 @@ use crate::extract::JsonBody;
 use crate::people::{self, BOARD_KEY_PREFIX};
 use crate::routes::accounts::too_many;
 use crate::AppState;
-use paperclip_store::board_keys::BoardKey;
+use paperclip_store::org::board_keys::BoardKey;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -195,7 +195,7 @@ async fn create_key(
             )
         })?;
     let token = people::new_token(BOARD_KEY_PREFIX);
-    let key = paperclip_store::board_keys::create(
+    let key = paperclip_store::org::board_keys::create(
         &app.store,
         caller.actor(),
         name,
@@ -214,7 +214,7 @@ async fn create_key(
     responses((status = 200, description = "The person's keys, without tokens (with a key: itself and the keys made from it)")))]
 async fn list_keys(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<Value>>> {
     let who = person(&caller)?;
-    let keys = paperclip_store::board_keys::list(&app.store, &who.user.id).await?;
+    let keys = paperclip_store::org::board_keys::list(&app.store, &who.user.id).await?;
     let seen: Vec<&BoardKey> = match &who.key {
         Some(key) => subtree(&keys, &key.id),
         None => keys.iter().collect(),
@@ -234,11 +234,11 @@ async fn revoke_key(
     // A key revokes itself and the keys made from it, not its parent or
     // siblings (a leaked key cannot end the person's other keys).
     if let Some(own) = &who.key {
-        let keys = paperclip_store::board_keys::list(&app.store, &who.user.id).await?;
+        let keys = paperclip_store::org::board_keys::list(&app.store, &who.user.id).await?;
         if !subtree(&keys, &own.id).iter().any(|k| k.id == key_id) {
             return Err(ApiError::new(StatusCode::NOT_FOUND, "API key not found"));
         }
     }
-    let key = paperclip_store::board_keys::revoke(&app.store, caller.actor(), &key_id).await?;
+    let key = paperclip_store::org::board_keys::revoke(&app.store, caller.actor(), &key_id).await?;
     Ok(Json(json!({ "ok": true, "keyId": key.id })))
 }

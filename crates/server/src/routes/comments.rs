@@ -3,7 +3,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::input::NewComment;
 use paperclip_core::model::Comment;
-use paperclip_store::comments;
+use paperclip_store::thread::comments;
 use serde::Deserialize;
 use serde_json::json;
 use utoipa::IntoParams;

@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::input::{CompanyPatch, NewCompany};
 use paperclip_core::model::Company;
-use paperclip_store::companies;
+use paperclip_store::org::companies;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 

@@ -114,18 +114,18 @@ async fn heartbeat_context(
         ancestors.push(CompactIssue::from(p));
     }
     let project = match &issue.project_id {
-        Some(p) => paperclip_store::projects::get(store, p).await.ok(),
+        Some(p) => paperclip_store::org::projects::get(store, p).await.ok(),
         None => None,
     };
     let goal = match &issue.goal_id {
-        Some(g) => paperclip_store::goals::get(store, g).await.ok(),
+        Some(g) => paperclip_store::org::goals::get(store, g).await.ok(),
         None => None,
     };
-    let comments = paperclip_store::comments::list(
+    let comments = paperclip_store::thread::comments::list(
         store,
         &issue.id,
         None,
-        paperclip_store::comments::Order::Asc,
+        paperclip_store::thread::comments::Order::Asc,
         10_000,
     )
     .await?;

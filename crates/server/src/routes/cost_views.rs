@@ -4,7 +4,9 @@
 use axum::extract::{Path, State};
 use axum::Json;
 use chrono::Utc;
-use paperclip_store::cost_views::{self, AgentModelCost, ProviderCost, TreeCost, WindowSpend};
+use paperclip_store::money::cost_views::{
+    self, AgentModelCost, ProviderCost, TreeCost, WindowSpend,
+};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;

@@ -6,9 +6,9 @@ use paperclip_core::agent::AgentStatus;
 use paperclip_core::budget::{BudgetScope, IncidentKind};
 use paperclip_core::input::{BudgetPatch, NewCostEvent};
 use paperclip_core::model::{Agent, BudgetIncident, Company, CostEvent, Project};
-use paperclip_store::cost_views::Sums;
-use paperclip_store::costs::{self, Breakdown, By, Summary, Window};
-use paperclip_store::dashboard::{self, Dashboard};
+use paperclip_store::money::cost_views::Sums;
+use paperclip_store::money::costs::{self, Breakdown, By, Summary, Window};
+use paperclip_store::views::dashboard::{self, Dashboard};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::IntoParams;
@@ -173,7 +173,7 @@ async fn by_agent(
 ) -> ApiResult<Json<Vec<AgentCost>>> {
     let Json(rows) = breakdown(&app, &caller, &c, By::Agent, &q).await?;
     let statuses: std::collections::HashMap<String, AgentStatus> =
-        paperclip_store::agents::list(&app.store, &c)
+        paperclip_store::org::agents::list(&app.store, &c)
             .await?
             .into_iter()
             .map(|a| (a.id, a.status))
@@ -304,7 +304,7 @@ async fn company_budget(
     JsonBody(patch): JsonBody<BudgetPatch>,
 ) -> ApiResult<Json<Company>> {
     let actor = caller.require_board()?;
-    paperclip_store::budgets::set(
+    paperclip_store::money::budgets::set(
         &app.store,
         actor,
         BudgetScope::Company,
@@ -314,7 +314,7 @@ async fn company_budget(
     )
     .await?;
     Ok(Json(
-        paperclip_store::companies::get(&app.store, &company_id).await?,
+        paperclip_store::org::companies::get(&app.store, &company_id).await?,
     ))
 }
 
@@ -337,7 +337,7 @@ async fn agent_budget(
             ));
         }
     }
-    paperclip_store::budgets::set(
+    paperclip_store::money::budgets::set(
         &app.store,
         caller.actor(),
         BudgetScope::Agent,
@@ -346,7 +346,7 @@ async fn agent_budget(
         Utc::now(),
     )
     .await?;
-    let agent = paperclip_store::agents::get(&app.store, &agent_id).await?;
+    let agent = paperclip_store::org::agents::get(&app.store, &agent_id).await?;
     Ok(Json(crate::agent_view::one(&app, agent).await?))
 }
 
@@ -362,7 +362,7 @@ async fn manages(app: &AppState, manager: &str, agent: &Agent) -> ApiResult<bool
         if steps > 64 {
             break;
         }
-        cursor = paperclip_store::agents::get(&app.store, &id)
+        cursor = paperclip_store::org::agents::get(&app.store, &id)
             .await?
             .reports_to;
     }
@@ -379,7 +379,7 @@ async fn project_budget(
     JsonBody(patch): JsonBody<BudgetPatch>,
 ) -> ApiResult<Json<Project>> {
     let actor = caller.require_board()?;
-    paperclip_store::budgets::set(
+    paperclip_store::money::budgets::set(
         &app.store,
         actor,
         BudgetScope::Project,
@@ -389,7 +389,7 @@ async fn project_budget(
     )
     .await?;
     Ok(Json(
-        paperclip_store::projects::get(&app.store, &project_id).await?,
+        paperclip_store::org::projects::get(&app.store, &project_id).await?,
     ))
 }
 
@@ -410,7 +410,8 @@ async fn incidents(
 ) -> ApiResult<Json<Vec<BudgetIncident>>> {
     access::company_scope(&app, &caller, &company_id).await?;
     Ok(Json(
-        paperclip_store::budgets::incidents(&app.store, &company_id, q.status.as_deref()).await?,
+        paperclip_store::money::budgets::incidents(&app.store, &company_id, q.status.as_deref())
+            .await?,
     ))
 }
 

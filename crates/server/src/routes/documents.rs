@@ -3,7 +3,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::input::DocumentPut;
 use paperclip_core::model::{Document, DocumentRevision};
-use paperclip_store::documents;
+use paperclip_store::thread::documents;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 

@@ -3,7 +3,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::input::{GoalPatch, NewGoal};
 use paperclip_core::model::Goal;
-use paperclip_store::goals;
+use paperclip_store::org::goals;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 

@@ -51,11 +51,11 @@ async fn health(
 ) -> Result<Json<serde_json::Value>, crate::error::ApiError> {
     let team = &app.security.team;
     let (bootstrap_status, invite_active) = if team.authenticated() {
-        if paperclip_store::people::admin_exists(&app.store).await? {
+        if paperclip_store::org::people::admin_exists(&app.store).await? {
             ("ready", false)
         } else {
             let now = paperclip_store::now();
-            let open = paperclip_store::members::bootstrap_open(&app.store, &now).await?;
+            let open = paperclip_store::org::members::bootstrap_open(&app.store, &now).await?;
             ("bootstrap_pending", open)
         }
     } else {

@@ -8,7 +8,7 @@ use paperclip_core::heartbeat::{RunStatus, WakeSource};
 use paperclip_core::issue::{IssuePriority, IssueStatus};
 use paperclip_core::model::{HeartbeatRun, RunEvent, WakeupRequest};
 use paperclip_store::runs;
-use paperclip_store::wakeups::{self, Wake};
+use paperclip_store::wakes::{self, Wake};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use utoipa::{IntoParams, ToSchema};
@@ -43,7 +43,7 @@ async fn me(
     caller: Caller,
 ) -> ApiResult<Json<crate::agent_view::AgentView>> {
     let id = caller.agent_id().ok_or_else(agent_only)?;
-    let agent = paperclip_store::agents::get(&app.store, id).await?;
+    let agent = paperclip_store::org::agents::get(&app.store, id).await?;
     Ok(Json(crate::agent_view::detail(&app, agent).await?))
 }
 
@@ -238,10 +238,11 @@ async fn wake(
     }
     let woken = match &body.failed_run_id {
         Some(failed) => {
-            paperclip_store::follow_up::retry(&app.store, caller.actor(), &agent.id, failed).await?
+            paperclip_store::runs::follow_up::retry(&app.store, caller.actor(), &agent.id, failed)
+                .await?
         }
         None => {
-            wakeups::enqueue(
+            wakes::enqueue(
                 &app.store,
                 caller.actor(),
                 Wake {

@@ -46,7 +46,7 @@ async fn me(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<Board
             "Board authentication required",
         )),
         Access::Everything => {
-            let companies = paperclip_store::companies::list(&app.store).await?;
+            let companies = paperclip_store::org::companies::list(&app.store).await?;
             Ok(Json(BoardIdentity {
                 user: None,
                 user_id: caller.actor().id.clone(),

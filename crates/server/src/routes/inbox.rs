@@ -6,7 +6,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use paperclip_store::inbox::{self, Dismissal, Kind};
+use paperclip_store::views::inbox::{self, Dismissal, Kind};
 use serde::Deserialize;
 use serde_json::json;
 use utoipa::ToSchema;

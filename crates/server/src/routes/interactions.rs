@@ -10,7 +10,7 @@ use paperclip_core::interaction::{
     VerdictsInteraction,
 };
 use paperclip_core::interaction_payload::normalize;
-use paperclip_store::interactions::{self, Resolve};
+use paperclip_store::thread::interactions::{self, Resolve};
 use serde_json::json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;

@@ -184,15 +184,15 @@ async fn get_issue(
     caller.ensure_company(&issue.company_id)?;
     // Both belong to the issue's company (the store checks that on write).
     let project = match &issue.project_id {
-        Some(id) => Some(paperclip_store::projects::get(&app.store, id).await?),
+        Some(id) => Some(paperclip_store::org::projects::get(&app.store, id).await?),
         None => None,
     };
     let goal = match &issue.goal_id {
-        Some(id) => Some(paperclip_store::goals::get(&app.store, id).await?),
+        Some(id) => Some(paperclip_store::org::goals::get(&app.store, id).await?),
         None => None,
     };
     let documents = match has_documents {
-        true => paperclip_store::documents::of_issue(&app.store, &issue.id).await?,
+        true => paperclip_store::thread::documents::of_issue(&app.store, &issue.id).await?,
         false => Vec::new(),
     };
     let plan_document = documents.iter().find(|d| d.key == "plan").cloned();
@@ -325,7 +325,7 @@ async fn check_can_assign(
     if me == assignee {
         return Ok(());
     }
-    let agent = paperclip_store::agents::get(&app.store, me).await?;
+    let agent = paperclip_store::org::agents::get(&app.store, me).await?;
     if agent
         .permissions
         .get("canAssignTasks")

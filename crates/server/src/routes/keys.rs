@@ -2,7 +2,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::model::AgentApiKey;
-use paperclip_store::keys;
+use paperclip_store::org::keys;
 use serde::Deserialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -56,7 +56,7 @@ async fn list_keys(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Vec<AgentApiKey>>> {
     caller.require_board()?;
-    paperclip_store::agents::get(&app.store, &id).await?;
+    paperclip_store::org::agents::get(&app.store, &id).await?;
     Ok(Json(keys::list(&app.store, &id).await?))
 }
 

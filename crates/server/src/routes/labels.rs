@@ -3,7 +3,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::input::NewLabel;
 use paperclip_core::model::Label;
-use paperclip_store::labels;
+use paperclip_store::issues::labels;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 

@@ -8,7 +8,7 @@ use axum::extract::{ConnectInfo, Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::team::{MembershipStatus, Role};
-use paperclip_store::members::{self, Change, Invite, Membership};
+use paperclip_store::org::members::{self, Change, Invite, Membership};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use utoipa_axum::router::OpenApiRouter;
@@ -348,7 +348,7 @@ async fn show_invite(
     let invite = usable_invite(&app, &token).await?;
     let mut body = invite_json(&invite);
     if let Some(company_id) = &invite.company_id {
-        let company = paperclip_store::companies::get(&app.store, company_id).await?;
+        let company = paperclip_store::org::companies::get(&app.store, company_id).await?;
         body["companyName"] = json!(company.name);
     }
     body["invitePath"] = json!(format!("/invite/{token}"));

@@ -3,7 +3,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::input::{NewProject, ProjectPatch};
 use paperclip_core::model::Project;
-use paperclip_store::projects;
+use paperclip_store::org::projects;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 

@@ -3,7 +3,7 @@ use axum::Json;
 use paperclip_core::agent::{AgentRole, AgentStatus};
 use paperclip_core::heartbeat::HeartbeatPolicy;
 use paperclip_core::model::{Agent, ConfigRevision};
-use paperclip_store::revisions;
+use paperclip_store::audit::revisions;
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -150,6 +150,6 @@ async fn company_configurations(
     Path(company_id): Path<String>,
 ) -> ApiResult<Json<Vec<Configuration>>> {
     access::company_scope(&app, &caller, &company_id).await?;
-    let agents = paperclip_store::agents::list(&app.store, &company_id).await?;
+    let agents = paperclip_store::org::agents::list(&app.store, &company_id).await?;
     Ok(Json(agents.into_iter().map(Configuration::of).collect()))
 }

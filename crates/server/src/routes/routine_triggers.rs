@@ -17,8 +17,10 @@ use paperclip_core::routine::{
     SecretMaterial, SigningMode, TriggerKind, TriggerPatch, IDEMPOTENCY_KEY_MAX,
 };
 use paperclip_runtime::vault::Vault;
-use paperclip_store::routine_triggers::{self, Changed, NewSecret};
-use paperclip_store::{routine_revisions, routine_runs, routines};
+use paperclip_store::routines::triggers::{self as routine_triggers, Changed, NewSecret};
+use paperclip_store::{
+    routines, routines::revisions as routine_revisions, routines::runs as routine_runs,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::Sha256;

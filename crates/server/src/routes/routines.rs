@@ -17,7 +17,10 @@ use paperclip_core::routine::{
 };
 use paperclip_core::team::Permission;
 use paperclip_runtime::vault::Vault;
-use paperclip_store::{routine_revisions, routine_runs, routine_triggers, routines};
+use paperclip_store::{
+    routines, routines::revisions as routine_revisions, routines::runs as routine_runs,
+    routines::triggers as routine_triggers,
+};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -121,7 +124,7 @@ async fn get_routine(
 
 pub(crate) async fn detail(app: &AppState, routine: Routine) -> ApiResult<RoutineDetail> {
     let assignee = match &routine.assignee_agent_id {
-        Some(agent) => paperclip_store::agents::get(&app.store, agent)
+        Some(agent) => paperclip_store::org::agents::get(&app.store, agent)
             .await
             .ok()
             .map(|a| AssigneeRef {

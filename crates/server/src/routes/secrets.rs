@@ -11,7 +11,7 @@ use paperclip_core::company_secret::{
     CompanySecret, NewSecret, SecretCatalogEntry, SecretPatch, SecretRotation,
 };
 use paperclip_runtime::vault::Vault;
-use paperclip_store::secrets;
+use paperclip_store::org::secrets;
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -52,7 +52,7 @@ async fn list_secrets(
     Path(company_id): Path<String>,
 ) -> ApiResult<Json<Vec<CompanySecret>>> {
     access::secrets_admin(&caller, &company_id)?;
-    paperclip_store::companies::exists(&app.store, &company_id).await?;
+    paperclip_store::org::companies::exists(&app.store, &company_id).await?;
     Ok(Json(secrets::list(&app.store, &company_id).await?))
 }
 
@@ -87,7 +87,7 @@ async fn secret_providers(
     Path(company_id): Path<String>,
 ) -> ApiResult<Json<Vec<ProviderDescriptor>>> {
     access::secrets_admin(&caller, &company_id)?;
-    paperclip_store::companies::exists(&app.store, &company_id).await?;
+    paperclip_store::org::companies::exists(&app.store, &company_id).await?;
     Ok(Json(vec![ProviderDescriptor {
         id: "local_encrypted",
         label: "Local encrypted (default)",

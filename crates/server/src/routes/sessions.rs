@@ -6,7 +6,7 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use axum::Json;
 use paperclip_core::model::{RuntimeState, TaskSession};
-use paperclip_store::sessions;
+use paperclip_store::runs::sessions;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
@@ -143,7 +143,7 @@ async fn test_environment(
             let mut config = Value::Object(config.clone());
             // The agent page sends back the config it shows, secrets redacted.
             if let Some(agent_id) = agent {
-                if let Ok(stored) = paperclip_store::agents::get(&app.store, agent_id).await {
+                if let Ok(stored) = paperclip_store::org::agents::get(&app.store, agent_id).await {
                     if stored.company_id == company_id {
                         let _ = paperclip_core::secrets::keep_secrets(
                             &mut config,

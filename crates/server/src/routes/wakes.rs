@@ -6,8 +6,8 @@ use axum::extract::{Path, State};
 use axum::Json;
 use paperclip_core::heartbeat::WakeStatus;
 use paperclip_core::stored::Stored;
-use paperclip_store::wake_loops::{self, LoopState};
-use paperclip_store::wakeups::{self, WakeRecord};
+use paperclip_store::wakes::loops::{self as wake_loops, LoopState};
+use paperclip_store::wakes::{self, WakeRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
@@ -69,7 +69,7 @@ async fn list(
     }
     let limit = parse_limit(q.limit.as_deref(), 50, 500)?;
     Ok(Json(
-        wakeups::list(&app.store, &agent.id, status, q.before.as_deref(), limit).await?,
+        wakes::list(&app.store, &agent.id, status, q.before.as_deref(), limit).await?,
     ))
 }
 

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::actor::Actor;
 use paperclip_core::work_product::{NewWorkProduct, WorkProduct, WorkProductPatch};
-use paperclip_store::work_products;
+use paperclip_store::thread::work_products;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 

@@ -7,7 +7,7 @@ use common::store;
 
 use paperclip_core::actor::Actor;
 use paperclip_core::input::NewAgent;
-use paperclip_store::agents;
+use paperclip_store::org::agents;
 
 #[tokio::test]
 async fn briefs_of_many_agents_in_one_query() {

@@ -10,8 +10,8 @@ use common::store;
 use paperclip_core::actor::Actor;
 use paperclip_core::heartbeat::WakeSource;
 use paperclip_core::input::{NewAgent, NewCompany};
-use paperclip_store::wakeups::{self, Wake};
-use paperclip_store::{agents, companies, runs};
+use paperclip_store::wakes::{self, Wake};
+use paperclip_store::{org::agents, org::companies, runs};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn claims_beyond_max_concurrent_runs_are_refused_even_when_they_race() {
@@ -41,7 +41,7 @@ async fn claims_beyond_max_concurrent_runs_are_refused_even_when_they_race() {
     let mut queued = Vec::new();
     for n in 1..=5 {
         let task = format!("0193a6f4-6b2a-7c4e-9d1f-00000000000{n}");
-        let woken = wakeups::enqueue(
+        let woken = wakes::enqueue(
             &store,
             &board,
             Wake {

@@ -8,7 +8,7 @@ use common::store;
 
 use paperclip_core::actor::Actor;
 use paperclip_core::input::NewIssue;
-use paperclip_store::{comments, issues, Store};
+use paperclip_store::{issues, thread::comments, Store};
 
 async fn task(store: &Store, company: &str, title: &str) -> String {
     let input: NewIssue = serde_json::from_value(serde_json::json!({ "title": title })).unwrap();

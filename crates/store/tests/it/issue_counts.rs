@@ -13,7 +13,7 @@ use common::{company, store};
 use paperclip_core::actor::Actor;
 use paperclip_core::input::{IssuePatch, NewIssue};
 use paperclip_core::issue::IssueStatus;
-use paperclip_store::{dashboard, db, issues, Store};
+use paperclip_store::{engine::db, issues, views::dashboard, Store};
 
 async fn task(store: &Store, company_id: &str, status: IssueStatus) -> String {
     issues::create(

@@ -10,7 +10,7 @@ use common::store;
 use paperclip_core::actor::Actor;
 use paperclip_core::input::{NewIssue, NewLabel};
 use paperclip_core::issue::IssueStatus;
-use paperclip_store::{db, issues, labels, Store};
+use paperclip_store::{engine::db, issues, issues::labels, Store};
 use serde_json::json;
 
 const PRIORITIES: [&str; 4] = ["critical", "high", "medium", "low"];
@@ -87,10 +87,11 @@ async fn the_default_list_answers_the_typed_lists_bytes() {
     .unwrap();
     let agent: paperclip_core::input::NewAgent =
         serde_json::from_value(json!({ "name": "Ada" })).unwrap();
-    let agent = paperclip_store::agents::create(&store, &Actor::local_board(), &company, agent)
-        .await
-        .unwrap()
-        .id;
+    let agent =
+        paperclip_store::org::agents::create(&store, &Actor::local_board(), &company, agent)
+            .await
+            .unwrap()
+            .id;
     let tricky = [
         "Quotes \" and back\\slash",
         "Lines\nand\ttabs\r and \u{1} \u{1f} \u{7f}",

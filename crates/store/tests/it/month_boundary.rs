@@ -11,7 +11,7 @@ use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::budget::BudgetScope;
 use paperclip_core::input::{NewAgent, NewCompany, NewCostEvent};
-use paperclip_store::{agents, budgets, companies, costs};
+use paperclip_store::{money::budgets, money::costs, org::agents, org::companies};
 
 fn cost(agent: &str, cents: u64, at: &str) -> NewCostEvent {
     NewCostEvent {

@@ -13,7 +13,7 @@ use paperclip_store::issues;
 /// here as autovacuum would keep them, so both plans are taken.
 async fn analyze(store: &paperclip_store::Store) {
     if store.backend() == paperclip_store::Backend::Postgres {
-        paperclip_store::db::query("ANALYZE")
+        paperclip_store::engine::db::query("ANALYZE")
             .execute(store.pool())
             .await
             .unwrap();
@@ -71,7 +71,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     // More tasks with the common word than the rare-plan bound (5,000),
     // bulk-inserted (the search indexes follow by trigger or expression).
     let n = 6_000;
-    paperclip_store::db::query(&format!(
+    paperclip_store::engine::db::query(&format!(
         "INSERT INTO issues (id, company_id, title, description, issue_number, identifier, created_at, updated_at) \
          SELECT {}, {}, 'Common chore ' || i, CASE WHEN i % 1000 = 0 THEN 'rare okapi' ELSE NULL END, \
          i, 'MAN-' || i, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' \
@@ -131,7 +131,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
 
     // A word common in comments only: the tasks of its comments match, on
     // the page walk and in the count, and a deleted comment no longer does.
-    paperclip_store::db::query(&format!(
+    paperclip_store::engine::db::query(&format!(
         "INSERT INTO issue_comments (id, company_id, issue_id, author_type, body, deleted_at, created_at, updated_at) \
          SELECT {}, {}, {}, 'user', 'zebra crossing ' || i, NULL, \
          '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' \
@@ -145,7 +145,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     .execute(store.pool())
     .await
     .unwrap();
-    paperclip_store::db::query(
+    paperclip_store::engine::db::query(
         "UPDATE issue_comments SET deleted_at = '2026-01-02T00:00:00.000Z' \
          WHERE id = '00000002-0000-7000-8000-000000005100'",
     )
@@ -178,7 +178,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     // the walk reads number ranges, so the order and the cursor hold; only
     // its speed relies on rowids following numbers.
     let back = common::company(&store, "Back Co").await;
-    paperclip_store::db::query(&format!(
+    paperclip_store::engine::db::query(&format!(
         "INSERT INTO issues (id, company_id, title, issue_number, identifier, created_at, updated_at) \
          SELECT {}, {}, CASE WHEN i % 3 = 0 THEN 'Common errand ' || i ELSE 'Other ' || i END, \
          i, 'BAK-' || i, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z' \
@@ -247,7 +247,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
 
     // Labels take the same two plans: one on most tasks (a walk probing each
     // task), one on few (its tasks drive); pages and counts agree with them.
-    paperclip_store::db::query(&format!(
+    paperclip_store::engine::db::query(&format!(
         "INSERT INTO labels (id, company_id, name, color, created_at, updated_at) VALUES \
          ('{LAB_MANY}', $1, 'many', '#000000', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'), \
          ('{LAB_FEW}', $1, 'few', '#000000', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
@@ -257,7 +257,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
     .await
     .unwrap();
     analyze(&store).await;
-    paperclip_store::db::query(&format!(
+    paperclip_store::engine::db::query(&format!(
         "INSERT INTO issue_labels (issue_id, label_id) \
          SELECT id, {} FROM issues \
          WHERE company_id = $1 AND (issue_number % 2 = 0 OR issue_number % 1000 = 7)",
@@ -344,7 +344,7 @@ async fn common_and_rare_words_find_the_same_tasks_newest_first() {
         [14, 12, 10],
         "the page before a place"
     );
-    paperclip_store::db::query(
+    paperclip_store::engine::db::query(
         "UPDATE issues SET status = 'done' WHERE company_id = $1 AND issue_number % 4 = 0",
     )
     .bind(&back)
@@ -388,7 +388,7 @@ async fn a_search_lists_title_matches_first_and_pages_across_its_ranks() {
     let store = store().await;
     let company = common::company(&store, "Rank Co").await;
     let n: i64 = 12_000;
-    paperclip_store::db::query(&format!(
+    paperclip_store::engine::db::query(&format!(
         "INSERT INTO issues (id, company_id, title, description, issue_number, identifier, created_at, updated_at) \
          SELECT {}, {}, CASE WHEN i % 2 = 0 THEN 'Widget ' || i ELSE 'Other ' || i END, \
          CASE WHEN i % 2 = 1 AND i % 5 = 0 THEN 'Needs a widget' ELSE NULL END, \
@@ -498,7 +498,7 @@ async fn a_search_lists_title_matches_first_and_pages_across_its_ranks() {
     );
 
     // A search of a word found in few titles and many descriptions.
-    paperclip_store::db::query(
+    paperclip_store::engine::db::query(
         "UPDATE issues SET title = 'Sprocket widget' WHERE issue_number IN (7, 9)",
     )
     .execute(store.pool())
@@ -550,7 +550,7 @@ async fn postgres_sessions_take_no_parallel_workers() {
         return;
     }
     let (workers,): (String,) =
-        paperclip_store::db::query_as("SHOW max_parallel_workers_per_gather")
+        paperclip_store::engine::db::query_as("SHOW max_parallel_workers_per_gather")
             .fetch_one(store.pool())
             .await
             .unwrap();

@@ -9,7 +9,7 @@ use common::store;
 use paperclip_core::actor::Actor;
 use paperclip_core::input::{NewCompany, NewIssue};
 use paperclip_core::issue::{IssuePriority, IssueStatus};
-use paperclip_store::{companies, db, issues, Error};
+use paperclip_store::{engine::db, issues, org::companies, Error};
 
 #[tokio::test]
 async fn an_unknown_stored_status_is_an_error_naming_it() {

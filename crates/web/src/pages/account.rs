@@ -22,10 +22,10 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         };
         return html(layout::page(&ctx, "account", "Account", body));
     };
-    let keys = paperclip_store::board_keys::list(&web.store, &user_id)
+    let keys = paperclip_store::org::board_keys::list(&web.store, &user_id)
         .await
         .map_err(store_failure)?;
-    let companies = paperclip_store::companies::list(&web.store)
+    let companies = paperclip_store::org::companies::list(&web.store)
         .await
         .map_err(store_failure)?;
     let company_name = |id: &str| {

@@ -11,7 +11,7 @@ use axum::response::Response;
 use chrono::Utc;
 use maud::{html, Markup};
 use paperclip_core::model::{ActivityEntry, Agent};
-use paperclip_store::{activity, agents, mentions, Store};
+use paperclip_store::{audit::activity, org::agents, thread::mentions, Store};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -72,7 +72,7 @@ pub async fn names<'a>(
         .map_err(store_failure)?;
     people.sort();
     people.dedup();
-    let people = paperclip_store::people::names(store, &people)
+    let people = paperclip_store::org::people::names(store, &people)
         .await
         .map_err(store_failure)?
         .into_iter()

@@ -10,7 +10,7 @@ use paperclip_core::agent::AgentStatus;
 use paperclip_core::heartbeat::HeartbeatPolicy;
 use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::template::CATALOG;
-use paperclip_store::{agents, issues, keys, revisions, runs, sessions};
+use paperclip_store::{audit::revisions, issues, org::agents, org::keys, runs, runs::sessions};
 
 use super::hire;
 use crate::fmt::{money, percent, pill, time};
@@ -70,10 +70,10 @@ pub async fn page(
         .await
         .map_err(store_failure)?;
     let now = Utc::now();
-    let spend = paperclip_store::thrift::get(store, cid, Some(&agent.id), now)
+    let spend = paperclip_store::money::thrift::get(store, cid, Some(&agent.id), now)
         .await
         .map_err(store_failure)?;
-    let wakes = paperclip_store::wakeups::list(store, &agent.id, None, None, 20)
+    let wakes = paperclip_store::wakes::list(store, &agent.id, None, None, 20)
         .await
         .map_err(store_failure)?;
     // Runs may be on tasks no longer among its recent ones: one lookup.
@@ -81,7 +81,7 @@ pub async fn page(
         .iter()
         .filter_map(|r| r.issue_id.as_deref())
         .collect();
-    let run_idents = paperclip_store::detail::identifiers(store, cid, &run_tasks)
+    let run_idents = paperclip_store::views::detail::identifiers(store, cid, &run_tasks)
         .await
         .map_err(store_failure)?;
     let task_names: std::collections::HashMap<&str, &str> = run_idents

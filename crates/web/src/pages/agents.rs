@@ -4,7 +4,7 @@
 
 use axum::extract::{Path, State};
 use maud::html;
-use paperclip_store::{agents, ui};
+use paperclip_store::{org::agents, views::ui};
 
 use super::by_id;
 use crate::fmt::{money, pill};

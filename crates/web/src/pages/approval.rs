@@ -10,7 +10,7 @@ use chrono::Utc;
 use maud::{html, Markup};
 use paperclip_core::approval::ApprovalType;
 use paperclip_core::model::{Agent, Approval};
-use paperclip_store::{agents, approvals, detail};
+use paperclip_store::{approvals, org::agents, views::detail};
 use serde_json::Value;
 
 use super::by_id;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use axum::extract::{Path, State};
 use chrono::Utc;
 use maud::html;
-use paperclip_store::{agents, approvals, detail};
+use paperclip_store::{approvals, org::agents, views::detail};
 use serde_json::Value;
 
 use super::{approval, by_id};

@@ -5,7 +5,7 @@
 
 use axum::extract::{Path, State};
 use maud::html;
-use paperclip_store::work_products::Listed;
+use paperclip_store::thread::work_products::Listed;
 
 use super::by_id;
 use super::task_files::card;
@@ -17,10 +17,10 @@ const SHOWN: i64 = 500;
 pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let cid = &ctx.company.id;
-    let listed = paperclip_store::work_products::list_company(&web.store, cid, SHOWN)
+    let listed = paperclip_store::thread::work_products::list_company(&web.store, cid, SHOWN)
         .await
         .map_err(store_failure)?;
-    let agents = paperclip_store::agents::list(&web.store, cid)
+    let agents = paperclip_store::org::agents::list(&web.store, cid)
         .await
         .map_err(store_failure)?;
     let names = by_id(&agents);

@@ -6,8 +6,8 @@
 use axum::extract::{Path, State};
 use chrono::Utc;
 use maud::{html, Markup};
-use paperclip_store::costs::{self, By, Window};
-use paperclip_store::{agents, budgets};
+use paperclip_store::money::costs::{self, By, Window};
+use paperclip_store::{money::budgets, org::agents};
 
 use crate::fmt::{money, percent};
 use crate::{html, layout, store_failure, PageResult, Web};
@@ -72,7 +72,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         by_issue.iter().take(TOP).cloned().collect::<Vec<_>>(),
         usize::from(by_issue.len() > TOP),
     );
-    let spend = paperclip_store::thrift::get(store, cid, None, Utc::now())
+    let spend = paperclip_store::money::thrift::get(store, cid, None, Utc::now())
         .await
         .map_err(store_failure)?;
     let mut agents = agents::list(store, cid).await.map_err(store_failure)?;

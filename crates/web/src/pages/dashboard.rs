@@ -7,7 +7,7 @@ use chrono::Utc;
 use maud::html;
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::model::Agent;
-use paperclip_store::{agents, dashboard, issues, ui};
+use paperclip_store::{issues, org::agents, views::dashboard, views::ui};
 
 use super::by_id;
 use crate::fmt::{money, percent, pill, time};

@@ -4,7 +4,7 @@
 
 use axum::extract::{Path, Query, State};
 use maud::html;
-use paperclip_store::{agents, goals, issues, projects};
+use paperclip_store::{issues, org::agents, org::goals, org::projects};
 
 use super::by_id;
 use super::project::{Params, TaskPage};

@@ -11,8 +11,8 @@ use chrono::Utc;
 use maud::{html, Markup};
 use paperclip_core::issue::IssueStatus;
 use paperclip_core::model::Agent;
-use paperclip_store::inbox::{self, FailedRun};
-use paperclip_store::{agents, approvals, issues};
+use paperclip_store::views::inbox::{self, FailedRun};
+use paperclip_store::{approvals, issues, org::agents};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -76,10 +76,10 @@ pub async fn page(
     )
     .await
     .map_err(store_failure)?;
-    let asked = paperclip_store::interactions::pending_in_company(store, cid, 50)
+    let asked = paperclip_store::thread::interactions::pending_in_company(store, cid, 50)
         .await
         .map_err(store_failure)?;
-    let held = paperclip_store::wake_loops::held(store, cid)
+    let held = paperclip_store::wakes::loops::held(store, cid)
         .await
         .map_err(store_failure)?;
     let body = html! {

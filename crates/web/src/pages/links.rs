@@ -7,7 +7,7 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use paperclip_core::model::{Agent, Project};
-use paperclip_store::{agents, issues, projects};
+use paperclip_store::{issues, org::agents, org::projects};
 
 use crate::{not_found, store_failure, Ctx, PageResult, Web};
 

@@ -27,11 +27,11 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let role = viewer.role_in(&c.id);
     let can_manage = role.is_some_and(|r| r.grants(Permission::UsersManage));
     let can_invite = role.is_some_and(|r| r.grants(Permission::UsersInvite));
-    let members = paperclip_store::members::list(&web.store, &c.id)
+    let members = paperclip_store::org::members::list(&web.store, &c.id)
         .await
         .map_err(store_failure)?;
     let invites = if can_invite {
-        paperclip_store::members::invites(&web.store, &c.id)
+        paperclip_store::org::members::invites(&web.store, &c.id)
             .await
             .map_err(store_failure)?
     } else {

@@ -2,7 +2,7 @@
 
 use axum::extract::{Path, State};
 use maud::html;
-use paperclip_store::{goals, projects};
+use paperclip_store::{org::goals, org::projects};
 
 use crate::fmt::pill;
 use crate::{html, layout, store_failure, PageResult, Web};

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use axum::extract::{Path, State};
 use maud::{html, Markup};
 use paperclip_core::model::Agent;
-use paperclip_store::agents;
+use paperclip_store::org::agents;
 
 use crate::fmt::pill;
 use crate::{html, layout, store_failure, PageResult, Web};

@@ -5,7 +5,7 @@
 use axum::extract::{Path, Query, State};
 use maud::{html, Markup};
 use paperclip_core::model::Agent;
-use paperclip_store::{agents, goals, issues};
+use paperclip_store::{issues, org::agents, org::goals};
 use serde::Deserialize;
 
 use super::by_id;

@@ -35,16 +35,16 @@ pub async fn page(
         Ok(_) | Err(paperclip_store::Error::NotFound(_)) => return Err(missing()),
         Err(e) => return Err(store_failure(e)),
     };
-    let triggers = paperclip_store::routine_triggers::list(&web.store, &id)
+    let triggers = paperclip_store::routines::triggers::list(&web.store, &id)
         .await
         .map_err(store_failure)?;
-    let runs = paperclip_store::routine_runs::list(&web.store, &id, 25)
+    let runs = paperclip_store::routines::runs::list(&web.store, &id, 25)
         .await
         .map_err(store_failure)?;
-    let revisions = paperclip_store::routine_revisions::revisions(&web.store, &id)
+    let revisions = paperclip_store::routines::revisions::revisions(&web.store, &id)
         .await
         .map_err(store_failure)?;
-    let agents = paperclip_store::agents::list(&web.store, cid)
+    let agents = paperclip_store::org::agents::list(&web.store, cid)
         .await
         .map_err(store_failure)?;
     let mut user_ids: Vec<String> = revisions
@@ -53,7 +53,7 @@ pub async fn page(
         .collect();
     user_ids.sort();
     user_ids.dedup();
-    let people = paperclip_store::people::names(&web.store, &user_ids)
+    let people = paperclip_store::org::people::names(&web.store, &user_ids)
         .await
         .map_err(store_failure)?;
     let names = by_id(&agents);

@@ -35,20 +35,20 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let routines = paperclip_store::routines::list(&web.store, cid, None)
         .await
         .map_err(store_failure)?;
-    let agents = paperclip_store::agents::list(&web.store, cid)
+    let agents = paperclip_store::org::agents::list(&web.store, cid)
         .await
         .map_err(store_failure)?;
     let names = by_id(&agents);
     // Every routine's triggers and last run: one query each, grouped here.
     let mut triggers_of: std::collections::HashMap<String, Vec<_>> =
         std::collections::HashMap::new();
-    for t in paperclip_store::routine_triggers::of_company(&web.store, cid)
+    for t in paperclip_store::routines::triggers::of_company(&web.store, cid)
         .await
         .map_err(store_failure)?
     {
         triggers_of.entry(t.routine_id.clone()).or_default().push(t);
     }
-    let mut latest = paperclip_store::routine_runs::latest_of_company(&web.store, cid)
+    let mut latest = paperclip_store::routines::runs::latest_of_company(&web.store, cid)
         .await
         .map_err(store_failure)?;
     let rows: Vec<_> = routines

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use maud::{html, Markup};
 use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::model::{Agent, HeartbeatRun};
-use paperclip_store::{detail, issues, runs};
+use paperclip_store::{issues, runs, views::detail};
 
 use super::links::agent_by_key;
 use super::task::{is_step, step, step_level};

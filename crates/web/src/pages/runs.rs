@@ -4,7 +4,7 @@
 
 use axum::extract::{Path, Query, State};
 use chrono::Utc;
-use paperclip_store::detail;
+use paperclip_store::views::detail;
 use serde::Deserialize;
 
 use super::links::agent_by_key;

@@ -20,7 +20,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         || viewer
             .role_in(&c.id)
             .is_some_and(|r| r.grants(Permission::SecretsManage));
-    let secrets = paperclip_store::secrets::list(&web.store, &c.id)
+    let secrets = paperclip_store::org::secrets::list(&web.store, &c.id)
         .await
         .map_err(store_failure)?;
     let body = html! {

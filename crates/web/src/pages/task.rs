@@ -9,8 +9,11 @@ use paperclip_core::agent::AgentStatus;
 use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::issue::IssueStatus;
 use paperclip_core::model::{HeartbeatRun, RunEvent};
-use paperclip_store::comments::Order;
-use paperclip_store::{agents, comments, documents, goals, issues, labels, projects, runs, ui};
+use paperclip_store::thread::comments::Order;
+use paperclip_store::{
+    issues, issues::labels, org::agents, org::goals, org::projects, runs, thread::comments,
+    thread::documents, views::ui,
+};
 
 use super::tasks::allowed_moves;
 use super::{by_id, task_props};
@@ -75,11 +78,11 @@ pub async fn page(
     let (cost, cost_events) = ui::issue_cost(store, &issue.id)
         .await
         .map_err(store_failure)?;
-    let wake_loop = paperclip_store::wake_loops::state(store, &issue.id)
+    let wake_loop = paperclip_store::wakes::loops::state(store, &issue.id)
         .await
         .map_err(store_failure)?
         .filter(|l| l.held_at.is_some());
-    let cards = paperclip_store::interactions::list(store, &issue)
+    let cards = paperclip_store::thread::interactions::list(store, &issue)
         .await
         .map_err(store_failure)?;
     let all_labels = labels::list(store, cid).await.map_err(store_failure)?;
@@ -96,13 +99,13 @@ pub async fn page(
     authors.sort();
     authors.dedup();
     let people: std::collections::HashMap<String, String> =
-        paperclip_store::people::names(store, &authors)
+        paperclip_store::org::people::names(store, &authors)
             .await
             .map_err(store_failure)?
             .into_iter()
             .collect();
     let viewer = crate::viewer::current();
-    let members: Vec<(String, String)> = paperclip_store::members::list(store, cid)
+    let members: Vec<(String, String)> = paperclip_store::org::members::list(store, cid)
         .await
         .map_err(store_failure)?
         .into_iter()
@@ -316,7 +319,7 @@ fn outcome_line(run: &HeartbeatRun) -> String {
         line.push_str(&format!(
             " · continues after a restart ({} of {})",
             run.continuation_attempt,
-            paperclip_store::follow_up::CONTINUATIONS
+            paperclip_store::runs::follow_up::CONTINUATIONS
         ));
     } else if run.retry_of_run_id.is_some() {
         line.push_str(" · a retry");

@@ -21,8 +21,8 @@ pub async fn load(
     issue_id: &str,
 ) -> paperclip_store::Result<Files> {
     Ok(Files {
-        attachments: paperclip_store::attachments::list(store, issue_id).await?,
-        products: paperclip_store::work_products::list(store, issue_id).await?,
+        attachments: paperclip_store::thread::attachments::list(store, issue_id).await?,
+        products: paperclip_store::thread::work_products::list(store, issue_id).await?,
     })
 }
 

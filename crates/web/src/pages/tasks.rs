@@ -6,7 +6,7 @@ use axum::extract::{Path, Query, State};
 use maud::{html, Markup};
 use paperclip_core::issue::IssueStatus;
 use paperclip_core::model::{Agent, Issue};
-use paperclip_store::{agents, issues, labels, projects};
+use paperclip_store::{issues, issues::labels, org::agents, org::projects};
 use serde::Deserialize;
 
 use super::by_id;

@@ -3,7 +3,7 @@
 
 use paperclip_core::actor::Actor;
 use paperclip_core::input::NewCompany;
-use paperclip_store::{companies, Store};
+use paperclip_store::{org::companies, Store};
 use sqlx::Connection;
 
 pub async fn store() -> Store {

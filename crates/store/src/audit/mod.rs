@@ -1,0 +1,5 @@
+//! The activity log every mutation writes in its own transaction, and the
+//! revisions of agent configs.
+
+pub mod activity;
+pub mod revisions;

@@ -1,0 +1,7 @@
+//! Cost events, their totals, budgets and the token thrift report.
+
+pub mod budgets;
+pub(crate) mod cost_totals;
+pub mod cost_views;
+pub mod costs;
+pub mod thrift;

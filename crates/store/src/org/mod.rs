@@ -1,0 +1,14 @@
+//! Companies, people, members, keys, secrets, agents, goals and projects:
+//! who works where, and with what access.
+
+pub mod agent_chain;
+pub mod agents;
+pub mod board_keys;
+pub mod companies;
+pub mod company_of;
+pub mod goals;
+pub mod keys;
+pub mod members;
+pub mod people;
+pub mod projects;
+pub mod secrets;

@@ -1,0 +1,282 @@
+//! Projects: a unit of work under a goal, with a lead agent and a target date.
+
+use crate::engine::db::DbRow;
+use paperclip_core::activity::{Action, EntityType};
+use paperclip_core::actor::Actor;
+use paperclip_core::input::{NewProject, ProjectPatch};
+use paperclip_core::model::{GoalRef, Project};
+use paperclip_core::naming::url_key;
+use paperclip_core::project::ProjectStatus;
+use serde_json::{json, Map};
+
+use crate::audit::activity::{self, Entry};
+use crate::engine::row::{one_by_id, RowExt};
+use crate::org::companies::diff;
+use crate::{new_id, now, Error, Result, Store, Tx};
+
+pub async fn create(
+    store: &Store,
+    actor: &Actor,
+    company_id: &str,
+    input: NewProject,
+) -> Result<Project> {
+    let name = input.name.trim().to_string();
+    if name.is_empty() {
+        return Err(Error::invalid("name", "Name must not be empty"));
+    }
+    if let Some(date) = &input.target_date {
+        check_date(date)?;
+    }
+    let mut input = input;
+    match input.goal_ids.take().as_deref() {
+        None | Some([]) => {}
+        Some([one]) if input.goal_id.as_ref().is_none_or(|g| g == one) => {
+            input.goal_id = Some(one.clone());
+        }
+        Some(_) => {
+            return Err(Error::invalid(
+                "goalIds",
+                "A project serves one goal: give at most one id (the same as goalId if both)",
+            ))
+        }
+    }
+    let mut tx = store.begin().await?;
+    crate::org::companies::exists_in(&mut tx, company_id).await?;
+    if let Some(goal) = &input.goal_id {
+        crate::org::goals::get_in_company(&mut tx, company_id, goal).await?;
+    }
+    if let Some(lead) = &input.lead_agent_id {
+        crate::org::agents::get_in_company(&mut tx, company_id, lead).await?;
+    }
+    let id = new_id();
+    let ts = now();
+    crate::engine::db::query(
+        "INSERT INTO projects (id, company_id, goal_id, name, url_key, description, status, \
+         lead_agent_id, target_date, color, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)",
+    )
+    .bind(&id)
+    .bind(company_id)
+    .bind(input.goal_id.as_deref())
+    .bind(&name)
+    .bind(url_key(&name))
+    .bind(input.description.as_deref())
+    .bind(input.status.unwrap_or(ProjectStatus::Backlog).as_str())
+    .bind(input.lead_agent_id.as_deref())
+    .bind(input.target_date.as_deref())
+    .bind(input.color.as_deref())
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id,
+            action: Action::ProjectCreated,
+            entity_type: EntityType::Project,
+            entity_id: &id,
+            details: json!({ "name": name }),
+        },
+    )
+    .await?;
+    let project = get_in(&mut tx, &id).await?;
+    tx.commit().await?;
+    Ok(project)
+}
+
+/// A project with its goal's title (upstream's `goals`), in the same read.
+const SELECT: &str =
+    "SELECT p.*, g.title AS goal_title FROM projects p LEFT JOIN goals g ON g.id = p.goal_id";
+static BY_ID: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("{SELECT} WHERE p.id = $1"));
+
+pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Project>> {
+    let rows = crate::engine::db::query(&format!(
+        "{SELECT} WHERE p.company_id = $1 ORDER BY p.created_at, p.id"
+    ))
+    .bind(company_id)
+    .fetch_all(store.pool())
+    .await?;
+    rows.iter().map(map).collect()
+}
+
+pub async fn get(store: &Store, id: &str) -> Result<Project> {
+    one_by_id(store.pool(), &BY_ID, id, map, "Project").await
+}
+
+async fn get_in(tx: &mut Tx, id: &str) -> Result<Project> {
+    one_by_id(tx.conn(), &BY_ID, id, map, "Project").await
+}
+
+pub(crate) async fn get_in_company(tx: &mut Tx, company_id: &str, id: &str) -> Result<Project> {
+    let project = get_in(tx, id).await?;
+    if project.company_id != company_id {
+        return Err(Error::not_found("Project"));
+    }
+    Ok(project)
+}
+
+pub async fn update(
+    store: &Store,
+    actor: &Actor,
+    id: &str,
+    patch: ProjectPatch,
+) -> Result<Project> {
+    let mut tx = store.begin().await?;
+    let before = get_in(&mut tx, id).await?;
+    let mut after = before.clone();
+    let mut changes = Map::new();
+    if let Some(name) = patch.name {
+        let name = name.trim().to_string();
+        if name.is_empty() {
+            return Err(Error::invalid("name", "Name must not be empty"));
+        }
+        diff(&mut changes, "name", &before.name, &name);
+        after.url_key = url_key(&name);
+        after.name = name;
+    }
+    if let Some(description) = patch.description {
+        diff(
+            &mut changes,
+            "description",
+            &before.description,
+            &description,
+        );
+        after.description = description;
+    }
+    if let Some(status) = patch.status {
+        after.status = status;
+        diff(&mut changes, "status", &before.status, &after.status);
+    }
+    if let Some(goal) = patch.goal_id {
+        if let Some(goal_id) = &goal {
+            crate::org::goals::get_in_company(&mut tx, &before.company_id, goal_id).await?;
+        }
+        diff(&mut changes, "goalId", &before.goal_id, &goal);
+        after.goal_id = goal;
+    }
+    if let Some(lead) = patch.lead_agent_id {
+        if let Some(lead_id) = &lead {
+            crate::org::agents::get_in_company(&mut tx, &before.company_id, lead_id).await?;
+        }
+        diff(&mut changes, "leadAgentId", &before.lead_agent_id, &lead);
+        after.lead_agent_id = lead;
+    }
+    if let Some(date) = patch.target_date {
+        if let Some(d) = &date {
+            check_date(d)?;
+        }
+        diff(&mut changes, "targetDate", &before.target_date, &date);
+        after.target_date = date;
+    }
+    if let Some(color) = patch.color {
+        diff(&mut changes, "color", &before.color, &color);
+        after.color = color;
+    }
+    if let Some(archived) = patch.archived_at {
+        diff(&mut changes, "archivedAt", &before.archived_at, &archived);
+        after.archived_at = archived;
+    }
+    if changes.is_empty() {
+        return Ok(before);
+    }
+    crate::engine::db::query(
+        "UPDATE projects SET name = $2, url_key = $3, description = $4, status = $5, goal_id = $6, \
+         lead_agent_id = $7, target_date = $8, color = $9, archived_at = $10, updated_at = $11 \
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(&after.name)
+    .bind(&after.url_key)
+    .bind(after.description.as_deref())
+    .bind(after.status)
+    .bind(after.goal_id.as_deref())
+    .bind(after.lead_agent_id.as_deref())
+    .bind(after.target_date.as_deref())
+    .bind(after.color.as_deref())
+    .bind(after.archived_at.as_deref())
+    .bind(now())
+    .execute(tx.conn())
+    .await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &before.company_id,
+            action: Action::ProjectUpdated,
+            entity_type: EntityType::Project,
+            entity_id: id,
+            details: json!({ "changes": changes }),
+        },
+    )
+    .await?;
+    let project = get_in(&mut tx, id).await?;
+    tx.commit().await?;
+    Ok(project)
+}
+
+pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Project> {
+    let mut tx = store.begin().await?;
+    let project = get_in(&mut tx, id).await?;
+    crate::engine::db::query("DELETE FROM projects WHERE id = $1")
+        .bind(id)
+        .execute(tx.conn())
+        .await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &project.company_id,
+            action: Action::ProjectDeleted,
+            entity_type: EntityType::Project,
+            entity_id: id,
+            details: json!({ "name": project.name }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(project)
+}
+
+/// Target dates are calendar dates (`2027-03-01`) or full RFC 3339 timestamps.
+fn check_date(date: &str) -> Result<()> {
+    let ok = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").is_ok()
+        || chrono::DateTime::parse_from_rfc3339(date).is_ok();
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "targetDate",
+            "Expected a date like 2027-03-01",
+        ))
+    }
+}
+
+fn map(row: &DbRow) -> Result<Project> {
+    let goal_id = row.opt_text("goal_id")?;
+    let goals = match (&goal_id, row.opt_text("goal_title")?) {
+        (Some(id), Some(title)) => vec![GoalRef {
+            id: id.clone(),
+            title,
+        }],
+        _ => Vec::new(),
+    };
+    Ok(Project {
+        goals,
+        id: row.text("id")?,
+        company_id: row.text("company_id")?,
+        goal_ids: goal_id.iter().cloned().collect(),
+        goal_id,
+        name: row.text("name")?,
+        description: row.opt_text("description")?,
+        status: row.stored("status")?,
+        lead_agent_id: row.opt_text("lead_agent_id")?,
+        target_date: row.opt_text("target_date")?,
+        color: row.opt_text("color")?,
+        archived_at: row.opt_text("archived_at")?,
+        created_at: row.text("created_at")?,
+        updated_at: row.text("updated_at")?,
+        url_key: row.text("url_key")?,
+    })
+}

@@ -1,0 +1,420 @@
+//! What becomes of a run's task when the run ends, so that no open task is
+//! left checked out by a run that is over:
+//! - a run that ended releases the checkout of its open task (a done or
+//!   cancelled one keeps it, as the record of who finished it); a failed or timed-out
+//!   one leaves its in-progress task `blocked` (the board sees it, with the
+//!   run's error, and can Retry), a stopped or finished one leaves the status
+//!   as it is;
+//! - a run lost with a dead server hands its task to a continuation run of the
+//!   same agent (which resumes the CLI session), at most [`CONTINUATIONS`]
+//!   times in a row, then the task is `blocked` with the reason;
+//! - Retry from the board starts a new run on a failed run's task.
+//!
+//! Each happens in the transaction that ends the run (or queues the retry).
+
+use paperclip_core::activity::{Action, EntityType};
+use paperclip_core::actor::Actor;
+use paperclip_core::heartbeat::{RunStatus, WakeSource};
+use paperclip_core::issue::IssueStatus;
+use paperclip_core::model::{HeartbeatRun, Issue};
+use serde_json::{json, Value};
+
+use crate::audit::activity::{self, Entry};
+use crate::runs::Finish;
+use crate::wakes::{Wake, Woken};
+use crate::{now, Error, Result, Store, Tx};
+
+/// How many continuation runs in a row a task gets after restarts before it
+/// is blocked: a task whose run dies with the server every time (it crashes
+/// it, say) must not loop forever.
+pub const CONTINUATIONS: i64 = 3;
+
+/// The wake reasons of follow-up runs, which their prompts explain.
+pub const CONTINUE_REASON: &str = "continue_after_restart";
+pub const RETRY_REASON: &str = "retry_failed_run";
+pub const USAGE_LIMIT_REASON: &str = "usage_limit_lifted";
+
+/// What restart recovery did with a lost run's task.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Handed {
+    /// The run had no task still waiting on it.
+    Nothing,
+    /// A continuation run (queued, holding the checkout) carries on.
+    Continued { run_id: String, attempt: i64 },
+    /// The continuation budget is spent: the task is blocked.
+    Blocked,
+    /// The agent cannot run now (paused, terminated): the task goes back to
+    /// `todo`, still assigned, for when it can.
+    Released,
+}
+
+/// After a run ended: releases its checkout; a failure blocks the task.
+pub(crate) async fn settle_task_in(tx: &mut Tx, run: &HeartbeatRun) -> Result<()> {
+    let Some(issue) = held_task(tx, run).await? else {
+        return Ok(());
+    };
+    // A finished task keeps the run that finished it, as a record; only open
+    // work can be held.
+    if matches!(issue.status.as_str(), "done" | "cancelled") {
+        return Ok(());
+    }
+    if run.error_code.as_deref() == Some("rate_limited") {
+        return defer(tx, &issue, run).await;
+    }
+    let failed = matches!(run.status.as_str(), "failed" | "timed_out");
+    if failed && issue.status == IssueStatus::InProgress {
+        let reason = format!(
+            "Its run {} ({}): {}",
+            if run.status == RunStatus::TimedOut {
+                "timed out"
+            } else {
+                "failed"
+            },
+            run.error_code.as_deref().unwrap_or("error"),
+            run.error.as_deref().unwrap_or("no reason given"),
+        );
+        return block(tx, &issue, run, &reason).await;
+    }
+    release_locks(tx, &issue.id, &run.id).await
+}
+
+/// A run the provider refused for a usage limit did no work: its task is
+/// handed, checkout and all, to a run of the same agent that waits for the
+/// limit to lift (the executor holds it back), so the work is kept, not
+/// failed and not retried in a loop.
+async fn defer(tx: &mut Tx, issue: &Issue, run: &HeartbeatRun) -> Result<()> {
+    let woken = follow_up_wake(
+        tx,
+        &Actor::system(),
+        run,
+        Some(&issue.id),
+        WakeSource::Automation,
+        "system",
+        USAGE_LIMIT_REASON,
+        json!({ "usageLimitedRunId": run.id }),
+    )
+    .await?;
+    let Some(next) = woken.run else {
+        return release_locks(tx, &issue.id, &run.id).await;
+    };
+    hand_checkout(tx, &issue.id, &run.id, &next.id).await
+}
+
+/// Passes the task's checkout from a run that ended to the run carrying on,
+/// so the task is never held by a run that is over and no other run can
+/// take it meanwhile.
+async fn hand_checkout(tx: &mut Tx, issue_id: &str, from: &str, to: &str) -> Result<()> {
+    for column in ["checkout_run_id", "execution_run_id"] {
+        crate::engine::db::query(&format!(
+            "UPDATE issues SET {column} = $3 WHERE id = $1 AND {column} = $2"
+        ))
+        .bind(issue_id)
+        .bind(from)
+        .bind(to)
+        .execute(tx.conn())
+        .await?;
+    }
+    Ok(())
+}
+
+/// Ends a run lost with the previous server process and hands its task on,
+/// in one transaction. `None` if the run was no longer running.
+pub async fn finish_lost(
+    store: &Store,
+    run: &HeartbeatRun,
+    finish: Finish,
+    budget: i64,
+) -> Result<Option<Handed>> {
+    let mut tx = store.begin().await?;
+    let Some(done) = crate::runs::finish_in(&mut tx, &run.id, &finish).await? else {
+        return Ok(None);
+    };
+    let handed = continue_in(&mut tx, &done, budget).await?;
+    crate::runs::verdict::record_in(&mut tx, done).await?;
+    tx.commit().await?;
+    Ok(Some(handed))
+}
+
+async fn continue_in(tx: &mut Tx, run: &HeartbeatRun, budget: i64) -> Result<Handed> {
+    let Some(issue) = waiting_task(tx, run).await? else {
+        return Ok(Handed::Nothing);
+    };
+    let attempt = run.continuation_attempt + 1;
+    if attempt > budget {
+        let reason = format!(
+            "Its work was interrupted by {attempt} control-plane restarts in a row; \
+             automatic continuation stopped. Retry the last run or comment to continue."
+        );
+        block(tx, &issue, run, &reason).await?;
+        return Ok(Handed::Blocked);
+    }
+    let woken = follow_up_wake(
+        tx,
+        &Actor::system(),
+        run,
+        Some(&issue.id),
+        WakeSource::Assignment,
+        "system",
+        CONTINUE_REASON,
+        json!({ "continuationOf": run.id, "continuationAttempt": attempt }),
+    )
+    .await?;
+    let Some(next) = woken.run else {
+        release_locks(tx, &issue.id, &run.id).await?;
+        if issue.status == IssueStatus::InProgress {
+            set_status(
+                tx,
+                &issue,
+                IssueStatus::Todo,
+                run,
+                "Its agent cannot run now",
+            )
+            .await?;
+        }
+        return Ok(Handed::Released);
+    };
+    crate::engine::db::query(
+        "UPDATE heartbeat_runs SET continuation_attempt = $2 WHERE id = $1 AND status = 'queued'",
+    )
+    .bind(&next.id)
+    .bind(attempt)
+    .execute(tx.conn())
+    .await?;
+    hand_checkout(tx, &issue.id, &run.id, &next.id).await?;
+    activity::record(
+        tx,
+        &Actor::system(),
+        Entry {
+            company_id: &run.company_id,
+            action: Action::HeartbeatContinued,
+            entity_type: EntityType::HeartbeatRun,
+            entity_id: &next.id,
+            details: json!({
+                "agentId": run.agent_id, "issueId": issue.id, "identifier": issue.identifier,
+                "continuationOf": run.id, "continuationAttempt": attempt,
+            }),
+        },
+    )
+    .await?;
+    Ok(Handed::Continued {
+        run_id: next.id,
+        attempt,
+    })
+}
+
+/// Retry from the board: a new run of the failed run's agent on its task.
+/// A task the failure
+/// blocked goes back to `todo` so the agent can check it out again.
+pub async fn retry(
+    store: &Store,
+    actor: &Actor,
+    agent_id: &str,
+    failed_run_id: &str,
+) -> Result<Woken> {
+    let mut tx = store.begin().await?;
+    let failed = crate::runs::get_in(&mut tx, failed_run_id)
+        .await
+        .map_err(|e| match e {
+            Error::NotFound(_) => Error::invalid("failedRunId", "No such run"),
+            e => e,
+        })?;
+    if failed.agent_id != agent_id {
+        return Err(Error::rule("The run to retry belongs to another agent"));
+    }
+    if !matches!(failed.status.as_str(), "failed" | "timed_out" | "cancelled") {
+        return Err(Error::conflict(
+            "Only a failed, timed-out or stopped run can be retried",
+            Some(json!({ "runId": failed.id, "status": failed.status })),
+        ));
+    }
+    let issue = match &failed.issue_id {
+        Some(id) => crate::issues::load_in(&mut tx, id).await.ok(),
+        None => None,
+    };
+    if let Some(issue) = issue.as_ref().filter(|i| {
+        i.status == IssueStatus::Blocked && i.assignee_agent_id.as_deref() == Some(agent_id)
+    }) {
+        set_status(
+            &mut tx,
+            issue,
+            IssueStatus::Todo,
+            &failed,
+            "Retried from the board",
+        )
+        .await?;
+    }
+    let woken = follow_up_wake(
+        &mut tx,
+        actor,
+        &failed,
+        failed.issue_id.as_deref(),
+        WakeSource::OnDemand,
+        "manual",
+        RETRY_REASON,
+        json!({ "failedRunId": failed.id }),
+    )
+    .await?;
+    if let Some(next) = &woken.run {
+        activity::record(
+            &mut tx,
+            actor,
+            Entry {
+                company_id: &failed.company_id,
+                action: Action::HeartbeatRetried,
+                entity_type: EntityType::HeartbeatRun,
+                entity_id: &next.id,
+                details: json!({ "agentId": agent_id, "issueId": failed.issue_id, "retryOfRunId": failed.id }),
+            },
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(woken)
+}
+
+/// Queues a run that carries on `run`'s work: same agent and task, and
+/// `retry_of_run_id` naming it.
+#[allow(clippy::too_many_arguments)]
+async fn follow_up_wake(
+    tx: &mut Tx,
+    actor: &Actor,
+    run: &HeartbeatRun,
+    issue_id: Option<&str>,
+    source: WakeSource,
+    trigger: &str,
+    reason: &str,
+    mut payload: Value,
+) -> Result<Woken> {
+    payload["issueId"] = json!(issue_id);
+    // The comments the earlier run was handed are not handed again: each
+    // comment reaches one run (a resumed session has them already; the
+    // prompt note tells the agent to read the task again).
+    let woken = crate::wakes::enqueue_in(
+        tx,
+        actor,
+        Wake {
+            agent_id: run.agent_id.clone(),
+            source,
+            trigger_detail: Some(trigger.to_string()),
+            reason: Some(reason.to_string()),
+            payload: Some(payload),
+            issue_id: issue_id.map(str::to_string),
+            idempotency_key: None,
+        },
+    )
+    .await?;
+    if let Some(next) = &woken.run {
+        crate::engine::db::query(
+            "UPDATE heartbeat_runs SET retry_of_run_id = COALESCE(retry_of_run_id, $2) WHERE id = $1",
+        )
+        .bind(&next.id)
+        .bind(&run.id)
+        .execute(tx.conn())
+        .await?;
+        let next = crate::runs::get_in(tx, &next.id).await?;
+        return Ok(Woken {
+            request: woken.request,
+            run: Some(next),
+        });
+    }
+    Ok(woken)
+}
+
+/// The task `run` holds the checkout or execution lock of.
+async fn held_task(tx: &mut Tx, run: &HeartbeatRun) -> Result<Option<Issue>> {
+    let Some(issue_id) = &run.issue_id else {
+        return Ok(None);
+    };
+    let held: Option<(String,)> = crate::engine::db::query_as(
+        "SELECT id FROM issues WHERE id = $1 AND (checkout_run_id = $2 OR execution_run_id = $2)",
+    )
+    .bind(issue_id)
+    .bind(&run.id)
+    .fetch_all(tx.conn())
+    .await?
+    .pop();
+    match held {
+        Some(_) => Ok(Some(crate::issues::load_in(tx, issue_id).await?)),
+        None => Ok(None),
+    }
+}
+
+/// The task a lost run was working on, if it still waits for that agent:
+/// held by the run, or open and assigned to its agent (the run may have died
+/// before it checked the task out).
+async fn waiting_task(tx: &mut Tx, run: &HeartbeatRun) -> Result<Option<Issue>> {
+    if let Some(issue) = held_task(tx, run).await? {
+        return Ok(Some(issue));
+    }
+    let Some(issue_id) = &run.issue_id else {
+        return Ok(None);
+    };
+    let issue = match crate::issues::load_in(tx, issue_id).await {
+        Ok(issue) => issue,
+        Err(Error::NotFound(_)) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let open = matches!(issue.status.as_str(), "todo" | "in_progress");
+    Ok(
+        (open && issue.assignee_agent_id.as_deref() == Some(run.agent_id.as_str()))
+            .then_some(issue),
+    )
+}
+
+async fn release_locks(tx: &mut Tx, issue_id: &str, run_id: &str) -> Result<()> {
+    let ts = now();
+    for column in ["checkout_run_id", "execution_run_id"] {
+        crate::engine::db::query(&format!(
+            "UPDATE issues SET {column} = NULL, execution_locked_at = NULL, updated_at = $3 \
+             WHERE id = $1 AND {column} = $2"
+        ))
+        .bind(issue_id)
+        .bind(run_id)
+        .bind(&ts)
+        .execute(tx.conn())
+        .await?;
+    }
+    Ok(())
+}
+
+async fn block(tx: &mut Tx, issue: &Issue, run: &HeartbeatRun, reason: &str) -> Result<()> {
+    release_locks(tx, &issue.id, &run.id).await?;
+    set_status(tx, issue, IssueStatus::Blocked, run, reason).await
+}
+
+/// Moves the task to `status` because of `run`, with the reason in the
+/// activity log (the task page and the inbox show it from there).
+async fn set_status(
+    tx: &mut Tx,
+    issue: &Issue,
+    status: IssueStatus,
+    run: &HeartbeatRun,
+    reason: &str,
+) -> Result<()> {
+    if issue.status == status {
+        return Ok(());
+    }
+    crate::engine::db::query("UPDATE issues SET status = $2, updated_at = $3 WHERE id = $1")
+        .bind(&issue.id)
+        .bind(status)
+        .bind(now())
+        .execute(tx.conn())
+        .await?;
+    activity::record(
+        tx,
+        &Actor::system(),
+        Entry {
+            company_id: &issue.company_id,
+            action: Action::IssueUpdated,
+            entity_type: EntityType::Issue,
+            entity_id: &issue.id,
+            details: json!({
+                "identifier": issue.identifier,
+                "changes": { "status": { "from": issue.status, "to": status } },
+                "reason": reason,
+                "runId": run.id,
+            }),
+        },
+    )
+    .await
+}

@@ -1,0 +1,355 @@
+//! Comments on issues: the conversation between the board and its agents.
+//! Deleting a comment keeps the row (with `deletedAt`) for the audit trail
+//! and hides it from reads.
+
+use crate::engine::db::DbRow;
+use paperclip_core::activity::{Action, EntityType};
+use paperclip_core::actor::Actor;
+use paperclip_core::model::Comment;
+use serde_json::json;
+
+use crate::audit::activity::{self, Entry};
+use crate::engine::row::RowExt;
+use crate::{new_id, now, Error, Result, Store, Tx};
+
+/// A new comment, or with a `client_request_id` already used on the task by
+/// the same author, the comment that request made: no second row, no
+/// activity, no wakes, and the same answer, so a retry reads the same.
+pub async fn create(
+    store: &Store,
+    actor: &Actor,
+    issue_id: &str,
+    body: String,
+    client_request_id: Option<String>,
+) -> Result<Comment> {
+    // Twice at most: a retry racing the first request on Postgres loses on
+    // the unique index, and then finds the winner's comment.
+    for _ in 0..2 {
+        let mut tx = store.begin().await?;
+        let issue = crate::issues::load_in(&mut tx, issue_id).await?;
+        if let Some(request) = &client_request_id {
+            if let Some(existing) = by_request(&mut tx, &issue.id, request).await? {
+                tx.rollback().await?;
+                return replay(actor, existing, request);
+            }
+        }
+        match insert(
+            &mut tx,
+            actor,
+            &issue,
+            body.clone(),
+            client_request_id.as_deref(),
+        )
+        .await
+        {
+            Ok(comment) => {
+                tx.commit().await?;
+                return Ok(comment);
+            }
+            Err(Error::Database(e))
+                if client_request_id.is_some()
+                    && e.as_database_error()
+                        .is_some_and(|d| d.is_unique_violation()) =>
+            {
+                tx.rollback().await?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::conflict(
+        "The comment's clientRequestId is being used by another request; retry",
+        Some(json!({ "clientRequestId": client_request_id })),
+    ))
+}
+
+async fn by_request(tx: &mut Tx, issue_id: &str, request: &str) -> Result<Option<Comment>> {
+    let row = crate::engine::db::query(
+        "SELECT * FROM issue_comments WHERE issue_id = $1 AND client_request_id = $2",
+    )
+    .bind(issue_id)
+    .bind(request)
+    .fetch_optional(tx.conn())
+    .await?;
+    row.as_ref().map(map).transpose()
+}
+
+/// The earlier comment, if it is the same author's; a request id is not a
+/// way to read or claim someone else's comment.
+fn replay(actor: &Actor, existing: Comment, request: &str) -> Result<Comment> {
+    let same = existing.author_agent_id.as_deref() == actor.agent_id()
+        && existing.author_user_id.as_deref() == actor.user_id();
+    if !same {
+        return Err(Error::conflict(
+            "Another author already used this clientRequestId on the task",
+            Some(json!({ "clientRequestId": request })),
+        ));
+    }
+    Ok(existing)
+}
+
+/// Adds a comment inside the caller's transaction, with its activity row, and
+/// wakes whoever it concerns: agents it @mentions, and the issue's assignee
+/// when someone else wrote it.
+pub(crate) async fn insert(
+    tx: &mut Tx,
+    actor: &Actor,
+    issue: &paperclip_core::model::Issue,
+    body: String,
+    client_request_id: Option<&str>,
+) -> Result<Comment> {
+    let (company_id, issue_id, identifier) = (
+        issue.company_id.as_str(),
+        issue.id.as_str(),
+        issue.identifier.as_str(),
+    );
+    if body.trim().is_empty() {
+        return Err(Error::invalid("body", "Comment body must not be empty"));
+    }
+    let id = new_id();
+    let ts = now();
+    crate::engine::db::query(
+        "INSERT INTO issue_comments (id, company_id, issue_id, author_agent_id, author_user_id, \
+         author_type, created_by_run_id, body, created_at, updated_at, client_request_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10)",
+    )
+    .bind(&id)
+    .bind(company_id)
+    .bind(issue_id)
+    .bind(actor.agent_id())
+    .bind(actor.user_id())
+    .bind(actor.kind.as_str())
+    .bind(actor.run_id.as_deref())
+    .bind(&body)
+    .bind(&ts)
+    .bind(client_request_id)
+    .execute(tx.conn())
+    .await?;
+    activity::record(
+        tx,
+        actor,
+        Entry {
+            company_id,
+            action: Action::IssueCommentAdded,
+            entity_type: EntityType::Issue,
+            entity_id: issue_id,
+            details: json!({ "identifier": identifier, "commentId": id, "bodySnippet": snippet(&body) }),
+        },
+    )
+    .await?;
+    if actor.is_board() {
+        // The board joining in is progress: the loop count starts over.
+        crate::wakes::loops::reset(tx, issue_id).await?;
+    }
+    crate::thread::interactions::supersede_by_comment(tx, actor, issue, &id, &ts).await?;
+    wake_concerned(tx, actor, issue, &id, &body).await?;
+    get_in(tx, &id).await
+}
+
+async fn wake_concerned(
+    tx: &mut Tx,
+    actor: &Actor,
+    issue: &paperclip_core::model::Issue,
+    comment_id: &str,
+    body: &str,
+) -> Result<()> {
+    let author = actor.agent_id();
+    let mentions = paperclip_core::naming::mentioned_tokens(body);
+    let mut woken: Vec<(String, &str)> = Vec::new();
+    if !mentions.is_empty() {
+        let agents: Vec<(String, String, String)> = crate::engine::db::query_as(
+            "SELECT id, name, url_key FROM agents WHERE company_id = $1",
+        )
+        .bind(&issue.company_id)
+        .fetch_all(tx.conn())
+        .await?;
+        for (id, name, url_key) in agents {
+            let named = mentions
+                .iter()
+                .any(|m| *m == url_key || *m == name.to_lowercase());
+            if named && Some(id.as_str()) != author && !woken.iter().any(|(w, _)| *w == id) {
+                woken.push((id, "issue_comment_mentioned"));
+            }
+        }
+    }
+    if let Some(assignee) = &issue.assignee_agent_id {
+        if Some(assignee.as_str()) != author && !woken.iter().any(|(w, _)| w == assignee) {
+            woken.push((assignee.clone(), "issue_commented"));
+        }
+    }
+    // Agent rows are locked in id order, as every multi-agent wake does, so
+    // two concurrent comments cannot deadlock.
+    woken.sort();
+    for (agent, reason) in &woken {
+        wake(tx, actor, issue, agent, comment_id, reason).await?;
+    }
+    Ok(())
+}
+
+async fn wake(
+    tx: &mut Tx,
+    actor: &Actor,
+    issue: &paperclip_core::model::Issue,
+    agent_id: &str,
+    comment_id: &str,
+    reason: &str,
+) -> Result<()> {
+    crate::wakes::enqueue_in(
+        tx,
+        actor,
+        crate::wakes::Wake {
+            agent_id: agent_id.to_string(),
+            source: paperclip_core::heartbeat::WakeSource::Automation,
+            trigger_detail: Some("system".to_string()),
+            reason: Some(reason.to_string()),
+            payload: Some(json!({ "issueId": issue.id, "commentId": comment_id })),
+            issue_id: Some(issue.id.clone()),
+            idempotency_key: None,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    Asc,
+    Desc,
+}
+
+/// Comments of an issue; with `after`, only those newer than that comment
+/// (the heartbeat's "what is new since I last looked").
+pub async fn list(
+    store: &Store,
+    issue_id: &str,
+    after: Option<&str>,
+    order: Order,
+    limit: i64,
+) -> Result<Vec<Comment>> {
+    let direction = if order == Order::Asc { "ASC" } else { "DESC" };
+    let sql = format!(
+        "SELECT * FROM issue_comments WHERE issue_id = $1 AND deleted_at IS NULL \
+         AND (id > $2 OR $2 IS NULL) ORDER BY id {direction} LIMIT $3"
+    );
+    let rows = crate::engine::db::query(&sql)
+        .bind(issue_id)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(store.pool())
+        .await?;
+    rows.iter().map(map).collect()
+}
+
+pub async fn get(store: &Store, issue_id: &str, comment_id: &str) -> Result<Comment> {
+    let row = crate::engine::db::query(
+        "SELECT * FROM issue_comments WHERE id = $1 AND issue_id = $2 AND deleted_at IS NULL",
+    )
+    .bind(comment_id)
+    .bind(issue_id)
+    .fetch_optional(store.pool())
+    .await?;
+    row.as_ref()
+        .map(map)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Comment"))
+}
+
+/// The comments of `issue_id` with these ids, in one query, in the order of
+/// `ids`; an id deleted or not on the task is left out.
+pub async fn by_ids(store: &Store, issue_id: &str, ids: &[&str]) -> Result<Vec<Comment>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list =
+        crate::issues::list::json_values(store.backend(), "$2", crate::issues::list::ListOf::Ids);
+    let sql = format!(
+        "SELECT * FROM issue_comments WHERE issue_id = $1 AND deleted_at IS NULL \
+         AND id IN {list}"
+    );
+    let rows = crate::engine::db::query(&sql)
+        .bind(issue_id)
+        .bind(crate::issues::list::json_array(ids.iter()))
+        .fetch_all(store.pool())
+        .await?;
+    let found = rows.iter().map(map).collect::<Result<Vec<Comment>>>()?;
+    Ok(ids
+        .iter()
+        .filter_map(|id| found.iter().find(|c| c.id == *id).cloned())
+        .collect())
+}
+
+async fn get_in(tx: &mut Tx, id: &str) -> Result<Comment> {
+    let row = crate::engine::db::query("SELECT * FROM issue_comments WHERE id = $1")
+        .bind(id)
+        .fetch_optional(tx.conn())
+        .await?;
+    row.as_ref()
+        .map(map)
+        .transpose()?
+        .ok_or_else(|| Error::not_found("Comment"))
+}
+
+pub async fn delete(
+    store: &Store,
+    actor: &Actor,
+    issue_id: &str,
+    comment_id: &str,
+) -> Result<Comment> {
+    let mut tx = store.begin().await?;
+    let comment = get_in(&mut tx, comment_id).await?;
+    if comment.issue_id != issue_id || comment.deleted_at.is_some() {
+        return Err(Error::not_found("Comment"));
+    }
+    if let Some(agent) = actor.agent_id() {
+        if comment.author_agent_id.as_deref() != Some(agent) {
+            return Err(Error::rule("Agents can delete only their own comments"));
+        }
+    }
+    let ts = now();
+    crate::engine::db::query(
+        "UPDATE issue_comments SET deleted_at = $2, updated_at = $2 WHERE id = $1",
+    )
+    .bind(comment_id)
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &comment.company_id,
+            action: Action::IssueCommentDeleted,
+            entity_type: EntityType::Issue,
+            entity_id: issue_id,
+            details: json!({ "commentId": comment_id }),
+        },
+    )
+    .await?;
+    let comment = get_in(&mut tx, comment_id).await?;
+    tx.commit().await?;
+    Ok(comment)
+}
+
+fn snippet(body: &str) -> String {
+    let mut s: String = body.chars().take(120).collect();
+    if s.len() < body.len() {
+        s.push('…');
+    }
+    s
+}
+
+fn map(row: &DbRow) -> Result<Comment> {
+    Ok(Comment {
+        id: row.text("id")?,
+        company_id: row.text("company_id")?,
+        issue_id: row.text("issue_id")?,
+        author_agent_id: row.opt_text("author_agent_id")?,
+        author_user_id: row.opt_text("author_user_id")?,
+        author_type: row.text("author_type")?,
+        created_by_run_id: row.opt_text("created_by_run_id")?,
+        client_request_id: row.opt_text("client_request_id")?,
+        body: row.text("body")?,
+        deleted_at: row.opt_text("deleted_at")?,
+        created_at: row.text("created_at")?,
+        updated_at: row.text("updated_at")?,
+    })
+}

@@ -1,0 +1,10 @@
+//! Read models for pages: the dashboard, inbox, run days, task detail.
+//! They read many tables and write none (except the inbox's own state).
+
+pub mod dashboard;
+pub(crate) mod dashboard_runs;
+pub mod detail;
+pub mod inbox;
+pub mod inbox_badge;
+pub(crate) mod run_days;
+pub mod ui;
