@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::{one_by_id, RowExt};
-use crate::wakes::Wake;
+use crate::wakes::enqueue::Wake;
 use crate::{new_id, now, Error, Result, Store, Tx};
 
 pub async fn create(
@@ -424,7 +424,7 @@ pub async fn unlink(store: &Store, actor: &Actor, issue_id: &str, approval_id: &
 }
 
 async fn link_in(tx: &mut Tx, company_id: &str, issue_id: &str, approval_id: &str) -> Result<()> {
-    let issue = crate::issues::load_in(tx, issue_id).await?;
+    let issue = crate::issues::table::load_in(tx, issue_id).await?;
     if issue.company_id != company_id {
         return Err(Error::not_found("Issue"));
     }
@@ -446,7 +446,7 @@ async fn linked_issues_in(tx: &mut Tx, approval_id: &str) -> Result<Vec<Issue>> 
     .await?;
     let mut out = Vec::with_capacity(ids.len());
     for (id,) in ids {
-        out.push(crate::issues::load_in(tx, &id).await?);
+        out.push(crate::issues::table::load_in(tx, &id).await?);
     }
     Ok(out)
 }

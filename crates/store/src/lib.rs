@@ -382,9 +382,3 @@ fn the_sum_cap_is_the_input_bound() {
     assert!(capped!("x").contains(&cap), "{}", capped!("x"));
 }
 
-pub(crate) fn placeholders(start: usize, n: usize) -> String {
-    (start..start + n)
-        .map(|i| format!("${i}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}

@@ -9,4 +9,5 @@ pub(crate) mod pg_params;
 pub(crate) mod raw;
 pub mod raw_conn;
 pub(crate) mod row;
+pub(crate) mod sql;
 pub mod writer;

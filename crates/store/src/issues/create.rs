@@ -18,10 +18,7 @@ use serde_json::json;
 use crate::audit::activity::{self, Entry};
 use crate::engine::db::Query;
 use crate::engine::row::RowExt;
-use crate::issues::{
-    attach_relations, ceo_gate_closed, check_assignable, company_exists, get_row_in_company,
-    is_active, map, resolve_refs, set_blockers, set_labels, wake_assignee, Refs, COLUMNS,
-};
+use crate::issues::table::{attach_relations, ceo_gate_closed, check_assignable, company_exists, get_row_in_company, is_active, map, resolve_refs, set_blockers, set_labels, wake_assignee, Refs, COLUMNS};
 use crate::{new_id, now, Backend, Error, Result, Store, Tx};
 
 pub async fn create(

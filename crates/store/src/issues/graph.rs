@@ -6,7 +6,8 @@
 use paperclip_core::limits::{ISSUE_GRAPH_DEPTH_MAX, ISSUE_GRAPH_WALK_MAX};
 
 use crate::engine::row::RowExt;
-use crate::{placeholders, Error, Result, Tx};
+use crate::engine::sql::placeholders;
+use crate::{Error, Result, Tx};
 
 /// Refuses `parent_id` as the parent of `id` when it is missing from the
 /// company, is `id` or a descendant of it (a cycle), or its chain of

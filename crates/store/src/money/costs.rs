@@ -67,7 +67,7 @@ pub async fn record(
     if let Some(issue) = &input.issue_id {
         // By id or identifier (`ACM-12`), as every issue route accepts; the
         // event keeps the id.
-        let issue = crate::issues::load_in(&mut tx, issue).await?;
+        let issue = crate::issues::table::load_in(&mut tx, issue).await?;
         if issue.company_id != company_id {
             return Err(Error::not_found("Issue"));
         }

@@ -48,7 +48,7 @@ pub async fn get(
 ) -> Result<Thrift> {
     let mut out = Thrift::default();
     let day_ago = stamp(now - Duration::hours(24));
-    out.wakes_skipped_24h = crate::wakes::skipped_since(store, company_id, agent_id, &day_ago)
+    out.wakes_skipped_24h = crate::wakes::enqueue::skipped_since(store, company_id, agent_id, &day_ago)
         .await?
         .into_iter()
         .collect();

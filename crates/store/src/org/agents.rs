@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::RowExt;
-use crate::org::companies::diff;
+use crate::engine::sql::diff;
 use crate::{new_id, now, Error, Result, Store, Tx};
 
 pub async fn create(
@@ -215,13 +215,13 @@ pub async fn briefs(store: &Store, ids: &[&str]) -> Result<Vec<Brief>> {
         return Ok(Vec::new());
     }
     let list =
-        crate::issues::list::json_values(store.backend(), "$1", crate::issues::list::ListOf::Ids);
+        crate::engine::sql::json_values(store.backend(), "$1", crate::engine::sql::ListOf::Ids);
     let sql = format!(
         "SELECT id, company_id, name, status, pause_reason, adapter_type, runtime_config, usage_limited_until \
          FROM agents WHERE id IN {list}"
     );
     let rows = crate::engine::db::query(&sql)
-        .bind(crate::issues::list::json_array(ids.iter()))
+        .bind(crate::engine::sql::json_array(ids.iter()))
         .fetch_all(store.pool())
         .await?;
     rows.iter().map(map_brief).collect()
@@ -479,7 +479,7 @@ pub async fn pull_lever(store: &Store, actor: &Actor, id: &str, lever: Lever) ->
     // half way must not leave runs waiting behind it.
     if lever != Lever::Resume {
         let reason = format!("The agent was {}", to.as_str());
-        crate::runs::cancel_queued_of_agent_in(&mut tx, id, &reason, "cancelled", &ts).await?;
+        crate::runs::table::cancel_queued_of_agent_in(&mut tx, id, &reason, "cancelled", &ts).await?;
     }
     activity::record(
         &mut tx,

@@ -7,11 +7,12 @@ use paperclip_core::company::CompanyStatus;
 use paperclip_core::input::{CompanyPatch, NewCompany};
 use paperclip_core::model::Company;
 use paperclip_core::naming::{base_issue_prefix, issue_prefix_candidate};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::RowExt;
 use crate::{new_id, now, Error, Result, Store, Tx};
+use crate::engine::sql::diff;
 
 pub async fn create(store: &Store, actor: &Actor, input: NewCompany) -> Result<Company> {
     let name = input.name.trim().to_string();
@@ -305,16 +306,6 @@ async fn write(tx: &mut Tx, c: &Company) -> Result<()> {
 }
 
 /// Adds `{field: {from, to}}` to `changes` when the value differs.
-pub(crate) fn diff<T: serde::Serialize + PartialEq>(
-    changes: &mut Map<String, Value>,
-    field: &str,
-    from: &T,
-    to: &T,
-) {
-    if from != to {
-        changes.insert(field.to_string(), json!({ "from": from, "to": to }));
-    }
-}
 
 fn map(row: &DbRow) -> Result<Company> {
     Ok(Company {

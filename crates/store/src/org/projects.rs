@@ -11,7 +11,7 @@ use serde_json::{json, Map};
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::{one_by_id, RowExt};
-use crate::org::companies::diff;
+use crate::engine::sql::diff;
 use crate::{new_id, now, Error, Result, Store, Tx};
 
 pub async fn create(

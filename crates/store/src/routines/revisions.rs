@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::engine::db::DbRow;
 use crate::engine::row::RowExt;
-use crate::routines::{by, get_in, record};
+use crate::routines::routine::{by, get_in, record};
 use crate::{new_id, Error, Result, Store, Tx};
 
 /// Writes the routine's next revision from what it and its triggers are now.

@@ -26,7 +26,7 @@ use serde_json::{json, Map, Value};
 
 use crate::engine::db::DbRow;
 use crate::engine::row::RowExt;
-use crate::routines::{record, stamp};
+use crate::routines::routine::{record, stamp};
 use crate::{new_id, Backend, Error, Result, Store, Tx};
 
 /// One execution to dispatch.
@@ -75,14 +75,14 @@ async fn dispatch_in(
     let now = crate::now();
     let row = crate::engine::db::query(&format!(
         "UPDATE routines SET last_triggered_at = $2 WHERE id = $1 RETURNING {}",
-        crate::routines::COLUMNS
+        crate::routines::routine::COLUMNS
     ))
     .bind(d.routine_id)
     .bind(&now)
     .fetch_optional(tx.conn())
     .await?
     .ok_or_else(|| Error::not_found("Routine"))?;
-    let routine = crate::routines::map(&row)?;
+    let routine = crate::routines::routine::map(&row)?;
     if routine.status == RoutineStatus::Archived {
         return Err(Error::conflict("Routine is archived", None));
     }
@@ -311,7 +311,7 @@ pub async fn fire(
     if !claim(&mut tx, trigger, next).await? {
         return Ok(None);
     }
-    let routine = crate::routines::get_in(&mut tx, &trigger.routine_id).await?;
+    let routine = crate::routines::routine::get_in(&mut tx, &trigger.routine_id).await?;
     if routine.activity_gate_policy == ActivityGatePolicy::RequireExternalActivity {
         if let Some(since) = crate::routines::gate::quiet(&mut tx, &routine).await? {
             let tick = ticks.last().copied().unwrap_or(now);
@@ -475,9 +475,9 @@ pub async fn list_items(
         triggers_of.entry(t.routine_id.clone()).or_default().push(t);
     }
     let mut latest = latest_of_company(store, company_id).await?;
-    let mut active = crate::routines::active_issues_of_company(store, company_id).await?;
+    let mut active = crate::routines::routine::active_issues_of_company(store, company_id).await?;
     let mut out = Vec::new();
-    for routine in crate::routines::list(store, company_id, project_id).await? {
+    for routine in crate::routines::routine::list(store, company_id, project_id).await? {
         let triggers = triggers_of
             .remove(&routine.id)
             .unwrap_or_default()

@@ -19,7 +19,7 @@ use crate::engine::db::DbRow;
 use crate::engine::row::RowExt;
 use crate::org::secrets::Seal;
 use crate::routines::revisions::write_revision;
-use crate::routines::{by, record, stamp};
+use crate::routines::routine::{by, record, stamp};
 use crate::{new_id, Error, Result, Store, Tx};
 
 pub(crate) const COLUMNS: &str = "id, company_id, routine_id, kind, label, enabled, \
@@ -51,7 +51,7 @@ pub async fn create(
     now: DateTime<Utc>,
 ) -> Result<Changed> {
     let mut tx = store.begin().await?;
-    let routine = crate::routines::get_in(&mut tx, routine_id).await?;
+    let routine = crate::routines::routine::get_in(&mut tx, routine_id).await?;
     let trigger = create_in(&mut tx, actor, &routine, input, secret, now).await?;
     let revision_id = write_revision(&mut tx, actor, routine_id, "Trigger added", None).await?;
     tx.commit().await?;

@@ -22,7 +22,7 @@ pub async fn await_callback(store: &Store, run: &HeartbeatRun, deadline: &str) -
     .await?
     .rows_affected();
     if marked > 0 {
-        crate::runs::append_event_in(
+        crate::runs::table::append_event_in(
             &mut tx,
             run,
             "adapter.awaiting_callback",
@@ -47,7 +47,7 @@ pub async fn overdue(store: &Store) -> Result<Vec<HeartbeatRun>> {
     .bind(now())
     .fetch_all(store.pool())
     .await?;
-    rows.iter().map(crate::runs::map).collect()
+    rows.iter().map(crate::runs::table::map).collect()
 }
 
 /// Ids of running runs that wait for a callback (and have no local process).

@@ -20,8 +20,8 @@ use paperclip_core::model::{HeartbeatRun, Issue};
 use serde_json::{json, Value};
 
 use crate::audit::activity::{self, Entry};
-use crate::runs::Finish;
-use crate::wakes::{Wake, Woken};
+use crate::runs::table::Finish;
+use crate::wakes::enqueue::{Wake, Woken};
 use crate::{now, Error, Result, Store, Tx};
 
 /// How many continuation runs in a row a task gets after restarts before it
@@ -126,7 +126,7 @@ pub async fn finish_lost(
     budget: i64,
 ) -> Result<Option<Handed>> {
     let mut tx = store.begin().await?;
-    let Some(done) = crate::runs::finish_in(&mut tx, &run.id, &finish).await? else {
+    let Some(done) = crate::runs::table::finish_in(&mut tx, &run.id, &finish).await? else {
         return Ok(None);
     };
     let handed = continue_in(&mut tx, &done, budget).await?;
@@ -212,7 +212,7 @@ pub async fn retry(
     failed_run_id: &str,
 ) -> Result<Woken> {
     let mut tx = store.begin().await?;
-    let failed = crate::runs::get_in(&mut tx, failed_run_id)
+    let failed = crate::runs::table::get_in(&mut tx, failed_run_id)
         .await
         .map_err(|e| match e {
             Error::NotFound(_) => Error::invalid("failedRunId", "No such run"),
@@ -228,7 +228,7 @@ pub async fn retry(
         ));
     }
     let issue = match &failed.issue_id {
-        Some(id) => crate::issues::load_in(&mut tx, id).await.ok(),
+        Some(id) => crate::issues::table::load_in(&mut tx, id).await.ok(),
         None => None,
     };
     if let Some(issue) = issue.as_ref().filter(|i| {
@@ -311,7 +311,7 @@ async fn follow_up_wake(
         .bind(&run.id)
         .execute(tx.conn())
         .await?;
-        let next = crate::runs::get_in(tx, &next.id).await?;
+        let next = crate::runs::table::get_in(tx, &next.id).await?;
         return Ok(Woken {
             request: woken.request,
             run: Some(next),
@@ -334,7 +334,7 @@ async fn held_task(tx: &mut Tx, run: &HeartbeatRun) -> Result<Option<Issue>> {
     .await?
     .pop();
     match held {
-        Some(_) => Ok(Some(crate::issues::load_in(tx, issue_id).await?)),
+        Some(_) => Ok(Some(crate::issues::table::load_in(tx, issue_id).await?)),
         None => Ok(None),
     }
 }
@@ -349,7 +349,7 @@ async fn waiting_task(tx: &mut Tx, run: &HeartbeatRun) -> Result<Option<Issue>> 
     let Some(issue_id) = &run.issue_id else {
         return Ok(None);
     };
-    let issue = match crate::issues::load_in(tx, issue_id).await {
+    let issue = match crate::issues::table::load_in(tx, issue_id).await {
         Ok(issue) => issue,
         Err(Error::NotFound(_)) => return Ok(None),
         Err(e) => return Err(e),

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::RowExt;
-use crate::runs::SessionUpdate;
+use crate::runs::table::SessionUpdate;
 use crate::{new_id, now, Result, Store, Tx};
 
 /// The session to resume for this agent's next run on `task_key`.

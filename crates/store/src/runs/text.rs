@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::runs::{Finish, SessionUpdate};
+use crate::runs::table::{Finish, SessionUpdate};
 
 const STAND_IN: &str = "\u{FFFD}";
 

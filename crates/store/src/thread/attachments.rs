@@ -199,7 +199,7 @@ pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Attachment> {
 pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Attachment> {
     let mut tx = store.begin().await?;
     let current = get_in(&mut tx, id).await?;
-    let issue = crate::issues::load_in(&mut tx, &current.issue_id).await?;
+    let issue = crate::issues::table::load_in(&mut tx, &current.issue_id).await?;
     crate::engine::db::query("DELETE FROM issue_attachments WHERE id = $1")
         .bind(id)
         .execute(tx.conn())

@@ -26,7 +26,7 @@ pub async fn create(
     // the unique index, and then finds the winner's comment.
     for _ in 0..2 {
         let mut tx = store.begin().await?;
-        let issue = crate::issues::load_in(&mut tx, issue_id).await?;
+        let issue = crate::issues::table::load_in(&mut tx, issue_id).await?;
         if let Some(request) = &client_request_id {
             if let Some(existing) = by_request(&mut tx, &issue.id, request).await? {
                 tx.rollback().await?;
@@ -140,7 +140,7 @@ pub(crate) async fn insert(
         // The board joining in is progress: the loop count starts over.
         crate::wakes::loops::reset(tx, issue_id).await?;
     }
-    crate::thread::interactions::supersede_by_comment(tx, actor, issue, &id, &ts).await?;
+    crate::thread::interactions::cards::supersede_by_comment(tx, actor, issue, &id, &ts).await?;
     wake_concerned(tx, actor, issue, &id, &body).await?;
     get_in(tx, &id).await
 }
@@ -196,7 +196,7 @@ async fn wake(
     crate::wakes::enqueue_in(
         tx,
         actor,
-        crate::wakes::Wake {
+        crate::wakes::enqueue::Wake {
             agent_id: agent_id.to_string(),
             source: paperclip_core::heartbeat::WakeSource::Automation,
             trigger_detail: Some("system".to_string()),
@@ -260,14 +260,14 @@ pub async fn by_ids(store: &Store, issue_id: &str, ids: &[&str]) -> Result<Vec<C
         return Ok(Vec::new());
     }
     let list =
-        crate::issues::list::json_values(store.backend(), "$2", crate::issues::list::ListOf::Ids);
+        crate::engine::sql::json_values(store.backend(), "$2", crate::engine::sql::ListOf::Ids);
     let sql = format!(
         "SELECT * FROM issue_comments WHERE issue_id = $1 AND deleted_at IS NULL \
          AND id IN {list}"
     );
     let rows = crate::engine::db::query(&sql)
         .bind(issue_id)
-        .bind(crate::issues::list::json_array(ids.iter()))
+        .bind(crate::engine::sql::json_array(ids.iter()))
         .fetch_all(store.pool())
         .await?;
     let found = rows.iter().map(map).collect::<Result<Vec<Comment>>>()?;

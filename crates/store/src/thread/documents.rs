@@ -27,7 +27,7 @@ pub async fn put(
     check_key(key)?;
     paperclip_core::limits::Validate::validate(&input)?;
     let mut tx = store.begin().await?;
-    let issue = crate::issues::load_in(&mut tx, issue_id).await?;
+    let issue = crate::issues::table::load_in(&mut tx, issue_id).await?;
     crate::issues::ownership::check_run_ownership(&mut tx, actor, &issue).await?;
     let existing = get_in(&mut tx, &issue.id, key).await?;
     if let Some(doc) = &existing {
@@ -139,7 +139,7 @@ pub async fn put(
     if !created {
         // A card asking about an older revision no longer asks about what
         // the document says.
-        crate::thread::interactions::expire_stale_targets(
+        crate::thread::interactions::cards::expire_stale_targets(
             &mut tx,
             actor,
             &issue,
@@ -157,7 +157,7 @@ pub async fn put(
 }
 
 pub async fn get(store: &Store, issue_id: &str, key: &str) -> Result<Document> {
-    let issue = crate::issues::get(store, issue_id).await?;
+    let issue = crate::issues::table::get(store, issue_id).await?;
     let row = crate::engine::db::query(
         "SELECT * FROM issue_documents WHERE issue_id = $1 AND doc_key = $2",
     )
@@ -183,7 +183,7 @@ async fn get_in(tx: &mut Tx, issue_id: &str, key: &str) -> Result<Option<Documen
 }
 
 pub async fn list(store: &Store, issue_id: &str) -> Result<Vec<Document>> {
-    let issue = crate::issues::get(store, issue_id).await?;
+    let issue = crate::issues::table::get(store, issue_id).await?;
     of_issue(store, &issue.id).await
 }
 
@@ -248,7 +248,7 @@ pub async fn restore(
 pub async fn delete(store: &Store, actor: &Actor, issue_id: &str, key: &str) -> Result<Document> {
     let document = get(store, issue_id, key).await?;
     let mut tx = store.begin().await?;
-    let issue = crate::issues::load_in(&mut tx, issue_id).await?;
+    let issue = crate::issues::table::load_in(&mut tx, issue_id).await?;
     crate::issues::ownership::check_run_ownership(&mut tx, actor, &issue).await?;
     if let Some(current) = get_in(&mut tx, &issue.id, key).await? {
         refuse_locked(&current)?;
@@ -335,7 +335,7 @@ pub async fn set_lock(
     lock: bool,
 ) -> Result<Document> {
     let mut tx = store.begin().await?;
-    let issue = crate::issues::load_in(&mut tx, issue_id).await?;
+    let issue = crate::issues::table::load_in(&mut tx, issue_id).await?;
     let document = get_in(&mut tx, &issue.id, key)
         .await?
         .ok_or_else(|| Error::not_found("Document"))?;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::issues::list::{json_array, json_values, ListOf};
+use crate::engine::sql::{json_array, json_values, ListOf};
 use crate::{Result, Store};
 
 #[derive(Debug, Default)]

@@ -250,7 +250,7 @@ pub(crate) async fn record_run_result(
             "workProducts: the run has no task to record them on".into()
         ]);
     };
-    let issue = match crate::issues::load_in(tx, issue_id).await {
+    let issue = match crate::issues::table::load_in(tx, issue_id).await {
         Ok(issue) => issue,
         Err(Error::NotFound(_)) => return Ok(vec!["workProducts: the run's task is gone".into()]),
         Err(e) => return Err(e),
@@ -306,7 +306,7 @@ async fn update_in(
     patch: &WorkProductPatch,
 ) -> Result<WorkProduct> {
     let current = get_in(tx, id).await?;
-    let issue = crate::issues::load_in(tx, &current.issue_id).await?;
+    let issue = crate::issues::table::load_in(tx, &current.issue_id).await?;
     if let Some(Some(run_id)) = &patch.created_by_run_id {
         run_in_company(tx, &current.company_id, run_id).await?;
     }
@@ -394,7 +394,7 @@ async fn update_in(
 pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<WorkProduct> {
     let mut tx = store.begin().await?;
     let current = get_in(&mut tx, id).await?;
-    let issue = crate::issues::load_in(&mut tx, &current.issue_id).await?;
+    let issue = crate::issues::table::load_in(&mut tx, &current.issue_id).await?;
     crate::engine::db::query("DELETE FROM issue_work_products WHERE id = $1")
         .bind(id)
         .execute(tx.conn())

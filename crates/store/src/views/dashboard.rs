@@ -144,7 +144,7 @@ pub async fn get(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<
         .await?;
         Ok::<i64, crate::Error>(n)
     };
-    let run_filter = crate::runs::Filter {
+    let run_filter = crate::runs::table::Filter {
         limit: 10,
         ..Default::default()
     };
@@ -152,7 +152,7 @@ pub async fn get(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<
         limit: 10,
         ..Default::default()
     };
-    let recent_runs = crate::runs::list(store, company_id, &run_filter);
+    let recent_runs = crate::runs::table::list(store, company_id, &run_filter);
     let recent_activity = crate::audit::activity::list(store, company_id, &activity_filter);
     let (company, agents, tasks, run_days, task_days, summary, pending, open_incidents) = tokio::try_join!(
         crate::org::companies::get(store, company_id),

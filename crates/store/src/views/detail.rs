@@ -43,7 +43,7 @@ pub async fn agent_runs(
             .await?
         }
     };
-    rows.iter().map(crate::runs::map).collect()
+    rows.iter().map(crate::runs::table::map).collect()
 }
 
 /// Identifiers (`ACM-12`) of the company's tasks among `ids`, by id: one
@@ -83,11 +83,11 @@ pub async fn summaries(store: &Store, company_id: &str, ids: &[&str]) -> Result<
     let sql = format!(
         "SELECT id, identifier, title, status, priority FROM issues WHERE id IN {} \
          AND company_id || '' = $1",
-        crate::issues::list::json_values(store.backend(), "$2", crate::issues::list::ListOf::Ids)
+        crate::engine::sql::json_values(store.backend(), "$2", crate::engine::sql::ListOf::Ids)
     );
     let rows = crate::engine::db::query(&sql)
         .bind(company_id)
-        .bind(crate::issues::list::json_array(ids.iter()))
+        .bind(crate::engine::sql::json_array(ids.iter()))
         .fetch_all(store.pool())
         .await?;
     let mut found: HashMap<String, IssueSummary> = HashMap::with_capacity(rows.len());

@@ -278,10 +278,10 @@ pub async fn failed_runs(
         t
     };
     if !tasks.is_empty() {
-        let list = crate::issues::list::json_values(
+        let list = crate::engine::sql::json_values(
             store.backend(),
             "$2",
-            crate::issues::list::ListOf::Ids,
+            crate::engine::sql::ListOf::Ids,
         );
         let rows = crate::engine::db::query(&format!(
             "SELECT s.issue_id, MAX(CAST(s.id AS TEXT)) AS last_ok FROM heartbeat_runs s \
@@ -289,7 +289,7 @@ pub async fn failed_runs(
              GROUP BY s.issue_id"
         ))
         .bind(company_id)
-        .bind(crate::issues::list::json_array(tasks.iter()))
+        .bind(crate::engine::sql::json_array(tasks.iter()))
         .fetch_all(store.pool())
         .await?;
         let mut settled = std::collections::HashMap::new();

@@ -181,7 +181,7 @@ async fn keep(
          ON CONFLICT (company_id, day, status) DO NOTHING",
     )
     .bind(company_id)
-    .bind(crate::issues::list::json_array(missing.iter()))
+    .bind(crate::engine::sql::json_array(missing.iter()))
     .bind(first)
     .bind(settled_before)
     .execute(tx.conn())

@@ -80,15 +80,15 @@ async fn current_tasks(
     let only = match agent_ids {
         Some(_) => format!(
             " AND a.id IN {}",
-            crate::issues::list::json_values(
+            crate::engine::sql::json_values(
                 store.backend(),
                 "$2",
-                crate::issues::list::ListOf::Ids
+                crate::engine::sql::ListOf::Ids
             )
         ),
         None => String::new(),
     };
-    let ids = agent_ids.map(|ids| crate::issues::list::json_array(ids.iter()));
+    let ids = agent_ids.map(|ids| crate::engine::sql::json_array(ids.iter()));
     if store.backend() == crate::Backend::Postgres {
         let sql = format!(
             "SELECT a.id AS assignee_agent_id, x.identifier, x.title FROM agents a \
@@ -122,15 +122,15 @@ async fn current_tasks(
     let sql = format!(
         "SELECT assignee_agent_id, identifier, title FROM issues \
          WHERE company_id = $1 AND issue_number IN {} ORDER BY issue_number DESC",
-        crate::issues::list::json_values(
+        crate::engine::sql::json_values(
             store.backend(),
             "$2",
-            crate::issues::list::ListOf::Numbers
+            crate::engine::sql::ListOf::Numbers
         )
     );
     let rows = crate::engine::db::query(&sql)
         .bind(company_id)
-        .bind(crate::issues::list::json_array(newest.iter().map(|(n,)| n)))
+        .bind(crate::engine::sql::json_array(newest.iter().map(|(n,)| n)))
         .fetch_all(store.pool())
         .await?;
     rows.iter().map(current_task).collect()
@@ -157,7 +157,7 @@ pub async fn run_events_of_issue(
     .bind(issue_id)
     .fetch_all(store.pool())
     .await?;
-    rows.iter().map(crate::runs::map_event).collect()
+    rows.iter().map(crate::runs::table::map_event).collect()
 }
 
 /// Priced spend and event count of one issue.

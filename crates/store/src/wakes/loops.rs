@@ -16,7 +16,7 @@ use serde_json::json;
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::RowExt;
-use crate::wakes::{Wake, Woken};
+use crate::wakes::enqueue::{Wake, Woken};
 use crate::{now, Error, Result, Store, Tx};
 
 /// A task's loop-breaker state, as the board sees it.
@@ -136,7 +136,7 @@ pub(crate) async fn reset(tx: &mut Tx, issue_id: &str) -> Result<()> {
 /// were held gets one wake on the task.
 pub async fn release(store: &Store, actor: &Actor, issue_id: &str) -> Result<Vec<Woken>> {
     let mut tx = store.begin().await?;
-    let issue = crate::issues::load_in(&mut tx, issue_id).await?;
+    let issue = crate::issues::table::load_in(&mut tx, issue_id).await?;
     let held_at: Option<String> = crate::engine::db::query_as::<(Option<String>,)>(
         "SELECT held_at FROM issue_wake_loops WHERE issue_id = $1",
     )

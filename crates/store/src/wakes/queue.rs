@@ -8,7 +8,7 @@ use paperclip_core::model::HeartbeatRun;
 use serde_json::{json, Value};
 
 use crate::engine::row::RowExt;
-use crate::wakes::Wake;
+use crate::wakes::enqueue::Wake;
 use crate::{new_id, Error, Result, StoreEvent, Tx};
 
 /// A wake can lose a race at most twice in a row (its queued run claimed,
@@ -133,7 +133,7 @@ async fn fold(tx: &mut Tx, run_id: &str, wake: &Wake, ts: &str) -> Result<Option
     .bind(merged.to_string())
     .execute(tx.conn())
     .await?;
-    Ok(Some(crate::runs::get_in(tx, run_id).await?))
+    Ok(Some(crate::runs::table::get_in(tx, run_id).await?))
 }
 
 /// The latest wake's reason and payload, plus every comment id so far,
@@ -192,8 +192,8 @@ async fn insert(
     if inserted == 0 {
         return Ok(None);
     }
-    let run = crate::runs::get_in(tx, &run_id).await?;
-    crate::runs::append_event_in(
+    let run = crate::runs::table::get_in(tx, &run_id).await?;
+    crate::runs::table::append_event_in(
         tx,
         &run,
         "lifecycle",

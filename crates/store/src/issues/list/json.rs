@@ -16,10 +16,9 @@ use paperclip_core::stored::Stored;
 
 use crate::engine::db::{Arg, Conn};
 use crate::engine::raw::RawRow;
-use crate::issues::list::{
-    check_cursor, filtered, list, matching, Bind, Filter, Matching, Position, Reach, Use,
-};
-use crate::issues::{attach_relations_where, map, COLUMNS};
+use crate::engine::sql::Bind;
+use crate::issues::list::query::{check_cursor, filtered, list, matching, Filter, Matching, Position, Reach, Use};
+use crate::issues::table::{attach_relations_where, map, COLUMNS};
 use crate::{Error, Result, Store};
 
 /// A page of tasks as the JSON array the API answers.

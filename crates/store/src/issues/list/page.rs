@@ -1,7 +1,7 @@
 //! Issue pages bounded in rows and in text, so a page of issues with huge
 //! descriptions stays a few MiB however many of them match.
 
-use crate::issues::list::Bind;
+use crate::engine::sql::Bind;
 
 pub(crate) fn bind_all<'q, Q: BindExt<'q>>(mut query: Q, binds: &'q [Bind]) -> Q {
     for bind in binds {

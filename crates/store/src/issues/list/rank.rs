@@ -12,9 +12,7 @@
 
 use paperclip_core::limits::ISSUE_PAGE_TEXT_BUDGET;
 
-use crate::issues::list::{
-    count, list_sorted, Band, Direction, Filter, Position, Sort, SortedPage,
-};
+use crate::issues::list::query::{count, list_sorted, Band, Direction, Filter, Position, Sort, SortedPage};
 use crate::{Error, Result, Store};
 
 /// A page of `filter`'s search (not yet limited to a rank) in rank order,

@@ -13,7 +13,7 @@ use paperclip_core::model::Issue;
 use serde_json::{json, Value};
 
 use crate::audit::activity::{self, Entry};
-use crate::wakes::Wake;
+use crate::wakes::enqueue::Wake;
 use crate::{Result, Tx};
 
 /// A person's answer to an agent's confirmation hands the task back to the
@@ -53,7 +53,7 @@ pub(crate) async fn return_to_author(
                 json!({ "from": issue.assignee_agent_id, "to": author }),
             );
         }
-        crate::issues::write(tx, &after, ts).await?;
+        crate::issues::table::write(tx, &after, ts).await?;
     }
     if changes.is_empty() {
         return Ok(());

@@ -16,7 +16,7 @@ use paperclip_core::model::Issue;
 use serde_json::{json, Value};
 
 use crate::audit::activity::{self, Entry};
-use crate::thread::interactions::{get_in, map};
+use crate::thread::interactions::cards::{get_in, map};
 use crate::{now, Backend, Error, Result, Store, Tx};
 
 /// What a resolution route was sent.
@@ -58,7 +58,7 @@ pub async fn resolve(
     let resolution = input.resolution();
     let mut tx = store.begin().await?;
     tx.lock_row(crate::Locked::Issue, issue_id).await?;
-    let issue = crate::issues::load_in(&mut tx, issue_id).await?;
+    let issue = crate::issues::table::load_in(&mut tx, issue_id).await?;
     // The card's row is locked first: two people answering at once get one
     // answer and one 409, on Postgres as under SQLite's single writer.
     let row = crate::engine::db::query(
@@ -161,7 +161,7 @@ pub async fn resolve(
             .await?;
     }
     let updated = get_in(&mut tx, &card.id).await?;
-    let issue = crate::issues::load_in(&mut tx, &issue.id).await?;
+    let issue = crate::issues::table::load_in(&mut tx, &issue.id).await?;
     let plan_rejected = plan && status == S::Rejected;
     let by_assignee =
         actor.agent_id().is_some() && actor.agent_id() == issue.assignee_agent_id.as_deref();
@@ -503,7 +503,7 @@ async fn create_tasks(
         )
         .await?;
         let parent_identifier = match &parent {
-            Some(p) => crate::issues::load_in(tx, p)
+            Some(p) => crate::issues::table::load_in(tx, p)
                 .await
                 .ok()
                 .map(|i| i.identifier),
