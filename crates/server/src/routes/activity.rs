@@ -151,6 +151,6 @@ async fn create_activity(
     };
     Ok((
         StatusCode::CREATED,
-        Json(activity::create(&app.store, row).await?),
+        Json(paperclip_store::views::activity_feed::create(&app.store, row).await?),
     ))
 }

@@ -3,7 +3,8 @@ use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::input::{AgentPatch, NewAgent};
 use paperclip_core::model::{Agent, OrgNode};
-use paperclip_store::org::agents::{self, Lever};
+use paperclip_store::org::agent_levers::{self, Lever};
+use paperclip_store::org::agents;
 use serde_json::{json, Value};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -149,7 +150,7 @@ async fn delete_agent(
 ) -> ApiResult<Json<Agent>> {
     let actor = caller.require_board()?;
     app.runtime.stop_agent(actor, &id, "agent deleted").await?;
-    Ok(Json(agents::delete(&app.store, actor, &id).await?))
+    Ok(Json(agent_levers::delete(&app.store, actor, &id).await?))
 }
 
 /// Pauses the agent: its queued runs are cancelled and a running run is
@@ -163,7 +164,7 @@ async fn pause_agent(
     Path(id): Path<String>,
 ) -> ApiResult<Json<AgentView>> {
     let actor = caller.require_board()?;
-    let agent = agents::pull_lever(&app.store, actor, &id, Lever::Pause).await?;
+    let agent = agent_levers::pull_lever(&app.store, actor, &id, Lever::Pause).await?;
     app.runtime.stop_agent(actor, &id, "agent paused").await?;
     let agent = agents::get(&app.store, &agent.id).await?;
     Ok(Json(agent_view::one(&app, agent).await?))
@@ -178,7 +179,7 @@ async fn resume_agent(
     Path(id): Path<String>,
 ) -> ApiResult<Json<AgentView>> {
     let actor = caller.require_board()?;
-    let agent = agents::pull_lever(&app.store, actor, &id, Lever::Resume).await?;
+    let agent = agent_levers::pull_lever(&app.store, actor, &id, Lever::Resume).await?;
     Ok(Json(agent_view::one(&app, agent).await?))
 }
 
@@ -191,7 +192,7 @@ async fn terminate_agent(
     Path(id): Path<String>,
 ) -> ApiResult<Json<AgentView>> {
     let actor = caller.require_board()?;
-    let agent = agents::pull_lever(&app.store, actor, &id, Lever::Terminate).await?;
+    let agent = agent_levers::pull_lever(&app.store, actor, &id, Lever::Terminate).await?;
     app.runtime
         .stop_agent(actor, &id, "agent terminated")
         .await?;

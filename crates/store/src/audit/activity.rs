@@ -70,20 +70,7 @@ pub(crate) fn announce(tx: &mut Tx, row: ActivityEntry) {
     tx.announce(StoreEvent::Activity(row));
 }
 
-/// An entry written as given (the board's `POST /api/companies/{id}/activity`):
-/// the company must exist, and a named agent must be one of its agents.
-pub async fn create(store: &Store, row: ActivityEntry) -> Result<ActivityEntry> {
-    let mut tx = store.begin().await?;
-    crate::org::companies::get_in(&mut tx, &row.company_id).await?;
-    if let Some(agent) = &row.agent_id {
-        crate::org::agents::get_in_company(&mut tx, &row.company_id, agent).await?;
-    }
-    insert(&mut tx, row.clone()).await?;
-    tx.commit().await?;
-    Ok(row)
-}
-
-async fn insert(tx: &mut Tx, row: ActivityEntry) -> Result<()> {
+pub(crate) async fn insert(tx: &mut Tx, row: ActivityEntry) -> Result<()> {
     crate::engine::db::query(
         "INSERT INTO activity_log (id, company_id, actor_type, actor_id, action, entity_type, \
          entity_id, agent_id, run_id, details, created_at) \

@@ -2,13 +2,11 @@
 //! runtime config is kept, with secret values redacted, and can be rolled back.
 
 use crate::engine::db::DbRow;
-use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::model::{Agent, ConfigRevision};
-use paperclip_core::secrets::{get_path, redact_config, set_path};
+use paperclip_core::secrets::redact_config;
 use serde_json::{json, Value};
 
-use crate::audit::activity::{self, Entry};
 use crate::engine::row::RowExt;
 use crate::{new_id, now, Error, Result, Store, Tx};
 
@@ -143,72 +141,7 @@ fn rolled_back_to(revision: &ConfigRevision) -> Option<i64> {
         .ok()
 }
 
-const ROLLBACK_SUMMARY: &str = "rollback to revision ";
-
-/// Restores the config of a revision. Redacted values are not restorable:
-/// each one keeps the agent's current value, and a rollback that would have
-/// to invent a secret the agent no longer has is refused.
-pub async fn rollback(
-    store: &Store,
-    actor: &Actor,
-    agent_id: &str,
-    revision_id: &str,
-) -> Result<Agent> {
-    let revision = get(store, agent_id, revision_id).await?;
-    let mut tx = store.begin().await?;
-    let agent = crate::org::agents::get_in(&mut tx, agent_id).await?;
-    let mut adapter_config = revision.adapter_config.clone();
-    let mut runtime_config = revision.runtime_config.clone();
-    for path in &revision.redacted_paths {
-        let (target, current, inner) = if path.first().map(String::as_str) == Some("runtimeConfig")
-        {
-            (&mut runtime_config, &agent.runtime_config, &path[1..])
-        } else {
-            (&mut adapter_config, &agent.adapter_config, &path[..])
-        };
-        match get_path(current, inner) {
-            Some(value) => set_path(target, inner, value.clone()),
-            None => {
-                return Err(Error::rule(format!(
-                    "Revision {} has a redacted value at {} that the agent no longer has; set it again instead",
-                    revision.revision_number,
-                    path.join(".")
-                )))
-            }
-        }
-    }
-    let ts = now();
-    crate::engine::db::query("UPDATE agents SET adapter_type = $2, adapter_config = $3, runtime_config = $4, updated_at = $5 WHERE id = $1")
-        .bind(agent_id)
-        .bind(&revision.adapter_type)
-        .bind(adapter_config.to_string())
-        .bind(runtime_config.to_string())
-        .bind(&ts)
-        .execute(tx.conn())
-        .await?;
-    let restored = crate::org::agents::get_in(&mut tx, agent_id).await?;
-    record_in(
-        &mut tx,
-        actor,
-        &restored,
-        &format!("{ROLLBACK_SUMMARY}{}", revision.revision_number),
-    )
-    .await?;
-    activity::record(
-        &mut tx,
-        actor,
-        Entry {
-            company_id: &agent.company_id,
-            action: Action::AgentConfigRolledBack,
-            entity_type: EntityType::Agent,
-            entity_id: agent_id,
-            details: json!({ "revisionId": revision.id, "revisionNumber": revision.revision_number }),
-        },
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(restored)
-}
+pub(crate) const ROLLBACK_SUMMARY: &str = "rollback to revision ";
 
 fn map(row: &DbRow) -> Result<ConfigRevision> {
     let paths: Value = row.json("redacted_paths")?;

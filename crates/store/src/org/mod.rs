@@ -2,6 +2,7 @@
 //! who works where, and with what access.
 
 pub mod agent_chain;
+pub mod agent_levers;
 pub mod agents;
 pub mod board_keys;
 pub mod companies;

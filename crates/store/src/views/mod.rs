@@ -1,6 +1,7 @@
 //! Read models for pages: the dashboard, inbox, run days, task detail.
 //! They read many tables and write none (except the inbox's own state).
 
+pub mod activity_feed;
 pub mod dashboard;
 pub(crate) mod dashboard_runs;
 pub mod detail;
