@@ -299,7 +299,7 @@ async fn wake_concerned(
     // two concurrent ones cannot deadlock.
     targets.sort();
     for (agent_id, issue_id) in targets {
-        crate::wakes::enqueue_in(
+        crate::wakes::enqueue::enqueue_in(
             tx,
             actor,
             Wake {

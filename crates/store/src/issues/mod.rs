@@ -4,11 +4,13 @@
 
 pub mod labels;
 pub(crate) mod create;
+pub(crate) mod edit;
 pub(crate) mod graph;
 pub(crate) mod list;
 pub(crate) mod ownership;
 pub(crate) mod table;
 
+pub use edit::*;
 pub use table::*;
 pub use crate::issues::create::create;
 pub use crate::issues::list::json::{list_json, JsonPage};

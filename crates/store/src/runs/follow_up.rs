@@ -289,7 +289,7 @@ async fn follow_up_wake(
     // The comments the earlier run was handed are not handed again: each
     // comment reaches one run (a resumed session has them already; the
     // prompt note tells the agent to read the task again).
-    let woken = crate::wakes::enqueue_in(
+    let woken = crate::wakes::enqueue::enqueue_in(
         tx,
         actor,
         Wake {

@@ -193,7 +193,7 @@ async fn wake(
     comment_id: &str,
     reason: &str,
 ) -> Result<()> {
-    crate::wakes::enqueue_in(
+    crate::wakes::enqueue::enqueue_in(
         tx,
         actor,
         crate::wakes::enqueue::Wake {

@@ -175,7 +175,7 @@ pub async fn release(store: &Store, actor: &Actor, issue_id: &str) -> Result<Vec
     let mut woken = Vec::new();
     for (agent_id,) in agents {
         woken.push(
-            crate::wakes::enqueue_in(
+            crate::wakes::enqueue::enqueue_in(
                 &mut tx,
                 actor,
                 Wake {

@@ -122,7 +122,7 @@ pub async fn create(
     )
     .await?;
     if let Some(agent) = &input.addressee_agent_id {
-        crate::wakes::enqueue_in(
+        crate::wakes::enqueue::enqueue_in(
             &mut tx,
             actor,
             Wake {

@@ -129,7 +129,7 @@ pub(crate) async fn wake(
         Resolution::Verdicts => format!("interaction:{}:verdicts:{}", card.id, card.updated_at),
         _ => format!("interaction:{}:{}", card.id, card.status.as_str()),
     };
-    crate::wakes::enqueue_in(
+    crate::wakes::enqueue::enqueue_in(
         tx,
         actor,
         Wake {
