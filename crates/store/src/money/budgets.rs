@@ -281,7 +281,7 @@ async fn stop(
         .bind(&ts)
         .execute(tx.conn())
         .await?;
-        crate::runs::table::cancel_queued_of_agent_in(
+        crate::runs::finish::cancel_queued_of_agent_in(
             tx,
             &agent_id,
             "Budget hard stop",

@@ -87,7 +87,7 @@ pub async fn pull_lever(store: &Store, actor: &Actor, id: &str, lever: Lever) ->
     // half way must not leave runs waiting behind it.
     if lever != Lever::Resume {
         let reason = format!("The agent was {}", to.as_str());
-        crate::runs::table::cancel_queued_of_agent_in(&mut tx, id, &reason, "cancelled", &ts).await?;
+        crate::runs::finish::cancel_queued_of_agent_in(&mut tx, id, &reason, "cancelled", &ts).await?;
     }
     activity::record(
         &mut tx,

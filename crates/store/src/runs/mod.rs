@@ -4,12 +4,16 @@
 
 pub mod budget;
 pub mod callbacks;
+pub(crate) mod finish;
 pub mod follow_up;
 pub mod logs;
 pub mod sessions;
 pub(crate) mod limit;
+pub(crate) mod settle;
 pub(crate) mod table;
 pub(crate) mod text;
 pub(crate) mod verdict;
 
+pub use finish::*;
+pub use sessions::SessionUpdate;
 pub use table::*;

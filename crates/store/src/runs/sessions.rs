@@ -10,7 +10,6 @@ use serde_json::json;
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::RowExt;
-use crate::runs::table::SessionUpdate;
 use crate::{new_id, now, Result, Store, Tx};
 
 /// The session to resume for this agent's next run on `task_key`.
@@ -196,4 +195,13 @@ fn map(row: &DbRow) -> Result<TaskSession> {
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
     })
+}
+
+/// Saves (or, with `session_id: None`, forgets) the run's task session.
+#[derive(Debug, Clone)]
+pub struct SessionUpdate {
+    pub adapter_type: String,
+    pub task_key: String,
+    pub session_id: Option<String>,
+    pub error: Option<String>,
 }

@@ -9,7 +9,6 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::runs::table::{Finish, SessionUpdate};
 
 const STAND_IN: &str = "\u{FFFD}";
 
@@ -21,7 +20,7 @@ pub(crate) fn storable(text: &str) -> Cow<'_, str> {
     }
 }
 
-fn owned(text: Option<String>) -> Option<String> {
+pub(crate) fn owned(text: Option<String>) -> Option<String> {
     text.map(|t| match storable(&t) {
         Cow::Borrowed(_) => t,
         Cow::Owned(clean) => clean,
@@ -43,31 +42,6 @@ pub(crate) fn storable_json(value: Value) -> Value {
     }
 }
 
-pub(crate) fn finish(f: Finish) -> Finish {
-    Finish {
-        status: f.status,
-        error: owned(f.error),
-        error_code: owned(f.error_code),
-        exit_code: f.exit_code,
-        signal: owned(f.signal),
-        usage: f.usage.map(storable_json),
-        result: f.result.map(storable_json),
-        stdout_excerpt: owned(f.stdout_excerpt),
-        stderr_excerpt: owned(f.stderr_excerpt),
-        log_store: f.log_store,
-        log_ref: owned(f.log_ref),
-        log_bytes: f.log_bytes,
-        session_id_before: owned(f.session_id_before),
-        session_id_after: owned(f.session_id_after),
-        session: f.session.map(|s| SessionUpdate {
-            adapter_type: s.adapter_type,
-            task_key: s.task_key,
-            session_id: owned(s.session_id),
-            error: owned(s.error),
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,11 +52,11 @@ mod tests {
         assert!(matches!(storable("ab"), Cow::Borrowed(_)));
         let v = storable_json(serde_json::json!({"k\0": ["x\0", 1, {"m": "\0"}]}));
         assert!(!v.to_string().contains("\\u0000"), "{v}");
-        let f = finish(Finish {
+        let f = crate::runs::finish::storable_finish(crate::runs::finish::Finish {
             error: Some("e\0".into()),
             stdout_excerpt: Some("a\0b".into()),
             session_id_after: Some("s\0".into()),
-            ..Finish::new(paperclip_core::heartbeat::RunStatus::Failed)
+            ..crate::runs::finish::Finish::new(paperclip_core::heartbeat::RunStatus::Failed)
         });
         assert_eq!(f.error.as_deref(), Some("e\u{FFFD}"));
         assert_eq!(f.stdout_excerpt.as_deref(), Some("a\u{FFFD}b"));
