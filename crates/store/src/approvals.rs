@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::{one_by_id, RowExt};
-use crate::wakes::enqueue::Wake;
+use crate::wakes::queue::Wake;
 use crate::{new_id, now, Error, Result, Store, Tx};
 
 pub async fn create(

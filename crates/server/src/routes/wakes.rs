@@ -121,7 +121,7 @@ async fn release(
 ) -> ApiResult<Json<Released>> {
     let actor = caller.require_board()?;
     let issue = access::issue(&app, &caller, &id).await?;
-    let woken = wake_loops::release(&app.store, actor, &issue.id).await?;
+    let woken = paperclip_store::wakes::release(&app.store, actor, &issue.id).await?;
     Ok(Json(Released {
         issue_id: issue.id,
         run_ids: woken

@@ -29,7 +29,7 @@ pub(crate) async fn wake_assignee(tx: &mut Tx, actor: &Actor, issue: &Issue) -> 
     crate::wakes::enqueue::enqueue_in(
         tx,
         actor,
-        crate::wakes::enqueue::Wake {
+        crate::wakes::queue::Wake {
             agent_id: agent.clone(),
             source: paperclip_core::heartbeat::WakeSource::Assignment,
             trigger_detail: Some("system".to_string()),

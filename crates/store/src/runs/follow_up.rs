@@ -24,7 +24,7 @@ use serde_json::json;
 
 use crate::audit::activity::{self, Entry};
 use crate::runs::finish::Finish;
-use crate::wakes::enqueue::Woken;
+use crate::wakes::queue::Woken;
 use crate::{Error, Result, Store, Tx};
 
 /// How many continuation runs in a row a task gets after restarts before it

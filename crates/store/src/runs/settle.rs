@@ -9,7 +9,7 @@ use paperclip_core::issue::IssueStatus;
 use paperclip_core::model::{HeartbeatRun, Issue};
 use serde_json::{json, Value};
 use crate::audit::activity::{self, Entry};
-use crate::wakes::enqueue::{Wake, Woken};
+use crate::wakes::queue::{Wake, Woken};
 use crate::{now, Result, Tx};
 
 /// After a run ended: releases its checkout; a failure blocks the task.

@@ -196,7 +196,7 @@ async fn wake(
     crate::wakes::enqueue::enqueue_in(
         tx,
         actor,
-        crate::wakes::enqueue::Wake {
+        crate::wakes::queue::Wake {
             agent_id: agent_id.to_string(),
             source: paperclip_core::heartbeat::WakeSource::Automation,
             trigger_detail: Some("system".to_string()),

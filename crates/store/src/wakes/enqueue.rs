@@ -7,40 +7,21 @@
 //! of it happens inside the caller's transaction, so the change that caused
 //! a wake (an assignment, a comment) and the wake itself commit together.
 
-
 use crate::engine::db::DbRow;
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::{Actor, ActorKind};
 use paperclip_core::heartbeat::{
     skip_reason, wants_work_check, HeartbeatPolicy, WakeSkipReason, WakeSource, WakeStatus,
 };
-use paperclip_core::model::{HeartbeatRun, WakeupRequest};
+use paperclip_core::model::WakeupRequest;
 use serde_json::{json, Value};
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::RowExt;
-use crate::wakes::queue::Placed;
+use crate::wakes::queue::{Placed, Wake, Woken};
+use crate::wakes::loops::*;
+use crate::Error;
 use crate::{new_id, now, Result, Store, Tx};
-
-#[derive(Debug, Clone)]
-pub struct Wake {
-    pub agent_id: String,
-    pub source: WakeSource,
-    /// `manual | ping | callback | system`.
-    pub trigger_detail: Option<String>,
-    pub reason: Option<String>,
-    pub payload: Option<Value>,
-    pub issue_id: Option<String>,
-    pub idempotency_key: Option<String>,
-}
-
-/// What became of a wake.
-#[derive(Debug, Clone)]
-pub struct Woken {
-    pub request: WakeupRequest,
-    /// The run that will serve it (new or coalesced into); none when skipped.
-    pub run: Option<HeartbeatRun>,
-}
 
 pub async fn enqueue(store: &Store, actor: &Actor, wake: Wake) -> Result<Woken> {
     let mut tx = store.begin().await?;
@@ -294,4 +275,67 @@ pub async fn skipped_since(
         .into_iter()
         .map(|(r, n)| (r.unwrap_or_else(|| "unknown".into()), n))
         .collect())
+}
+
+/// The board lifts a hold: the count starts over and each agent whose wakes
+/// were held gets one wake on the task.
+pub async fn release(store: &Store, actor: &Actor, issue_id: &str) -> Result<Vec<Woken>> {
+    let mut tx = store.begin().await?;
+    let issue = crate::issues::table::load_in(&mut tx, issue_id).await?;
+    let held_at: Option<String> = crate::engine::db::query_as::<(Option<String>,)>(
+        "SELECT held_at FROM issue_wake_loops WHERE issue_id = $1",
+    )
+    .bind(&issue.id)
+    .fetch_optional(tx.conn())
+    .await?
+    .and_then(|(h,)| h);
+    let Some(held_at) = held_at else {
+        return Err(Error::conflict(
+            "Wakes on this task are not held",
+            Some(json!({ "issueId": issue.id })),
+        ));
+    };
+    let agents: Vec<(String,)> = crate::engine::db::query_as(
+        "SELECT DISTINCT agent_id FROM agent_wakeup_requests \
+         WHERE issue_id = $1 AND skip_reason = $2 AND created_at >= $3 ORDER BY agent_id",
+    )
+    .bind(&issue.id)
+    .bind(paperclip_core::heartbeat::WakeSkipReason::LoopHeld.as_str())
+    .bind(&held_at)
+    .fetch_all(tx.conn())
+    .await?;
+    reset(&mut tx, &issue.id).await?;
+    activity::record(
+        &mut tx,
+        actor,
+        Entry {
+            company_id: &issue.company_id,
+            action: Action::IssueWakeLoopReleased,
+            entity_type: EntityType::Issue,
+            entity_id: &issue.id,
+            details: json!({ "heldAt": held_at, "agentIds": agents.iter().map(|a| &a.0).collect::<Vec<_>>() }),
+        },
+    )
+    .await?;
+    let mut woken = Vec::new();
+    for (agent_id,) in agents {
+        woken.push(
+            crate::wakes::enqueue::enqueue_in(
+                &mut tx,
+                actor,
+                Wake {
+                    agent_id,
+                    source: WakeSource::Automation,
+                    trigger_detail: Some("system".into()),
+                    reason: Some("wake_loop_released".into()),
+                    payload: Some(json!({ "issueId": issue.id, "identifier": issue.identifier })),
+                    issue_id: Some(issue.id.clone()),
+                    idempotency_key: None,
+                },
+            )
+            .await?,
+        );
+    }
+    tx.commit().await?;
+    Ok(woken)
 }

@@ -9,14 +9,12 @@ use chrono::{DateTime, Utc};
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::budget::stamp;
-use paperclip_core::heartbeat::WakeSource;
 use paperclip_core::thrift::{self, LoopVerdict, LoopWindow};
 use serde::Serialize;
 use serde_json::json;
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::RowExt;
-use crate::wakes::enqueue::{Wake, Woken};
 use crate::{now, Error, Result, Store, Tx};
 
 /// A task's loop-breaker state, as the board sees it.
@@ -130,69 +128,6 @@ pub(crate) async fn reset(tx: &mut Tx, issue_id: &str) -> Result<()> {
         .execute(tx.conn())
         .await?;
     Ok(())
-}
-
-/// The board lifts a hold: the count starts over and each agent whose wakes
-/// were held gets one wake on the task.
-pub async fn release(store: &Store, actor: &Actor, issue_id: &str) -> Result<Vec<Woken>> {
-    let mut tx = store.begin().await?;
-    let issue = crate::issues::table::load_in(&mut tx, issue_id).await?;
-    let held_at: Option<String> = crate::engine::db::query_as::<(Option<String>,)>(
-        "SELECT held_at FROM issue_wake_loops WHERE issue_id = $1",
-    )
-    .bind(&issue.id)
-    .fetch_optional(tx.conn())
-    .await?
-    .and_then(|(h,)| h);
-    let Some(held_at) = held_at else {
-        return Err(Error::conflict(
-            "Wakes on this task are not held",
-            Some(json!({ "issueId": issue.id })),
-        ));
-    };
-    let agents: Vec<(String,)> = crate::engine::db::query_as(
-        "SELECT DISTINCT agent_id FROM agent_wakeup_requests \
-         WHERE issue_id = $1 AND skip_reason = $2 AND created_at >= $3 ORDER BY agent_id",
-    )
-    .bind(&issue.id)
-    .bind(paperclip_core::heartbeat::WakeSkipReason::LoopHeld.as_str())
-    .bind(&held_at)
-    .fetch_all(tx.conn())
-    .await?;
-    reset(&mut tx, &issue.id).await?;
-    activity::record(
-        &mut tx,
-        actor,
-        Entry {
-            company_id: &issue.company_id,
-            action: Action::IssueWakeLoopReleased,
-            entity_type: EntityType::Issue,
-            entity_id: &issue.id,
-            details: json!({ "heldAt": held_at, "agentIds": agents.iter().map(|a| &a.0).collect::<Vec<_>>() }),
-        },
-    )
-    .await?;
-    let mut woken = Vec::new();
-    for (agent_id,) in agents {
-        woken.push(
-            crate::wakes::enqueue::enqueue_in(
-                &mut tx,
-                actor,
-                Wake {
-                    agent_id,
-                    source: WakeSource::Automation,
-                    trigger_detail: Some("system".into()),
-                    reason: Some("wake_loop_released".into()),
-                    payload: Some(json!({ "issueId": issue.id, "identifier": issue.identifier })),
-                    issue_id: Some(issue.id.clone()),
-                    idempotency_key: None,
-                },
-            )
-            .await?,
-        );
-    }
-    tx.commit().await?;
-    Ok(woken)
 }
 
 const STATE: &str = "SELECT l.issue_id, i.identifier, i.title, l.wake_count, l.window_started_at, l.held_at, \

@@ -13,3 +13,4 @@ pub(crate) mod enqueue;
 pub(crate) mod queue;
 
 pub use enqueue::*;
+pub use queue::{Wake, Woken};

@@ -4,11 +4,11 @@
 //! the placement is correct with concurrent writers on Postgres (READ
 //! COMMITTED), not only under SQLite's single writer.
 
-use paperclip_core::model::HeartbeatRun;
+use paperclip_core::model::{HeartbeatRun, WakeupRequest};
+use paperclip_core::heartbeat::*;
 use serde_json::{json, Value};
 
 use crate::engine::row::RowExt;
-use crate::wakes::enqueue::Wake;
 use crate::{new_id, Error, Result, StoreEvent, Tx};
 
 /// A wake can lose a race at most twice in a row (its queued run claimed,
@@ -209,4 +209,24 @@ async fn insert(
         run_id,
     });
     Ok(Some(run))
+}
+
+#[derive(Debug, Clone)]
+pub struct Wake {
+    pub agent_id: String,
+    pub source: WakeSource,
+    /// `manual | ping | callback | system`.
+    pub trigger_detail: Option<String>,
+    pub reason: Option<String>,
+    pub payload: Option<Value>,
+    pub issue_id: Option<String>,
+    pub idempotency_key: Option<String>,
+}
+
+/// What became of a wake.
+#[derive(Debug, Clone)]
+pub struct Woken {
+    pub request: WakeupRequest,
+    /// The run that will serve it (new or coalesced into); none when skipped.
+    pub run: Option<HeartbeatRun>,
 }

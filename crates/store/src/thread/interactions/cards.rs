@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use crate::audit::activity::{self, Entry};
 use crate::engine::db::DbRow;
 use crate::engine::row::RowExt;
-use crate::wakes::enqueue::Wake;
+use crate::wakes::queue::Wake;
 use crate::{new_id, now, Error, Result, Store, Tx};
 
 

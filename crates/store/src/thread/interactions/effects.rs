@@ -13,7 +13,7 @@ use paperclip_core::model::Issue;
 use serde_json::{json, Value};
 
 use crate::audit::activity::{self, Entry};
-use crate::wakes::enqueue::Wake;
+use crate::wakes::queue::Wake;
 use crate::{Result, Tx};
 
 /// A person's answer to an agent's confirmation hands the task back to the
