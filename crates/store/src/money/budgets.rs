@@ -18,7 +18,7 @@ use serde_json::json;
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::RowExt;
-use crate::money::costs::{spend_in, Scope};
+use crate::money::spend::{spend_in, Scope};
 use crate::{new_id, Error, Result, Store, StoreEvent, Tx};
 
 /// Checks the company, agent and project budgets an event touched; opens

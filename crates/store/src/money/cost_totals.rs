@@ -6,7 +6,7 @@
 
 use crate::engine::db::DbRow;
 use crate::engine::row::RowExt;
-use crate::money::costs::{Breakdown, By, Window};
+use crate::money::spend::{Breakdown, By, Window};
 use crate::{Result, Store};
 
 /// Spend, events and unpriced events of a month.

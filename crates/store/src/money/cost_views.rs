@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 
 use crate::engine::db::DbRow;
 use crate::engine::row::RowExt;
-use crate::money::costs::Window;
+use crate::money::spend::Window;
 use crate::{Result, Store};
 
 /// The sums every upstream cost row carries.
@@ -33,8 +33,8 @@ const SUMS: &str = concat!(
     "), 0) AS BIGINT) AS output"
 );
 
-impl From<&crate::money::costs::Breakdown> for Sums {
-    fn from(row: &crate::money::costs::Breakdown) -> Sums {
+impl From<&crate::money::spend::Breakdown> for Sums {
+    fn from(row: &crate::money::spend::Breakdown) -> Sums {
         Sums {
             cost_cents: row.cost_cents,
             input_tokens: row.input_tokens,

@@ -5,6 +5,7 @@
 //! same transaction, after taking the company row's lock, so concurrent
 //! reports are counted one after another and a stop is decided exactly once.
 
+pub use crate::money::spend::{Breakdown, By, Scope, Window};
 use crate::engine::db::DbRow;
 use chrono::{DateTime, Utc};
 use paperclip_core::activity::{Action, EntityType};
@@ -18,7 +19,7 @@ use utoipa::ToSchema;
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::RowExt;
-use crate::{new_id, Error, Result, Store, Tx};
+use crate::{new_id, Error, Result, Store};
 
 pub struct Recorded {
     pub event: CostEvent,
@@ -171,60 +172,6 @@ fn clamp(n: Option<u64>) -> i64 {
     n.unwrap_or(0).min(i64::MAX as u64) as i64
 }
 
-/// Priced spend in `[start, end)` for a company, optionally one agent or project.
-pub(crate) async fn spend_in(
-    tx: &mut Tx,
-    company_id: &str,
-    scope: Scope<'_>,
-    start: &str,
-    end: &str,
-) -> Result<i64> {
-    spend_on(tx.conn(), company_id, scope, start, end).await
-}
-
-/// [`spend_in`] on any connection: a read outside a transaction (a running
-/// run's budget check) must not take SQLite's write lock.
-pub(crate) async fn spend_on<'e>(
-    on: impl crate::engine::db::Exec<'e>,
-    company_id: &str,
-    scope: Scope<'_>,
-    start: &str,
-    end: &str,
-) -> Result<i64> {
-    let (column, value) = match scope {
-        Scope::Company => ("company_id", company_id),
-        Scope::Agent(id) => ("agent_id", id),
-        Scope::Project(id) => ("project_id", id),
-    };
-    let sql = format!(
-        "SELECT CAST(COALESCE(SUM({}), 0) AS BIGINT) AS spend FROM cost_events WHERE company_id = $1 \
-         AND {column} = $2 AND occurred_at >= $3 AND occurred_at < $4",
-        capped!("cost_cents")
-    );
-    let row = crate::engine::db::query(&sql)
-        .bind(company_id)
-        .bind(value)
-        .bind(start)
-        .bind(end)
-        .fetch_one(on)
-        .await?;
-    Ok(row.int("spend")?)
-}
-
-#[derive(Debug, Clone, Copy)]
-pub enum Scope<'a> {
-    Company,
-    Agent(&'a str),
-    Project(&'a str),
-}
-
-/// A time window for rollups: a calendar month, or an explicit range.
-#[derive(Debug, Clone)]
-pub struct Window {
-    pub start: String,
-    pub end: String,
-}
-
 impl Window {
     pub fn month_of(now: DateTime<Utc>) -> Window {
         let (start, end, _) = month_window(now);
@@ -286,30 +233,6 @@ async fn summed(store: &Store, company_id: &str, window: &Window) -> Result<(i64
     .await?;
     let unpriced: Option<i64> = DbRow::try_get(&row, "unpriced")?;
     Ok((row.int("spend")?, row.int("n")?, unpriced.unwrap_or(0)))
-}
-
-/// One row of a breakdown (by agent, project, model or issue).
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Breakdown {
-    /// The agent, project or issue id, or the model name.
-    pub key: Option<String>,
-    /// Agent or project name, issue identifier, or provider of a model.
-    pub label: Option<String>,
-    pub cost_cents: i64,
-    pub input_tokens: i64,
-    pub cached_input_tokens: i64,
-    pub output_tokens: i64,
-    pub event_count: i64,
-    pub unpriced_event_count: i64,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub enum By {
-    Agent,
-    Project,
-    Model,
-    Issue,
 }
 
 /// Spend grouped one way, biggest first: a calendar month from its kept

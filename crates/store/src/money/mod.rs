@@ -4,4 +4,5 @@ pub mod budgets;
 pub(crate) mod cost_totals;
 pub mod cost_views;
 pub mod costs;
+pub(crate) mod spend;
 pub mod thrift;

@@ -13,7 +13,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::engine::row::RowExt;
-use crate::money::costs::Window;
+use crate::money::spend::Window;
 use crate::{Result, Store};
 
 #[derive(Debug, Clone, Default, Serialize, ToSchema)]

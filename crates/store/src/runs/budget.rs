@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use paperclip_core::budget::{month_window, BudgetScope};
 
 use crate::engine::row::RowExt;
-use crate::money::costs::{spend_on, Scope};
+use crate::money::spend::{spend_on, Scope};
 use crate::{Result, Store};
 
 /// A monthly budget a run spends against, as it stood when read.
