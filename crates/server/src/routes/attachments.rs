@@ -13,7 +13,8 @@ use paperclip_core::attachment::{
     check_content, is_valid_content_type, key_tail, normalize_content_type, parse_range,
     serves_inline, Attachment,
 };
-use paperclip_store::thread::attachments::{self, NewAttachment};
+use paperclip_store::thread::attachments;
+use paperclip_store::thread::uploads::{self, NewAttachment};
 use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -208,7 +209,7 @@ async fn upload_attachment(
         original_filename: filename,
         issue_comment_id: comment_id,
     };
-    match attachments::create(&app.store, &actor, &issue, new).await {
+    match uploads::create(&app.store, &actor, &issue, new).await {
         Ok(created) => Ok((StatusCode::CREATED, Json(created))),
         Err(err) => {
             let _ = disk.delete(&issue.company_id, &object_key).await;

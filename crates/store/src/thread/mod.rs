@@ -6,4 +6,5 @@ pub mod comments;
 pub mod documents;
 pub mod interactions;
 pub mod mentions;
+pub mod uploads;
 pub mod work_products;

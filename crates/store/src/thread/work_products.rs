@@ -19,7 +19,7 @@ use crate::engine::db::DbRow;
 use crate::engine::row::{one_by_id, RowExt};
 use crate::{new_id, now, Error, Result, Store, Tx};
 
-const COLUMNS: &str = "id, company_id, project_id, issue_id, execution_workspace_id, \
+pub(crate) const COLUMNS: &str = "id, company_id, project_id, issue_id, execution_workspace_id, \
      runtime_service_id, type, provider, external_id, title, url, status, review_state, \
      is_primary, health_status, summary, metadata, created_by_run_id, created_at, updated_at";
 
