@@ -63,9 +63,9 @@ pub async fn get(
         out.unpriced_tokens = split.unpriced_tokens;
         let (first, next) = (&month.start[..10], &month.end[..10]);
         out.runs =
-            crate::views::dashboard::runs_between(store, company_id, first, next, now).await?;
+            crate::views::run_days::runs_between(store, company_id, first, next, now).await?;
         out.tasks_done =
-            crate::views::dashboard::counted(store, company_id, "done", first, next).await?;
+            crate::views::days::counted(store, company_id, "done", first, next).await?;
         return Ok(ratios(out));
     }
     // One agent's: each query names the agent plainly so its index is used

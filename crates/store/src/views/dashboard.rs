@@ -5,12 +5,14 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use paperclip_core::budget::utilization_percent;
-use paperclip_core::model::{ActivityEntry, BudgetIncident, HeartbeatRun};
+use paperclip_core::model::{ActivityEntry, HeartbeatRun};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+pub use crate::views::days::{chart_days, BudgetState, Day, RunDay};
+use crate::views::days::*;
 use crate::engine::row::RowExt;
 use crate::money::costs::{self, Window};
 use crate::{Result, Store};
@@ -74,38 +76,6 @@ pub struct MonthCosts {
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct BudgetState {
-    /// Open budget incidents.
-    pub active_incidents: i64,
-    /// Pending `budget_override_required` approvals.
-    pub pending_approvals: i64,
-    /// Agents paused by a budget stop.
-    pub paused_agents: i64,
-    /// Projects paused by a budget stop: always 0, budgets here pause agents.
-    pub paused_projects: i64,
-    /// The open incidents themselves (ours).
-    pub open_incidents: Vec<BudgetIncident>,
-}
-
-/// One day of upstream's run chart. `failed` counts failed and timed-out
-/// runs that no later retry recovered; `recovered` those a retry (by
-/// `retryOfRunId`, however many steps) finished successfully.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RunDay {
-    /// `YYYY-MM-DD`, UTC.
-    pub date: String,
-    pub succeeded: i64,
-    pub failed: i64,
-    pub recovered: i64,
-    pub other: i64,
-    pub total: i64,
-    /// The unrecovered failures by error code (`unknown` without one).
-    pub failed_by_error_code: BTreeMap<String, i64>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
 pub struct RunChart {
     /// Runs created in the 14 UTC days of `days` (today and the 13 before),
     /// by current status.
@@ -120,14 +90,6 @@ pub struct RunChart {
 #[serde(rename_all = "camelCase")]
 pub struct TaskActivity {
     pub days: Vec<Day>,
-}
-
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Day {
-    /// `YYYY-MM-DD`, UTC.
-    pub day: String,
-    pub by_status: BTreeMap<String, i64>,
 }
 
 pub async fn get(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<Dashboard> {
@@ -167,7 +129,7 @@ pub async fn get(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<
             "SELECT status AS k, n FROM issue_status_counts WHERE company_id = $1 AND n > 0",
             company_id,
         ),
-        runs_per_day(store, company_id, now),
+        crate::views::run_days::runs_per_day(store, company_id, now),
         per_day(store, company_id, "task", now),
         costs::summary(store, company_id, &month),
         pending,
@@ -237,115 +199,6 @@ impl TaskCounts {
             by_status,
         }
     }
-}
-
-/// The 14 UTC days of the charts, oldest first: today and the 13 before.
-pub fn chart_days(now: DateTime<Utc>) -> Vec<String> {
-    (0..14)
-        .map(|i| {
-            (now - Duration::days(13 - i))
-                .format("%Y-%m-%d")
-                .to_string()
-        })
-        .collect()
-}
-
-/// `subject` (`run` or `task`) created per chart day, by current status:
-/// at most 14 days times the statuses of kept rows.
-async fn per_day(
-    store: &Store,
-    company_id: &str,
-    subject: &str,
-    now: DateTime<Utc>,
-) -> Result<Vec<Day>> {
-    let days = chart_days(now);
-    let rows = crate::engine::db::query(
-        "SELECT day, status, n FROM company_day_counts WHERE company_id = $1 AND subject = $2 \
-         AND day >= $3 AND day <= $4 AND n <> 0",
-    )
-    .bind(company_id)
-    .bind(subject)
-    .bind(&days[0])
-    .bind(&days[13])
-    .fetch_all(store.pool())
-    .await?;
-    by_day(days, &rows)
-}
-
-/// The chart's days, each with the `(day, status, n)` rows that fall on it.
-fn by_day(days: Vec<String>, rows: &[crate::engine::db::DbRow]) -> Result<Vec<Day>> {
-    let counts = rows
-        .iter()
-        .map(|row| Ok((row.text("day")?, row.text("status")?, row.int("n")?)))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(days_with(days, counts))
-}
-
-/// `days`, each with the `(day, status, n)` counts that fall on it.
-pub(crate) fn days_with(
-    days: Vec<String>,
-    counts: impl IntoIterator<Item = (String, String, i64)>,
-) -> Vec<Day> {
-    let mut out: Vec<Day> = days
-        .into_iter()
-        .map(|day| Day {
-            day,
-            by_status: BTreeMap::new(),
-        })
-        .collect();
-    for (day, status, n) in counts {
-        if let Some(d) = out.iter_mut().find(|d| d.day == day) {
-            d.by_status.insert(status, n);
-        }
-    }
-    out
-}
-
-/// Runs created per chart day, by current status: kept by triggers on
-/// SQLite (migration 15); on Postgres, see [`crate::views::run_days`].
-async fn runs_per_day(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<Vec<Day>> {
-    match store.backend() {
-        crate::Backend::Sqlite => per_day(store, company_id, "run", now).await,
-        crate::Backend::Postgres => crate::views::run_days::per_day(store, company_id, now).await,
-    }
-}
-
-/// Runs created over the UTC days `[first, next)`.
-pub(crate) async fn runs_between(
-    store: &Store,
-    company_id: &str,
-    first: &str,
-    next: &str,
-    now: DateTime<Utc>,
-) -> Result<i64> {
-    match store.backend() {
-        crate::Backend::Sqlite => counted(store, company_id, "run", first, next).await,
-        crate::Backend::Postgres => {
-            crate::views::run_days::between(store, company_id, first, next, now).await
-        }
-    }
-}
-
-/// The kept count of `subject` (`task`, `done`, or `run` on SQLite) over the UTC days
-/// `[first, next)`.
-pub(crate) async fn counted(
-    store: &Store,
-    company_id: &str,
-    subject: &str,
-    first: &str,
-    next: &str,
-) -> Result<i64> {
-    let (n,): (i64,) = crate::engine::db::query_as(
-        "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM company_day_counts \
-         WHERE company_id = $1 AND subject = $2 AND day >= $3 AND day < $4",
-    )
-    .bind(company_id)
-    .bind(subject)
-    .bind(first)
-    .bind(next)
-    .fetch_one(store.pool())
-    .await?;
-    Ok(n)
 }
 
 async fn grouped(store: &Store, sql: &str, company_id: &str) -> Result<BTreeMap<String, i64>> {

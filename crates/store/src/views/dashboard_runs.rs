@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use paperclip_core::model::BudgetIncident;
 
 use crate::engine::row::RowExt;
-use crate::views::dashboard::{BudgetState, Day, RunDay};
+use crate::views::days::{BudgetState, Day, RunDay};
 use crate::{Result, Store};
 
 /// Upstream's run chart over `days` (the runs per day by status, oldest

@@ -4,6 +4,7 @@
 pub mod activity_feed;
 pub mod dashboard;
 pub(crate) mod dashboard_runs;
+pub(crate) mod days;
 pub mod detail;
 pub mod inbox;
 pub mod inbox_badge;

@@ -15,7 +15,8 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 
 use crate::engine::row::RowExt;
-use crate::views::dashboard::{chart_days, Day};
+use crate::views::days::{chart_days, counted, Day};
+use crate::views::days::per_day as kept_per_day;
 use crate::{Result, Store, Tx};
 
 /// Marks a kept day that had no runs, so it is not grouped again.
@@ -29,7 +30,7 @@ pub(crate) async fn per_day(
 ) -> Result<Vec<Day>> {
     let days = chart_days(now);
     let counts = counts(store, company_id, &days, now).await?;
-    Ok(crate::views::dashboard::days_with(days, counts))
+    Ok(crate::views::days::days_with(days, counts))
 }
 
 /// Runs created over the UTC days `[first, next)` (a month's, for the
@@ -215,4 +216,29 @@ async fn lock(tx: &mut Tx, company_id: &str, exclusive: bool) -> Result<()> {
         .execute(tx.conn())
         .await?;
     Ok(())
+}
+
+/// Runs created per chart day, by current status: kept by triggers on
+/// SQLite (migration 15); on Postgres, see [`crate::views::run_days`].
+pub(crate) async fn runs_per_day(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<Vec<Day>> {
+    match store.backend() {
+        crate::Backend::Sqlite => kept_per_day(store, company_id, "run", now).await,
+        crate::Backend::Postgres => per_day(store, company_id, now).await,
+    }
+}
+
+/// Runs created over the UTC days `[first, next)`.
+pub(crate) async fn runs_between(
+    store: &Store,
+    company_id: &str,
+    first: &str,
+    next: &str,
+    now: DateTime<Utc>,
+) -> Result<i64> {
+    match store.backend() {
+        crate::Backend::Sqlite => counted(store, company_id, "run", first, next).await,
+        crate::Backend::Postgres => {
+            between(store, company_id, first, next, now).await
+        }
+    }
 }
