@@ -14,4 +14,5 @@ pub use edit::*;
 pub use table::*;
 pub use crate::issues::create::create;
 pub use crate::issues::list::json::{list_json, JsonPage};
-pub use crate::issues::list::query::{count, list, list_sorted, Band, Direction, Filter, Page, Position, Sort, SortedPage};
+pub use crate::issues::list::filter::{Band, Direction, Filter, Page, Position, Sort, SortedPage};
+pub use crate::issues::list::query::{count, list, list_sorted};

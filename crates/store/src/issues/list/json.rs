@@ -17,7 +17,9 @@ use paperclip_core::stored::Stored;
 use crate::engine::db::{Arg, Conn};
 use crate::engine::raw::RawRow;
 use crate::engine::sql::Bind;
-use crate::issues::list::query::{check_cursor, filtered, list, matching, Filter, Matching, Position, Reach, Use};
+use crate::issues::list::filter::{check_cursor, filtered, Filter, Position, Reach, Use};
+use crate::issues::list::matching::{matching, Matching};
+use crate::issues::list::query::{list};
 use crate::issues::table::{attach_relations_where, map, COLUMNS};
 use crate::{Error, Result, Store};
 

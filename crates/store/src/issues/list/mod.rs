@@ -6,7 +6,8 @@
 //! descriptions reads more than the page.
 
 pub(crate) mod json;
+pub(crate) mod filter;
+pub(crate) mod matching;
 pub(crate) mod page;
 pub(crate) mod query;
-pub(crate) mod rank;
 

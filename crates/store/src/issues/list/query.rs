@@ -5,340 +5,15 @@
 //! rows by their numbers, so neither a sparse filter nor a page of long
 //! descriptions reads more than the page.
 
-
-use paperclip_core::issue::IssueStatus;
 use paperclip_core::limits::ISSUE_PAGE_TEXT_BUDGET;
-use paperclip_core::model::Issue;
 
+use crate::issues::list::filter::*;
+use crate::issues::list::matching::*;
 use crate::engine::sql::{json_array, json_values, Bind, ListOf};
 use crate::engine::row::RowExt;
 use crate::issues::list::page::{bind_all, page_rows};
 use crate::issues::table::{attach_flagged, flagged, COLUMNS, HAS_RELATIONS};
-use crate::{Result, Store};
-
-#[derive(Debug, Default, Clone)]
-pub struct Filter {
-    pub statuses: Vec<IssueStatus>,
-    pub assignee_agent_id: Option<String>,
-    pub assignee_user_id: Option<String>,
-    pub project_id: Option<String>,
-    pub goal_id: Option<String>,
-    pub parent_id: Option<String>,
-    pub label_id: Option<String>,
-    pub q: Option<String>,
-    /// Of a search's matches, only one rank's (see [`Band`]).
-    pub band: Option<Band>,
-    /// Past this place (the previous page's `nextCursor`): issues numbered
-    /// below it, or for a ranked search, past it in rank order.
-    pub cursor: Option<Position>,
-    pub limit: i64,
-}
-
-/// The ranks of a search's matches, best first: tasks whose identifier or
-/// title hold every word, then the tasks that match elsewhere (description,
-/// comments). Newest first within each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Band {
-    Title,
-    Rest,
-}
-
-impl Band {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Band::Title => "title",
-            Band::Rest => "rest",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Band> {
-        match s {
-            "title" => Some(Band::Title),
-            "rest" => Some(Band::Rest),
-            _ => None,
-        }
-    }
-}
-
-pub struct Page {
-    pub issues: Vec<Issue>,
-    /// Set when more issues match than fit on this page.
-    pub next_cursor: Option<Position>,
-}
-
-/// `FROM issues WHERE ...` of the tasks `filter` matches, with its binds;
-/// `None` when nothing can match (a search of punctuation only).
-pub(crate) struct Matching {
-    pub(crate) from: String,
-    pub(crate) binds: Vec<Bind>,
-    /// A search left out of `from`, to be matched one number range of the
-    /// company at a time ([`walk_search`]).
-    pub(crate) walk: Option<Walk>,
-}
-
-/// A full-text query matched a number range at a time: in which index, and
-/// whether the title index's matches of it are left out (the rest rank).
-pub(crate) struct Walk {
-    table: &'static str,
-    query: String,
-    except: bool,
-}
-
-pub(crate) async fn matching(
-    store: &Store,
-    company_id: &str,
-    filter: &Filter,
-    use_for: Use,
-    reach: Option<Reach>,
-) -> Result<Option<Matching>> {
-    let mut sql = "FROM issues WHERE company_id = $1".to_string();
-    let mut binds: Vec<Bind> = vec![Bind::Text(company_id.to_string())];
-    let mut walk = None;
-    let param = |binds: &mut Vec<Bind>, value: Bind| {
-        binds.push(value);
-        format!("${}", binds.len())
-    };
-    if !filter.statuses.is_empty() {
-        let list: Vec<String> = filter
-            .statuses
-            .iter()
-            .map(|s| param(&mut binds, Bind::Text(s.as_str().to_string())))
-            .collect();
-        sql.push_str(&format!(" AND status IN ({})", list.join(", ")));
-    }
-    for (column, value) in [
-        ("assignee_agent_id", &filter.assignee_agent_id),
-        ("assignee_user_id", &filter.assignee_user_id),
-        ("project_id", &filter.project_id),
-        ("goal_id", &filter.goal_id),
-        ("parent_id", &filter.parent_id),
-    ] {
-        if let Some(value) = value {
-            let p = param(&mut binds, Bind::Text(value.clone()));
-            sql.push_str(&format!(" AND {column} = {p}"));
-        }
-    }
-    let fts = store.backend() == crate::Backend::Sqlite
-        && filter.q.as_deref().is_some_and(|q| !q.trim().is_empty())
-        && filter.q.as_deref().and_then(as_identifier).is_none();
-    let label_only = filter.statuses.is_empty()
-        && filter.assignee_agent_id.is_none()
-        && filter.assignee_user_id.is_none()
-        && filter.project_id.is_none()
-        && filter.goal_id.is_none()
-        && filter.parent_id.is_none()
-        && filter.q.as_deref().is_none_or(|q| q.trim().is_empty());
-    if let Some(label) = &filter.label_id {
-        let p = param(&mut binds, Bind::Text(label.clone()));
-        let clause = match store.backend() {
-            _ if use_for == Use::Walk && label_only && reach.is_some() => {
-                // The label's next numbers past the place, from its own
-                // index (migration 24): exactly the page's tasks.
-                let reach = reach.expect("checked");
-                let (cmp, dir) = if reach.down {
-                    ("<", "DESC")
-                } else {
-                    (">", "ASC")
-                };
-                let past = match reach.past {
-                    Some(number) => {
-                        let b = param(&mut binds, Bind::Int(number));
-                        format!(" AND task_number {cmp} {b}")
-                    }
-                    None => String::new(),
-                };
-                let rows = param(&mut binds, Bind::Int(reach.rows));
-                // Numbers name tasks within a company: another company's
-                // label must not pick this one's tasks by its numbers.
-                format!(
-                    "issue_number IN (SELECT task_number FROM issue_labels WHERE label_id = {p}{past} \
-                     AND EXISTS (SELECT 1 FROM labels WHERE labels.id = {p} AND labels.company_id = $1) \
-                     ORDER BY task_number {dir} LIMIT {rows})"
-                )
-            }
-            _ if use_for.counts() && label_only => {
-                // Counted from the label's own index, no task read.
-                sql = format!(
-                    "FROM issue_labels WHERE EXISTS (SELECT 1 FROM labels WHERE labels.company_id = $1 \
-                     AND labels.id = issue_labels.label_id) AND label_id = {p}"
-                );
-                String::new()
-            }
-            crate::Backend::Sqlite if use_for.counts() && !fts => {
-                // The label's tasks drive, each looked up by id, until the cap.
-                sql = sql.replacen(
-                    "FROM issues WHERE",
-                    &format!(
-                        "FROM issue_labels CROSS JOIN issues ON issues.id = issue_labels.issue_id \
-                              WHERE issue_labels.label_id = {p} AND"
-                    ),
-                    1,
-                );
-                String::new()
-            }
-            crate::Backend::Sqlite if !label_is_rare(store, label).await? => {
-                // A label on many tasks: each task of the walk is probed by
-                // the relation's key (a page among a million tasks ~10 ms),
-                // where the set of all its tasks took ~90 ms to build.
-                format!(
-                    "EXISTS (SELECT 1 FROM issue_labels l WHERE l.issue_id = issues.id AND l.label_id = {p})"
-                )
-            }
-            crate::Backend::Sqlite => {
-                // A label on few tasks: they drive (the unary `+` keeps
-                // SQLite off the company's index, as for a rare word).
-                sql = sql.replacen("WHERE company_id = $1", "WHERE +company_id = $1", 1);
-                format!("id IN (SELECT issue_id FROM issue_labels WHERE label_id = {p})")
-            }
-            crate::Backend::Postgres => {
-                format!("id IN (SELECT issue_id FROM issue_labels WHERE label_id = {p})")
-            }
-        };
-        if !clause.is_empty() {
-            sql.push_str(" AND ");
-            sql.push_str(&clause);
-        }
-    }
-    if let Some(ident) = filter.q.as_deref().and_then(as_identifier) {
-        // `ACM-12` names one task: the identifier index finds it at once.
-        let p = param(&mut binds, Bind::Text(ident));
-        sql.push_str(&format!(" AND identifier = {p}"));
-    } else if let Some(q) = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
-        let words = search_words(q);
-        if words.is_empty() {
-            // Nothing searchable (only punctuation): nothing matches.
-            return Ok(None);
-        }
-        match store.backend() {
-            crate::Backend::Sqlite => {
-                // Each word a prefix, but for a count of the whole words
-                // (see [`count`]).
-                let star = if use_for == Use::CountWholeWords {
-                    ""
-                } else {
-                    "*"
-                };
-                let all = words
-                    .iter()
-                    .map(|w| format!("\"{w}\"{star}"))
-                    .collect::<Vec<_>>()
-                    .join(" AND ");
-                // A rank reads another index: the title rank the index of
-                // identifiers and titles (migration 23), the rest the whole
-                // index less the title rank's matches.
-                let (table, except) = match filter.band {
-                    None => ("task_search", false),
-                    Some(Band::Title) => ("task_titles", false),
-                    Some(Band::Rest) => ("task_search", true),
-                };
-                let clause = if use_for.counts() {
-                    // The matches drive, each looked up by rowid, until the
-                    // cap: a common word among a million tasks counts its
-                    // first 10,000 in ~15 ms, where testing the company's
-                    // tasks against the set of matches took ~45 ms.
-                    sql = sql.replacen(
-                        "FROM issues WHERE",
-                        &format!(
-                            "FROM {table} CROSS JOIN issues ON issues.rowid = {table}.rowid WHERE"
-                        ),
-                        1,
-                    );
-                    format!("{table} MATCH {{p}}")
-                } else if rare_sqlite(store, table, &words).await? {
-                    // Few matches: they drive (rowid lookups) rather than a
-                    // walk of the company's index testing each task; the
-                    // unary `+` keeps SQLite off that index.
-                    sql = sql.replacen("WHERE company_id = $1", "WHERE +company_id = $1", 1);
-                    format!("issues.rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH {{p}})")
-                } else if use_for == Use::Walk {
-                    // Many, in number order: matched a range of numbers at a
-                    // time (a page among a million tasks ~6 ms, against
-                    // ~25 ms to build the set of all matches first).
-                    walk = Some(Walk {
-                        table,
-                        query: all.clone(),
-                        except,
-                    });
-                    String::new()
-                } else {
-                    format!("issues.rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH {{p}})")
-                };
-                if !clause.is_empty() {
-                    let p = param(&mut binds, Bind::Text(all.clone()));
-                    sql.push_str(" AND ");
-                    sql.push_str(&clause.replace("{p}", &p));
-                    if except {
-                        let p = param(&mut binds, Bind::Text(all));
-                        sql.push_str(&format!(
-                            " AND issues.rowid NOT IN (SELECT rowid FROM task_titles WHERE task_titles MATCH {p})"
-                        ));
-                    }
-                }
-            }
-            crate::Backend::Postgres => {
-                let query = words
-                    .iter()
-                    .map(|w| format!("{w}:*"))
-                    .collect::<Vec<_>>()
-                    .join(" & ");
-                // Each task's words are kept in `task_search` (migration 21),
-                // those of its identifier and title in `task_titles` as well
-                // (migration 23): a rank reads one, the rest rank the first
-                // less the second's matches.
-                let (table, except) = match filter.band {
-                    None => ("task_search", false),
-                    Some(Band::Title) => ("task_titles", false),
-                    Some(Band::Rest) => ("task_search", true),
-                };
-                let but = |task: &str| {
-                    if except {
-                        format!(
-                            " AND NOT EXISTS (SELECT 1 FROM task_titles t WHERE t.issue_id = {task} \
-                             AND t.words @@ to_tsquery('simple', {{p}}))"
-                        )
-                    } else {
-                        String::new()
-                    }
-                };
-                let clause = if estimated_rare(store, table, &words).await? {
-                    // Few matches: they drive, collected through the GIN
-                    // index first (as an array, so the planner cannot turn
-                    // them into a walk of the company testing each task).
-                    format!(
-                        "id = ANY(ARRAY(SELECT issue_id FROM {table} m WHERE m.words @@ to_tsquery('simple', {{p}}){}))",
-                        but("m.issue_id")
-                    )
-                } else if use_for.counts() {
-                    // Many, counted up to the cap: joined in id order.
-                    format!(
-                        "id IN (SELECT issue_id FROM {table} m WHERE m.words @@ to_tsquery('simple', {{p}}){})",
-                        but("m.issue_id")
-                    )
-                } else {
-                    // Many, walked to a page: each task of the walk has its
-                    // kept words tested (~2 µs a task).
-                    format!(
-                        "EXISTS (SELECT 1 FROM {table} m WHERE m.issue_id = issues.id \
-                         AND m.words @@ to_tsquery('simple', {{p}})){}",
-                        but("issues.id")
-                    )
-                };
-                let p = param(&mut binds, Bind::Text(query));
-                sql.push_str(" AND ");
-                sql.push_str(&clause.replace("{p}", &p));
-            }
-        }
-    }
-    if let Some(cursor) = &filter.cursor {
-        let p = param(&mut binds, Bind::Int(cursor.number));
-        sql.push_str(&format!(" AND issue_number < {p}"));
-    }
-    Ok(Some(Matching {
-        from: sql,
-        binds,
-        walk,
-    }))
-}
+use crate::{Error, Result, Store};
 
 /// Newest first (by issue number), so a cursor pages without skips or repeats
 /// while new issues are being created; a search in rank order (see [`Band`]).
@@ -368,168 +43,9 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Pa
     })
 }
 
-/// A cursor names a rank only in a ranked search.
-pub(crate) fn check_cursor(filter: &Filter) -> Result<()> {
-    let known = match filter.cursor.as_ref().and_then(|c| c.key.as_deref()) {
-        None => true,
-        Some(key) => ranks(filter) && Band::parse(key).is_some(),
-    };
-    if known {
-        Ok(())
-    } else {
-        Err(crate::Error::invalid("cursor", "Unknown cursor"))
-    }
-}
-
-/// Whether `filter` is a search of words whose matches come in ranks: not
-/// an identifier (one task) nor already one rank.
-pub(crate) fn ranks(filter: &Filter) -> bool {
-    filter.band.is_none() && searches_words(filter)
-}
-
-/// Whether `filter` searches words (not an identifier, not punctuation).
-fn searches_words(filter: &Filter) -> bool {
-    filter
-        .q
-        .as_deref()
-        .is_some_and(|q| as_identifier(q).is_none() && !search_words(q).is_empty())
-}
-
-/// How a list is ordered. Each order walks an index `(company_id, key,
-/// issue_number)`, so a page costs the same at any size; the issue number
-/// breaks ties, so paging never skips or repeats a task.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub enum Sort {
-    #[default]
-    Newest,
-    /// Also the identifier order: a company numbers its tasks in sequence.
-    Oldest,
-    Updated,
-    Priority,
-    /// A search's best matches first ([`Band`]); newest first otherwise.
-    Relevance,
-}
-
-/// The priority order, highest first: the expression of migration 12's
-/// index exactly, so both engines walk that index.
-const PRIORITY_RANK: &str =
-    "(CASE priority WHEN 'critical' THEN 3 WHEN 'high' THEN 2 WHEN 'medium' THEN 1 ELSE 0 END)";
-
-impl Sort {
-    pub const ALL: [Sort; 4] = [Sort::Newest, Sort::Oldest, Sort::Updated, Sort::Priority];
-
-    /// `identifier` is another name for oldest first (ACM-1, ACM-2, ...).
-    pub fn parse(s: &str) -> Option<Sort> {
-        match s {
-            "newest" => Some(Sort::Newest),
-            "oldest" | "identifier" => Some(Sort::Oldest),
-            "updated" => Some(Sort::Updated),
-            "priority" => Some(Sort::Priority),
-            "relevance" => Some(Sort::Relevance),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Sort::Newest => "newest",
-            Sort::Oldest => "oldest",
-            Sort::Updated => "updated",
-            Sort::Priority => "priority",
-            Sort::Relevance => "relevance",
-        }
-    }
-
-    /// What is ordered on before the issue number, if anything.
-    fn key(self) -> Option<&'static str> {
-        match self {
-            Sort::Newest | Sort::Oldest | Sort::Relevance => None,
-            Sort::Updated => Some("updated_at"),
-            Sort::Priority => Some(PRIORITY_RANK),
-        }
-    }
-
-    fn descending(self) -> bool {
-        self != Sort::Oldest
-    }
-}
-
-/// A task's place in a sort order: its key (for orders with one) and number.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Position {
-    pub key: Option<String>,
-    pub number: i64,
-}
-
-impl Position {
-    /// As a page link writes it: `number`, or `key~number`.
-    pub fn parse(sort: Sort, s: &str) -> Option<Position> {
-        let (key, number) = match sort.key() {
-            None if sort == Sort::Relevance => match s.rsplit_once('~') {
-                Some((band, number)) => (Some(Band::parse(band)?.as_str().to_string()), number),
-                None => (None, s),
-            },
-            None => (None, s),
-            Some(_) => {
-                let (key, number) = s.rsplit_once('~')?;
-                // A time on both engines (Postgres compares it as one).
-                let ok = match sort {
-                    Sort::Priority => key.parse::<i64>().is_ok(),
-                    _ => key.len() <= 40 && chrono::DateTime::parse_from_rfc3339(key).is_ok(),
-                };
-                if !ok {
-                    return None;
-                }
-                (Some(key.to_string()), number)
-            }
-        };
-        Some(Position {
-            key,
-            number: number.parse().ok()?,
-        })
-    }
-}
-
-impl std::fmt::Display for Position {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.key {
-            Some(key) => write!(f, "{key}~{}", self.number),
-            None => write!(f, "{}", self.number),
-        }
-    }
-}
-
-/// Which side of a position a page lies on, in the sort order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    After,
-    Before,
-}
-
-pub struct SortedPage {
-    /// In the sort order, whichever way the page was read.
-    pub issues: Vec<Issue>,
-    /// The places of the page's first and last tasks.
-    pub first: Option<Position>,
-    pub last: Option<Position>,
-    /// Whether more tasks match beyond the page, in the direction it was read.
-    pub more: bool,
-}
-
 /// Up to this many matches, a filtered list in a keyed order is sorted in
 /// memory on SQLite rather than found by walking the order's index.
 const SORT_IN_MEMORY: i64 = 10_000;
-
-pub(crate) fn filtered(f: &Filter) -> bool {
-    !f.statuses.is_empty()
-        || f.assignee_agent_id.is_some()
-        || f.assignee_user_id.is_some()
-        || f.project_id.is_some()
-        || f.goal_id.is_some()
-        || f.parent_id.is_some()
-        || f.label_id.is_some()
-        || f.q.as_deref().is_some_and(|q| !q.trim().is_empty())
-}
 
 /// A page of the tasks `filter` matches (its `cursor` aside) in `sort`
 /// order, after or before `at` (from the start without it).
@@ -549,7 +65,7 @@ pub async fn list_sorted(
     let sort = match sort {
         Sort::Relevance if ranks(filter) => {
             // Boxed: a rank is read by this function again.
-            return Box::pin(crate::issues::list::rank::list_ranked(
+            return Box::pin(list_ranked(
                 store, company_id, filter, at,
             ))
             .await;
@@ -840,9 +356,6 @@ async fn walk_search(
     Ok(rows)
 }
 
-
-
-
 fn number_size_key<R: RowExt>(row: &R) -> Result<(i64, i64, String)> {
     Ok((row.int(0)?, row.int(1)?, row.text(2)?))
 }
@@ -920,170 +433,130 @@ async fn count_as(
     Ok((n.min(cap), n > cap))
 }
 
-/// `acm-12` as the identifier `ACM-12`: letters, a dash, digits, nothing else.
-fn as_identifier(q: &str) -> Option<String> {
-    let (prefix, number) = q.trim().split_once('-')?;
-    let ok = !prefix.is_empty()
-        && prefix.len() <= 10
-        && prefix.chars().all(|c| c.is_ascii_alphabetic())
-        && !number.is_empty()
-        && number.len() <= 18
-        && number.chars().all(|c| c.is_ascii_digit());
-    ok.then(|| format!("{}-{number}", prefix.to_ascii_uppercase()))
-}
 
-/// Up to this many matches, a search is driven by its matches.
-const RARE_MATCHES: i64 = 5_000;
+// ---- a search in rank order ------------------------------------------------
+//
+// A search's matches in rank order: the tasks whose identifier or title
+// hold every word, then the others, newest first within each rank
+// ([`Band`]).
+//
+// Each rank is a search of its own, walked or driven like any search, so a
+// page costs what a newest-first page does: the title rank reads an index
+// of identifiers and titles only (`task_titles` on both engines, migration
+// 23), the rest the whole index less those.
+// Scoring every match instead (as `bm25()` or `ts_rank` would) reads all of
+// them: ~90,000 for a common word among a million tasks. A place in the
+// order is the rank and the number (`title~812345`).
 
-/// Whether a search of `words` (each a prefix, all required) matches at most
-/// [`RARE_MATCHES`] tasks of the SQLite index `table`, counted up to that
-/// bound. The words as they are count first: a prefix query gathers the
-/// matches of every word it starts (a common one among a million tasks:
-/// ~15 ms), the whole words are read a match at a time, and if they alone
-/// pass the bound the prefixes do too.
-async fn rare_sqlite(store: &Store, table: &str, words: &[String]) -> Result<bool> {
-    let count =
-        format!("SELECT COUNT(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH $1 LIMIT $2)");
-    let exact = words
-        .iter()
-        .map(|w| format!("\"{w}\""))
-        .collect::<Vec<_>>()
-        .join(" AND ");
-    if !rare(store, &count, &exact).await? {
-        return Ok(false);
-    }
-    let prefixes = words
-        .iter()
-        .map(|w| format!("\"{w}\"*"))
-        .collect::<Vec<_>>()
-        .join(" AND ");
-    rare(store, &count, &prefixes).await
-}
-/// Whether the planner expects a full-text query to match at most
-/// [`RARE_MATCHES`] tasks, from the statistics `ANALYZE` keeps of the words
-/// (their most common elements). Counting the matches instead, as on SQLite,
-/// costs ~40 ms for a common word on Postgres (a GIN scan of a prefix, or a
-/// scan of the table until the bound), more than the search itself.
-///
-/// Each plan is ruinous for the other kind of word (a rare word walked
-/// through a million tasks: ~2 s; a common one driven as an array of its
-/// 91,000 matches: ~8 s), so the estimates are read with care, word by word
-/// in `table`: each as a prefix and as it is (a subset of the matches)
-/// apart, the larger taken (a prefix has been estimated at 440 where its
-/// whole word alone was at 6,000); an estimate that is one of Postgres'
-/// default guesses (a word outside the most common elements, or no
-/// statistics yet) counts as rare, which such a word is. Words in titles
-/// are few, so there every prefix is a guess and the whole word decides.
-async fn estimated_rare(store: &Store, table: &str, words: &[String]) -> Result<bool> {
-    let (tasks,): (i64,) = crate::engine::db::query_as(
-        "SELECT CAST(GREATEST(reltuples, 0) AS BIGINT) FROM pg_class \
-         WHERE oid = CAST($1 AS regclass)",
-    )
-    .bind(table)
-    .fetch_one(store.pool())
-    .await?;
-    let tasks = (tasks as f64).max(1.0);
-    // Postgres' guesses where it knows nothing: a word outside the most
-    // common elements (0.5 %), and any prefix when fewer than 100 words are
-    // common enough to be kept (2 %: titles use few words).
-    let guesses = [(tasks * 0.005).round(), (tasks * 0.02).round()];
-    let mut share = 1.0;
-    for word in words {
-        let mut most: f64 = 0.0;
-        for form in [format!("{word}:*"), word.clone()] {
-            let rows = estimated_rows(store, table, &form).await?;
-            if guesses.iter().all(|g| (rows - g).abs() > 1.0) {
-                most = most.max(rows);
+/// A page of `filter`'s search (not yet limited to a rank) in rank order,
+/// after or before `at`; a place without a rank is in the title rank.
+pub(crate) async fn list_ranked(
+    store: &Store,
+    company_id: &str,
+    filter: &Filter,
+    at: Option<(&Position, Direction)>,
+) -> Result<SortedPage> {
+    let backward = matches!(at, Some((_, Direction::Before)));
+    // The ranks in the direction of reading.
+    let order = if backward {
+        [Band::Rest, Band::Title]
+    } else {
+        [Band::Title, Band::Rest]
+    };
+    let start = match at {
+        Some((position, _)) => match position.key.as_deref() {
+            None => Band::Title,
+            Some(key) => {
+                Band::parse(key).ok_or_else(|| Error::invalid("cursor", "Unknown cursor"))?
             }
+        },
+        None => order[0],
+    };
+    let bands = &order[order.iter().position(|b| *b == start).unwrap_or(0)..];
+    let mut parts: Vec<(Band, SortedPage)> = Vec::new();
+    let mut shown: i64 = 0;
+    let mut text: usize = 0;
+    let mut more = false;
+    for (i, band) in bands.iter().enumerate() {
+        let rank = Filter {
+            band: Some(*band),
+            cursor: None,
+            limit: filter.limit - shown,
+            ..filter.clone()
+        };
+        if rank.limit <= 0 || text as i64 > ISSUE_PAGE_TEXT_BUDGET {
+            // The page is full: more follow if this rank has any match.
+            more = count(store, company_id, &rank, 0).await?.1;
+            break;
         }
-        // Every word must match: as independent events.
-        share *= most / tasks;
-    }
-    Ok(share * tasks <= RARE_MATCHES as f64)
-}
-
-/// The planner's estimate of the tasks `words` match.
-async fn estimated_rows(store: &Store, table: &str, words: &str) -> Result<f64> {
-    // The plan's top line: `Seq Scan on task_search  (cost=.. rows=N width=4)`
-    // (the JSON format comes back typed `json`, which the text reader refuses).
-    let sql = format!("EXPLAIN SELECT 1 FROM {table} WHERE words @@ to_tsquery('simple', $1)");
-    let (plan,): (String,) = crate::engine::db::query_as(&sql)
-        .bind(words)
-        .fetch_one(store.pool())
+        // Within a rank, newest first: past the place in its own rank, from
+        // the start of the next one (or, backwards, from its end: the tasks
+        // numbered above 0 in ascending order, the last of them shown first).
+        let edge = Position {
+            key: None,
+            number: 0,
+        };
+        let within = match at {
+            Some((position, direction)) if i == 0 => Some((
+                Position {
+                    key: None,
+                    number: position.number,
+                },
+                direction,
+            )),
+            _ if backward => Some((edge, Direction::Before)),
+            _ => None,
+        };
+        let page = list_sorted(
+            store,
+            company_id,
+            &rank,
+            Sort::Newest,
+            within.as_ref().map(|(p, d)| (p, *d)),
+        )
         .await?;
-    plan.split_once(" rows=")
-        .and_then(|(_, rest)| rest.split(' ').next())
-        .and_then(|n| n.parse::<f64>().ok())
-        .ok_or_else(|| {
-            crate::Error::Database(sqlx::Error::Protocol(format!(
-                "unreadable query plan: {plan}"
-            )))
+        shown += page.issues.len() as i64;
+        text += page
+            .issues
+            .iter()
+            .map(|issue| issue.title.len() + issue.description.as_deref().map_or(0, str::len))
+            .sum::<usize>();
+        let page_more = page.more;
+        parts.push((*band, page));
+        if page_more {
+            more = true;
+            break;
+        }
+    }
+    if backward {
+        parts.reverse();
+    }
+    let place = |band: Band, p: Option<Position>| {
+        p.map(|p| Position {
+            key: Some(band.as_str().to_string()),
+            number: p.number,
         })
-}
-
-/// Whether a label is on at most [`RARE_MATCHES`] tasks (of any company).
-async fn label_is_rare(store: &Store, label: &str) -> Result<bool> {
-    let (n,): (i64,) = crate::engine::db::query_as(
-        "SELECT COUNT(*) FROM (SELECT 1 FROM issue_labels WHERE label_id = $1 LIMIT $2)",
-    )
-    .bind(label)
-    .bind(RARE_MATCHES + 1)
-    .fetch_one(store.pool())
-    .await?;
-    Ok(n <= RARE_MATCHES)
-}
-
-/// Whether a full-text query matches at most [`RARE_MATCHES`] tasks and
-/// comments (counted up to that bound, so a common word costs no more to
-/// count than a rare one).
-async fn rare(store: &Store, count_sql: &str, query: &str) -> Result<bool> {
-    let (n,): (i64,) = crate::engine::db::query_as(count_sql)
-        .bind(query)
-        .bind(RARE_MATCHES + 1)
-        .fetch_one(store.pool())
-        .await?;
-    Ok(n <= RARE_MATCHES)
-}
-
-/// The words of a search, lower-cased: letters and digits, everything else
-/// separates (as both engines' tokenizers split `ACM-12` into `acm`, `12`).
-/// Each word matches as a prefix; all must match. Bounded, so a pasted
-/// essay cannot become a huge query.
-fn search_words(q: &str) -> Vec<String> {
-    q.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_lowercase().chars().take(64).collect())
-        .take(8)
-        .collect()
-}
-
-/// The part of a walk in number order a page can reach: past which number
-/// (if any), in which direction, how many rows at most. A condition may use
-/// it to read no further (a label's tasks).
-#[derive(Clone, Copy)]
-pub(crate) struct Reach {
-    pub(crate) past: Option<i64>,
-    pub(crate) down: bool,
-    pub(crate) rows: i64,
-}
-
-/// What a filter's condition is for: a page in a keyed order, a page in
-/// number order, or counting.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Use {
-    Page,
-    Walk,
-    Count,
-    /// Counting the tasks a search's words match as whole words (SQLite).
-    CountWholeWords,
-}
-
-impl Use {
-    fn counts(self) -> bool {
-        matches!(self, Use::Count | Use::CountWholeWords)
+    };
+    let mut first = None;
+    let mut last = None;
+    let mut issues = Vec::new();
+    for (band, page) in parts {
+        if page.issues.is_empty() {
+            continue;
+        }
+        if first.is_none() {
+            first = place(band, page.first);
+        }
+        last = place(band, page.last);
+        issues.extend(page.issues);
     }
+    Ok(SortedPage {
+        issues,
+        first,
+        last,
+        more,
+    })
 }
-
 
 #[cfg(test)]
 mod tests {
