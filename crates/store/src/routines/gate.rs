@@ -17,7 +17,7 @@ use paperclip_core::routine::{ActivityGateScope, Routine, RoutineTrigger};
 use serde_json::json;
 
 use crate::engine::row::RowExt;
-use crate::routines::routine::{record, stamp};
+use crate::routines::table::{record, stamp};
 use crate::{new_id, Result, Tx};
 
 /// `Some(window start)` when the routine's gate finds nothing to act on.

@@ -7,5 +7,8 @@ pub mod runs;
 pub mod triggers;
 pub(crate) mod gate;
 pub(crate) mod routine;
+pub(crate) mod table;
+pub(crate) mod trigger_table;
 
 pub use routine::*;
+pub use table::*;

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::engine::db::DbRow;
 use crate::engine::row::RowExt;
-use crate::routines::routine::{by, get_in, record};
+use crate::routines::table::{by, get_in, record};
 use crate::{new_id, Error, Result, Store, Tx};
 
 /// Writes the routine's next revision from what it and its triggers are now.
@@ -23,7 +23,7 @@ pub(crate) async fn write_revision(
     restored_from: Option<&str>,
 ) -> Result<String> {
     let routine = get_in(tx, routine_id).await?;
-    let triggers = crate::routines::triggers::list_in(tx, routine_id).await?;
+    let triggers = crate::routines::trigger_table::list_in(tx, routine_id).await?;
     let snapshot = json!({
         "version": 1,
         "routine": {
@@ -125,7 +125,7 @@ pub(crate) async fn revision_in(
 }
 
 /// Puts the routine's own fields back as the snapshot has them (the
-/// triggers are [`crate::routines::triggers::restore_in`]'s).
+/// triggers are [`crate::routines::trigger_table::restore_in`]'s).
 pub(crate) async fn restore_fields_in(
     tx: &mut Tx,
     actor: &Actor,
@@ -201,7 +201,7 @@ pub async fn restore(
     actor: &Actor,
     routine_id: &str,
     revision_id: &str,
-    fresh: &crate::routines::triggers::Fresh<'_>,
+    fresh: &crate::routines::trigger_table::Fresh<'_>,
     now: DateTime<Utc>,
 ) -> Result<Restored> {
     let mut tx = store.begin().await?;
@@ -210,7 +210,7 @@ pub async fn restore(
     restore_fields_in(&mut tx, actor, &routine, &revision.snapshot).await?;
     // Triggers made again are checked against the restored variables.
     let restored = get_in(&mut tx, routine_id).await?;
-    let remade = crate::routines::triggers::restore_in(
+    let remade = crate::routines::trigger_table::restore_in(
         &mut tx,
         actor,
         &restored,
@@ -249,7 +249,7 @@ pub struct Restored {
     pub routine: Routine,
     pub revision: paperclip_core::routine::RoutineRevision,
     pub from_number: i64,
-    pub remade: Vec<crate::routines::triggers::Remade>,
+    pub remade: Vec<crate::routines::trigger_table::Remade>,
 }
 
 fn map_revision(row: &DbRow) -> Result<RoutineRevision> {

@@ -26,7 +26,7 @@ use serde_json::{json, Map, Value};
 
 use crate::engine::db::DbRow;
 use crate::engine::row::RowExt;
-use crate::routines::routine::{record, stamp};
+use crate::routines::table::{record, stamp};
 use crate::{new_id, Backend, Error, Result, Store, Tx};
 
 /// One execution to dispatch.
@@ -75,14 +75,14 @@ async fn dispatch_in(
     let now = crate::now();
     let row = crate::engine::db::query(&format!(
         "UPDATE routines SET last_triggered_at = $2 WHERE id = $1 RETURNING {}",
-        crate::routines::routine::COLUMNS
+        crate::routines::table::COLUMNS
     ))
     .bind(d.routine_id)
     .bind(&now)
     .fetch_optional(tx.conn())
     .await?
     .ok_or_else(|| Error::not_found("Routine"))?;
-    let routine = crate::routines::routine::map(&row)?;
+    let routine = crate::routines::table::map(&row)?;
     if routine.status == RoutineStatus::Archived {
         return Err(Error::conflict("Routine is archived", None));
     }
@@ -270,7 +270,7 @@ pub struct Due {
 }
 
 pub async fn due(store: &Store, now: DateTime<Utc>) -> Result<Vec<Due>> {
-    let columns = crate::routines::triggers::COLUMNS
+    let columns = crate::routines::trigger_table::COLUMNS
         .split(", ")
         .map(|c| format!("t.{c}"))
         .collect::<Vec<_>>()
@@ -287,7 +287,7 @@ pub async fn due(store: &Store, now: DateTime<Utc>) -> Result<Vec<Due>> {
     rows.iter()
         .map(|row| {
             Ok(Due {
-                trigger: crate::routines::triggers::map(row)?,
+                trigger: crate::routines::trigger_table::map(row)?,
                 catch_up_policy: row.stored("catch_up_policy")?,
             })
         })
@@ -311,7 +311,7 @@ pub async fn fire(
     if !claim(&mut tx, trigger, next).await? {
         return Ok(None);
     }
-    let routine = crate::routines::routine::get_in(&mut tx, &trigger.routine_id).await?;
+    let routine = crate::routines::table::get_in(&mut tx, &trigger.routine_id).await?;
     if routine.activity_gate_policy == ActivityGatePolicy::RequireExternalActivity {
         if let Some(since) = crate::routines::gate::quiet(&mut tx, &routine).await? {
             let tick = ticks.last().copied().unwrap_or(now);
@@ -471,13 +471,13 @@ pub async fn list_items(
 ) -> Result<Vec<RoutineListItem>> {
     let mut triggers_of: std::collections::HashMap<String, Vec<_>> =
         std::collections::HashMap::new();
-    for t in crate::routines::triggers::of_company(store, company_id).await? {
+    for t in crate::routines::trigger_table::of_company(store, company_id).await? {
         triggers_of.entry(t.routine_id.clone()).or_default().push(t);
     }
     let mut latest = latest_of_company(store, company_id).await?;
-    let mut active = crate::routines::routine::active_issues_of_company(store, company_id).await?;
+    let mut active = crate::routines::table::active_issues_of_company(store, company_id).await?;
     let mut out = Vec::new();
-    for routine in crate::routines::routine::list(store, company_id, project_id).await? {
+    for routine in crate::routines::table::list(store, company_id, project_id).await? {
         let triggers = triggers_of
             .remove(&routine.id)
             .unwrap_or_default()
