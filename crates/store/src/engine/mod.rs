@@ -2,6 +2,7 @@
 //! the `$n` SQL both engines accept, row decoding, migrations and errors.
 //! Nothing here knows a table of the domain.
 
+pub(crate) mod args;
 pub mod db;
 pub(crate) mod error;
 pub(crate) mod migrate;

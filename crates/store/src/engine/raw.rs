@@ -17,7 +17,7 @@ use libsqlite3_sys as ffi;
 use serde_json::Value;
 use sqlx::sqlite::SqliteConnection;
 
-use crate::engine::db::{Arg, ColIdx};
+use crate::engine::args::{Arg, ColIdx};
 
 /// A row being read: valid only inside the mapper it is passed to.
 pub struct RawRow {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use libsqlite3_sys as ffi;
 
-use crate::engine::db::Arg;
+use crate::engine::args::Arg;
 use crate::engine::raw::{bind_and_step, error, prepare, RawRow};
 
 /// Statements kept prepared; past this many the cache starts over (the
@@ -176,7 +176,7 @@ pub struct OwnedRow {
 }
 
 impl OwnedRow {
-    pub(crate) fn value<I: crate::engine::db::ColIdx>(&self, col: I) -> sqlx::Result<&Owned> {
+    pub(crate) fn value<I: crate::engine::args::ColIdx>(&self, col: I) -> sqlx::Result<&Owned> {
         let at = col.position(|name| self.names.iter().position(|n| n == name))?;
         self.values
             .get(at)
