@@ -37,17 +37,12 @@ async fn long_run(server: &TestServer, cid: &str, name: &str) -> (String, String
             r["processGroupId"].is_i64()
         })
         .await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let pid = loop {
-        if let Some(pid) = std::fs::read_to_string(&pidfile)
+    let pid = common::until(10, "the script to write its grandchild's pid", async || {
+        std::fs::read_to_string(&pidfile)
             .ok()
             .and_then(|s| s.trim().parse::<i64>().ok())
-        {
-            break pid;
-        }
-        assert!(std::time::Instant::now() < deadline, "script never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    })
+    .await;
     assert!(alive(pid));
     (aid, run_id, pid)
 }
