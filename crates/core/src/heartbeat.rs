@@ -38,9 +38,13 @@ impl RunStatus {
 }
 
 /// The `errorCode` of a run the control plane itself ended, before or
-/// after its adapter ran (an adapter's own codes are
-/// `paperclip_adapters::ErrorCode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// after its adapter ran, or stopped from outside (an adapter's own codes
+/// are `paperclip_adapters::ErrorCode`). Stored and sent as [`as_str`];
+/// [`parse`] reads it back, and refuses a value it does not know.
+///
+/// [`as_str`]: RunErrorCode::as_str
+/// [`parse`]: RunErrorCode::parse
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RunErrorCode {
     /// A secret the agent's config references could not be resolved.
     SecretUnavailable,
@@ -51,18 +55,72 @@ pub enum RunErrorCode {
     SetupFailed,
     /// The run ended but its outcome could not be written.
     OutcomeNotRecorded,
+    /// Stopped while it ran: a budget it draws on was reached.
+    BudgetExceeded,
+    /// An asynchronous run whose callback never came before its deadline
+    /// (ends `timed_out`).
+    CallbackTimeout,
+    /// Left running by a server process that is gone; failed on restart.
+    ControlPlaneRestart,
 }
 
 impl RunErrorCode {
+    pub const ALL: [RunErrorCode; 7] = [
+        RunErrorCode::SecretUnavailable,
+        RunErrorCode::InvalidConfig,
+        RunErrorCode::SetupFailed,
+        RunErrorCode::OutcomeNotRecorded,
+        RunErrorCode::BudgetExceeded,
+        RunErrorCode::CallbackTimeout,
+        RunErrorCode::ControlPlaneRestart,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             RunErrorCode::SecretUnavailable => "secret_unavailable",
             RunErrorCode::InvalidConfig => "invalid_config",
             RunErrorCode::SetupFailed => "run_setup_failed",
             RunErrorCode::OutcomeNotRecorded => "outcome_not_recorded",
+            RunErrorCode::BudgetExceeded => "budget_exceeded",
+            RunErrorCode::CallbackTimeout => "callback_timeout",
+            RunErrorCode::ControlPlaneRestart => "control_plane_restart",
         }
     }
+
+    /// The code `text` names; an unknown one is an error, never a default.
+    pub fn parse(text: &str) -> Result<RunErrorCode, UnknownRunErrorCode> {
+        RunErrorCode::ALL
+            .into_iter()
+            .find(|code| code.as_str() == text)
+            .ok_or_else(|| UnknownRunErrorCode(text.to_string()))
+    }
 }
+
+impl std::fmt::Display for RunErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for RunErrorCode {
+    type Err = UnknownRunErrorCode;
+
+    fn from_str(text: &str) -> Result<RunErrorCode, UnknownRunErrorCode> {
+        RunErrorCode::parse(text)
+    }
+}
+
+/// A run `errorCode` that is not a [`RunErrorCode`] (the text it had).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownRunErrorCode(pub String);
+
+impl std::fmt::Display for UnknownRunErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown run error code {:?}", self.0)
+    }
+}
+
+impl std::error::Error for UnknownRunErrorCode {}
 
 /// Where a wake came from.
 #[derive(
@@ -255,6 +313,42 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn run_error_codes_round_trip_and_unknown_ones_are_refused() {
+        // Each code is stored and sent as its text: the text of every one is
+        // fixed (the wire carries it), distinct, and parses back to it.
+        let texts: Vec<&str> = RunErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "secret_unavailable",
+                "invalid_config",
+                "run_setup_failed",
+                "outcome_not_recorded",
+                "budget_exceeded",
+                "callback_timeout",
+                "control_plane_restart",
+            ]
+        );
+        for code in RunErrorCode::ALL {
+            assert_eq!(RunErrorCode::parse(code.as_str()), Ok(code));
+            assert_eq!(code.as_str().parse::<RunErrorCode>(), Ok(code));
+            assert_eq!(code.to_string(), code.as_str());
+        }
+        for unknown in [
+            "",
+            "RUN_SETUP_FAILED",
+            "run_setup_failed ",
+            "nonzero_exit",
+            "setup_failed",
+        ] {
+            assert_eq!(
+                unknown.parse::<RunErrorCode>(),
+                Err(UnknownRunErrorCode(unknown.to_string()))
+            );
+        }
+    }
 
     #[test]
     fn defaults_and_clamps() {

@@ -15,15 +15,13 @@ use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
 use paperclip_adapters::UsageSoFar;
+use paperclip_core::heartbeat::RunErrorCode;
 use paperclip_core::model::{Agent, HeartbeatRun, Issue};
 use paperclip_store::runs::budget::{run_limits, RunLimit};
 use paperclip_store::Store;
 use serde_json::Value;
 
 use crate::live::LiveRuns;
-
-/// The `errorCode` of a run stopped at a budget.
-pub(crate) const BUDGET_EXCEEDED: &str = "budget_exceeded";
 
 pub(crate) struct RunBudget {
     store: Store,
@@ -162,8 +160,11 @@ impl RunBudget {
 
     fn stop(&self, reached: Reached) {
         tracing::info!(run = %self.run_id, scope = reached.scope, "stopping a run at its budget");
-        self.live
-            .stop_with_code(&self.run_id, &reached.message, Some(BUDGET_EXCEEDED));
+        self.live.stop_with_code(
+            &self.run_id,
+            &reached.message,
+            Some(RunErrorCode::BudgetExceeded),
+        );
     }
 }
 

@@ -3,7 +3,7 @@
 //! loop, which times out a run whose callback is overdue (its task then
 //! follows, see `paperclip_store::runs::follow_up`).
 
-use paperclip_core::heartbeat::RunStatus;
+use paperclip_core::heartbeat::{RunErrorCode, RunStatus};
 use std::time::Duration;
 
 use paperclip_core::model::HeartbeatRun;
@@ -38,7 +38,7 @@ impl Runtime {
                      (adapterConfig.callbackTimeoutSec)"
                         .into(),
                 ),
-                error_code: Some("callback_timeout".into()),
+                error_code: Some(RunErrorCode::CallbackTimeout.as_str().into()),
                 ..Finish::new(RunStatus::Failed)
             };
             if let Some(done) = runs::finish(store, &run.id, finish).await? {

@@ -8,13 +8,13 @@
 //! signal (sent when the entry is dropped, after the outcome is recorded),
 //! not on the database.
 
-use paperclip_core::heartbeat::RunStatus;
+use paperclip_core::heartbeat::{RunErrorCode, RunStatus};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::join_all;
-use paperclip_adapters::CancellationToken;
+use paperclip_adapters::{CancellationToken, ErrorCode};
 use paperclip_core::actor::Actor;
 use paperclip_core::model::HeartbeatRun;
 use paperclip_store::runs::{self, Finish};
@@ -35,7 +35,7 @@ pub(crate) struct LiveRuns {
 
 /// Why a run was stopped, and the `errorCode` it records when the stop
 /// is not a plain cancel (a budget).
-type Reason = Arc<Mutex<Option<(String, Option<&'static str>)>>>;
+type Reason = Arc<Mutex<Option<(String, Option<RunErrorCode>)>>>;
 
 struct Entry {
     /// The processes the run's adapter spawned (pid and start time in clock
@@ -107,7 +107,7 @@ impl LiveRuns {
         &self,
         run_id: &str,
         reason: &str,
-        code: Option<&'static str>,
+        code: Option<RunErrorCode>,
     ) -> Option<Stopping> {
         let runs = self.runs.lock().expect("live runs lock");
         let entry = runs.get(run_id)?;
@@ -175,7 +175,7 @@ impl LiveRun {
     }
 
     /// The `errorCode` the stop asked for, if not a plain cancel.
-    pub(crate) fn stop_code(&self) -> Option<&'static str> {
+    pub(crate) fn stop_code(&self) -> Option<RunErrorCode> {
         let reason = self.reason.lock().expect("reason lock");
         reason.as_ref().and_then(|(_, code)| *code)
     }
@@ -241,7 +241,7 @@ impl Runtime {
         let finish = Finish {
             status: RunStatus::Cancelled,
             error: Some(reason.to_string()),
-            error_code: Some("cancelled".into()),
+            error_code: Some(ErrorCode::Cancelled.as_str().into()),
             ..Finish::new(RunStatus::Failed)
         };
         if let Some(run) = runs::finish(store, run_id, finish).await? {

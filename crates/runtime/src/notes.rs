@@ -2,10 +2,12 @@
 //! how this run came about: its session was reset, or it carries on work a
 //! restart interrupted, or it retries a failed run.
 
+use paperclip_adapters::ErrorCode;
 use paperclip_core::model::{HeartbeatRun, TaskSession};
 
-/// The `lastError` of a task session forgotten because it overflowed.
-pub(crate) const OVERFLOWED: &str = "context_window_exceeded";
+/// The `lastError` of a task session forgotten because it overflowed: the
+/// adapter's code for it.
+pub(crate) const OVERFLOWED: ErrorCode = ErrorCode::ContextWindowExceeded;
 
 const RESET_NOTE: &str = "Note: the previous session on this task exceeded the model's context \
      window and was reset. This run starts a fresh session without that conversation; read the \
@@ -15,7 +17,7 @@ const RESET_NOTE: &str = "Note: the previous session on this task exceeded the m
 /// run starts without it (and needs the task so far, [`with_notes`]).
 pub(crate) fn overflow_reset(saved: Option<&TaskSession>) -> bool {
     saved.is_some_and(|s| {
-        s.session_display_id.is_none() && s.last_error.as_deref() == Some(OVERFLOWED)
+        s.session_display_id.is_none() && s.last_error.as_deref() == Some(OVERFLOWED.as_str())
     })
 }
 

@@ -14,7 +14,7 @@
 //! executor runs them as usual.
 
 use paperclip_core::actor::Actor;
-use paperclip_core::heartbeat::RunStatus;
+use paperclip_core::heartbeat::{RunErrorCode, RunStatus};
 use paperclip_core::model::HeartbeatRun;
 use paperclip_store::runs::follow_up::{self, Handed, CONTINUATIONS};
 use paperclip_store::runs::{self, Finish, SessionUpdate};
@@ -71,7 +71,7 @@ async fn lost_finish(store: &Store, run: &HeartbeatRun) -> anyhow::Result<Finish
     Ok(Finish {
         status: RunStatus::Failed,
         error: Some("The control plane restarted while this run was in progress".into()),
-        error_code: Some("control_plane_restart".into()),
+        error_code: Some(RunErrorCode::ControlPlaneRestart.as_str().into()),
         stdout_excerpt: run.stdout_excerpt.clone(),
         stderr_excerpt: run.stderr_excerpt.clone(),
         log_store: run.log_store.clone().or(Some("local_file".into())),

@@ -381,4 +381,3 @@ fn the_sum_cap_is_the_input_bound() {
     let cap = format!("> {TOKENS_MAX} THEN {COST_CENTS_MAX} ELSE");
     assert!(capped!("x").contains(&cap), "{}", capped!("x"));
 }
-

@@ -125,15 +125,19 @@ fn health(addr: &str) -> String {
     get(addr, "/api/health", "Connection: close\r\n")
 }
 
-/// Probes `/api/health` on fresh connections until `stop`; the slowest
-/// answer, and how many probes did not get a 200 within 5 s.
+/// Probes `/api/health` on fresh connections until `stop` (at most 300 s,
+/// as long as nextest lets the test run); the slowest answer, and how many
+/// probes did not get a 200 within 5 s.
 fn watch_health(
     addr: String,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> tokio::task::JoinHandle<(Duration, usize, usize)> {
     tokio::spawn(async move {
         let (mut slowest, mut failed, mut probes) = (Duration::ZERO, 0, 0);
-        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        common::until(300, "the health watch to be stopped", async move || {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return Some((slowest, failed, probes));
+            }
             let started = Instant::now();
             let answer = send(&addr, &health(&addr), 5).await;
             probes += 1;
@@ -148,9 +152,9 @@ fn watch_health(
                     );
                 }
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        (slowest, failed, probes)
+            None
+        })
+        .await
     })
 }
 

@@ -4,7 +4,8 @@
 
 use crate::common;
 
-use common::{until, TestServer};
+use common::task_worker::{self, hanging_run, Setup, CHECKOUT, MARK_DONE, SCRIPT_START};
+use common::TestServer;
 use serde_json::{json, Value};
 
 /// A script that checks the task out, records the run, and then acts on
@@ -14,17 +15,12 @@ fn worker(dir: &std::path::Path) -> String {
     let log = dir.join("runs.log");
     let mode = dir.join("mode");
     format!(
-        r#"set -e
-H="Authorization: Bearer $PAPERCLIP_API_KEY"
-R="X-Paperclip-Run-Id: $PAPERCLIP_RUN_ID"
-J="Content-Type: application/json"
-T="$PAPERCLIP_API_URL/api/issues/$PAPERCLIP_TASK_ID"
-echo "$PAPERCLIP_RUN_ID $PAPERCLIP_WAKE_REASON comments=$PAPERCLIP_WAKE_COMMENT_IDS" >> {log}
-curl -sSf -X POST "$T/checkout" -H "$H" -H "$R" -H "$J" -d "{{\"agentId\":\"$PAPERCLIP_AGENT_ID\",\"expectedStatuses\":[\"todo\",\"in_progress\"]}}" > /dev/null
+        r#"{SCRIPT_START}echo "$PAPERCLIP_RUN_ID $PAPERCLIP_WAKE_REASON comments=$PAPERCLIP_WAKE_COMMENT_IDS" >> {log}
+{CHECKOUT}
 case "$(cat {mode})" in
   hang) echo "$PAPERCLIP_RUN_ID" > {log}.hanging; sleep 60 ;;
   fail) echo "cannot go on" >&2; exit 1 ;;
-  *) curl -sSf -X PATCH "$T" -H "$H" -H "$R" -H "$J" -d '{{"status":"done"}}' > /dev/null ;;
+  *) {MARK_DONE} ;;
 esac
 "#,
         log = log.display(),
@@ -32,72 +28,9 @@ esac
     )
 }
 
-struct Setup {
-    cid: String,
-    aid: String,
-    task: String,
-    dir: std::path::PathBuf,
-}
-
-impl Setup {
-    fn mode(&self, mode: &str) {
-        std::fs::write(self.dir.join("mode"), mode).unwrap();
-    }
-
-    fn log(&self) -> Vec<String> {
-        std::fs::read_to_string(self.dir.join("runs.log"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect()
-    }
-}
-
 /// A company, a worker agent, and a task assigned to it (which wakes it).
 async fn setup(server: &TestServer, mode: &str) -> Setup {
-    let dir = server
-        .data_dir
-        .join(format!("w-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("mode"), mode).unwrap();
-    let cid = server.company("Follow Co").await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let agent = server
-        .script_agent(&cid, "Worker", &worker(&dir), json!({}))
-        .await;
-    let aid = agent["id"].as_str().unwrap().to_string();
-    let task = server
-        .issue(
-            &cid,
-            json!({ "title": "Ship it", "status": "todo", "assigneeAgentId": aid }),
-        )
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    Setup {
-        cid,
-        aid,
-        task,
-        dir,
-    }
-}
-
-/// Waits for the run that is hanging on the task (its process started and
-/// the checkout made), and returns its id.
-async fn hanging_run(server: &TestServer, s: &Setup, not: &[String]) -> String {
-    until(20, "a run hanging on the task", async || {
-        let id = std::fs::read_to_string(s.dir.join("runs.log.hanging")).ok()?;
-        let id = id.trim().to_string();
-        if not.contains(&id) {
-            return None;
-        }
-        let issue = server.ok_get(&format!("/api/issues/{}", s.task)).await;
-        (issue["checkoutRunId"] == id.as_str()).then_some(id)
-    })
-    .await
+    task_worker::setup(server, "Follow Co", mode, worker).await
 }
 
 /// A board page's HTML.

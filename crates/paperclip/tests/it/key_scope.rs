@@ -77,6 +77,26 @@ fn token(key: &Value) -> String {
     key["token"].as_str().unwrap().to_string()
 }
 
+/// `who` makes a key named `key` that names no company, and founds
+/// `company` with it: the key's token, and the answer.
+async fn found_with_open_key(
+    server: &TestServer,
+    who: &Session,
+    key: &str,
+    company: &str,
+) -> (String, StatusCode, Value) {
+    let open = token(&session_key(server, who, json!({ "name": key })).await);
+    let (status, body) = with_key(
+        server,
+        &open,
+        Method::POST,
+        "/api/companies",
+        Some(json!({ "name": company })),
+    )
+    .await;
+    (open, status, body)
+}
+
 #[tokio::test]
 async fn a_key_made_with_a_key_stays_within_its_parent_and_ends_with_it() {
     let (server, owner) = instance(&[]).await;
@@ -449,27 +469,11 @@ async fn a_company_scoped_key_takes_no_instance_level_action() {
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     // A key naming no company is not instance administration either, unless
     // its person is an administrator.
-    let pat_open = token(&session_key(&server, &pat, json!({ "name": "open" })).await);
-    let (status, body) = with_key(
-        &server,
-        &pat_open,
-        Method::POST,
-        "/api/companies",
-        Some(json!({ "name": "Pat Co" })),
-    )
-    .await;
+    let (_, status, body) = found_with_open_key(&server, &pat, "open", "Pat Co").await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
 
     // The administrator's key naming no company keeps founding companies.
-    let open = token(&session_key(&server, &owner, json!({ "name": "admin cli" })).await);
-    let (status, company) = with_key(
-        &server,
-        &open,
-        Method::POST,
-        "/api/companies",
-        Some(json!({ "name": "Gamma" })),
-    )
-    .await;
+    let (open, status, company) = found_with_open_key(&server, &owner, "admin cli", "Gamma").await;
     assert_eq!(status, StatusCode::CREATED, "{company}");
     let (_, me) = with_key(&server, &open, Method::GET, "/api/cli-auth/me", None).await;
     assert_eq!(me["isInstanceAdmin"], true, "{me}");

@@ -66,6 +66,7 @@ mod run_liveness;
 mod run_log_bounds;
 mod run_logs;
 mod run_owner;
+mod run_setup;
 mod scale_smoke;
 mod search;
 mod secrets;

@@ -20,7 +20,7 @@ pub(crate) struct Ended {
 #[derive(Default)]
 pub(crate) struct Stop {
     pub reason: Option<String>,
-    pub code: Option<&'static str>,
+    pub code: Option<RunErrorCode>,
 }
 
 /// What the plan contributes to the run's end.
@@ -44,7 +44,7 @@ pub(crate) fn finish(ended: Ended, stats: Stats, stop: Stop, plan: &FinishPlan) 
     };
     // A stop with a code of its own (a budget) is not a plain cancel.
     let error_code = match (cancelled, stop.code) {
-        (true, Some(code)) => Some(code.to_string()),
+        (true, Some(code)) => Some(code.as_str().to_string()),
         _ => outcome.error_code.map(|c| c.as_str().to_string()),
     };
     Some(Finish {
@@ -88,7 +88,7 @@ fn session_update(outcome: &Outcome, rejected: bool, plan: &FinishPlan) -> Optio
         adapter_type: plan.adapter_type.to_string(),
         task_key: task_key.to_string(),
         session_id: outcome.session_id.clone().filter(|_| !overflowed),
-        error: overflowed.then(|| crate::notes::OVERFLOWED.to_string()),
+        error: overflowed.then(|| crate::notes::OVERFLOWED.as_str().to_string()),
     })
 }
 
@@ -194,7 +194,7 @@ mod tests {
     fn a_stop_with_a_code_names_its_reason_and_code() {
         let stop = Stop {
             reason: Some("Budget reached".into()),
-            code: Some(crate::budget::BUDGET_EXCEEDED),
+            code: Some(RunErrorCode::BudgetExceeded),
         };
         let code = Some(ErrorCode::Cancelled);
         let done = end(outcome(OutcomeStatus::Cancelled, code), stop, None).unwrap();
@@ -202,7 +202,7 @@ mod tests {
         assert_eq!(done.error.as_deref(), Some("Budget reached"));
         assert_eq!(
             done.error_code.as_deref(),
-            Some(crate::budget::BUDGET_EXCEEDED)
+            Some(RunErrorCode::BudgetExceeded.as_str())
         );
         assert!(done.session.is_none(), "no task, no session");
     }
@@ -217,7 +217,10 @@ mod tests {
         );
         let session = done.unwrap().session.expect("session forgotten");
         assert_eq!(session.session_id, None);
-        assert_eq!(session.error.as_deref(), Some(crate::notes::OVERFLOWED));
+        assert_eq!(
+            session.error.as_deref(),
+            Some(crate::notes::OVERFLOWED.as_str())
+        );
     }
 
     #[test]

@@ -9,15 +9,17 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::Caller;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::JsonBody;
 use crate::people::{self, MAX_PASSWORD, MIN_PASSWORD};
+use crate::routes::members::PersonRecord;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -132,23 +134,65 @@ fn check_password(field: &str, password: Option<&str>) -> ApiResult<String> {
     Ok(password.to_string())
 }
 
-fn user_json(user: &paperclip_store::org::people::BoardUser) -> Value {
-    json!({
-        "id": user.id,
-        "email": user.email,
-        "name": user.name,
-        "image": null,
-        "emailVerified": false,
-        "createdAt": user.created_at,
-        "updatedAt": user.created_at,
-    })
+/// The account as better-auth answers it. No email is verified and no
+/// avatar kept, and the store keeps no update time (`updatedAt` repeats
+/// `createdAt`). Fields in name order, as the JSON object this replaced
+/// serialized them.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct Account {
+    created_at: String,
+    email: String,
+    email_verified: bool,
+    id: String,
+    image: Option<String>,
+    name: String,
+    updated_at: String,
+}
+
+impl From<&paperclip_store::org::people::BoardUser> for Account {
+    fn from(user: &paperclip_store::org::people::BoardUser) -> Account {
+        Account {
+            created_at: user.created_at.clone(),
+            email: user.email.clone(),
+            email_verified: false,
+            id: user.id.clone(),
+            image: None,
+            name: user.name.clone(),
+            updated_at: user.created_at.clone(),
+        }
+    }
+}
+
+impl From<&paperclip_store::org::people::BoardUser> for PersonRecord {
+    fn from(user: &paperclip_store::org::people::BoardUser) -> PersonRecord {
+        PersonRecord {
+            email: user.email.clone(),
+            id: user.id.clone(),
+            image: None,
+            name: user.name.clone(),
+        }
+    }
+}
+
+/// A sign-up's or sign-in's answer, next to the session cookie (`token` is
+/// its value). `redirect` is upstream's sign-in field; sign-up has none.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct SignedIn {
+    /// Sent back in `x-paperclip-csrf` with the session's writes.
+    csrf_token: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    redirect: Option<bool>,
+    token: String,
+    user: Account,
 }
 
 async fn start_session(
     app: &AppState,
     headers: &HeaderMap,
     user: &paperclip_store::org::people::BoardUser,
-    body: Value,
+    redirect: Option<bool>,
 ) -> ApiResult<Response> {
     let token = people::new_token("");
     let ttl = chrono::Duration::from_std(app.security.team.session_ttl)
@@ -168,20 +212,25 @@ async fn start_session(
     )
     .await?;
     tracing::info!(user_id = %user.id, "signed in");
-    let mut body = body;
-    body["token"] = json!(token);
-    // The page that signed in sends this with its writes (see `signin::check_csrf`).
-    body["csrfToken"] = json!(people::csrf_token(&token));
     let cookie = people::session_cookie(&app.security.team, Some(&token));
+    let body = SignedIn {
+        // The page that signed in sends this with its writes (see `signin::check_csrf`).
+        csrf_token: people::csrf_token(&token),
+        redirect,
+        token,
+        user: Account::from(user),
+    };
     Ok(([(header::SET_COOKIE, cookie)], Json(body)).into_response())
 }
 
 /// Creates an account and signs it in. The account belongs to no company
 /// until an invite is accepted.
 #[utoipa::path(post, path = "/api/auth/sign-up/email", tag = "auth", request_body = SignUp,
-    responses((status = 200, description = "Signed up and signed in"), (status = 400, description = "Invalid field"),
-        (status = 403, description = "Sign-up disabled"), (status = 409, description = "Email taken"),
-        (status = 429, description = "Too many attempts")))]
+    responses((status = 200, description = "Signed up and signed in", body = SignedIn),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 403, description = "Sign-up disabled", body = ErrorBody), (status = 409, description = "Email taken", body = ErrorBody),
+        (status = 404, description = "Local trusted mode: nobody signs in", body = ErrorBody),
+        (status = 429, description = "Too many attempts", body = ErrorBody)))]
 async fn sign_up(
     State(app): State<AppState>,
     peer: Peer,
@@ -227,15 +276,16 @@ async fn sign_up(
         },
     )
     .await?;
-    let body = json!({ "user": user_json(&user) });
-    start_session(&app, &headers, &user, body).await
+    start_session(&app, &headers, &user, None).await
 }
 
 /// Signs in with email and password. Five failures lock the account for
 /// fifteen minutes; every address is limited too.
 #[utoipa::path(post, path = "/api/auth/sign-in/email", tag = "auth", request_body = SignIn,
-    responses((status = 200, description = "Signed in; the session cookie is set"),
-        (status = 401, description = "Invalid email or password"), (status = 429, description = "Locked out")))]
+    responses((status = 200, description = "Signed in; the session cookie is set", body = SignedIn),
+        (status = 401, description = "Invalid email or password", body = ErrorBody),
+        (status = 404, description = "Local trusted mode: nobody signs in", body = ErrorBody),
+        (status = 429, description = "Locked out", body = ErrorBody)))]
 async fn sign_in(
     State(app): State<AppState>,
     peer: Peer,
@@ -268,8 +318,7 @@ async fn sign_in(
     match found {
         Some((user, _)) if ok => {
             limiter.clear(&lock_key);
-            let body = json!({ "redirect": false, "user": user_json(&user) });
-            start_session(&app, &headers, &user, body).await
+            start_session(&app, &headers, &user, Some(false)).await
         }
         _ => {
             let _ = limiter.hit(&lock_key, LOCKOUT_FAILURES, LOCKOUT_WINDOW);
@@ -284,7 +333,9 @@ async fn sign_in(
 
 /// Ends this browser's session.
 #[utoipa::path(post, path = "/api/auth/sign-out", tag = "auth",
-    responses((status = 200, description = "Signed out")))]
+    responses((status = 200, description = "Signed out", body = SignedOut),
+        (status = 403, description = "Missing or wrong CSRF token", body = ErrorBody),
+        (status = 404, description = "Local trusted mode: nobody signs in", body = ErrorBody)))]
 async fn sign_out(State(app): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
     authenticated_only(&app)?;
     if let Some(token) = people::session_token(&headers)? {
@@ -295,9 +346,14 @@ async fn sign_out(State(app): State<AppState>, headers: HeaderMap) -> ApiResult<
     let cookie = people::session_cookie(&app.security.team, None);
     Ok((
         [(header::SET_COOKIE, cookie)],
-        Json(json!({ "success": true })),
+        Json(SignedOut { success: true }),
     )
         .into_response())
+}
+
+#[derive(Serialize, ToSchema)]
+struct SignedOut {
+    success: bool,
 }
 
 fn signed_in(caller: &Caller) -> ApiResult<&crate::auth::Person> {
@@ -306,10 +362,25 @@ fn signed_in(caller: &Caller) -> ApiResult<&crate::auth::Person> {
         .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "Board authentication required"))
 }
 
+/// A session as better-auth names it: with a board API key, a made-up id
+/// naming the key's person (the key is no session).
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct SessionRef {
+    id: String,
+    user_id: String,
+}
+
+#[derive(Serialize, ToSchema)]
+struct CurrentSession {
+    session: SessionRef,
+    user: PersonRecord,
+}
+
 #[utoipa::path(get, path = "/api/auth/get-session", tag = "auth",
-    responses((status = 200, description = "The session and its user"),
-        (status = 401, description = "Board authentication required")))]
-async fn get_session(caller: Caller) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The session and its user", body = CurrentSession),
+        (status = 401, description = "Board authentication required", body = ErrorBody)))]
+async fn get_session(caller: Caller) -> ApiResult<Json<CurrentSession>> {
     let person = signed_in(&caller)?;
     let source = if person.key.is_some() {
         "board_key"
@@ -320,19 +391,20 @@ async fn get_session(caller: Caller) -> ApiResult<Json<Value>> {
         .session_id
         .clone()
         .unwrap_or_else(|| format!("paperclip:{source}:{}", person.user.id));
-    Ok(Json(json!({
-        "session": { "id": id, "userId": person.user.id },
-        "user": { "id": person.user.id, "email": person.user.email, "name": person.user.name, "image": null },
-    })))
+    Ok(Json(CurrentSession {
+        session: SessionRef {
+            id,
+            user_id: person.user.id.clone(),
+        },
+        user: PersonRecord::from(&person.user),
+    }))
 }
 
 #[utoipa::path(get, path = "/api/auth/profile", tag = "auth",
-    responses((status = 200, description = "The signed-in user")))]
-async fn profile(caller: Caller) -> ApiResult<Json<Value>> {
-    let u = &signed_in(&caller)?.user;
-    Ok(Json(
-        json!({ "id": u.id, "email": u.email, "name": u.name, "image": null }),
-    ))
+    responses((status = 200, description = "The signed-in user", body = PersonRecord),
+        (status = 401, description = "Board authentication required", body = ErrorBody)))]
+async fn profile(caller: Caller) -> ApiResult<Json<PersonRecord>> {
+    Ok(Json(PersonRecord::from(&signed_in(&caller)?.user)))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -341,12 +413,15 @@ struct ProfilePatch {
 }
 
 #[utoipa::path(patch, path = "/api/auth/profile", tag = "auth", request_body = ProfilePatch,
-    responses((status = 200, description = "The signed-in user")))]
+    responses((status = 200, description = "The signed-in user", body = PersonRecord),
+        (status = 400, description = "Invalid name", body = ErrorBody),
+        (status = 401, description = "Board authentication required", body = ErrorBody),
+        (status = 403, description = "A key scoped to companies", body = ErrorBody)))]
 async fn update_profile(
     State(app): State<AppState>,
     caller: Caller,
     JsonBody(body): JsonBody<ProfilePatch>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<PersonRecord>> {
     let person = signed_in(&caller)?;
     // The name shows in every company: not for a key that acts in some only.
     if person.company_scoped() {
@@ -364,9 +439,7 @@ async fn update_profile(
         ));
     }
     let u = paperclip_store::org::people::update_name(&app.store, &person.user.id, name).await?;
-    Ok(Json(
-        json!({ "id": u.id, "email": u.email, "name": u.name, "image": null }),
-    ))
+    Ok(Json(PersonRecord::from(&u)))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -378,13 +451,17 @@ struct PasswordChange {
 
 /// Changes the password and ends every other session of the user.
 #[utoipa::path(post, path = "/api/auth/change-password", tag = "auth", request_body = PasswordChange,
-    responses((status = 200, description = "Changed"), (status = 401, description = "Wrong current password")))]
+    responses((status = 200, description = "Changed", body = PasswordChanged),
+        (status = 400, description = "Invalid new password", body = ErrorBody),
+        (status = 401, description = "Wrong current password", body = ErrorBody),
+        (status = 403, description = "Not from a signed-in browser", body = ErrorBody),
+        (status = 429, description = "Too many attempts", body = ErrorBody)))]
 async fn change_password(
     State(app): State<AppState>,
     peer: Peer,
     caller: Caller,
     JsonBody(body): JsonBody<PasswordChange>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<PasswordChanged>> {
     let person = signed_in(&caller)?;
     limit_ip(&app, &peer, "change-password")?;
     let session_id = person.session_id.clone().ok_or_else(|| {
@@ -409,5 +486,11 @@ async fn change_password(
     };
     paperclip_store::org::people::set_password(&app.store, &person.user.id, &new_hash, &session_id)
         .await?;
-    Ok(Json(json!({ "status": true })))
+    Ok(Json(PasswordChanged { status: true }))
+}
+
+/// better-auth's answer to a password change.
+#[derive(Serialize, ToSchema)]
+struct PasswordChanged {
+    status: bool,
 }

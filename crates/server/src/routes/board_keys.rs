@@ -15,13 +15,14 @@ use std::time::Duration;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::Caller;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::JsonBody;
 use crate::people::{self, BOARD_KEY_PREFIX};
 use crate::routes::accounts::too_many;
@@ -54,17 +55,46 @@ fn some_or_null<'de, D: serde::Deserializer<'de>>(
     Ok(Some(Option::deserialize(d)?))
 }
 
-fn key_json(k: &BoardKey) -> Value {
-    json!({
-        "id": k.id,
-        "name": k.name,
-        "companyIds": k.company_ids,
-        "createdAt": k.created_at,
-        "lastUsedAt": k.last_used_at,
-        "revokedAt": k.revoked_at,
-        "expiresAt": k.expires_at,
-        "parentKeyId": k.parent_key_id,
-    })
+/// A board API key, never its token. Fields in name order, as the JSON
+/// object this replaced serialized them.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct KeyRecord {
+    /// Empty: every company of the person.
+    company_ids: Vec<String>,
+    created_at: String,
+    /// `null`: never.
+    expires_at: Option<String>,
+    id: String,
+    last_used_at: Option<String>,
+    name: String,
+    /// The key this one was made with; `null` when a signed-in session made it.
+    parent_key_id: Option<String>,
+    revoked_at: Option<String>,
+}
+
+impl From<&BoardKey> for KeyRecord {
+    fn from(k: &BoardKey) -> KeyRecord {
+        KeyRecord {
+            company_ids: k.company_ids.clone(),
+            created_at: k.created_at.clone(),
+            expires_at: k.expires_at.clone(),
+            id: k.id.clone(),
+            last_used_at: k.last_used_at.clone(),
+            name: k.name.clone(),
+            parent_key_id: k.parent_key_id.clone(),
+            revoked_at: k.revoked_at.clone(),
+        }
+    }
+}
+
+/// A key as created: the only answer that carries its token. `token` sorts
+/// after every field of the key, so flattening keeps the name order.
+#[derive(Serialize, ToSchema)]
+struct CreatedKey {
+    #[serde(flatten)]
+    key: KeyRecord,
+    token: String,
 }
 
 /// The earlier of two stored times (RFC 3339); `None` is never.
@@ -108,13 +138,16 @@ fn person(caller: &Caller) -> ApiResult<&crate::auth::Person> {
 }
 
 #[utoipa::path(post, path = "/api/board-api-keys", tag = "auth", request_body = NewKey,
-    responses((status = 201, description = "The key with its token, once"),
-        (status = 403, description = "A company the person is not a member of, or outside the calling key's companies"), (status = 429, description = "Too many keys")))]
+    responses((status = 201, description = "The key with its token, once", body = CreatedKey),
+        (status = 400, description = "Invalid name, companies or expiry", body = ErrorBody),
+        (status = 401, description = "Board authentication required", body = ErrorBody),
+        (status = 403, description = "A company the person is not a member of, or outside the calling key's companies", body = ErrorBody),
+        (status = 429, description = "Too many keys", body = ErrorBody)))]
 async fn create_key(
     State(app): State<AppState>,
     caller: Caller,
     JsonBody(body): JsonBody<NewKey>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<CreatedKey>)> {
     let who = person(&caller)?;
     let name = body
         .name
@@ -205,31 +238,38 @@ async fn create_key(
         parent.map(|p| p.id.as_str()),
     )
     .await?;
-    let mut body = key_json(&key);
-    body["token"] = json!(token);
-    Ok((StatusCode::CREATED, Json(body)))
+    Ok((
+        StatusCode::CREATED,
+        Json(CreatedKey {
+            key: KeyRecord::from(&key),
+            token,
+        }),
+    ))
 }
 
 #[utoipa::path(get, path = "/api/board-api-keys", tag = "auth",
-    responses((status = 200, description = "The person's keys, without tokens (with a key: itself and the keys made from it)")))]
-async fn list_keys(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<Value>>> {
+    responses((status = 200, description = "The person's keys, without tokens (with a key: itself and the keys made from it)", body = [KeyRecord]),
+        (status = 401, description = "Board authentication required", body = ErrorBody)))]
+async fn list_keys(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<KeyRecord>>> {
     let who = person(&caller)?;
     let keys = paperclip_store::org::board_keys::list(&app.store, &who.user.id).await?;
     let seen: Vec<&BoardKey> = match &who.key {
         Some(key) => subtree(&keys, &key.id),
         None => keys.iter().collect(),
     };
-    Ok(Json(seen.into_iter().map(key_json).collect()))
+    Ok(Json(seen.into_iter().map(KeyRecord::from).collect()))
 }
 
 #[utoipa::path(delete, path = "/api/board-api-keys/{keyId}", tag = "auth",
     params(("keyId" = String, Path)),
-    responses((status = 200, description = "Revoked"), (status = 404, description = "Not one of the person's keys")))]
+    responses((status = 200, description = "Revoked", body = RevokedKey),
+        (status = 401, description = "Board authentication required", body = ErrorBody),
+        (status = 404, description = "Not one of the person's keys", body = ErrorBody)))]
 async fn revoke_key(
     State(app): State<AppState>,
     caller: Caller,
     Path(key_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RevokedKey>> {
     let who = person(&caller)?;
     // A key revokes itself and the keys made from it, not its parent or
     // siblings (a leaked key cannot end the person's other keys).
@@ -240,5 +280,15 @@ async fn revoke_key(
         }
     }
     let key = paperclip_store::org::board_keys::revoke(&app.store, caller.actor(), &key_id).await?;
-    Ok(Json(json!({ "ok": true, "keyId": key.id })))
+    Ok(Json(RevokedKey {
+        key_id: key.id,
+        ok: true,
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct RevokedKey {
+    key_id: String,
+    ok: bool,
 }

@@ -1,5 +1,6 @@
 use axum::extract::State;
 use axum::Json;
+use paperclip_core::team::{DeploymentMode, Exposure};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -13,19 +14,74 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(quiescence))
 }
 
+/// Whether the instance has its first administrator yet (always `ready` in
+/// local trusted mode, which has none).
+#[derive(Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+enum BootstrapStatus {
+    Ready,
+    BootstrapPending,
+}
+
+/// What the health check answers: everything to the board, the deployment
+/// and bootstrap facts only to a caller not signed in to an authenticated
+/// instance.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum HealthAnswer {
+    Full(Health),
+    Public(PublicHealth),
+}
+
+// Fields of both in name order: the JSON objects these replaced serialized
+// their keys sorted.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Health {
+    auth_ready: bool,
+    bootstrap_invite_active: bool,
+    bootstrap_status: BootstrapStatus,
+    database: DatabaseInfo,
+    #[schema(schema_with = exposure_schema)]
+    deployment_exposure: Exposure,
+    #[schema(schema_with = mode_schema)]
+    deployment_mode: DeploymentMode,
+    server_info: ServerInfoBody,
+    server_version: &'static str,
     status: &'static str,
     version: &'static str,
-    server_version: &'static str,
-    deployment_mode: &'static str,
-    deployment_exposure: &'static str,
-    auth_ready: bool,
-    bootstrap_status: &'static str,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PublicHealth {
     bootstrap_invite_active: bool,
-    database: DatabaseInfo,
-    server_info: ServerInfoBody,
+    bootstrap_status: BootstrapStatus,
+    #[schema(schema_with = exposure_schema)]
+    deployment_exposure: Exposure,
+    #[schema(schema_with = mode_schema)]
+    deployment_mode: DeploymentMode,
+    local_ai_login_supported: bool,
+    status: &'static str,
+}
+
+/// The two deployment enums are core's, which derives no schema for them
+/// (only these answers show them): a string of their values.
+fn string_enum(values: impl IntoIterator<Item = &'static str>) -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(values))
+        .build()
+}
+
+fn mode_schema() -> utoipa::openapi::Object {
+    string_enum(
+        [DeploymentMode::LocalTrusted, DeploymentMode::Authenticated].map(DeploymentMode::as_str),
+    )
+}
+
+fn exposure_schema() -> utoipa::openapi::Object {
+    string_enum([Exposure::Private, Exposure::Public].map(Exposure::as_str))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -44,51 +100,51 @@ struct ServerInfoBody {
 /// Liveness and deployment facts; answers as soon as the store is open. On an
 /// authenticated instance a caller who is not signed in gets the deployment
 /// and bootstrap facts only, as upstream does.
-#[utoipa::path(get, path = "/api/health", tag = "health", responses((status = 200, body = Health)))]
+#[utoipa::path(get, path = "/api/health", tag = "health",
+    responses((status = 200, description = "Healthy: everything to the board, the deployment facts only to a caller not signed in", body = HealthAnswer)))]
 async fn health(
     State(app): State<AppState>,
     caller: Result<crate::auth::Caller, crate::error::ApiError>,
-) -> Result<Json<serde_json::Value>, crate::error::ApiError> {
+) -> Result<Json<HealthAnswer>, crate::error::ApiError> {
     let team = &app.security.team;
     let (bootstrap_status, invite_active) = if team.authenticated() {
         if paperclip_store::org::people::admin_exists(&app.store).await? {
-            ("ready", false)
+            (BootstrapStatus::Ready, false)
         } else {
             let now = paperclip_store::now();
             let open = paperclip_store::org::members::bootstrap_open(&app.store, &now).await?;
-            ("bootstrap_pending", open)
+            (BootstrapStatus::BootstrapPending, open)
         }
     } else {
-        ("ready", false)
+        (BootstrapStatus::Ready, false)
     };
     if team.authenticated() && caller.is_err() {
-        return Ok(Json(serde_json::json!({
-            "status": "ok",
-            "deploymentMode": team.mode.as_str(),
-            "deploymentExposure": team.exposure.as_str(),
-            "localAiLoginSupported": team.exposure == paperclip_core::team::Exposure::Private,
-            "bootstrapStatus": bootstrap_status,
-            "bootstrapInviteActive": invite_active,
+        return Ok(Json(HealthAnswer::Public(PublicHealth {
+            bootstrap_invite_active: invite_active,
+            bootstrap_status,
+            deployment_exposure: team.exposure,
+            deployment_mode: team.mode,
+            local_ai_login_supported: team.exposure == Exposure::Private,
+            status: "ok",
         })));
     }
-    let body = Health {
-        status: "ok",
-        version: app.info.version,
-        server_version: app.info.version,
-        deployment_mode: team.mode.as_str(),
-        deployment_exposure: team.exposure.as_str(),
+    Ok(Json(HealthAnswer::Full(Health {
         auth_ready: true,
-        bootstrap_status,
         bootstrap_invite_active: invite_active,
+        bootstrap_status,
         database: DatabaseInfo {
             backend: app.store.backend().as_str(),
             schema_version: paperclip_store::schema_version(),
         },
+        deployment_exposure: team.exposure,
+        deployment_mode: team.mode,
         server_info: ServerInfoBody {
             process_started_at: app.info.started_at.clone(),
         },
-    };
-    Ok(Json(serde_json::to_value(body).unwrap_or_default()))
+        server_version: app.info.version,
+        status: "ok",
+        version: app.info.version,
+    })))
 }
 
 /// Whether the instance has come to rest: no run queued or running in the

@@ -63,10 +63,20 @@ pub struct InboxItem {
     goal_id: Option<String>,
     parent_id: Option<String>,
     updated_at: String,
-    active_run: Option<Value>,
+    active_run: Option<InboxRun>,
     dependency_ready: bool,
     unresolved_blocker_count: usize,
     unresolved_blocker_issue_ids: Vec<String>,
+}
+
+/// The run working on an inbox item right now. Fields in name order, as the
+/// JSON object this replaced.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxRun {
+    id: String,
+    started_at: Option<String>,
+    status: RunStatus,
 }
 
 /// The calling agent's open assignments, most urgent first: what to pick
@@ -115,7 +125,11 @@ async fn inbox_lite(
             let active_run = live
                 .iter()
                 .find(|r| r.issue_id.as_deref() == Some(issue.id.as_str()))
-                .map(|r| json!({ "id": r.id, "status": r.status, "startedAt": r.started_at }));
+                .map(|r| InboxRun {
+                    id: r.id.clone(),
+                    started_at: r.started_at.clone(),
+                    status: r.status,
+                });
             InboxItem {
                 dependency_ready: unresolved.is_empty(),
                 unresolved_blocker_count: unresolved.len(),

@@ -5,6 +5,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
+use paperclip_core::team::{MembershipStatus, Role};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -22,18 +23,34 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[serde(rename_all = "camelCase")]
 pub struct BoardIdentity {
     /// The signed-in person (`null` for the local board).
-    user: Option<serde_json::Value>,
+    user: Option<IdentityUser>,
     user_id: String,
     is_instance_admin: bool,
     /// Every company it can act in.
     company_ids: Vec<String>,
     /// Its memberships (none for the local board, which reaches every company).
-    memberships: Vec<serde_json::Value>,
+    memberships: Vec<IdentityMembership>,
     /// How the request was recognised: `local_implicit` (a loopback request
     /// with no credentials), `session` or `board_key`.
     source: &'static str,
     /// The board API key used, if any.
     key_id: Option<String>,
+}
+
+// Fields in name order, as the JSON objects these replaced.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IdentityUser {
+    email: String,
+    id: String,
+    name: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IdentityMembership {
+    company_id: String,
+    membership_role: Role,
+    status: MembershipStatus,
 }
 
 #[utoipa::path(get, path = "/api/cli-auth/me", tag = "health",
@@ -58,9 +75,11 @@ async fn me(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<Board
             }))
         }
         Access::Person(p) => Ok(Json(BoardIdentity {
-            user: Some(serde_json::json!({
-                "id": p.user.id, "name": p.user.name, "email": p.user.email,
-            })),
+            user: Some(IdentityUser {
+                email: p.user.email.clone(),
+                id: p.user.id.clone(),
+                name: p.user.name.clone(),
+            }),
             user_id: p.user.id.clone(),
             // What this credential may do: a key naming companies acts on
             // nothing instance-wide, and sees only its companies.
@@ -79,12 +98,10 @@ async fn me(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<Board
                         k.company_ids.is_empty() || k.company_ids.contains(&m.company_id)
                     })
                 })
-                .map(|m| {
-                    serde_json::json!({
-                        "companyId": m.company_id,
-                        "membershipRole": m.role,
-                        "status": m.status,
-                    })
+                .map(|m| IdentityMembership {
+                    company_id: m.company_id.clone(),
+                    membership_role: m.role,
+                    status: m.status,
                 })
                 .collect(),
             source: if p.key.is_some() {

@@ -9,14 +9,15 @@ use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::team::{MembershipStatus, Role};
 use paperclip_store::org::members::{self, Change, Invite, Membership};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::access;
 use crate::auth::{Access, Caller};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::JsonBody;
 use crate::people::{self, INVITE_PREFIX};
 use crate::routes::accounts::{limit_ip, too_many};
@@ -36,46 +37,167 @@ pub fn router() -> OpenApiRouter<AppState> {
 const INVITE_TTL: Duration = Duration::from_secs(72 * 3600);
 const INVITES_PER_HOUR: usize = 50;
 
-fn member_json(m: &Membership) -> Value {
-    json!({
-        "id": m.id,
-        "companyId": m.company_id,
-        "principalType": "user",
-        "principalId": m.user_id,
-        "status": m.status,
-        "membershipRole": m.role,
-        "createdAt": m.created_at,
-        "updatedAt": m.updated_at,
-        "user": { "id": m.user_id, "email": m.user_email, "name": m.user_name, "image": null },
-    })
+/// A person as a member list shows them (upstream's `user`); `image` is
+/// always `null`, as this build keeps no avatars.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct PersonRecord {
+    pub(crate) email: String,
+    pub(crate) id: String,
+    pub(crate) image: Option<String>,
+    pub(crate) name: String,
 }
 
-fn invite_state(i: &Invite) -> &'static str {
-    if i.revoked_at.is_some() {
-        "revoked"
-    } else if i.accepted_at.is_some() {
-        "accepted"
-    } else if i.expires_at.as_str() <= paperclip_store::now().as_str() {
-        "expired"
-    } else {
-        "active"
+/// A membership's status as answered: an archive answers the member it just
+/// removed as `archived`, which no stored membership is.
+#[derive(Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+enum MemberStatus {
+    Active,
+    Suspended,
+    Archived,
+}
+
+impl From<MembershipStatus> for MemberStatus {
+    fn from(status: MembershipStatus) -> MemberStatus {
+        match status {
+            MembershipStatus::Active => MemberStatus::Active,
+            MembershipStatus::Suspended => MemberStatus::Suspended,
+        }
     }
 }
 
-fn invite_json(i: &Invite) -> Value {
-    json!({
-        "id": i.id,
-        "companyId": i.company_id,
-        "inviteType": if i.instance_admin { "bootstrap_ceo" } else { "company_join" },
-        "allowedJoinTypes": "human",
-        "humanRole": i.role,
-        "invitedByUserId": i.created_by_user_id,
-        "createdAt": i.created_at,
-        "expiresAt": i.expires_at,
-        "acceptedAt": i.accepted_at,
-        "revokedAt": i.revoked_at,
-        "state": invite_state(i),
-    })
+/// Upstream's principal kinds; people are the only members here.
+#[derive(Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+enum PrincipalType {
+    User,
+}
+
+// Fields in name order: the JSON object this replaced serialized its keys
+// sorted, and clients may compare bodies as text.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct CompanyMember {
+    company_id: String,
+    created_at: String,
+    id: String,
+    membership_role: Role,
+    principal_id: String,
+    principal_type: PrincipalType,
+    status: MemberStatus,
+    updated_at: String,
+    user: PersonRecord,
+}
+
+impl From<&Membership> for CompanyMember {
+    fn from(m: &Membership) -> CompanyMember {
+        CompanyMember {
+            company_id: m.company_id.clone(),
+            created_at: m.created_at.clone(),
+            id: m.id.clone(),
+            membership_role: m.role,
+            principal_id: m.user_id.clone(),
+            principal_type: PrincipalType::User,
+            status: m.status.into(),
+            updated_at: m.updated_at.clone(),
+            user: PersonRecord {
+                email: m.user_email.clone(),
+                id: m.user_id.clone(),
+                image: None,
+                name: m.user_name.clone(),
+            },
+        }
+    }
+}
+
+#[derive(Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+enum InviteState {
+    Active,
+    Accepted,
+    Expired,
+    Revoked,
+}
+
+fn invite_state(i: &Invite) -> InviteState {
+    if i.revoked_at.is_some() {
+        InviteState::Revoked
+    } else if i.accepted_at.is_some() {
+        InviteState::Accepted
+    } else if i.expires_at.as_str() <= paperclip_store::now().as_str() {
+        InviteState::Expired
+    } else {
+        InviteState::Active
+    }
+}
+
+#[derive(Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+enum InviteType {
+    /// The instance's first administrator (no company).
+    BootstrapCeo,
+    CompanyJoin,
+}
+
+/// Who may join by an invite: people only (agents are hired, not invited).
+#[derive(Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+enum JoinType {
+    Human,
+}
+
+/// An invite. The link fields are there only where the answer carries the
+/// token's link: `token` and `inviteUrl` on creation (the one time the token
+/// is shown), `invitePath` and `companyName` there and when the link is
+/// opened. Fields in name order, as the JSON object this replaced.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct InviteRecord {
+    accepted_at: Option<String>,
+    allowed_join_types: JoinType,
+    company_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    company_name: Option<String>,
+    created_at: String,
+    expires_at: String,
+    human_role: Role,
+    id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    invite_path: Option<String>,
+    invite_type: InviteType,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    invite_url: Option<String>,
+    invited_by_user_id: Option<String>,
+    revoked_at: Option<String>,
+    state: InviteState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    token: Option<String>,
+}
+
+impl From<&Invite> for InviteRecord {
+    fn from(i: &Invite) -> InviteRecord {
+        InviteRecord {
+            accepted_at: i.accepted_at.clone(),
+            allowed_join_types: JoinType::Human,
+            company_id: i.company_id.clone(),
+            company_name: None,
+            created_at: i.created_at.clone(),
+            expires_at: i.expires_at.clone(),
+            human_role: i.role,
+            id: i.id.clone(),
+            invite_path: None,
+            invite_type: if i.instance_admin {
+                InviteType::BootstrapCeo
+            } else {
+                InviteType::CompanyJoin
+            },
+            invite_url: None,
+            invited_by_user_id: i.created_by_user_id.clone(),
+            revoked_at: i.revoked_at.clone(),
+            state: invite_state(i),
+            token: None,
+        }
+    }
 }
 
 /// Refusal for people-only routes called in local trusted mode or by an agent.
@@ -90,26 +212,44 @@ fn person_only(caller: &Caller) -> ApiResult<()> {
     }
 }
 
+/// What the caller may do with the members they are shown.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct MemberAccess {
+    can_invite_users: bool,
+    can_manage_members: bool,
+    /// `null` for the local board, which holds no membership.
+    current_user_role: Option<Role>,
+}
+
+#[derive(Serialize, ToSchema)]
+struct MemberList {
+    access: MemberAccess,
+    members: Vec<CompanyMember>,
+}
+
 #[utoipa::path(get, path = "/api/companies/{companyId}/members", tag = "companies",
     params(("companyId" = String, Path)),
-    responses((status = 200, description = "Members and what the caller may do")))]
+    responses((status = 200, description = "Members and what the caller may do", body = MemberList),
+        (status = 403, description = "Not a board member of the company", body = ErrorBody)))]
 async fn list_members(
     State(app): State<AppState>,
     caller: Caller,
     Path(company_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<MemberList>> {
     caller.require_board()?;
     access::company_scope(&app, &caller, &company_id).await?;
     let list = members::list(&app.store, &company_id).await?;
     let role = caller.person().and_then(|p| p.role_in(&company_id));
-    Ok(Json(json!({
-        "members": list.iter().map(member_json).collect::<Vec<_>>(),
-        "access": {
-            "currentUserRole": role,
-            "canManageMembers": role.is_some_and(|r| r.grants(paperclip_core::team::Permission::UsersManage)),
-            "canInviteUsers": role.is_some_and(|r| r.grants(paperclip_core::team::Permission::UsersInvite)),
+    let grants = |permission| role.is_some_and(|r| r.grants(permission));
+    Ok(Json(MemberList {
+        access: MemberAccess {
+            can_invite_users: grants(paperclip_core::team::Permission::UsersInvite),
+            can_manage_members: grants(paperclip_core::team::Permission::UsersManage),
+            current_user_role: role,
         },
-    })))
+        members: list.iter().map(CompanyMember::from).collect(),
+    }))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -130,13 +270,17 @@ async fn member_of(app: &AppState, company_id: &str, member_id: &str) -> ApiResu
 /// Changes a member's role or suspends / reactivates them.
 #[utoipa::path(patch, path = "/api/companies/{companyId}/members/{memberId}", tag = "companies",
     params(("companyId" = String, Path), ("memberId" = String, Path)), request_body = MemberPatch,
-    responses((status = 200, description = "The member"), (status = 409, description = "Last owner")))]
+    responses((status = 200, description = "The member", body = CompanyMember),
+        (status = 400, description = "Invalid role or status", body = ErrorBody),
+        (status = 403, description = "Not allowed, or suspending oneself", body = ErrorBody),
+        (status = 404, description = "Member not found", body = ErrorBody),
+        (status = 409, description = "Last owner", body = ErrorBody)))]
 async fn update_member(
     State(app): State<AppState>,
     caller: Caller,
     Path((company_id, member_id)): Path<(String, String)>,
     JsonBody(patch): JsonBody<MemberPatch>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<CompanyMember>> {
     let actor = caller.require_board()?.clone();
     access::company_scope(&app, &caller, &company_id).await?;
     let member = member_of(&app, &company_id, &member_id).await?;
@@ -176,19 +320,22 @@ async fn update_member(
             .await?
             .unwrap_or(after);
     }
-    Ok(Json(member_json(&after)))
+    Ok(Json(CompanyMember::from(&after)))
 }
 
 /// Removes a member from the company (upstream archives; the activity log
 /// keeps what they did).
 #[utoipa::path(post, path = "/api/companies/{companyId}/members/{memberId}/archive", tag = "companies",
     params(("companyId" = String, Path), ("memberId" = String, Path)),
-    responses((status = 200, description = "Removed"), (status = 409, description = "Last owner")))]
+    responses((status = 200, description = "Removed", body = ArchivedMember),
+        (status = 403, description = "Not allowed, or removing oneself", body = ErrorBody),
+        (status = 404, description = "Member not found", body = ErrorBody),
+        (status = 409, description = "Last owner", body = ErrorBody)))]
 async fn archive_member(
     State(app): State<AppState>,
     caller: Caller,
     Path((company_id, member_id)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ArchivedMember>> {
     let actor = caller.require_board()?.clone();
     access::company_scope(&app, &caller, &company_id).await?;
     let member = member_of(&app, &company_id, &member_id).await?;
@@ -196,9 +343,21 @@ async fn archive_member(
         return Err(ApiError::forbidden("You cannot remove yourself."));
     }
     members::change(&app.store, &actor, &member_id, Change::Remove).await?;
-    let mut record = member_json(&member);
-    record["status"] = json!("archived");
-    Ok(Json(json!({ "member": record, "reassignedIssueCount": 0 })))
+    let mut record = CompanyMember::from(&member);
+    record.status = MemberStatus::Archived;
+    Ok(Json(ArchivedMember {
+        member: record,
+        reassigned_issue_count: 0,
+    }))
+}
+
+/// The member as removed. Removing one reassigns none of their tasks here,
+/// so upstream's `reassignedIssueCount` is always 0.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ArchivedMember {
+    member: CompanyMember,
+    reassigned_issue_count: u32,
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -211,13 +370,17 @@ struct NewInvite {
 /// An invite link for a person, with a role; the token is shown once.
 #[utoipa::path(post, path = "/api/companies/{companyId}/invites", tag = "companies",
     params(("companyId" = String, Path)), request_body = NewInvite,
-    responses((status = 201, description = "The invite with its token, once")))]
+    responses((status = 201, description = "The invite with its token, once", body = InviteRecord),
+        (status = 400, description = "Invalid role", body = ErrorBody),
+        (status = 403, description = "Not allowed to invite (or to invite an owner)", body = ErrorBody),
+        (status = 422, description = "Local trusted mode, or an agent join", body = ErrorBody),
+        (status = 429, description = "Too many invites", body = ErrorBody)))]
 async fn create_invite(
     State(app): State<AppState>,
     caller: Caller,
     Path(company_id): Path<String>,
     JsonBody(body): JsonBody<NewInvite>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<InviteRecord>)> {
     person_only(&caller)?;
     let actor = caller.require_board()?.clone();
     let company = access::company(&app, &caller, &company_id).await?;
@@ -281,12 +444,14 @@ async fn create_invite(
         &expires,
     )
     .await?;
-    let mut body = invite_json(&invite);
     let path = format!("/invite/{token}");
-    body["token"] = json!(token);
-    body["inviteUrl"] = json!(format!("{}{path}", app.security.team.base_url));
-    body["invitePath"] = json!(path);
-    body["companyName"] = json!(company.name);
+    let body = InviteRecord {
+        company_name: Some(company.name),
+        invite_url: Some(format!("{}{path}", app.security.team.base_url)),
+        invite_path: Some(path),
+        token: Some(token),
+        ..InviteRecord::from(&invite)
+    };
     Ok((StatusCode::CREATED, Json(body)))
 }
 
@@ -298,29 +463,41 @@ pub(crate) fn expiry(ttl: Duration) -> String {
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/invites", tag = "companies",
     params(("companyId" = String, Path)),
-    responses((status = 200, description = "The company's invites, newest first")))]
+    responses((status = 200, description = "The company's invites, newest first", body = InviteList),
+        (status = 403, description = "Not a board member of the company", body = ErrorBody)))]
 async fn list_invites(
     State(app): State<AppState>,
     caller: Caller,
     Path(company_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<InviteList>> {
     caller.require_board()?;
     access::company_scope(&app, &caller, &company_id).await?;
     let list = members::invites(&app.store, &company_id).await?;
-    Ok(Json(json!({
-        "invites": list.iter().map(invite_json).collect::<Vec<_>>(),
-        "nextOffset": null,
-    })))
+    Ok(Json(InviteList {
+        invites: list.iter().map(InviteRecord::from).collect(),
+        next_offset: None,
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct InviteList {
+    invites: Vec<InviteRecord>,
+    /// Always `null`: the whole list is one page.
+    next_offset: Option<u64>,
 }
 
 #[utoipa::path(post, path = "/api/invites/{inviteId}/revoke", tag = "companies",
     params(("inviteId" = String, Path)),
-    responses((status = 200, description = "Revoked"), (status = 409, description = "Already used")))]
+    responses((status = 200, description = "Revoked", body = InviteRecord),
+        (status = 403, description = "Not allowed", body = ErrorBody),
+        (status = 404, description = "Invite not found", body = ErrorBody),
+        (status = 409, description = "Already used", body = ErrorBody)))]
 async fn revoke_invite(
     State(app): State<AppState>,
     caller: Caller,
     Path(invite_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<InviteRecord>> {
     let actor = caller.require_board()?.clone();
     let invite = members::invite(&app.store, &invite_id).await?;
     match &invite.company_id {
@@ -330,7 +507,7 @@ async fn revoke_invite(
         }
     }
     let invite = members::revoke_invite(&app.store, &actor, &invite_id).await?;
-    Ok(Json(invite_json(&invite)))
+    Ok(Json(InviteRecord::from(&invite)))
 }
 
 type Peer = ConnectInfo<std::net::SocketAddr>;
@@ -338,21 +515,29 @@ type Peer = ConnectInfo<std::net::SocketAddr>;
 /// What an invite link is for, before signing in (public, rate limited).
 #[utoipa::path(get, path = "/api/invites/{token}", tag = "companies",
     params(("token" = String, Path)),
-    responses((status = 200, description = "The invite"), (status = 404, description = "Invite not found")))]
+    responses((status = 200, description = "The invite, with its path (and company name, unless it is the bootstrap invite)", body = InviteRecord),
+        (status = 404, description = "Invite not found", body = ErrorBody),
+        (status = 429, description = "Too many requests", body = ErrorBody)))]
 async fn show_invite(
     State(app): State<AppState>,
     peer: Peer,
     Path(token): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<InviteRecord>> {
     limit_ip(&app, &peer, "invite")?;
     let invite = usable_invite(&app, &token).await?;
-    let mut body = invite_json(&invite);
-    if let Some(company_id) = &invite.company_id {
-        let company = paperclip_store::org::companies::get(&app.store, company_id).await?;
-        body["companyName"] = json!(company.name);
-    }
-    body["invitePath"] = json!(format!("/invite/{token}"));
-    Ok(Json(body))
+    let company_name = match &invite.company_id {
+        Some(company_id) => Some(
+            paperclip_store::org::companies::get(&app.store, company_id)
+                .await?
+                .name,
+        ),
+        None => None,
+    };
+    Ok(Json(InviteRecord {
+        company_name,
+        invite_path: Some(format!("/invite/{token}")),
+        ..InviteRecord::from(&invite)
+    }))
 }
 
 async fn usable_invite(app: &AppState, token: &str) -> ApiResult<Invite> {
@@ -376,15 +561,20 @@ struct Acceptance {
 /// instance's administration for the bootstrap invite.
 #[utoipa::path(post, path = "/api/invites/{token}/accept", tag = "companies",
     params(("token" = String, Path)), request_body = Acceptance,
-    responses((status = 202, description = "Joined"), (status = 401, description = "Sign in first"),
-        (status = 404, description = "Invite not found"), (status = 409, description = "Already used or already a member")))]
+    responses((status = 202, description = "Joined", body = InviteAccepted),
+        (status = 400, description = "An agent join", body = ErrorBody),
+        (status = 401, description = "Sign in first", body = ErrorBody),
+        (status = 403, description = "A key scoped to companies", body = ErrorBody),
+        (status = 404, description = "Invite not found", body = ErrorBody),
+        (status = 409, description = "Already used or already a member", body = ErrorBody),
+        (status = 429, description = "Too many requests", body = ErrorBody)))]
 async fn accept_invite(
     State(app): State<AppState>,
     peer: Peer,
     caller: Result<Caller, ApiError>,
     Path(token): Path<String>,
     JsonBody(body): JsonBody<Acceptance>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<InviteAccepted>)> {
     limit_ip(&app, &peer, "invite")?;
     if body.request_type.as_deref().is_some_and(|t| t != "human") {
         return Err(ApiError::new(
@@ -412,30 +602,70 @@ async fn accept_invite(
     }
     let (invite, user, membership) =
         members::accept(&app.store, &people::hash_token(&token), &user_id).await?;
-    if invite.instance_admin {
-        return Ok((
-            StatusCode::ACCEPTED,
-            Json(json!({
-                "inviteId": invite.id,
-                "inviteType": "bootstrap_ceo",
-                "bootstrapAccepted": true,
-                "userId": user.id,
-            })),
-        ));
-    }
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(json!({
-            "id": invite.id,
-            "inviteId": invite.id,
-            "companyId": invite.company_id,
-            "requestType": "human",
-            "status": "approved",
-            "requestingUserId": user.id,
-            "requestEmailSnapshot": user.email,
-            "approvedByUserId": invite.created_by_user_id,
-            "approvedAt": invite.accepted_at,
-            "membership": membership.as_ref().map(member_json),
-        })),
-    ))
+    let accepted = if invite.instance_admin {
+        InviteAccepted::Bootstrap(BootstrapAccepted {
+            bootstrap_accepted: true,
+            invite_id: invite.id,
+            invite_type: InviteType::BootstrapCeo,
+            user_id: user.id,
+        })
+    } else {
+        InviteAccepted::Joined(Box::new(JoinRequest {
+            approved_at: invite.accepted_at,
+            approved_by_user_id: invite.created_by_user_id,
+            company_id: invite.company_id,
+            id: invite.id.clone(),
+            invite_id: invite.id,
+            membership: membership.as_ref().map(CompanyMember::from),
+            request_email_snapshot: user.email,
+            request_type: JoinType::Human,
+            requesting_user_id: user.id,
+            status: JoinRequestStatus::Approved,
+        }))
+    };
+    Ok((StatusCode::ACCEPTED, Json(accepted)))
+}
+
+/// What accepting an invite answers: the instance's administration for the
+/// bootstrap invite, else upstream's join request, approved at once.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+enum InviteAccepted {
+    Bootstrap(BootstrapAccepted),
+    Joined(Box<JoinRequest>),
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct BootstrapAccepted {
+    bootstrap_accepted: bool,
+    invite_id: String,
+    invite_type: InviteType,
+    user_id: String,
+}
+
+/// A join request's status: a request made by accepting an invite is
+/// approved at once.
+#[derive(Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+enum JoinRequestStatus {
+    Approved,
+}
+
+// Fields in name order, as the JSON object this replaced.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct JoinRequest {
+    approved_at: Option<String>,
+    approved_by_user_id: Option<String>,
+    company_id: Option<String>,
+    id: String,
+    invite_id: String,
+    /// `null` only for an invite naming no company (the bootstrap one answers
+    /// the other shape).
+    membership: Option<CompanyMember>,
+    request_email_snapshot: String,
+    request_type: JoinType,
+    requesting_user_id: String,
+    status: JoinRequestStatus,
 }

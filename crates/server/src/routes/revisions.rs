@@ -58,7 +58,8 @@ async fn rollback(
     Path((id, revision_id)): Path<(String, String)>,
 ) -> ApiResult<Json<crate::agent_view::AgentView>> {
     let actor = caller.require_board()?;
-    let agent = paperclip_store::org::agent_levers::rollback(&app.store, actor, &id, &revision_id).await?;
+    let agent =
+        paperclip_store::org::agent_levers::rollback(&app.store, actor, &id, &revision_id).await?;
     Ok(Json(crate::agent_view::one(&app, agent).await?))
 }
 

@@ -6,11 +6,11 @@ use std::borrow::Cow;
 
 use paperclip_core::agent::{AgentRole, AgentStatus};
 use paperclip_core::company::CompanyStatus;
+use paperclip_core::company_secret::{SecretProvider, SecretStatus};
 use paperclip_core::goal::{GoalLevel, GoalStatus};
 use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::issue::{IssuePriority, IssueStatus};
 use paperclip_core::project::ProjectStatus;
-use paperclip_core::company_secret::{SecretProvider, SecretStatus};
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
 use sqlx::ColumnIndex;
@@ -100,4 +100,3 @@ impl ColIdx for &str {
         find(self).ok_or_else(|| sqlx::Error::ColumnNotFound(self.to_string()))
     }
 }
-

@@ -8,12 +8,11 @@
 //! before, copied every value of every row into its own representation first:
 //! ~26 % of a Postgres list of 1,000 issues.)
 
-
 use sqlx::pool::PoolConnection;
 
+pub use crate::engine::args::{Arg, ColIdx};
 use crate::engine::pg_params::{Jsonb, Param, Params, PgUuid, Timestamptz};
 use crate::engine::raw::RawRow;
-pub use crate::engine::args::{Arg, ColIdx};
 use sqlx::postgres::{PgConnection, PgPool, PgRow};
 use sqlx::sqlite::{SqliteConnection, SqlitePool, SqliteRow};
 use sqlx::{Column, Postgres, Row, Sqlite, Transaction, TypeInfo, ValueRef};

@@ -3,6 +3,11 @@
 //! table), write a comment with it; checkout and release; delete. Flows
 //! over the issues table that reach comments, wakes, approvals and budgets.
 
+use crate::audit::activity::{self, Entry};
+use crate::engine::sql::diff;
+use crate::engine::sql::placeholders;
+use crate::issues::table::*;
+use crate::{now, Error, Result, Store, Tx};
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
@@ -10,11 +15,6 @@ use paperclip_core::input::{Checkout, IssuePatch};
 use paperclip_core::issue::{transition_effects, IssueStatus};
 use paperclip_core::model::{Comment, Issue};
 use serde_json::{json, Map, Value};
-use crate::audit::activity::{self, Entry};
-use crate::engine::sql::diff;
-use crate::engine::sql::placeholders;
-use crate::{now, Error, Result, Store, Tx};
-use crate::issues::table::*;
 
 /// A newly assigned agent is woken, in the assigning transaction, unless the
 /// work is already over or the agent assigned itself.

@@ -2,17 +2,17 @@
 //! transition table, parent/child and blocker graphs, labels, and the atomic
 //! checkout that gives one agent exclusive ownership of a task.
 
-pub mod labels;
 pub(crate) mod create;
 pub(crate) mod edit;
 pub(crate) mod graph;
+pub mod labels;
 pub(crate) mod list;
 pub(crate) mod ownership;
 pub(crate) mod table;
 
+pub use crate::issues::create::create;
+pub use crate::issues::list::filter::{Band, Direction, Filter, Page, Position, Sort, SortedPage};
+pub use crate::issues::list::json::{list_json, JsonPage};
+pub use crate::issues::list::query::{count, list, list_sorted};
 pub use edit::*;
 pub use table::*;
-pub use crate::issues::create::create;
-pub use crate::issues::list::json::{list_json, JsonPage};
-pub use crate::issues::list::filter::{Band, Direction, Filter, Page, Position, Sort, SortedPage};
-pub use crate::issues::list::query::{count, list, list_sorted};

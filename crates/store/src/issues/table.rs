@@ -10,8 +10,8 @@ use paperclip_core::issue::{parse_identifier, IssueStatus};
 use paperclip_core::model::{Issue, IssueRef, Label};
 
 use crate::engine::row::RowExt;
-use crate::engine::sql::{json_array, json_values, ListOf};
 use crate::engine::sql::placeholders;
+use crate::engine::sql::{json_array, json_values, ListOf};
 use crate::{now, Error, Result, Store, Tx};
 
 /// Looks an issue up by UUID or by identifier (`ACM-12`).

@@ -5,8 +5,8 @@
 //! same transaction, after taking the company row's lock, so concurrent
 //! reports are counted one after another and a stop is decided exactly once.
 
-pub use crate::money::spend::{Breakdown, By, Scope, Window};
 use crate::engine::db::DbRow;
+pub use crate::money::spend::{Breakdown, By, Scope, Window};
 use chrono::{DateTime, Utc};
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;

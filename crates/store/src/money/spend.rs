@@ -1,10 +1,10 @@
 //! What was spent, by scope and window: the sums budgets enforce and the
 //! shapes of a cost breakdown. The floor of the money folder.
 
-use serde::Serialize;
-use utoipa::ToSchema;
 use crate::engine::row::RowExt;
 use crate::{Result, Tx};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 /// Priced spend in `[start, end)` for a company, optionally one agent or project.
 pub(crate) async fn spend_in(

@@ -48,10 +48,11 @@ pub async fn get(
 ) -> Result<Thrift> {
     let mut out = Thrift::default();
     let day_ago = stamp(now - Duration::hours(24));
-    out.wakes_skipped_24h = crate::wakes::enqueue::skipped_since(store, company_id, agent_id, &day_ago)
-        .await?
-        .into_iter()
-        .collect();
+    out.wakes_skipped_24h =
+        crate::wakes::enqueue::skipped_since(store, company_id, agent_id, &day_ago)
+            .await?
+            .into_iter()
+            .collect();
     let month = Window::month_of(now);
     if agent_id.is_none() {
         // The company's figures: its kept counters (migration 13).

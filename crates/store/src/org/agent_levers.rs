@@ -2,16 +2,16 @@
 //! terminate (which reach its runs and budget), delete, and rolling its
 //! config back to an earlier revision. Flows over the agents table.
 
+use crate::audit::activity::{self, Entry};
+use crate::audit::revisions::*;
+use crate::org::agents::*;
+use crate::{now, Error, Result, Store};
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::model::Agent;
-use serde_json::json;
-use crate::audit::activity::{self, Entry};
-use crate::{now, Error, Result, Store};
 use paperclip_core::secrets::{get_path, set_path};
-use crate::org::agents::*;
-use crate::audit::revisions::*;
+use serde_json::json;
 
 /// Pause, resume and terminate: the board's levers on a running company.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +87,8 @@ pub async fn pull_lever(store: &Store, actor: &Actor, id: &str, lever: Lever) ->
     // half way must not leave runs waiting behind it.
     if lever != Lever::Resume {
         let reason = format!("The agent was {}", to.as_str());
-        crate::runs::finish::cancel_queued_of_agent_in(&mut tx, id, &reason, "cancelled", &ts).await?;
+        crate::runs::finish::cancel_queued_of_agent_in(&mut tx, id, &reason, "cancelled", &ts)
+            .await?;
     }
     activity::record(
         &mut tx,

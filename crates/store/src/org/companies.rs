@@ -11,8 +11,8 @@ use serde_json::{json, Map};
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::RowExt;
-use crate::{new_id, now, Error, Result, Store, Tx};
 use crate::engine::sql::diff;
+use crate::{new_id, now, Error, Result, Store, Tx};
 
 pub async fn create(store: &Store, actor: &Actor, input: NewCompany) -> Result<Company> {
     let name = input.name.trim().to_string();

@@ -21,7 +21,8 @@ use crate::{new_id, now, Error, Result, Store, Tx};
 /// Seals `plaintext` as version `version` of secret `secret_id`.
 pub type Seal<'a> = &'a (dyn Fn(&str, i64, &[u8]) -> Sealed + Sync);
 
-pub(crate) const COLUMNS: &str = "id, company_id, key, name, description, provider, status, latest_version, \
+pub(crate) const COLUMNS: &str =
+    "id, company_id, key, name, description, provider, status, latest_version, \
      last_rotated_at, created_by_agent_id, created_by_user_id, created_at, updated_at";
 
 pub async fn create(

@@ -2,13 +2,13 @@
 //! change writes a revision in the same transaction
 //! ([`crate::routines::revisions`]).
 
-pub mod revisions;
-pub mod runs;
-pub mod triggers;
 pub(crate) mod gate;
+pub mod revisions;
 pub(crate) mod routine;
+pub mod runs;
 pub(crate) mod table;
 pub(crate) mod trigger_table;
+pub mod triggers;
 
 pub use routine::*;
 pub use table::*;

@@ -10,8 +10,8 @@ use paperclip_core::actor::Actor;
 use paperclip_core::cron;
 use paperclip_core::issue::IssuePriority;
 use paperclip_core::routine::{
-    ActivityGatePolicy, ActivityGateScope, CatchUpPolicy, ConcurrencyPolicy,
-    NewRoutine, Routine, RoutinePatch, RoutineStatus, RoutineVariable, TITLE_MAX,
+    ActivityGatePolicy, ActivityGateScope, CatchUpPolicy, ConcurrencyPolicy, NewRoutine, Routine,
+    RoutinePatch, RoutineStatus, RoutineVariable, TITLE_MAX,
 };
 use serde_json::json;
 
@@ -377,4 +377,3 @@ fn merged_variables(
     }
     Ok(declared)
 }
-

@@ -1,17 +1,15 @@
 //! Routine rows: reading them, the row mapping, and the activity a routine
 //! change records. The floor the routine flows stand on.
 
-use chrono::{DateTime, Utc};
-use paperclip_core::activity::{Action, EntityType};
-use paperclip_core::actor::{Actor, ActorKind};
-use paperclip_core::routine::{
-    LinkedIssue, Routine,
-};
-use serde_json::Value;
 use crate::audit::activity::{self, Entry};
 use crate::engine::db::DbRow;
 use crate::engine::row::{one_by_id, RowExt};
 use crate::{Result, Store, Tx};
+use chrono::{DateTime, Utc};
+use paperclip_core::activity::{Action, EntityType};
+use paperclip_core::actor::{Actor, ActorKind};
+use paperclip_core::routine::{LinkedIssue, Routine};
+use serde_json::Value;
 
 pub(crate) const COLUMNS: &str = "id, company_id, project_id, goal_id, parent_issue_id, title, \
      description, assignee_agent_id, priority, status, concurrency_policy, catch_up_policy, \

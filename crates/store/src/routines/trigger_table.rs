@@ -1,6 +1,11 @@
 //! Trigger rows (cron, webhook, API): reading them, their schedule, the
 //! webhook secret and first delivery, and restoring them from a revision.
 
+use crate::engine::db::DbRow;
+use crate::engine::row::RowExt;
+use crate::org::secrets::Seal;
+use crate::routines::table::{by, record, stamp};
+use crate::{new_id, Error, Result, Store, Tx};
 use chrono::{DateTime, Utc};
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
@@ -12,11 +17,6 @@ use paperclip_core::routine::{
 };
 use paperclip_core::secret_box;
 use serde_json::{json, Value};
-use crate::engine::db::DbRow;
-use crate::engine::row::RowExt;
-use crate::org::secrets::Seal;
-use crate::routines::table::{by, record, stamp};
-use crate::{new_id, Error, Result, Store, Tx};
 
 pub(crate) const COLUMNS: &str = "id, company_id, routine_id, kind, label, enabled, \
      cron_expression, timezone, next_run_at, last_fired_at, public_id, signing_mode, \

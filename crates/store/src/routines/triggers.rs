@@ -4,14 +4,16 @@
 //! secret's version), which only [`webhook_secret`] hands back, sealed.
 
 use crate::routines::trigger_table::*;
-pub use crate::routines::trigger_table::{NewSecret, by_public_id, first_delivery, fires, get, list, of_company, webhook_secret, Fresh, Remade};
+pub use crate::routines::trigger_table::{
+    by_public_id, fires, first_delivery, get, list, of_company, webhook_secret, Fresh, NewSecret,
+    Remade,
+};
 
 use chrono::{DateTime, Utc};
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::routine::{
-    NewTrigger, RoutineTrigger, TriggerKind, TriggerPatch,
-    WEBHOOK_REPLAY_DEFAULT_SEC,
+    NewTrigger, RoutineTrigger, TriggerKind, TriggerPatch, WEBHOOK_REPLAY_DEFAULT_SEC,
 };
 use paperclip_core::secret_box;
 use serde_json::json;
@@ -216,4 +218,3 @@ pub async fn rotate(
         revision_id,
     })
 }
-

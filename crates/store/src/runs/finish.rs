@@ -2,16 +2,16 @@
 //! task settled, the session recorded, work products the result names, the
 //! agent back to idle; and cancelling queued runs. Above the runs table.
 
+use crate::audit::activity::{self, Entry};
+use crate::runs::sessions::SessionUpdate;
+use crate::runs::table::*;
+use crate::runs::text::{owned, storable_json};
+use crate::{now, Result, Store, Tx};
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::model::HeartbeatRun;
 use serde_json::{json, Value};
-use crate::audit::activity::{self, Entry};
-use crate::{now, Result, Store, Tx};
-use crate::runs::sessions::SessionUpdate;
-use crate::runs::table::*;
-use crate::runs::text::{owned, storable_json};
 
 /// What the executor knows when a run ends.
 #[derive(Debug, Clone)]

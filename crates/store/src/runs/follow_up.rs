@@ -12,8 +12,8 @@
 //!
 //! Each happens in the transaction that ends the run (or queues the retry).
 
-pub use crate::runs::settle::{CONTINUE_REASON, RETRY_REASON, USAGE_LIMIT_REASON};
 use crate::runs::settle::*;
+pub use crate::runs::settle::{CONTINUE_REASON, RETRY_REASON, USAGE_LIMIT_REASON};
 
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
@@ -222,4 +222,3 @@ async fn waiting_task(tx: &mut Tx, run: &HeartbeatRun) -> Result<Option<Issue>> 
             .then_some(issue),
     )
 }
-

@@ -2,15 +2,15 @@
 //! to `todo` (or `blocked`) and its locks are released, or passes to the run
 //! that carries on. Used by every way a run ends (finish, cancel, recovery).
 
+use crate::audit::activity::{self, Entry};
+use crate::wakes::queue::{Wake, Woken};
+use crate::{now, Result, Tx};
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::heartbeat::{RunStatus, WakeSource};
 use paperclip_core::issue::IssueStatus;
 use paperclip_core::model::{HeartbeatRun, Issue};
 use serde_json::{json, Value};
-use crate::audit::activity::{self, Entry};
-use crate::wakes::queue::{Wake, Woken};
-use crate::{now, Result, Tx};
 
 /// After a run ended: releases its checkout; a failure blocks the task.
 pub(crate) async fn settle_task_in(tx: &mut Tx, run: &HeartbeatRun) -> Result<()> {
@@ -116,7 +116,12 @@ pub(crate) async fn release_locks(tx: &mut Tx, issue_id: &str, run_id: &str) -> 
     Ok(())
 }
 
-pub(crate) async fn block(tx: &mut Tx, issue: &Issue, run: &HeartbeatRun, reason: &str) -> Result<()> {
+pub(crate) async fn block(
+    tx: &mut Tx,
+    issue: &Issue,
+    run: &HeartbeatRun,
+    reason: &str,
+) -> Result<()> {
     release_locks(tx, &issue.id, &run.id).await?;
     set_status(tx, issue, IssueStatus::Blocked, run, reason).await
 }

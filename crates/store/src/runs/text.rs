@@ -9,7 +9,6 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-
 const STAND_IN: &str = "\u{FFFD}";
 
 pub(crate) fn storable(text: &str) -> Cow<'_, str> {

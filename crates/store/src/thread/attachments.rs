@@ -14,7 +14,8 @@ use crate::engine::db::DbRow;
 use crate::engine::row::{one_by_id, RowExt};
 use crate::{Result, Store, Tx};
 
-pub(crate) const COLUMNS: &str = "id, company_id, issue_id, issue_comment_id, originating_run_id, asset_id, \
+pub(crate) const COLUMNS: &str =
+    "id, company_id, issue_id, issue_comment_id, originating_run_id, asset_id, \
      provider, object_key, content_type, byte_size, sha256, original_filename, \
      created_by_agent_id, created_by_user_id, created_at, updated_at";
 

@@ -1,17 +1,17 @@
 //! An upload: the attachment row, and when an agent uploads inside its run,
 //! the artifact work product that points at it, in one transaction.
 
+use crate::audit::activity;
+use crate::engine::row::RowExt;
+use crate::thread::attachments::*;
+use crate::thread::work_products::Source;
+use crate::{now, Error, Result, Store};
 use paperclip_core::activity::Action;
 use paperclip_core::actor::Actor;
 use paperclip_core::attachment::Attachment;
 use paperclip_core::model::Issue;
 use paperclip_core::work_product::{NewWorkProduct, WorkProductType, PAPERCLIP_PROVIDER};
 use serde_json::json;
-use crate::audit::activity;
-use crate::engine::row::RowExt;
-use crate::thread::work_products::Source;
-use crate::{now, Error, Result, Store};
-use crate::thread::attachments::*;
 
 /// A stored object to record as an attachment of `issue`.
 pub struct NewAttachment {

@@ -18,4 +18,3 @@ pub async fn create(store: &Store, row: ActivityEntry) -> Result<ActivityEntry> 
     tx.commit().await?;
     Ok(row)
 }
-

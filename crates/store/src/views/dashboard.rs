@@ -11,10 +11,10 @@ use paperclip_core::model::{ActivityEntry, HeartbeatRun};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-pub use crate::views::days::{chart_days, BudgetState, Day, RunDay};
-use crate::views::days::*;
 use crate::engine::row::RowExt;
 use crate::money::costs::{self, Window};
+use crate::views::days::*;
+pub use crate::views::days::{chart_days, BudgetState, Day, RunDay};
 use crate::{Result, Store};
 
 /// The dashboard in upstream's shape (`agents`, `tasks`, `costs`,

@@ -1,13 +1,13 @@
 //! Days on the dashboard's charts: the chart's days, kept per-day counts
 //! (triggers on SQLite, computed on Postgres) and the shapes the charts use.
 
-use std::collections::BTreeMap;
+use crate::engine::row::RowExt;
+use crate::{Result, Store};
 use chrono::{DateTime, Duration, Utc};
 use paperclip_core::model::BudgetIncident;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use utoipa::ToSchema;
-use crate::engine::row::RowExt;
-use crate::{Result, Store};
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -278,11 +278,8 @@ pub async fn failed_runs(
         t
     };
     if !tasks.is_empty() {
-        let list = crate::engine::sql::json_values(
-            store.backend(),
-            "$2",
-            crate::engine::sql::ListOf::Ids,
-        );
+        let list =
+            crate::engine::sql::json_values(store.backend(), "$2", crate::engine::sql::ListOf::Ids);
         let rows = crate::engine::db::query(&format!(
             "SELECT s.issue_id, MAX(CAST(s.id AS TEXT)) AS last_ok FROM heartbeat_runs s \
              WHERE s.company_id = $1 AND s.issue_id IN {list} AND s.status || '' = 'succeeded' \

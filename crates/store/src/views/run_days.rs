@@ -15,8 +15,8 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 
 use crate::engine::row::RowExt;
-use crate::views::days::{chart_days, counted, Day};
 use crate::views::days::per_day as kept_per_day;
+use crate::views::days::{chart_days, counted, Day};
 use crate::{Result, Store, Tx};
 
 /// Marks a kept day that had no runs, so it is not grouped again.
@@ -220,7 +220,11 @@ async fn lock(tx: &mut Tx, company_id: &str, exclusive: bool) -> Result<()> {
 
 /// Runs created per chart day, by current status: kept by triggers on
 /// SQLite (migration 15); on Postgres, see [`crate::views::run_days`].
-pub(crate) async fn runs_per_day(store: &Store, company_id: &str, now: DateTime<Utc>) -> Result<Vec<Day>> {
+pub(crate) async fn runs_per_day(
+    store: &Store,
+    company_id: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<Day>> {
     match store.backend() {
         crate::Backend::Sqlite => kept_per_day(store, company_id, "run", now).await,
         crate::Backend::Postgres => per_day(store, company_id, now).await,
@@ -237,8 +241,6 @@ pub(crate) async fn runs_between(
 ) -> Result<i64> {
     match store.backend() {
         crate::Backend::Sqlite => counted(store, company_id, "run", first, next).await,
-        crate::Backend::Postgres => {
-            between(store, company_id, first, next, now).await
-        }
+        crate::Backend::Postgres => between(store, company_id, first, next, now).await,
     }
 }

@@ -80,11 +80,7 @@ async fn current_tasks(
     let only = match agent_ids {
         Some(_) => format!(
             " AND a.id IN {}",
-            crate::engine::sql::json_values(
-                store.backend(),
-                "$2",
-                crate::engine::sql::ListOf::Ids
-            )
+            crate::engine::sql::json_values(store.backend(), "$2", crate::engine::sql::ListOf::Ids)
         ),
         None => String::new(),
     };
@@ -122,11 +118,7 @@ async fn current_tasks(
     let sql = format!(
         "SELECT assignee_agent_id, identifier, title FROM issues \
          WHERE company_id = $1 AND issue_number IN {} ORDER BY issue_number DESC",
-        crate::engine::sql::json_values(
-            store.backend(),
-            "$2",
-            crate::engine::sql::ListOf::Numbers
-        )
+        crate::engine::sql::json_values(store.backend(), "$2", crate::engine::sql::ListOf::Numbers)
     );
     let rows = crate::engine::db::query(&sql)
         .bind(company_id)

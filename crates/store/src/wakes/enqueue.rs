@@ -18,8 +18,8 @@ use serde_json::{json, Value};
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::RowExt;
-use crate::wakes::queue::{Placed, Wake, Woken};
 use crate::wakes::loops::*;
+use crate::wakes::queue::{Placed, Wake, Woken};
 use crate::Error;
 use crate::{new_id, now, Result, Store, Tx};
 

@@ -7,9 +7,9 @@
 //! of it happens inside the caller's transaction, so the change that caused
 //! a wake (an assignment, a comment) and the wake itself commit together.
 
+pub(crate) mod enqueue;
 pub mod idle;
 pub mod loops;
-pub(crate) mod enqueue;
 pub(crate) mod queue;
 
 pub use enqueue::*;

@@ -4,8 +4,8 @@
 //! the placement is correct with concurrent writers on Postgres (READ
 //! COMMITTED), not only under SQLite's single writer.
 
-use paperclip_core::model::{HeartbeatRun, WakeupRequest};
 use paperclip_core::heartbeat::*;
+use paperclip_core::model::{HeartbeatRun, WakeupRequest};
 use serde_json::{json, Value};
 
 use crate::engine::row::RowExt;

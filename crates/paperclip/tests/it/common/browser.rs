@@ -87,8 +87,7 @@ struct BrowserSlot(std::fs::File);
 impl BrowserSlot {
     async fn take() -> BrowserSlot {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-        let deadline = std::time::Instant::now() + Duration::from_secs(600);
-        loop {
+        super::until(600, "a browser slot to come free", async || {
             for i in 0..BROWSER_SLOTS {
                 let file = std::fs::OpenOptions::new()
                     .create(true)
@@ -99,15 +98,11 @@ impl BrowserSlot {
                 use std::os::fd::AsRawFd;
                 // SAFETY: flock on a file descriptor we own.
                 if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-                    return BrowserSlot(file);
+                    return Some(BrowserSlot(file));
                 }
             }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "no browser slot came free in 600 s"
-            );
-            // Waiting on the condition (a slot free), checked often.
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            None
+        })
+        .await
     }
 }

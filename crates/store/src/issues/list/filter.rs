@@ -1,9 +1,9 @@
 //! What a task list asks for (filter, sort, position, page) and the pure
 //! rules about it: cursors, whether a search ranks, which index it uses.
 
+use crate::Result;
 use paperclip_core::issue::IssueStatus;
 use paperclip_core::model::Issue;
-use crate::Result;
 
 #[derive(Debug, Default, Clone)]
 pub struct Filter {

@@ -19,7 +19,7 @@ use crate::engine::raw::RawRow;
 use crate::engine::sql::Bind;
 use crate::issues::list::filter::{check_cursor, filtered, Filter, Position, Reach, Use};
 use crate::issues::list::matching::{matching, Matching};
-use crate::issues::list::query::{list};
+use crate::issues::list::query::list;
 use crate::issues::table::{attach_relations_where, map, COLUMNS};
 use crate::{Error, Result, Store};
 

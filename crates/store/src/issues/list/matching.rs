@@ -2,8 +2,8 @@
 //! whether its words are rare enough to read their index first.
 
 use crate::engine::sql::Bind;
-use crate::{Result, Store};
 use crate::issues::list::filter::*;
+use crate::{Result, Store};
 
 /// `FROM issues WHERE ...` of the tasks `filter` matches, with its binds;
 /// `None` when nothing can match (a search of punctuation only).

@@ -5,9 +5,8 @@
 //! rows by their numbers, so neither a sparse filter nor a page of long
 //! descriptions reads more than the page.
 
-pub(crate) mod json;
 pub(crate) mod filter;
+pub(crate) mod json;
 pub(crate) mod matching;
 pub(crate) mod page;
 pub(crate) mod query;
-

@@ -7,10 +7,10 @@
 
 use paperclip_core::limits::ISSUE_PAGE_TEXT_BUDGET;
 
+use crate::engine::row::RowExt;
+use crate::engine::sql::{json_array, json_values, Bind, ListOf};
 use crate::issues::list::filter::*;
 use crate::issues::list::matching::*;
-use crate::engine::sql::{json_array, json_values, Bind, ListOf};
-use crate::engine::row::RowExt;
 use crate::issues::list::page::{bind_all, page_rows};
 use crate::issues::table::{attach_flagged, flagged, COLUMNS, HAS_RELATIONS};
 use crate::{Error, Result, Store};
@@ -65,10 +65,7 @@ pub async fn list_sorted(
     let sort = match sort {
         Sort::Relevance if ranks(filter) => {
             // Boxed: a rank is read by this function again.
-            return Box::pin(list_ranked(
-                store, company_id, filter, at,
-            ))
-            .await;
+            return Box::pin(list_ranked(store, company_id, filter, at)).await;
         }
         Sort::Relevance => Sort::Newest,
         sort => sort,
@@ -432,7 +429,6 @@ async fn count_as(
         .await?;
     Ok((n.min(cap), n > cap))
 }
-
 
 // ---- a search in rank order ------------------------------------------------
 //

@@ -4,7 +4,6 @@
 //! [`crate::thread::interactions::resolve`]. Each change is one transaction with its
 //! activity row and the wake it causes.
 
-
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::heartbeat::WakeSource;
@@ -20,7 +19,6 @@ use crate::engine::db::DbRow;
 use crate::engine::row::RowExt;
 use crate::wakes::queue::Wake;
 use crate::{new_id, now, Error, Result, Store, Tx};
-
 
 /// A new card, or with an `idempotencyKey` already used on the task, the
 /// card that key made (`false`): the same body gets it back, another is 409.

@@ -8,5 +8,5 @@ pub(crate) mod cards;
 pub(crate) mod effects;
 pub(crate) mod resolve;
 
-pub use cards::*;
 pub use crate::thread::interactions::resolve::{resolve, Resolve};
+pub use cards::*;

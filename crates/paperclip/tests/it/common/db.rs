@@ -1,0 +1,168 @@
+//! Behind the server's back: one connection onto its database, SQL that the
+//! Any driver binds as text, and the steps that take a schema back to an
+//! older release's.
+
+/// One connection onto a server's database (`url`), for tests that count
+/// or plant rows behind its back, or rewrite a stopped server's schema back
+/// to an older release's. One on purpose: with a pool of several, a statement
+/// on one connection right after schema changes on another failed now and
+/// then on SQLite with "no such table: issues" (about half the runs here,
+/// the database all in its WAL after the kill; never seen from the server,
+/// which changes its schema on one connection before opening the others).
+pub async fn database(url: &str) -> sqlx::AnyPool {
+    sqlx::any::install_default_drivers();
+    sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(url)
+        .await
+        .expect("open the server's database")
+}
+
+/// The URL of a stopped server's database: its Postgres URL, or the SQLite
+/// file in its data dir.
+pub fn database_url(data_dir: &std::path::Path, database_url: &Option<String>) -> String {
+    database_url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("paperclip.db").display()))
+}
+
+/// `sql` for the Any driver, which binds text only: on Postgres, where times
+/// are `timestamptz` and ids `uuid`, a parameter a time or id column is
+/// compared with or set to (`created_at >= $2`, `WHERE company_id = $1`) is
+/// cast to one. (A selected id must be cast to text by the query itself.)
+pub fn bound_as_text(sql: &str, postgres: bool) -> String {
+    if !postgres {
+        return sql.to_string();
+    }
+    let mut out = String::with_capacity(sql.len());
+    let mut rest = sql;
+    while let Some(at) = rest.find('$') {
+        let (before, after) = rest.split_at(at);
+        let digits = after[1..].chars().take_while(char::is_ascii_digit).count();
+        let param = &after[..1 + digits];
+        let lhs = before.trim_end();
+        let column = ["<=", ">=", "=", "<", ">"]
+            .iter()
+            .find_map(|op| lhs.strip_suffix(op))
+            .map(str::trim_end)
+            .and_then(|l| {
+                l.rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()
+            });
+        out.push_str(before);
+        match column {
+            Some(c) if digits > 0 && (c.ends_with("_at") || c.ends_with("_until")) => {
+                out.push_str(&format!("CAST({param} AS TIMESTAMPTZ)"))
+            }
+            Some(c) if digits > 0 && is_uuid_column(c) => {
+                out.push_str(&format!("CAST({param} AS UUID)"))
+            }
+            _ => out.push_str(param),
+        }
+        rest = &after[param.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether a column of this name is a `uuid` on Postgres (migration 27):
+/// ids, but not people's, actors', entities' or clients' ones.
+fn is_uuid_column(name: &str) -> bool {
+    (name == "id" || name == "reports_to" || name.ends_with("_id"))
+        && !name.ends_with("user_id")
+        && ![
+            "actor_id",
+            "entity_id",
+            "scope_id",
+            "session_display_id",
+            "client_request_id",
+            "changed_by_actor_id",
+            "requested_by_actor_id",
+        ]
+        .contains(&name)
+}
+
+/// Undoes migration 27 on Postgres: ids back to the text of schema 26 (for
+/// tests that start from an older database). Each step is one statement.
+pub fn postgres_ids_back_to_text() -> Vec<String> {
+    let mut steps: Vec<String> = before_secrets_and_teams();
+    steps.extend(
+    [
+        "DROP TRIGGER issue_status_counts_update ON issues",
+        "DROP TRIGGER issue_day_counts_update ON issues",
+        "DROP TRIGGER task_search_comment_change ON issue_comments",
+        // Keys and the columns they join change together: dropped, changed,
+        // and made again as they were, in one statement.
+        "DO $$ DECLARE k RECORD; c RECORD; again TEXT[] := '{}'; step TEXT; BEGIN \
+         FOR k IN SELECT conrelid::regclass::text AS tbl, conname, pg_get_constraintdef(oid) AS def \
+             FROM pg_constraint WHERE contype = 'f' AND connamespace = current_schema()::regnamespace LOOP \
+             again := again || format('ALTER TABLE %s ADD CONSTRAINT %I %s', k.tbl, k.conname, k.def); \
+             EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', k.tbl, k.conname); \
+         END LOOP; \
+         FOR c IN SELECT table_name, column_name FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND data_type = 'uuid' LOOP \
+             EXECUTE format('ALTER TABLE %I ALTER COLUMN %I TYPE TEXT USING CAST(%I AS TEXT)', \
+                 c.table_name, c.column_name, c.column_name); \
+         END LOOP; \
+         FOREACH step IN ARRAY again LOOP EXECUTE step; END LOOP; END $$",
+        "DROP FUNCTION task_search_rebuild(UUID)",
+        "DROP FUNCTION task_search_words(UUID)",
+        "CREATE FUNCTION task_search_words(task TEXT) RETURNS tsvector LANGUAGE sql STABLE AS $$ \
+         SELECT task_search_vector(i.identifier || ' ' || i.title || ' ' || COALESCE(i.description, '') \
+         || ' ' || LEFT(COALESCE((SELECT string_agg(c.body, ' ' ORDER BY c.created_at, c.id) \
+         FROM issue_comments c WHERE c.issue_id = i.id AND c.deleted_at IS NULL), ''), 1000000)) \
+         FROM issues i WHERE i.id = task $$",
+        "CREATE FUNCTION task_search_rebuild(task TEXT) RETURNS void LANGUAGE plpgsql AS $$ BEGIN \
+         PERFORM 1 FROM task_search WHERE issue_id = task FOR UPDATE; \
+         UPDATE task_search SET words = COALESCE(task_search_words(task), words) WHERE issue_id = task; \
+         END $$",
+        "CREATE TRIGGER issue_status_counts_update AFTER UPDATE OF status, company_id ON issues \
+         FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.company_id IS DISTINCT \
+         FROM NEW.company_id) EXECUTE FUNCTION issue_status_counts_follow()",
+        "CREATE TRIGGER issue_day_counts_update AFTER UPDATE OF status, company_id, created_at, \
+         completed_at ON issues FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status \
+         OR OLD.company_id IS DISTINCT FROM NEW.company_id OR OLD.created_at IS DISTINCT FROM \
+         NEW.created_at OR OLD.completed_at IS DISTINCT FROM NEW.completed_at) \
+         EXECUTE FUNCTION issue_day_counts_follow()",
+        "CREATE TRIGGER task_search_comment_change AFTER INSERT OR DELETE OR UPDATE OF body, \
+         deleted_at, issue_id ON issue_comments FOR EACH ROW EXECUTE FUNCTION \
+         task_search_comment_follow()",
+    ]
+    .iter()
+    .map(|s| s.to_string()));
+    steps.push("DELETE FROM schema_migrations WHERE version = 27".into());
+    steps
+}
+
+/// Undoes migrations 28 (company secrets) and 29 (teams), for tests that start from a
+/// database an earlier release made: it had no such tables.
+pub fn before_secrets_and_teams() -> Vec<String> {
+    [
+        // Migration 34 changes a table dropped below: it runs again.
+        "DELETE FROM schema_migrations WHERE version = 34",
+        "DROP TABLE IF EXISTS issue_thread_interactions",
+        "DELETE FROM schema_migrations WHERE version = 32",
+        "DROP TABLE IF EXISTS routine_webhook_replays",
+        "DROP TABLE IF EXISTS routine_runs",
+        "DROP TABLE IF EXISTS routine_revisions",
+        "DROP TABLE IF EXISTS routine_triggers",
+        "DROP TABLE IF EXISTS routines",
+        "DELETE FROM schema_migrations WHERE version = 31",
+        "DROP TABLE IF EXISTS issue_work_products",
+        "DROP TABLE IF EXISTS issue_attachments",
+        "DELETE FROM schema_migrations WHERE version = 30",
+        "DROP TABLE IF EXISTS board_api_key_companies",
+        "DROP TABLE IF EXISTS board_api_keys",
+        "DROP TABLE IF EXISTS invites",
+        "DROP TABLE IF EXISTS company_memberships",
+        "DROP TABLE IF EXISTS board_sessions",
+        "DROP TABLE IF EXISTS board_users",
+        "DELETE FROM schema_migrations WHERE version = 29",
+        "DROP TABLE IF EXISTS company_secret_versions",
+        "DROP TABLE IF EXISTS company_secrets",
+        "DELETE FROM schema_migrations WHERE version = 28",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
