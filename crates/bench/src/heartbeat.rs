@@ -15,16 +15,20 @@
 //!
 //! Each part runs on its own fresh server. Figures only, no assertions.
 
+mod fanout;
+mod timers;
+
+use fanout::*;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+pub(crate) use timers::cpu_ticks;
+use timers::*;
 
 use anyhow::{bail, Context};
 use clap::ValueEnum;
-use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use tokio_tungstenite::tungstenite::Message;
 
 use crate::server::Server;
 
@@ -217,19 +221,19 @@ const MARKER_SCRIPT: &str = r#"date +%s%N > "$MARKER_DIR/$PAPERCLIP_RUN_ID""#;
 
 struct Spawn {
     /// `POST .../issues` sent -> timestamp written by the agent's `date`.
-    e2e: Dist,
+    pub(crate) e2e: Dist,
     /// The POST's own round trip.
-    post: Dist,
+    pub(crate) post: Dist,
     /// POST sent -> the run's `createdAt` (millisecond precision).
-    to_created: Dist,
+    pub(crate) to_created: Dist,
     /// `createdAt` -> `startedAt` (millisecond precision).
-    created_to_started: Dist,
+    pub(crate) created_to_started: Dist,
     /// `startedAt` -> timestamp written by `date`.
-    started_to_marker: Dist,
+    pub(crate) started_to_marker: Dist,
     /// The same script spawned by this process (tokio::process), no server.
-    direct: Dist,
+    pub(crate) direct: Dist,
     /// Terminal statuses of the timed runs.
-    statuses: BTreeMap<String, usize>,
+    pub(crate) statuses: BTreeMap<String, usize>,
 }
 
 async fn bench_spawn(
@@ -395,361 +399,11 @@ async fn wait_run(
 
 // ----------------------------------------------------------------- timers
 
-struct Timers {
-    agents: usize,
-    interval_secs: u64,
-    clk_tck: u64,
-    on: Window,
-    off: Window,
-}
-
-struct Window {
-    secs: f64,
-    /// The server's own utime + stime, in clock ticks.
-    self_ticks: u64,
-    /// The stime part of it (the kernel: fork, exec, pipes, I/O).
-    self_sys_ticks: u64,
-    /// cutime + cstime: its reaped children (the agents' processes).
-    child_ticks: u64,
-    /// Runs created in the window, by status; and distinct agents woken.
-    runs: BTreeMap<String, usize>,
-    agents_woken: usize,
-    /// Runs created before the window (the company's earlier waves).
-    earlier: usize,
-}
-
-impl Window {
-    fn runs_total(&self) -> usize {
-        self.runs.values().sum()
-    }
-
-    fn pct(&self, ticks: u64, clk_tck: u64) -> f64 {
-        ticks as f64 / clk_tck as f64 / self.secs * 100.0
-    }
-}
-
-/// (utime + stime, stime, cutime + cstime) of `pid`, in clock ticks.
-pub(crate) fn cpu_ticks(pid: u32) -> anyhow::Result<(u64, u64, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .context("reading /proc/<pid>/stat (Linux only)")?;
-    // Fields after the parenthesised command name, which may contain spaces:
-    // state is field 3, utime 14, stime 15, cutime 16, cstime 17.
-    let rest = &stat[stat.rfind(')').context("malformed /proc/<pid>/stat")? + 2..];
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .skip(11)
-        .take(4)
-        .map(|s| s.parse().unwrap_or(0))
-        .collect();
-    if f.len() != 4 {
-        bail!("malformed /proc/<pid>/stat: {stat}");
-    }
-    Ok((f[0] + f[1], f[1], f[2] + f[3]))
-}
-
-fn clk_tck() -> u64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(100)
-}
-
-async fn measure_window(
-    client: &reqwest::Client,
-    server: &Server,
-    company: &str,
-    secs: u64,
-) -> anyhow::Result<Window> {
-    let w0 = wall_nanos();
-    let started = Instant::now();
-    let (self0, sys0, child0) = cpu_ticks(server.pid)?;
-    tokio::time::sleep(Duration::from_secs(secs)).await;
-    let (self1, sys1, child1) = cpu_ticks(server.pid)?;
-    let elapsed = started.elapsed();
-    let w1 = wall_nanos();
-    // Read after the window so the read itself is not measured.
-    let url = server.url(&format!(
-        "/api/companies/{company}/heartbeat-runs?limit=1000"
-    ));
-    let list = expect_json(client.get(url), StatusCode::OK).await?;
-    let mut runs = BTreeMap::new();
-    let mut agents = HashSet::new();
-    let mut earlier = 0;
-    for run in list.as_array().context("runs list is not an array")? {
-        let Some(created) = rfc3339_nanos(&run["createdAt"]) else {
-            continue;
-        };
-        if (w0..w1).contains(&created) {
-            *runs
-                .entry(run["status"].as_str().unwrap_or("?").to_string())
-                .or_insert(0) += 1;
-            agents.insert(run["agentId"].as_str().unwrap_or("").to_string());
-        } else if created < w0 {
-            earlier += 1;
-        }
-    }
-    Ok(Window {
-        secs: elapsed.as_secs_f64(),
-        self_ticks: self1 - self0,
-        self_sys_ticks: sys1 - sys0,
-        child_ticks: child1 - child0,
-        runs,
-        agents_woken: agents.len(),
-        earlier,
-    })
-}
-
-async fn bench_timers(
-    client: &reqwest::Client,
-    server: &Server,
-    args: &HeartbeatArgs,
-) -> anyhow::Result<Timers> {
-    let company = crate::create_company(client, server, "Timer Co").await?;
-    eprintln!(
-        "timers: creating {} process agents on {} s timers...",
-        args.timer_agents, args.timer_interval_secs
-    );
-    let mut agents = Vec::new();
-    for i in 0..args.timer_agents {
-        agents.push(
-            create_agent(
-                client,
-                server,
-                &company,
-                json!({
-                    "name": format!("Timer {i}"),
-                    "adapterType": "process",
-                    "adapterConfig": { "command": "true" },
-                    "runtimeConfig": { "heartbeat": {
-                        "enabled": true,
-                        "intervalSec": args.timer_interval_secs,
-                    } },
-                }),
-            )
-            .await?,
-        );
-    }
-    eprintln!(
-        "timers: settling {} s, then measuring {} s with timers on...",
-        args.timer_settle_secs, args.timer_window_secs
-    );
-    tokio::time::sleep(Duration::from_secs(args.timer_settle_secs)).await;
-    let on = measure_window(client, server, &company, args.timer_window_secs).await?;
-
-    eprintln!("timers: disabling every timer...");
-    for agent in &agents {
-        expect_json(
-            client
-                .patch(server.url(&format!("/api/agents/{agent}")))
-                .json(&json!({ "runtimeConfig": { "heartbeat": {
-                    "enabled": false,
-                    "intervalSec": args.timer_interval_secs,
-                } } })),
-            StatusCode::OK,
-        )
-        .await
-        .context("disabling a timer")?;
-    }
-    // Let runs already queued finish, and a scheduler tick or two pass.
-    let live_url = server.url(&format!("/api/companies/{company}/live-runs"));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let live = expect_json(client.get(&live_url), StatusCode::OK).await?;
-        if live.as_array().is_some_and(|a| a.is_empty()) || Instant::now() > deadline {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    tokio::time::sleep(Duration::from_secs(6)).await;
-    eprintln!(
-        "timers: measuring {} s with every timer disabled...",
-        args.idle_window_secs
-    );
-    let off = measure_window(client, server, &company, args.idle_window_secs).await?;
-    Ok(Timers {
-        agents: args.timer_agents,
-        interval_secs: args.timer_interval_secs,
-        clk_tck: clk_tck(),
-        on,
-        off,
-    })
-}
-
-// ----------------------------------------------------------------- fanout
-
-struct Fanout {
-    subscribers: usize,
-    patches: usize,
-    /// Every (subscriber, `issue.updated`) delivery: PATCH sent -> frame read.
-    delivery: Dist,
-    /// Per event, until the last subscriber had it.
-    to_all: Dist,
-    /// PATCH round trips.
-    patch: Dist,
-    patch_secs: f64,
-    /// Deliveries of `issue.updated` that never arrived.
-    missing: usize,
-    /// Frames of any type read by the subscribers.
-    frames: usize,
-    activity_frames: usize,
-}
-
-async fn bench_fanout(
-    client: &reqwest::Client,
-    server: &Server,
-    args: &HeartbeatArgs,
-) -> anyhow::Result<Fanout> {
-    let company = crate::create_company(client, server, "Fanout Co").await?;
-    let issue = expect_json(
-        client
-            .post(server.url(&format!("/api/companies/{company}/issues")))
-            .json(&json!({ "title": "fanout" })),
-        StatusCode::CREATED,
-    )
-    .await?;
-    let issue_url = server.url(&format!("/api/issues/{}", id_of(&issue)?));
-    let ws_url = format!(
-        "{}/api/companies/{company}/events/ws",
-        server.base.replacen("http://", "ws://", 1)
-    );
-
-    eprintln!(
-        "fanout: connecting {} WebSocket subscribers...",
-        args.subscribers
-    );
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    // The last PATCH's title, quoted: seen in `issue.updated` and in
-    // `activity.appended`, after which a subscriber has had everything.
-    let last = format!("\"fanout-{}\"", args.patches.saturating_sub(1));
-    let mut readers = Vec::new();
-    for _ in 0..args.subscribers {
-        // The server subscribes before it answers the upgrade, so once
-        // connected a subscriber misses nothing published later.
-        let (mut ws, _) = tokio_tungstenite::connect_async(&ws_url)
-            .await
-            .with_context(|| format!("connecting {ws_url}"))?;
-        let mut stop = stop_rx.clone();
-        let last = last.clone();
-        let capacity = 2 * args.patches + 16;
-        readers.push(tokio::spawn(async move {
-            // Only timestamp and keep frames here; parse after the run so
-            // this process's JSON work does not delay the next frame.
-            let mut frames = Vec::with_capacity(capacity);
-            let mut seen_last = 0;
-            loop {
-                tokio::select! {
-                    msg = ws.next() => match msg {
-                        Some(Ok(Message::Text(text))) => {
-                            let at = Instant::now();
-                            if text.as_str().contains(&last) {
-                                seen_last += 1;
-                            }
-                            frames.push((at, text));
-                            if seen_last >= 2 {
-                                break;
-                            }
-                        }
-                        Some(Ok(_)) => {}
-                        _ => break,
-                    },
-                    _ = stop.changed() => break,
-                }
-            }
-            let _ = ws.close(None).await;
-            frames
-        }));
-    }
-
-    eprintln!("fanout: {} title PATCHes, one at a time...", args.patches);
-    let mut sent = Vec::with_capacity(args.patches);
-    let mut patch = Dist::default();
-    let started = Instant::now();
-    for i in 0..args.patches {
-        let at = Instant::now();
-        sent.push(at);
-        expect_json(
-            client
-                .patch(&issue_url)
-                .json(&json!({ "title": format!("fanout-{i}") })),
-            StatusCode::OK,
-        )
-        .await
-        .context("patching the issue title")?;
-        patch.push(at.elapsed().as_secs_f64() * 1000.0);
-    }
-    let patch_secs = started.elapsed().as_secs_f64();
-    // Subscribers stop on their own once they have the last event; give the
-    // stragglers 10 s.
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_secs(10)).await;
-        let _ = stop_tx.send(true);
-    });
-
-    let mut delivery = Dist::default();
-    let mut to_all = vec![0f64; args.patches];
-    let (mut missing, mut frames_total, mut activity_frames) = (0, 0, 0);
-    for reader in readers {
-        let frames = reader.await.context("subscriber task panicked")?;
-        frames_total += frames.len();
-        let mut got = vec![false; args.patches];
-        for (at, text) in &frames {
-            let event: Value = serde_json::from_str(text.as_str())?;
-            // `issue.updated` carries the activity's details as its payload;
-            // `activity.appended` carries the whole activity entry.
-            let payload = &event["payload"];
-            let changes = match payload.get("details") {
-                Some(details) => &details["changes"],
-                None => &payload["changes"],
-            };
-            let to = &changes["title"]["to"];
-            let Some(i) = to
-                .as_str()
-                .and_then(|t| t.strip_prefix("fanout-"))
-                .and_then(|n| n.parse::<usize>().ok())
-                .filter(|&i| i < args.patches)
-            else {
-                continue;
-            };
-            match event["type"].as_str() {
-                Some("issue.updated") if !got[i] => {
-                    got[i] = true;
-                    let ms = at.duration_since(sent[i]).as_secs_f64() * 1000.0;
-                    delivery.push(ms);
-                    to_all[i] = to_all[i].max(ms);
-                }
-                Some("activity.appended") => activity_frames += 1,
-                _ => {}
-            }
-        }
-        missing += got.iter().filter(|g| !**g).count();
-    }
-    let mut all = Dist::default();
-    for ms in to_all {
-        all.push(ms);
-    }
-    Ok(Fanout {
-        subscribers: args.subscribers,
-        patches: args.patches,
-        delivery: delivery.finish(),
-        to_all: all.finish(),
-        patch: patch.finish(),
-        patch_secs,
-        missing,
-        frames: frames_total,
-        activity_frames,
-    })
-}
-
-// ----------------------------------------------------------------- report
-
 struct Report {
-    backend: String,
-    spawn: Option<Spawn>,
-    timers: Option<Timers>,
-    fanout: Option<Fanout>,
+    pub(crate) backend: String,
+    pub(crate) spawn: Option<Spawn>,
+    pub(crate) timers: Option<Timers>,
+    pub(crate) fanout: Option<Fanout>,
 }
 
 fn statuses(map: &BTreeMap<String, usize>) -> String {

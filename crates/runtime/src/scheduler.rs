@@ -26,7 +26,7 @@ pub(crate) async fn run(store: Store, clock: Arc<Clock>) {
             tracing::warn!(error = %err, "timer tick failed");
         }
         if let Err(err) =
-            paperclip_store::money::budgets::rollover(&store, chrono::Utc::now()).await
+            paperclip_store::money::budget_changes::rollover(&store, chrono::Utc::now()).await
         {
             tracing::warn!(error = %err, "budget month rollover failed");
         }

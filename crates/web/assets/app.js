@@ -504,8 +504,24 @@
     const summary = ev.target.closest && ev.target.closest("summary");
     const d = summary && summary.parentElement;
     if (!d || d.tagName !== "DETAILS") return;
-    setTimeout(() => toggled.set(detailsKey(d), d.open), 0);
+    // The key is taken now, while `d` is in the page: a re-render may land
+    // before the browser's toggle does, and then `d` is a detached copy and
+    // the new element (rendered closed) takes the person's choice here.
+    const key = detailsKey(d);
+    setTimeout(() => {
+      toggled.set(key, d.open);
+      restoreToggled();
+    }, 0);
   });
+
+  function restoreToggled() {
+    const live = $("#live-body");
+    if (!live) return;
+    $$("details", live).forEach((d) => {
+      const k = detailsKey(d);
+      if (toggled.has(k) && d.open !== toggled.get(k)) d.open = toggled.get(k);
+    });
+  }
 
   async function refresh() {
     if (refreshing || busy()) {
@@ -529,10 +545,7 @@
       live.replaceChildren(...fresh.childNodes);
       const nav = $("ul.nav", doc);
       if (nav && $("ul.nav")) $("ul.nav").replaceWith(nav);
-      $$("details", live).forEach((d) => {
-        const k = detailsKey(d);
-        if (toggled.has(k)) d.open = toggled.get(k);
-      });
+      restoreToggled();
       if (focusId) {
         const card = $(`.task-card[data-issue-id="${focusId}"]`);
         if (card) card.focus();

@@ -12,7 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::agents::AgentLog;
-use super::check::{Comment, Data, Figures};
+use super::check::Figures;
+use super::data::{Comment, Data};
 
 /// An assignment this close to a comment may have committed on either side
 /// of it, so the assignee the comment saw is not known from outside.

@@ -8,6 +8,7 @@
 mod agents;
 mod check;
 mod comments;
+mod data;
 mod driver;
 pub(crate) mod proc;
 
@@ -163,7 +164,7 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     driver.join_background().await;
     let chaos_secs = started.elapsed().as_secs_f64();
 
-    let db = check::Db::connect(config.database_url.as_deref(), &data_dir, &cid).await?;
+    let db = data::Db::connect(config.database_url.as_deref(), &data_dir, &cid).await?;
     let drained = Instant::now();
     let mut violations = Vec::new();
     if crate::poll::until(config.drain_secs, async || db.drained().await.then_some(()))

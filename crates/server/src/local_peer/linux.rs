@@ -285,14 +285,20 @@ pub fn socket_inode(peer: SocketAddr, server: Option<SocketAddr>) -> Result<u64,
             }
             Err(e) => return Err(format!("reading {table}: {e}")),
         };
-        if let Some(inode) = find_inode(&text, peer) {
+        if let Some(inode) = find_inode(&text, peer, server) {
             return Ok(inode);
         }
     }
     Err(format!("no open socket for {peer} in /proc/net"))
 }
 
-pub(super) fn find_inode(table: &str, peer: SocketAddr) -> Option<u64> {
+/// The established socket whose local end is `peer` (and whose remote end is
+/// `server`, when known: since Linux 4.6 one ephemeral port may be the local
+/// end of several connections to different places, other processes' too).
+pub(super) fn find_inode(table: &str, peer: SocketAddr, server: Option<SocketAddr>) -> Option<u64> {
+    let is = |addr: SocketAddr, want: SocketAddr| {
+        addr.port() == want.port() && same_ip(addr.ip(), want.ip())
+    };
     table.lines().skip(1).find_map(|line| {
         let cols: Vec<&str> = line.split_whitespace().collect();
         // sl local rem st queues timer retrnsmt uid timeout inode
@@ -300,7 +306,8 @@ pub(super) fn find_inode(table: &str, peer: SocketAddr) -> Option<u64> {
             return None;
         }
         let local = parse_addr(cols[1])?;
-        let same = local.port() == peer.port() && same_ip(local.ip(), peer.ip());
+        let remote = parse_addr(cols[2])?;
+        let same = is(local, peer) && server.is_none_or(|server| is(remote, server));
         let inode: u64 = cols[9].parse().ok()?;
         (same && inode != 0).then_some(inode)
     })

@@ -19,8 +19,22 @@ fn an_established_client_socket_is_found_by_its_local_address() {
 1: 0100007F:D431 0100007F:0C1C 01 00000000:00000000 00:00000000 00000000     0        0 222 1\n\
 2: 0100007F:0C1C 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 333 1\n";
     let peer = "127.0.0.1:54321".parse().unwrap();
-    assert_eq!(find_inode(table, peer), Some(222));
-    assert_eq!(find_inode(table, "127.0.0.1:1".parse().unwrap()), None);
+    assert_eq!(find_inode(table, peer, None), Some(222));
+    assert_eq!(
+        find_inode(table, "127.0.0.1:1".parse().unwrap(), None),
+        None
+    );
+    // The same local port connected elsewhere too (another process's
+    // socket, listed first): the server's end tells them apart.
+    let shared = format!(
+        "{table}3: 0100007F:D431 0100007F:1F90 01 00000000:00000000 00:00000000 00000000     0        0 444 1\n"
+    );
+    let shared = shared.replacen("1: 0100007F:D431", "9: 0100007F:D431", 1);
+    let lines: Vec<&str> = shared.lines().collect();
+    let reordered = [lines[0], lines[4], lines[1], lines[2], lines[3]].join("\n");
+    assert_eq!(find_inode(&reordered, peer, None), Some(444));
+    let server = "127.0.0.1:3100".parse().unwrap();
+    assert_eq!(find_inode(&reordered, peer, Some(server)), Some(222));
 }
 
 fn connected() -> (
@@ -49,7 +63,7 @@ fn the_kernel_names_the_same_socket_as_proc_net() {
     let ours = server.local_addr().unwrap();
     let exact = super::diag::inode(peer, ours).unwrap().unwrap();
     let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
-    assert_eq!(Some(exact), find_inode(&table, peer));
+    assert_eq!(Some(exact), find_inode(&table, peer, Some(ours)));
     // Our own end is another socket; a port nobody uses is none.
     assert_ne!(super::diag::inode(ours, peer).unwrap(), Some(exact));
     let nobody = "127.0.0.1:1".parse().unwrap();
@@ -83,8 +97,14 @@ fn this_process_is_found_holding_its_own_connection() {
         super::run_of_peer(peer, ours, &runs).unwrap().as_deref(),
         Some("run-me")
     );
+    // The /proc/net reading the lookup falls back on finds the same owner.
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let inode = find_inode(&table, peer, ours).unwrap();
     assert_eq!(
-        super::run_of_peer(peer, None, &runs).unwrap().as_deref(),
+        owners(&[inode].into(), &runs)
+            .unwrap()
+            .get(&inode)
+            .map(String::as_str),
         Some("run-me")
     );
     // A recorded root whose start time is not the process's is not it.

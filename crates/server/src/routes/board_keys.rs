@@ -192,7 +192,7 @@ async fn create_key(
         }
     }
     let expires = match body.expires_at {
-        None => Some(crate::routes::members::expiry(DEFAULT_TTL)),
+        None => Some(crate::routes::invites::expiry(DEFAULT_TTL)),
         Some(None) => None,
         Some(Some(text)) => {
             let at = chrono::DateTime::parse_from_rfc3339(&text).map_err(|_| {

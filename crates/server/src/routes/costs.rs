@@ -304,7 +304,7 @@ async fn company_budget(
     JsonBody(patch): JsonBody<BudgetPatch>,
 ) -> ApiResult<Json<Company>> {
     let actor = caller.require_board()?;
-    paperclip_store::money::budgets::set(
+    paperclip_store::money::budget_changes::set(
         &app.store,
         actor,
         BudgetScope::Company,
@@ -337,7 +337,7 @@ async fn agent_budget(
             ));
         }
     }
-    paperclip_store::money::budgets::set(
+    paperclip_store::money::budget_changes::set(
         &app.store,
         caller.actor(),
         BudgetScope::Agent,
@@ -379,7 +379,7 @@ async fn project_budget(
     JsonBody(patch): JsonBody<BudgetPatch>,
 ) -> ApiResult<Json<Project>> {
     let actor = caller.require_board()?;
-    paperclip_store::money::budgets::set(
+    paperclip_store::money::budget_changes::set(
         &app.store,
         actor,
         BudgetScope::Project,

@@ -21,6 +21,7 @@ mod identity;
 mod inbox;
 mod interactions;
 mod interrupt;
+mod invites;
 mod issues;
 mod keys;
 mod labels;
@@ -40,7 +41,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::error::ApiError;
 use crate::AppState;
-pub(crate) use members::expiry;
+pub(crate) use invites::expiry;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -48,6 +49,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(identity::router())
         .merge(accounts::router())
         .merge(members::router())
+        .merge(invites::router())
         .merge(board_keys::router())
         .merge(companies::router())
         .merge(agents::router())

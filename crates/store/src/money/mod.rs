@@ -1,5 +1,6 @@
 //! Cost events, their totals, budgets and the token thrift report.
 
+pub mod budget_changes;
 pub mod budgets;
 pub(crate) mod cost_totals;
 pub mod cost_views;

@@ -60,7 +60,7 @@ pub async fn pull_lever(store: &Store, actor: &Actor, id: &str, lever: Lever) ->
     let ts = now();
     if lever == Lever::Resume && agent.pause_reason.as_deref() == Some("budget") {
         // Resuming an agent stopped by its budget is the board's override.
-        crate::money::budgets::override_for_agent(
+        crate::money::budget_changes::override_for_agent(
             &mut tx,
             actor,
             &agent.company_id,

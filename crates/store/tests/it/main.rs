@@ -10,3 +10,4 @@ mod list_json;
 mod month_boundary;
 mod search_paths;
 mod strict_values;
+mod tidy;

@@ -11,7 +11,9 @@ use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::budget::BudgetScope;
 use paperclip_core::input::{NewAgent, NewCompany, NewCostEvent};
-use paperclip_store::{money::budgets, money::costs, org::agents, org::companies};
+use paperclip_store::{
+    money::budget_changes, money::budgets, money::costs, org::agents, org::companies,
+};
 
 fn cost(agent: &str, cents: u64, at: &str) -> NewCostEvent {
     NewCostEvent {
@@ -53,7 +55,7 @@ async fn a_december_stop_ends_at_the_first_instant_of_january() {
         .await
         .unwrap();
     let dec_31 = Utc.with_ymd_and_hms(2026, 12, 31, 23, 0, 0).unwrap();
-    budgets::set(&store, &board, BudgetScope::Agent, &agent.id, 100, dec_31)
+    budget_changes::set(&store, &board, BudgetScope::Agent, &agent.id, 100, dec_31)
         .await
         .unwrap();
 
@@ -78,7 +80,7 @@ async fn a_december_stop_ends_at_the_first_instant_of_january() {
 
     let last_second = Utc.with_ymd_and_hms(2026, 12, 31, 23, 59, 59).unwrap();
     assert!(
-        budgets::rollover(&store, last_second)
+        budget_changes::rollover(&store, last_second)
             .await
             .unwrap()
             .is_empty(),
@@ -90,7 +92,7 @@ async fn a_december_stop_ends_at_the_first_instant_of_january() {
     );
 
     let new_year = Utc.with_ymd_and_hms(2027, 1, 1, 0, 0, 0).unwrap();
-    let resumed = budgets::rollover(&store, new_year).await.unwrap();
+    let resumed = budget_changes::rollover(&store, new_year).await.unwrap();
     assert_eq!(resumed, vec![agent.id.clone()]);
     let agent_now = agents::get(&store, &agent.id).await.unwrap();
     assert_eq!(agent_now.status, AgentStatus::Idle);
@@ -126,7 +128,7 @@ async fn a_december_stop_ends_at_the_first_instant_of_january() {
         AgentStatus::Idle
     );
     // A second rollover in the same month changes nothing.
-    assert!(budgets::rollover(&store, new_year)
+    assert!(budget_changes::rollover(&store, new_year)
         .await
         .unwrap()
         .is_empty());
