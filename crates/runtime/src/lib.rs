@@ -19,6 +19,9 @@
 //! - [`tokens`] mints and checks the short-lived per-run credentials.
 //! - [`vault`] holds the master key company secrets are sealed with;
 //!   `secret_env` resolves an agent's secret references as its run starts.
+//! - [`workspace`] drives git for execution workspaces (a worktree per task,
+//!   serialized per repository, diffs, snapshots, close-readiness); it is
+//!   not yet wired into runs (issue 36).
 //!
 //! Wakes themselves are enqueued by the store (`paperclip_store::wakes`)
 //! inside the transaction that caused them; the runtime learns of them from
@@ -46,6 +49,7 @@ mod sink;
 pub mod skills;
 pub mod tokens;
 pub mod vault;
+pub mod workspace;
 
 pub use executor::Runtime;
 pub use lifecycle::Lifecycle;

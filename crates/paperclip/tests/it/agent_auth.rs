@@ -504,9 +504,7 @@ async fn an_agent_key_with_its_finished_run_works_but_locks_nothing() {
             .as_str()
             .unwrap()
             .to_string();
-        server
-            .ok_post(&format!("/api/agents/{agent}/wakeup"), json!({}))
-            .await;
+        server.wake(&agent, json!({})).await;
         let runs = server.only_run_succeeded(&cid, &agent).await;
         let run = runs[0]["id"].as_str().unwrap().to_string();
         let key = server.key(&agent).await;

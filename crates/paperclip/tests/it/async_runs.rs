@@ -69,9 +69,7 @@ async fn an_async_run_keeps_waiting_across_a_restart_and_its_callback_completes_
         json!({ "url": url, "async": true, "forwardAuth": true, "callbackTimeoutSec": 600 }),
     )
     .await;
-    let run = server
-        .ok_post(&format!("/api/agents/{aid}/wakeup"), json!({}))
-        .await;
+    let run = server.wake(&aid, json!({})).await;
     let run = run["id"].as_str().unwrap().to_string();
     let token = tokens.recv().await.unwrap();
     awaiting_callback(&server, &run).await;
@@ -122,9 +120,7 @@ async fn a_callback_that_never_comes_times_the_run_out_and_frees_the_agent() {
         json!({ "url": url, "async": true, "forwardAuth": true, "callbackTimeoutSec": 1 }),
     )
     .await;
-    let first = server
-        .ok_post(&format!("/api/agents/{aid}/wakeup"), json!({}))
-        .await;
+    let first = server.wake(&aid, json!({})).await;
     let first = first["id"].as_str().unwrap().to_string();
     let token = tokens.recv().await.unwrap();
     let run = server
@@ -138,9 +134,7 @@ async fn a_callback_that_never_comes_times_the_run_out_and_frees_the_agent() {
         .unwrap()
         .contains("callbackTimeoutSec"));
     // The slot is free: the next wake runs.
-    let second = server
-        .ok_post(&format!("/api/agents/{aid}/wakeup"), json!({}))
-        .await;
+    let second = server.wake(&aid, json!({})).await;
     tokens.recv().await.unwrap();
     assert_ne!(second["id"], first.as_str());
     // The late callback of the timed-out run changes nothing.

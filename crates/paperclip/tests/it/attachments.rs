@@ -438,8 +438,7 @@ async fn an_agent_uploads_within_its_run_and_gets_an_artifact() {
     let s = TestServer::start().await;
     let (cid, iid) = setup(&s, "Agent Files Co").await;
     let agent = id(&s.script_agent(&cid, "Filer", "true\n", json!({})).await);
-    s.ok_post(&format!("/api/agents/{agent}/wakeup"), json!({}))
-        .await;
+    s.wake(&agent, json!({})).await;
     let run = s.only_run_succeeded(&cid, &agent).await[0]["id"]
         .as_str()
         .unwrap()

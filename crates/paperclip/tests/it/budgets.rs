@@ -339,9 +339,7 @@ async fn a_company_stop_pauses_every_agent_and_resuming_is_the_boards_override()
             (Some("paused"), Some("budget"))
         );
     }
-    let resumed = server
-        .ok_post(&format!("/api/agents/{b}/resume"), json!({}))
-        .await;
+    let resumed = server.lever(&b, "resume").await;
     assert_eq!(resumed["status"], "idle");
     server
         .ok_post(

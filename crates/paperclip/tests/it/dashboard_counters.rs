@@ -289,9 +289,7 @@ async fn activity(server: &TestServer, cid: &str) -> (String, Vec<String>) {
     let ok = id(&server.script_agent(cid, "Oks", "exit 0", json!({})).await);
     let bad = id(&server.script_agent(cid, "Fails", "exit 1", json!({})).await);
     for agent in [&ok, &bad, &ok] {
-        server
-            .ok_post(&format!("/api/agents/{agent}/wakeup"), json!({}))
-            .await;
+        server.wake(&agent, json!({})).await;
         runs_settle(server, cid).await;
     }
     let project = id(&server

@@ -329,8 +329,8 @@ async fn a_failed_run_has_its_own_page_and_retry_queues_a_new_run() {
 
     // Retry: the route the page's button calls queues a new run of the task.
     let retry = server
-        .ok_post(
-            &format!("/api/agents/{aid}/wakeup"),
+        .wake(
+            &aid,
             json!({ "failedRunId": run_id, "reason": "retry_failed_run" }),
         )
         .await;
@@ -407,12 +407,7 @@ async fn a_huge_log_shows_its_end_and_links_the_rest() {
         )
         .await;
     let aid = s(&agent["id"]);
-    server
-        .ok_post(
-            &format!("/api/agents/{aid}/wakeup"),
-            json!({ "reason": "manual" }),
-        )
-        .await;
+    server.wake(&aid, json!({ "reason": "manual" })).await;
     let runs = server
         .wait_for(
             &format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}"),
@@ -456,12 +451,7 @@ async fn an_agents_runs_are_listed_fifty_a_page() {
     let runs_path = format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}&limit=100");
     // One at a time: a wake while a run waits folds into it.
     for n in 1..=51 {
-        server
-            .ok_post(
-                &format!("/api/agents/{aid}/wakeup"),
-                json!({ "reason": "manual" }),
-            )
-            .await;
+        server.wake(&aid, json!({ "reason": "manual" })).await;
         server
             .wait_for(&runs_path, 30, |r| {
                 r.as_array().unwrap().len() == n && r[0]["status"] == "succeeded"
@@ -512,12 +502,7 @@ async fn a_live_run_with_a_long_log_stays_a_small_page_with_stop_not_retry() {
     );
     let agent = server.script_agent(cid, "Talker", &script, json!({})).await;
     let aid = s(&agent["id"]);
-    server
-        .ok_post(
-            &format!("/api/agents/{aid}/wakeup"),
-            json!({ "reason": "manual" }),
-        )
-        .await;
+    server.wake(&aid, json!({ "reason": "manual" })).await;
     let runs_path = format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}");
     let runs = server
         .wait_for(&runs_path, 30, |r| r[0]["status"] == "running")

@@ -280,9 +280,7 @@ async fn the_dashboard_shows_the_agents_that_most_need_a_look() {
         .script_agent(cid, "Last Hired", "exit 1", json!({}))
         .await;
     let fid = failing["id"].as_str().unwrap().to_string();
-    server
-        .ok_post(&format!("/api/agents/{fid}/wakeup"), json!({}))
-        .await;
+    server.wake(&fid, json!({})).await;
     common::until(60, "the last hire to fail", async || {
         let a = server.ok_get(&format!("/api/agents/{fid}")).await;
         (a["status"] == "error").then_some(())

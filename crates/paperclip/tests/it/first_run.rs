@@ -224,9 +224,7 @@ async fn the_readme_script_agent_finishes_its_task() {
     );
 
     // A wake with nothing to do ends well and says so.
-    server
-        .ok_post(&format!("/api/agents/{aid}/wakeup"), json!({}))
-        .await;
+    server.wake(&aid, json!({})).await;
     let runs = server
         .wait_for(
             &format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}"),

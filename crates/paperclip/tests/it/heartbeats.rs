@@ -370,9 +370,7 @@ async fn idempotent_wakes_and_policy_refusals_are_recorded_not_run() {
         .await;
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["details"]["skipReason"], "disabled_by_policy");
-    server
-        .ok_post(&format!("/api/agents/{aid}/terminate"), json!({}))
-        .await;
+    server.lever(&aid, "terminate").await;
     let (status, body) = server
         .post(
             &format!("/api/agents/{aid}/wakeup"),

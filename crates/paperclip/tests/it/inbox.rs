@@ -68,8 +68,8 @@ async fn failures_fold_dismiss_restore_and_clear_on_success() {
 
     // A retry fails again: one item, the earlier failure folded in.
     server
-        .ok_post(
-            &format!("/api/agents/{aid}/wakeup"),
+        .wake(
+            &aid,
             json!({ "failedRunId": first, "reason": "retry_failed_run" }),
         )
         .await;
@@ -136,8 +136,8 @@ async fn failures_fold_dismiss_restore_and_clear_on_success() {
         )
         .await;
     server
-        .ok_post(
-            &format!("/api/agents/{aid}/wakeup"),
+        .wake(
+            &aid,
             json!({ "failedRunId": newest, "reason": "retry_failed_run" }),
         )
         .await;

@@ -466,9 +466,7 @@ async fn cost_events_resolve_identifiers_and_refuse_another_companys_run() {
         let agent = id(&server
             .script_agent(company, "Runner", "true\n", json!({}))
             .await);
-        server
-            .ok_post(&format!("/api/agents/{agent}/wakeup"), json!({}))
-            .await;
+        server.wake(&agent, json!({})).await;
         let run = server.only_run_succeeded(company, &agent).await;
         runs.push(id(&run[0]));
     }
@@ -525,9 +523,7 @@ async fn documents_respect_another_runs_checkout_like_issue_patches_do() {
     let token = server.key(&agent).await;
     let mut runs = Vec::new();
     for _ in 0..2 {
-        let run = id(&server
-            .ok_post(&format!("/api/agents/{agent}/wakeup"), json!({}))
-            .await);
+        let run = id(&server.wake(&agent, json!({})).await);
         server
             .wait_for(&format!("/api/heartbeat-runs/{run}"), 10, |r| {
                 r["status"] == "running"

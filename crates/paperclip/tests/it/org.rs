@@ -339,9 +339,7 @@ async fn agents_carry_their_chain_health_and_chain_of_command() {
     assert_eq!(superiors, ["Lead", "Boss"]);
 
     // A paused manager: escalations would go nowhere, and the answer says so.
-    let paused = s
-        .ok_post(&format!("/api/agents/{cto_id}/pause"), json!({}))
-        .await;
+    let paused = s.lever(&cto_id, "pause").await;
     assert!(
         paused["orgChainHealth"]["escalationWarning"].is_null(),
         "a paused agent is not warned: {paused}"
@@ -353,12 +351,10 @@ async fn agents_carry_their_chain_health_and_chain_of_command() {
         .as_str()
         .unwrap()
         .contains("Lead"));
-    s.ok_post(&format!("/api/agents/{cto_id}/resume"), json!({}))
-        .await;
+    s.lever(&cto_id, "resume").await;
 
     // A terminated manager breaks the chain below it, in the list as well.
-    s.ok_post(&format!("/api/agents/{ceo_id}/terminate"), json!({}))
-        .await;
+    s.lever(&ceo_id, "terminate").await;
     let list = s.ok_get(&format!("/api/companies/{cid}/agents")).await;
     let dev = list
         .as_array()

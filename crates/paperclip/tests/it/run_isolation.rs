@@ -214,9 +214,7 @@ async fn run_printing_secret(
         s.base.replace("http://", "ws://")
     );
     let (mut ws, _) = tokio_tungstenite::connect_async(&ws_url).await.unwrap();
-    let run = s
-        .ok_post(&format!("/api/agents/{aid}/wakeup"), json!({}))
-        .await;
+    let run = s.wake(&aid, json!({})).await;
     let run_id = run["id"].as_str().unwrap().to_string();
     let mut live = String::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -303,15 +301,13 @@ async fn nul_bytes_in_output_are_stored_and_the_agent_keeps_working() {
     );
     let agent = s.script_agent(&cid, "Nul", &script, json!({})).await;
     let aid = agent["id"].as_str().unwrap();
-    s.ok_post(&format!("/api/agents/{aid}/wakeup"), json!({}))
-        .await;
+    s.wake(&aid, json!({})).await;
     let runs = s.only_run_succeeded(&cid, aid).await;
     let run = &runs[0];
     assert_eq!(run["stdoutExcerpt"], "a\u{FFFD}b\n", "{run}");
     assert_eq!(run["stderrExcerpt"], "a\u{FFFD}b\n", "{run}");
 
-    s.ok_post(&format!("/api/agents/{aid}/wakeup"), json!({}))
-        .await;
+    s.wake(&aid, json!({})).await;
     let runs = s
         .wait_for(
             &format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}"),
@@ -380,9 +376,7 @@ async fn escaping_run(
     );
     let agent = s.script_agent(cid, name, &script, extra).await;
     let aid = agent["id"].as_str().unwrap();
-    let run = s
-        .ok_post(&format!("/api/agents/{aid}/wakeup"), json!({}))
-        .await;
+    let run = s.wake(&aid, json!({})).await;
     let run_id = run["id"].as_str().unwrap().to_string();
     let read = |p: &Path| std::fs::read_to_string(p).ok()?.trim().parse::<i64>().ok();
     let pids = common::until(20, "the script to start its children", async || {

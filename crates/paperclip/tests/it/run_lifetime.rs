@@ -60,9 +60,7 @@ struct Run {
 /// Wakes the agent, waits for its run to end and reads what it dumped.
 async fn run_once(s: &TestServer, agent: &Value) -> Run {
     let aid = agent["id"].as_str().unwrap();
-    let run = s
-        .ok_post(&format!("/api/agents/{aid}/wakeup"), json!({}))
-        .await;
+    let run = s.wake(&aid, json!({})).await;
     let run_id = run["id"].as_str().expect("the wake queued a run");
     let run = s
         .wait_for(&format!("/api/heartbeat-runs/{run_id}"), 30, |r| {

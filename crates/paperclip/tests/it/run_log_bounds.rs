@@ -236,8 +236,7 @@ async fn the_default_limit_is_16_mib() {
         )
         .await;
     let aid = agent["id"].as_str().unwrap();
-    s.ok_post(&format!("/api/agents/{aid}/wakeup"), json!({}))
-        .await;
+    s.wake(&aid, json!({})).await;
     let run = s
         .wait_for(
             &format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}"),
@@ -295,8 +294,7 @@ async fn retention_removes_old_logs_but_never_a_live_one() {
         .script_agent(&cid, "Quick", "echo 'old output'\n", json!({}))
         .await;
     let qid = quick["id"].as_str().unwrap();
-    s.ok_post(&format!("/api/agents/{qid}/wakeup"), json!({}))
-        .await;
+    s.wake(&qid, json!({})).await;
     let old = s.only_run_succeeded(&cid, qid).await[0].clone();
     let old_id = old["id"].as_str().unwrap();
     assert!(log_file(&s, &cid, old_id).exists());
@@ -305,8 +303,7 @@ async fn retention_removes_old_logs_but_never_a_live_one() {
         .script_agent(&keeper, "Other", "echo 'kept output'\n", json!({}))
         .await;
     let oid = other["id"].as_str().unwrap();
-    s.ok_post(&format!("/api/agents/{oid}/wakeup"), json!({}))
-        .await;
+    s.wake(&oid, json!({})).await;
     let kept = s.only_run_succeeded(&keeper, oid).await[0].clone();
 
     let gate = s.data_dir.join("gate");
@@ -316,9 +313,7 @@ async fn retention_removes_old_logs_but_never_a_live_one() {
     );
     let slow = s.script_agent(&cid, "Slow", &script, json!({})).await;
     let sid = slow["id"].as_str().unwrap();
-    let live = s
-        .ok_post(&format!("/api/agents/{sid}/wakeup"), json!({}))
-        .await;
+    let live = s.wake(&sid, json!({})).await;
     let live_id = live["id"].as_str().unwrap();
     s.wait_for(&format!("/api/heartbeat-runs/{live_id}"), 30, |r| {
         r["status"] == "running" && r["lastOutputAt"].is_string()

@@ -19,9 +19,7 @@ echo "漢😀漢😀 the end"
 "#;
     let agent = s.script_agent(&cid, "Printer", script, json!({})).await;
     let aid = agent["id"].as_str().unwrap();
-    let run = s
-        .ok_post(&format!("/api/agents/{aid}/wakeup"), json!({}))
-        .await;
+    let run = s.wake(&aid, json!({})).await;
     let run_id = run["id"].as_str().unwrap();
     s.wait_for(&format!("/api/heartbeat-runs/{run_id}"), 30, |r| {
         r["status"] == "succeeded"

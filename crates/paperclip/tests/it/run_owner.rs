@@ -210,9 +210,7 @@ async fn pausing_an_agent_stops_all_its_runs_at_once() {
     assert!(pids.iter().all(|p| alive(*p)));
 
     let asked = Instant::now();
-    let paused = server
-        .ok_post(&format!("/api/agents/{aid}/pause"), json!({}))
-        .await;
+    let paused = server.lever(&aid, "pause").await;
     let took = asked.elapsed();
     assert_eq!(paused["status"], "paused");
     // One grace (3 s) plus slack; one after another would take 9 s or more.
@@ -305,9 +303,7 @@ async fn a_stopped_run_is_shown_neutral_and_is_not_a_failure() {
         .script_agent(&cid, "Quick", "echo done\n", json!({}))
         .await;
     let qid = id(&quick);
-    server
-        .ok_post(&format!("/api/agents/{qid}/wakeup"), json!({}))
-        .await;
+    server.wake(&qid, json!({})).await;
     server.only_run_succeeded(&cid, &qid).await;
 
     let agent = server

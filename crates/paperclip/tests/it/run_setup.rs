@@ -49,6 +49,11 @@ async fn a_run_whose_log_cannot_be_opened_fails_as_setup_and_the_next_one_runs()
         !error.trim().is_empty() && !error.contains('\n') && !error.contains("Os {"),
         "a readable error, one line of text: {failed}"
     );
+    // It says what could not be done, not only the system's words.
+    assert!(
+        error.starts_with("Could not open the run's log"),
+        "{failed}"
+    );
     assert!(failed["finishedAt"].is_string(), "{failed}");
     assert!(!ran.exists(), "the agent's process never started");
 

@@ -60,12 +60,7 @@ async fn busy_agent(
         .script_agent(&cid, name, &gated(&release, "echo done"), json!({}))
         .await;
     let aid = id(&agent);
-    server
-        .ok_post(
-            &format!("/api/agents/{aid}/wakeup"),
-            json!({ "reason": "busy" }),
-        )
-        .await;
+    server.wake(&aid, json!({ "reason": "busy" })).await;
     wait_running(&server, &cid, &aid, 1).await;
     (server, cid, aid, release)
 }

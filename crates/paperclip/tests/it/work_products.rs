@@ -271,8 +271,7 @@ async fn the_artifacts_page_groups_by_run_with_agent_and_task() {
     let (cid, iid, ident) = setup(&s).await;
     let agent = s.script_agent(&cid, "Builder", "true\n", json!({})).await;
     let aid = id(&agent);
-    s.ok_post(&format!("/api/agents/{aid}/wakeup"), json!({}))
-        .await;
+    s.wake(&aid, json!({})).await;
     let run = s.only_run_succeeded(&cid, &aid).await[0]["id"]
         .as_str()
         .unwrap()

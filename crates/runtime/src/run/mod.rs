@@ -11,6 +11,7 @@ mod prompt;
 mod secrets;
 mod wake;
 
+use anyhow::Context;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -46,7 +47,10 @@ pub(crate) async fn drive(
     run: &HeartbeatRun,
     live: &LiveRun,
 ) -> anyhow::Result<Option<Finish>> {
-    let mut plan = match prepare::prepare(deps, run).await? {
+    let mut plan = match prepare::prepare(deps, run)
+        .await
+        .context("Could not prepare the run (its agent, task or session)")?
+    {
         Prepared::Ready(plan) => plan,
         Prepared::Refused(finish) => return Ok(Some(*finish)),
     };
@@ -61,12 +65,10 @@ pub(crate) async fn drive(
     let budget =
         crate::budget::RunBudget::start(deps.store, live_runs, run, &plan.agent, issue).await;
     let redactor = plan.redactor.clone();
-    let sink = Arc::new(RunSinkImpl::new(
-        deps.sink.clone(),
-        run.clone(),
-        redactor,
-        budget,
-    )?);
+    let sink = Arc::new(
+        RunSinkImpl::new(deps.sink.clone(), run.clone(), redactor, budget)
+            .context("Could not open the run's log in the data directory")?,
+    );
     let invocation = invoke::invocation(&mut plan, run, prompt, live, &deps.dirs);
     let adapter = plan.adapter.clone();
     let ended = invoke::invoke_with_fresh_retry(&*adapter, invocation, sink.clone()).await;

@@ -2,4 +2,5 @@
 //! revisions of agent configs.
 
 pub mod activity;
+pub(crate) mod mutate;
 pub mod revisions;

@@ -7,9 +7,9 @@ use paperclip_core::input::NewLabel;
 use paperclip_core::model::Label;
 use serde_json::json;
 
-use crate::audit::activity::{self, Entry};
+use crate::audit::mutate::{mutate, Audited};
 use crate::engine::row::{one_by_id, RowExt};
-use crate::{new_id, now, Error, Result, Store};
+use crate::{new_id, now, Error, Result, Store, Tx};
 
 pub async fn create(
     store: &Store,
@@ -27,48 +27,44 @@ pub async fn create(
     if !color_ok {
         return Err(Error::invalid("color", "Color must look like #8b5cf6"));
     }
-    let mut tx = store.begin().await?;
-    crate::org::companies::exists_in(&mut tx, company_id).await?;
-    let id = new_id();
-    let ts = now();
-    crate::engine::db::query(
-        "INSERT INTO labels (id, company_id, name, color, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $5)",
-    )
-    .bind(&id)
-    .bind(company_id)
-    .bind(&name)
-    .bind(&input.color)
-    .bind(&ts)
-    .execute(tx.conn())
-    .await
-    .map_err(|e| match Error::from(e) {
-        e if e.is_unique_violation() => {
-            Error::conflict("Label already exists", Some(json!({ "name": name })))
-        }
-        e => e,
-    })?;
-    activity::record(
-        &mut tx,
-        actor,
-        Entry {
-            company_id,
+    mutate(store, actor, async |tx: &mut Tx| {
+        crate::org::companies::exists_in(tx, company_id).await?;
+        let id = new_id();
+        let ts = now();
+        crate::engine::db::query(
+            "INSERT INTO labels (id, company_id, name, color, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $5)",
+        )
+        .bind(&id)
+        .bind(company_id)
+        .bind(&name)
+        .bind(&input.color)
+        .bind(&ts)
+        .execute(tx.conn())
+        .await
+        .map_err(|e| match Error::from(e) {
+            e if e.is_unique_violation() => {
+                Error::conflict("Label already exists", Some(json!({ "name": name })))
+            }
+            e => e,
+        })?;
+        Ok(Audited {
+            company_id: company_id.to_string(),
             action: Action::LabelCreated,
             entity_type: EntityType::Label,
-            entity_id: &id,
+            entity_id: id.clone(),
             details: json!({ "name": name, "color": input.color }),
-        },
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(Label {
-        id,
-        company_id: company_id.to_string(),
-        name,
-        color: input.color,
-        created_at: ts.clone(),
-        updated_at: ts,
+            value: Label {
+                id,
+                company_id: company_id.to_string(),
+                name: name.clone(),
+                color: input.color.clone(),
+                created_at: ts.clone(),
+                updated_at: ts,
+            },
+        })
     })
+    .await
 }
 
 pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Label>> {
@@ -93,25 +89,21 @@ pub async fn get(store: &Store, id: &str) -> Result<Label> {
 /// Deletes the label and detaches it from every issue.
 pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Label> {
     let label = get(store, id).await?;
-    let mut tx = store.begin().await?;
-    crate::engine::db::query("DELETE FROM labels WHERE id = $1")
-        .bind(id)
-        .execute(tx.conn())
-        .await?;
-    activity::record(
-        &mut tx,
-        actor,
-        Entry {
-            company_id: &label.company_id,
+    mutate(store, actor, async |tx: &mut Tx| {
+        crate::engine::db::query("DELETE FROM labels WHERE id = $1")
+            .bind(id)
+            .execute(tx.conn())
+            .await?;
+        Ok(Audited {
+            company_id: label.company_id.clone(),
             action: Action::LabelDeleted,
             entity_type: EntityType::Label,
-            entity_id: id,
+            entity_id: id.to_string(),
             details: json!({ "name": label.name }),
-        },
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(label)
+            value: label,
+        })
+    })
+    .await
 }
 
 pub(crate) fn map(row: &DbRow) -> Result<Label> {

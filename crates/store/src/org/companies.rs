@@ -305,8 +305,6 @@ async fn write(tx: &mut Tx, c: &Company) -> Result<()> {
     Ok(())
 }
 
-/// Adds `{field: {from, to}}` to `changes` when the value differs.
-
 fn map(row: &DbRow) -> Result<Company> {
     Ok(Company {
         id: row.text("id")?,

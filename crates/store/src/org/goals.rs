@@ -1,5 +1,6 @@
 //! Goals: company / team / agent / task levels linked by a parent chain.
 
+use crate::audit::mutate::{mutate, Audited};
 use crate::engine::db::DbRow;
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
@@ -196,26 +197,22 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: GoalPatch) ->
 }
 
 pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Goal> {
-    let mut tx = store.begin().await?;
-    let goal = get_in(&mut tx, id).await?;
-    crate::engine::db::query("DELETE FROM goals WHERE id = $1")
-        .bind(id)
-        .execute(tx.conn())
-        .await?;
-    activity::record(
-        &mut tx,
-        actor,
-        Entry {
-            company_id: &goal.company_id,
+    mutate(store, actor, async |tx: &mut Tx| {
+        let goal = get_in(tx, id).await?;
+        crate::engine::db::query("DELETE FROM goals WHERE id = $1")
+            .bind(id)
+            .execute(tx.conn())
+            .await?;
+        Ok(Audited {
+            company_id: goal.company_id.clone(),
             action: Action::GoalDeleted,
             entity_type: EntityType::Goal,
-            entity_id: id,
+            entity_id: id.to_string(),
             details: json!({ "title": goal.title }),
-        },
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(goal)
+            value: goal,
+        })
+    })
+    .await
 }
 
 fn map(row: &DbRow) -> Result<Goal> {

@@ -1,5 +1,6 @@
 //! Projects: a unit of work under a goal, with a lead agent and a target date.
 
+use crate::audit::mutate::{mutate, Audited};
 use crate::engine::db::DbRow;
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
@@ -217,26 +218,22 @@ pub async fn update(
 }
 
 pub async fn delete(store: &Store, actor: &Actor, id: &str) -> Result<Project> {
-    let mut tx = store.begin().await?;
-    let project = get_in(&mut tx, id).await?;
-    crate::engine::db::query("DELETE FROM projects WHERE id = $1")
-        .bind(id)
-        .execute(tx.conn())
-        .await?;
-    activity::record(
-        &mut tx,
-        actor,
-        Entry {
-            company_id: &project.company_id,
+    mutate(store, actor, async |tx: &mut Tx| {
+        let project = get_in(tx, id).await?;
+        crate::engine::db::query("DELETE FROM projects WHERE id = $1")
+            .bind(id)
+            .execute(tx.conn())
+            .await?;
+        Ok(Audited {
+            company_id: project.company_id.clone(),
             action: Action::ProjectDeleted,
             entity_type: EntityType::Project,
-            entity_id: id,
+            entity_id: id.to_string(),
             details: json!({ "name": project.name }),
-        },
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(project)
+            value: project,
+        })
+    })
+    .await
 }
 
 /// Target dates are calendar dates (`2027-03-01`) or full RFC 3339 timestamps.

@@ -79,9 +79,8 @@ fn crate_paths(code: &str) -> Vec<String> {
 /// Reads one path (or group) at the start of `text`, after `prefix`.
 fn expand(prefix: &str, text: &str, out: &mut Vec<String>) {
     let mut path = prefix.to_string();
-    let mut chars = text.char_indices().peekable();
     let mut end = 0;
-    while let Some((i, c)) = chars.next() {
+    for (i, c) in text.char_indices() {
         if is_ident(c) || c == ':' {
             end = i + c.len_utf8();
             continue;

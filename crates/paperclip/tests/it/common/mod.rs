@@ -112,6 +112,21 @@ impl TestServer {
         value
     }
 
+    /// `POST /api/agents/{id}/wakeup`: the run it queued, or why it skipped.
+    pub async fn wake(&self, agent_id: &str, body: Value) -> Value {
+        self.ok_post(&format!("/api/agents/{agent_id}/wakeup"), body)
+            .await
+    }
+
+    /// `POST /api/agents/{id}/{pause|resume|terminate}`: the agent after.
+    pub async fn lever(&self, agent_id: &str, lever: &str) -> Value {
+        self.ok_post(
+            &format!("/api/agents/{agent_id}/{lever}"),
+            serde_json::json!({}),
+        )
+        .await
+    }
+
     pub async fn company(&self, name: &str) -> Value {
         self.ok_post("/api/companies", serde_json::json!({ "name": name }))
             .await

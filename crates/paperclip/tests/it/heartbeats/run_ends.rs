@@ -73,12 +73,8 @@ async fn cancel_and_pause_stop_the_whole_process_group_within_the_grace() {
     assert_eq!(status, 409, "a finished run cannot be cancelled again");
 
     let (aid, run_id, grandchild) = long_run(&server, &cid, "pauseme").await;
-    let queued = server
-        .ok_post(&format!("/api/agents/{aid}/wakeup"), json!({}))
-        .await;
-    let paused = server
-        .ok_post(&format!("/api/agents/{aid}/pause"), json!({}))
-        .await;
+    let queued = server.wake(&aid, json!({})).await;
+    let paused = server.lever(&aid, "pause").await;
     assert_eq!(paused["status"], "paused");
     let run = server
         .ok_get(&format!("/api/heartbeat-runs/{run_id}"))
