@@ -36,3 +36,4 @@ pub mod team;
 pub mod template;
 pub mod thrift;
 pub mod work_product;
+pub mod workspace;

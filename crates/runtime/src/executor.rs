@@ -52,6 +52,7 @@ pub(crate) struct Inner {
     kick: Notify,
     vault: Arc<crate::vault::Vault>,
     routine_clock: Arc<crate::routines::Clock>,
+    workspaces: crate::workspace::Workspaces,
     /// The process's life, given by [`Runtime::start`]: loops and runs are
     /// spawned on it and stop on it.
     lifecycle: std::sync::OnceLock<crate::Lifecycle>,
@@ -75,6 +76,7 @@ impl Runtime {
                 kick: Notify::new(),
                 vault: config.vault,
                 routine_clock: Default::default(),
+                workspaces: Default::default(),
                 lifecycle: Default::default(),
             }),
         }
@@ -382,7 +384,9 @@ impl Runtime {
             dirs: crate::run::Dirs {
                 workspace: self.workspace_dir(agent_id),
                 skills: self.skills_dir(),
+                worktrees: self.inner.data_dir.join("worktrees"),
             },
+            workspaces: &inner.workspaces,
         }
     }
 

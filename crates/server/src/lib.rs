@@ -62,7 +62,7 @@ pub struct ServerInfo {
         (name = "health"), (name = "companies"), (name = "agents"), (name = "goals"),
         (name = "projects"), (name = "issues"), (name = "comments"), (name = "labels"),
         (name = "documents"), (name = "activity"), (name = "heartbeats"), (name = "events"), (name = "approvals"), (name = "costs"), (name = "secrets"),
-        (name = "routines")
+        (name = "routines"), (name = "workspaces")
     )
 )]
 struct ApiDoc;

@@ -83,3 +83,4 @@ mod upstream_scenario;
 mod wakes_exactly_once;
 mod web_pages;
 mod work_products;
+mod workspaces;

@@ -17,6 +17,9 @@ use crate::sink::RunSinkImpl;
 pub(crate) struct Dirs {
     pub workspace: PathBuf,
     pub skills: PathBuf,
+    /// Where tasks' worktrees are made: `<worktrees>/<company>/<task>`,
+    /// outside every repository.
+    pub worktrees: PathBuf,
 }
 
 /// The invocation handed to the adapter; the plan's config and env move in.

@@ -10,12 +10,14 @@ mod prepare;
 mod prompt;
 mod secrets;
 mod wake;
+mod workspace;
 
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use paperclip_adapters::Adapter;
+use paperclip_core::heartbeat::RunErrorCode;
 use paperclip_core::model::HeartbeatRun;
 use paperclip_store::runs::Finish;
 use paperclip_store::Store;
@@ -38,6 +40,8 @@ pub(crate) struct RunDeps<'a> {
     pub api_url: &'a str,
     pub sink: SinkDeps,
     pub dirs: Dirs,
+    /// Git for execution workspaces, serialized per repository.
+    pub workspaces: &'a crate::workspace::Workspaces,
 }
 
 /// Drives a claimed run to its end; `Ok(None)` when it continues
@@ -54,6 +58,17 @@ pub(crate) async fn drive(
         Prepared::Ready(plan) => plan,
         Prepared::Refused(finish) => return Ok(Some(*finish)),
     };
+    let bound =
+        match workspace::bind(deps, run, &plan.agent.adapter_type, plan.issue.as_ref()).await {
+            Ok(bound) => bound,
+            Err(why) => {
+                let why = format!("Cannot start in the task's workspace: {why}");
+                return Ok(Some(finish::failed_by(RunErrorCode::SetupFailed, why)));
+            }
+        };
+    if let Some(bound) = &bound {
+        workspace::apply(bound, &mut plan);
+    }
     // The last moment a stop can prevent the process: after this the
     // adapter checks the token itself and, once spawned, kills the tree.
     if live.cancel.is_cancelled() {
@@ -69,10 +84,16 @@ pub(crate) async fn drive(
         RunSinkImpl::new(deps.sink.clone(), run.clone(), redactor, budget)
             .context("Could not open the run's log in the data directory")?,
     );
-    let invocation = invoke::invocation(&mut plan, run, prompt, live, &deps.dirs);
+    let mut invocation = invoke::invocation(&mut plan, run, prompt, live, &deps.dirs);
+    if let Some(bound) = &bound {
+        workspace::apply_to_invocation(bound, &mut invocation);
+    }
     let adapter = plan.adapter.clone();
     let ended = invoke::invoke_with_fresh_retry(&*adapter, invocation, sink.clone()).await;
     let stats = sink.close().await;
+    if let Some(bound) = &bound {
+        workspace::record(deps, run, bound).await;
+    }
     let stop = Stop {
         reason: live.stop_reason(),
         code: live.stop_code(),

@@ -22,6 +22,7 @@ pub mod branch;
 mod changes;
 pub mod error;
 mod git;
+mod repo;
 mod worktree;
 
 #[cfg(test)]
@@ -34,6 +35,7 @@ use std::sync::Arc;
 
 pub use branch::{branch_name, DEFAULT_BRANCH_TEMPLATE};
 pub use error::{Refusal, WorkspaceError};
+pub use repo::{current_branch, repository_root};
 
 /// A task's worktree, ready to run in.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -35,6 +35,7 @@ mod secrets;
 mod sessions;
 mod wakes;
 mod work_products;
+mod workspaces;
 
 use axum::http::{StatusCode, Uri};
 use utoipa_axum::router::OpenApiRouter;
@@ -55,6 +56,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(agents::router())
         .merge(goals::router())
         .merge(projects::router())
+        .merge(workspaces::router())
         .merge(issues::router())
         .merge(comments::router())
         .merge(interactions::router())

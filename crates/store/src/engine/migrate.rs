@@ -249,6 +249,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../../migrations/0035_run_log_retention.postgres.sql"),
         },
     ),
+    (
+        36,
+        "workspaces",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0036_workspaces.sqlite.sql"),
+            postgres: include_str!("../../migrations/0036_workspaces.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -13,3 +13,4 @@ pub mod members;
 pub mod people;
 pub mod projects;
 pub mod secrets;
+pub mod workspaces;

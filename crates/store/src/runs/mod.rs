@@ -13,6 +13,7 @@ pub(crate) mod settle;
 pub(crate) mod table;
 pub(crate) mod text;
 pub(crate) mod verdict;
+pub mod workspaces;
 
 pub use finish::*;
 pub use sessions::SessionUpdate;

@@ -134,10 +134,17 @@ pub fn postgres_ids_back_to_text() -> Vec<String> {
     steps
 }
 
-/// Undoes migrations 28 (company secrets) and 29 (teams), for tests that start from a
+/// Undoes migrations 28 (company secrets) and 29 (teams), and the later tables that key to
+/// them or to ids an older schema kept as text, for tests that start from a
 /// database an earlier release made: it had no such tables.
 pub fn before_secrets_and_teams() -> Vec<String> {
     [
+        // Migration 36 (workspaces) made tables with keys to the tables
+        // whose ids go back to text: an earlier release had none of them.
+        "DROP TABLE IF EXISTS run_workspace_changes",
+        "DROP TABLE IF EXISTS execution_workspaces",
+        "DROP TABLE IF EXISTS project_workspaces",
+        "DELETE FROM schema_migrations WHERE version = 36",
         // Migration 34 changes a table dropped below: it runs again.
         "DELETE FROM schema_migrations WHERE version = 34",
         "DROP TABLE IF EXISTS issue_thread_interactions",

@@ -35,6 +35,8 @@ const LATER_JSON_COLUMNS: &[(&str, &str)] = &[
     ("routine_runs", "trigger_payload"),
     ("issue_thread_interactions", "payload"),
     ("issue_thread_interactions", "result"),
+    ("execution_workspaces", "metadata"),
+    ("run_workspace_changes", "files"),
 ];
 
 /// Postgres columns of a type, as `(table, column)`.
