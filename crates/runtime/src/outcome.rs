@@ -81,7 +81,7 @@ impl Runtime {
             &Actor::system(),
             &run.company_id,
             event,
-            chrono::Utc::now(),
+            None,
         )
         .await
         {

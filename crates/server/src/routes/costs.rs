@@ -56,8 +56,7 @@ async fn report_cost(
             return Err(ApiError::forbidden("Agents report only their own costs"));
         }
     }
-    let recorded =
-        costs::record(&app.store, caller.actor(), &company_id, input, Utc::now()).await?;
+    let recorded = costs::record(&app.store, caller.actor(), &company_id, input, None).await?;
     for incident in &recorded.incidents {
         app.runtime.hub().publish(
             &company_id,

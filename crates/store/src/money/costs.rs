@@ -32,16 +32,17 @@ pub async fn record(
     actor: &Actor,
     company_id: &str,
     input: NewCostEvent,
-    now: DateTime<Utc>,
+    at: Option<DateTime<Utc>>,
 ) -> Result<Recorded> {
     paperclip_core::limits::Validate::validate(&input)?;
-    let occurred_at = match &input.occurred_at {
+    let parsed = match &input.occurred_at {
         Some(t) => stamp(
             DateTime::parse_from_rfc3339(t)
                 .map_err(|_| Error::invalid("occurredAt", "Expected an RFC 3339 timestamp"))?
                 .with_timezone(&Utc),
-        ),
-        None => stamp(now),
+        )
+        .into(),
+        None => None,
     };
     let mut tx = store.begin().await?;
     // Serialises cost reports of one company (a no-op write that takes the
@@ -56,6 +57,11 @@ pub async fn record(
     if locked == 0 {
         return Err(Error::not_found("Company"));
     }
+    // Without a given time, the report happens when it holds the lock, not
+    // when it was sent: a stop it decides is then stamped after every run
+    // the writer claimed before it and before every claim it refuses.
+    let now = at.unwrap_or_else(Utc::now);
+    let occurred_at = parsed.unwrap_or_else(|| stamp(now));
     let agent_id = input
         .agent_id
         .clone()

@@ -64,7 +64,7 @@ async fn a_december_stop_ends_at_the_first_instant_of_january() {
         &board,
         &company.id,
         cost(&agent.id, 100, "2026-12-31T23:30:00Z"),
-        dec_31,
+        Some(dec_31),
     )
     .await
     .unwrap();
@@ -115,7 +115,7 @@ async fn a_december_stop_ends_at_the_first_instant_of_january() {
         &board,
         &company.id,
         cost(&agent.id, 99, "2027-01-01T00:00:01Z"),
-        new_year,
+        Some(new_year),
     )
     .await
     .unwrap();
