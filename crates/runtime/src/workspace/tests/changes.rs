@@ -33,11 +33,7 @@ fn summary(diff: &Diff) -> Vec<(String, ChangeKind, Option<u64>, Option<u64>)> {
 #[tokio::test]
 async fn diff_counts_edited_added_deleted_untracked_and_binary_files() {
     let fx = Fixture::new();
-    let wt = fx
-        .workspaces
-        .ensure_worktree(&fx.repo, "main", "PAP-1", &fx.dir("t"))
-        .await
-        .unwrap();
+    let wt = fx.task("PAP-1", "t").await;
     make_changes(&fx, &wt.dir);
     let status_before = git(&wt.dir, &["status", "--porcelain"]);
     // A diff killed mid-way leaves its index's lock; it must not stop the next.
@@ -83,11 +79,7 @@ async fn diff_counts_edited_added_deleted_untracked_and_binary_files() {
 #[tokio::test]
 async fn a_long_patch_is_cut_with_a_marker() {
     let fx = Fixture::new();
-    let wt = fx
-        .workspaces
-        .ensure_worktree(&fx.repo, "main", "PAP-1", &fx.dir("t"))
-        .await
-        .unwrap();
+    let wt = fx.task("PAP-1", "t").await;
     write(
         &wt.dir,
         "big.txt",

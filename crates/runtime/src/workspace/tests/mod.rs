@@ -7,7 +7,7 @@ mod worktrees;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::workspace::{Author, Workspaces};
+use crate::workspace::{Author, Workspaces, Worktree};
 
 /// A repository with one commit on `main`, a dir for worktrees beside it
 /// (outside its tree, as the data dir is), and the module under test.
@@ -40,6 +40,15 @@ impl Fixture {
     }
 
     /// Where a task's worktree goes: beside the repository, not in it.
+    /// The task worktree `branch` off `main` in the scratch dir `name`, as a
+    /// run would ask for it.
+    pub async fn task(&self, branch: &str, name: &str) -> Worktree {
+        self.workspaces
+            .ensure_worktree(&self.repo, "main", branch, &self.dir(name))
+            .await
+            .unwrap()
+    }
+
     pub fn dir(&self, name: &str) -> PathBuf {
         self.root.join("worktrees").join(name)
     }

@@ -6,16 +6,8 @@ use crate::workspace::{BranchFate, Refusal, Repair, WorkspaceError, WorktreeOrig
 #[tokio::test]
 async fn two_tasks_are_isolated_and_the_main_checkout_stays_clean() {
     let fx = Fixture::new();
-    let a = fx
-        .workspaces
-        .ensure_worktree(&fx.repo, "main", "PAP-1-a", &fx.dir("a"))
-        .await
-        .unwrap();
-    let b = fx
-        .workspaces
-        .ensure_worktree(&fx.repo, "main", "PAP-2-b", &fx.dir("b"))
-        .await
-        .unwrap();
+    let a = fx.task("PAP-1-a", "a").await;
+    let b = fx.task("PAP-2-b", "b").await;
     assert_eq!(
         (a.origin, b.origin),
         (WorktreeOrigin::NewBranch, WorktreeOrigin::NewBranch)
@@ -38,17 +30,9 @@ async fn two_tasks_are_isolated_and_the_main_checkout_stays_clean() {
 #[tokio::test]
 async fn a_second_ensure_reuses_the_worktree() {
     let fx = Fixture::new();
-    let first = fx
-        .workspaces
-        .ensure_worktree(&fx.repo, "main", "PAP-1", &fx.dir("t"))
-        .await
-        .unwrap();
+    let first = fx.task("PAP-1", "t").await;
     write(&first.dir, "work.txt", "in progress\n");
-    let again = fx
-        .workspaces
-        .ensure_worktree(&fx.repo, "main", "PAP-1", &fx.dir("t"))
-        .await
-        .unwrap();
+    let again = fx.task("PAP-1", "t").await;
     assert_eq!(again.origin, WorktreeOrigin::Reused);
     assert_eq!((again.dir, again.head), (first.dir.clone(), first.head));
     assert!(again.repairs.is_empty());
@@ -59,22 +43,14 @@ async fn a_second_ensure_reuses_the_worktree() {
 #[tokio::test]
 async fn a_deleted_dir_is_pruned_and_its_branch_checked_out_again() {
     let fx = Fixture::new();
-    let wt = fx
-        .workspaces
-        .ensure_worktree(&fx.repo, "main", "PAP-1", &fx.dir("t"))
-        .await
-        .unwrap();
+    let wt = fx.task("PAP-1", "t").await;
     write(&wt.dir, "done.txt", "done\n");
     git(&wt.dir, &["add", "done.txt"]);
     git(&wt.dir, &["commit", "-q", "-m", "work"]);
     let committed = git(&wt.dir, &["rev-parse", "HEAD"]);
     std::fs::remove_dir_all(&wt.dir).unwrap();
 
-    let again = fx
-        .workspaces
-        .ensure_worktree(&fx.repo, "main", "PAP-1", &fx.dir("t"))
-        .await
-        .unwrap();
+    let again = fx.task("PAP-1", "t").await;
     assert_eq!(again.origin, WorktreeOrigin::ExistingBranch);
     assert_eq!(
         again.repairs,
@@ -88,22 +64,14 @@ async fn a_deleted_dir_is_pruned_and_its_branch_checked_out_again() {
 #[tokio::test]
 async fn a_dir_whose_registration_was_lost_is_replaced() {
     let fx = Fixture::new();
-    let wt = fx
-        .workspaces
-        .ensure_worktree(&fx.repo, "main", "PAP-1", &fx.dir("t"))
-        .await
-        .unwrap();
+    let wt = fx.task("PAP-1", "t").await;
     // What a crash between git's steps, or a lost registry, leaves: the
     // checkout with its `.git` link, and no registration.
     let admin = git(&wt.dir, &["rev-parse", "--absolute-git-dir"]);
     std::fs::remove_dir_all(admin).unwrap();
     assert!(!git(&fx.repo, &["worktree", "list"]).contains("PAP-1"));
 
-    let again = fx
-        .workspaces
-        .ensure_worktree(&fx.repo, "main", "PAP-1", &fx.dir("t"))
-        .await
-        .unwrap();
+    let again = fx.task("PAP-1", "t").await;
     assert_eq!(again.origin, WorktreeOrigin::ExistingBranch);
     assert_eq!(again.repairs, vec![Repair::RemovedOrphan(wt.dir.clone())]);
     assert_eq!(git(&again.dir, &["status", "--porcelain"]), "");
@@ -112,22 +80,14 @@ async fn a_dir_whose_registration_was_lost_is_replaced() {
 #[tokio::test]
 async fn an_interrupted_worktree_add_is_redone() {
     let fx = Fixture::new();
-    let wt = fx
-        .workspaces
-        .ensure_worktree(&fx.repo, "main", "PAP-1", &fx.dir("t"))
-        .await
-        .unwrap();
+    let wt = fx.task("PAP-1", "t").await;
     // A `git worktree add` killed mid-checkout: still locked "initializing",
     // files missing.
     let admin = git(&wt.dir, &["rev-parse", "--absolute-git-dir"]);
     std::fs::write(std::path::Path::new(&admin).join("locked"), "initializing").unwrap();
     std::fs::remove_dir_all(wt.dir.join("src")).unwrap();
 
-    let again = fx
-        .workspaces
-        .ensure_worktree(&fx.repo, "main", "PAP-1", &fx.dir("t"))
-        .await
-        .unwrap();
+    let again = fx.task("PAP-1", "t").await;
     assert_eq!(again.origin, WorktreeOrigin::ExistingBranch);
     assert_eq!(
         again.repairs,
@@ -141,11 +101,7 @@ async fn an_interrupted_worktree_add_is_redone() {
 async fn an_empty_dir_is_used_and_foreign_files_are_never_deleted() {
     let fx = Fixture::new();
     std::fs::create_dir_all(fx.dir("empty")).unwrap();
-    let wt = fx
-        .workspaces
-        .ensure_worktree(&fx.repo, "main", "PAP-1", &fx.dir("empty"))
-        .await
-        .unwrap();
+    let wt = fx.task("PAP-1", "empty").await;
     assert_eq!(wt.origin, WorktreeOrigin::NewBranch);
 
     write(&fx.dir("foreign"), "someone.txt", "keep me\n");
