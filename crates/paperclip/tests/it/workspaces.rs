@@ -26,6 +26,26 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A project "App" of company `cid` whose workspace is a fresh repository:
+/// the repository's path and the project's id.
+async fn project_on_repository(server: &TestServer, cid: &str) -> (PathBuf, String) {
+    let repo = repository();
+    let project = server
+        .ok_post(
+            &format!("/api/companies/{cid}/projects"),
+            json!({ "name": "App" }),
+        )
+        .await;
+    let pid = s(&project["id"]).to_string();
+    server
+        .ok_post(
+            &format!("/api/projects/{pid}/workspaces"),
+            json!({ "cwd": repo.to_str().unwrap() }),
+        )
+        .await;
+    (repo, pid)
+}
+
 /// A repository with one commit on `main`, in its own temp dir (never under
 /// the server's data dir, where worktrees go).
 fn repository() -> PathBuf {
@@ -125,20 +145,7 @@ async fn a_declared_path_must_be_an_absolute_git_repository() {
 async fn each_task_runs_in_its_own_worktree_and_its_changes_are_readable() {
     let server = TestServer::start().await;
     let cid = s(&server.company("Worktrees").await["id"]).to_string();
-    let repo = repository();
-    let project = server
-        .ok_post(
-            &format!("/api/companies/{cid}/projects"),
-            json!({ "name": "App" }),
-        )
-        .await;
-    let pid = s(&project["id"]).to_string();
-    server
-        .ok_post(
-            &format!("/api/projects/{pid}/workspaces"),
-            json!({ "cwd": repo.to_str().unwrap() }),
-        )
-        .await;
+    let (repo, pid) = project_on_repository(&server, &cid).await;
     // The agent names its cwd and writes a file named after its task there;
     // then it waits (bounded) until the other task's run has started too
     // and says whether it did, so the test knows the two ran side by side.
@@ -302,20 +309,7 @@ async fn each_task_runs_in_its_own_worktree_and_its_changes_are_readable() {
 async fn a_run_whose_repository_is_gone_fails_saying_why() {
     let server = TestServer::start().await;
     let cid = s(&server.company("Gone").await["id"]).to_string();
-    let repo = repository();
-    let project = server
-        .ok_post(
-            &format!("/api/companies/{cid}/projects"),
-            json!({ "name": "App" }),
-        )
-        .await;
-    let pid = s(&project["id"]).to_string();
-    server
-        .ok_post(
-            &format!("/api/projects/{pid}/workspaces"),
-            json!({ "cwd": repo.to_str().unwrap() }),
-        )
-        .await;
+    let (repo, pid) = project_on_repository(&server, &cid).await;
     std::fs::remove_dir_all(&repo).unwrap();
     let agent = server.script_agent(&cid, "Coder", "pwd\n", json!({})).await;
     let aid = s(&agent["id"]).to_string();
