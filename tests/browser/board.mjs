@@ -116,6 +116,8 @@ try {
   if (!(await page.evaluate(() => window.__sameDocument === true))) throw new Error("the task page reloaded");
 
   step("comment from the composer with a mention pill");
+  // A note on the done task: unticked, the comment does not reopen it.
+  await page.uncheck("input[name=reopen][form=task-composer]");
   await page.click("form.composer [data-mention=Builder]");
   await page.locator("form.composer textarea").pressSequentially("thanks, looks good");
   await page.click("form.composer button[type=submit]");

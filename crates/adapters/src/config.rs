@@ -9,9 +9,10 @@ use serde_json::{Map, Value};
 
 use crate::ConfigError;
 
-/// The agent-runs spec's host confinement settings. None is implemented, and
-/// silently accepting one would let the board believe an agent is confined.
-pub const UNSUPPORTED_CONFINEMENT: &[&str] = &[
+/// The agent-runs spec's host confinement settings (`crate::confine`).
+/// Only local adapters can be confined; the others refuse them rather than
+/// let the board believe an agent is confined when nothing enforces it.
+pub const CONFINEMENT_KEYS: &[&str] = &[
     "filesystemScope",
     "filesystemExtraPaths",
     "networkScope",
@@ -154,15 +155,18 @@ impl<'a> Fields<'a> {
         }
     }
 
-    /// Refuses every confinement key that is set (`null` counts as unset).
+    /// Refuses every confinement key that is set (`null` counts as unset),
+    /// for an adapter whose agent does not run as a local process.
     pub fn refuse_confinement(&mut self) {
-        for key in UNSUPPORTED_CONFINEMENT {
+        for key in CONFINEMENT_KEYS {
             if self.get(key).is_some() {
                 self.error(
                     &[key],
                     format!(
-                        "{key} is not supported yet: Paperclip does not confine agent processes, \
-                         so it would have no effect; remove it"
+                        "{key} applies only to agents Paperclip runs as local processes \
+                         (process, claude_local, codex_local, opencode_local), which it confines \
+                         with bubblewrap; this adapter's agent runs elsewhere, so it would have \
+                         no effect; remove it"
                     ),
                 );
             }

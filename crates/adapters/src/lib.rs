@@ -16,6 +16,7 @@ pub use tokio_util::sync::CancellationToken;
 mod child_env;
 pub mod cli;
 pub mod config;
+pub mod confine;
 pub mod environment;
 pub mod http;
 pub mod k8s;

@@ -54,7 +54,7 @@ impl ProcessConfig {
                 );
             }
         }
-        f.refuse_confinement();
+        crate::confine::parse(&mut f);
         let timeout = f.non_negative("timeoutSec", 600.0);
         let grace = f.non_negative("graceSec", 10.0);
         f.finish(ProcessConfig {
@@ -137,6 +137,8 @@ pub(crate) struct Spawn {
     pub grace: Duration,
     /// See [`crate::Invocation::stop_now`]: a stop without the grace.
     pub stop_now: CancellationToken,
+    /// Run it in a bubblewrap sandbox (`crate::confine`).
+    pub confine: Option<crate::confine::Request>,
 }
 
 /// How the process ended.
@@ -188,6 +190,7 @@ async fn run(inv: Invocation, sink: Arc<dyn RunSink>) -> Outcome {
         timeout: cfg.timeout,
         grace: cfg.grace,
         stop_now: inv.stop_now.clone(),
+        confine: crate::confine::request(&inv.config, "process", Vec::new(), Vec::new()),
     };
     match execute(&spawn, &inv.cancel, sink, None).await {
         Ok(exit) => outcome(&spawn, exit),
@@ -201,6 +204,24 @@ async fn run(inv: Invocation, sink: Arc<dyn RunSink>) -> Outcome {
 /// before start, wait failed).
 pub(crate) async fn execute(
     spec: &Spawn,
+    cancel: &CancellationToken,
+    sink: Arc<dyn RunSink>,
+    tap: Option<Box<dyn Tap>>,
+) -> Result<Exit, Outcome> {
+    let Some(request) = &spec.confine else {
+        return execute_as(spec, spec, cancel, sink, tap).await;
+    };
+    let confined = crate::confine::prepare(request, spec, &*sink).await?;
+    let mut exit = execute_as(spec, &confined.spawn, cancel, sink.clone(), tap).await;
+    confined.finish(&mut exit, &*sink);
+    exit
+}
+
+/// [`execute`] of `spec`, started as `launch` (itself, or its confinement
+/// helper's command line).
+async fn execute_as(
+    spec: &Spawn,
+    launch: &Spawn,
     cancel: &CancellationToken,
     sink: Arc<dyn RunSink>,
     tap: Option<Box<dyn Tap>>,
@@ -221,7 +242,7 @@ pub(crate) async fn execute(
 
     let run_id = spec.env.get("PAPERCLIP_RUN_ID").map_or("", String::as_str);
     let marker = crate::tree::new_marker(run_id);
-    let mut command = build_command(spec);
+    let mut command = build_command(launch);
     // Set last: neither the config nor the run's env can choose it.
     command.env(TREE_VAR, &marker);
     let mut child = match command.spawn() {

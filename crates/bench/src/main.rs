@@ -12,6 +12,9 @@
 //! `paperclip-bench scale` builds a company of a million tasks and times every
 //! board page and API route at that size (see the library's `scale` module).
 //!
+//! `paperclip-bench worktrees` measures execution workspaces (git worktrees)
+//! on a repository of 10,000 files, with no server (see `worktrees.rs`).
+//!
 //! `paperclip-bench chaos` runs the chaos driver (the library's `chaos`
 //! module, which the test suite also runs, briefly) and, unlike the rest,
 //! fails when an invariant was violated.
@@ -26,6 +29,7 @@ mod pages;
 mod report;
 mod server;
 mod thrift;
+mod worktrees;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -88,6 +92,9 @@ enum Suite {
     /// Idle heartbeats: agents on the shortest timer, a tenth with work,
     /// our policy beside wake-always; model requests and spawns.
     Thrift(thrift::ThriftArgs),
+    /// Execution workspaces on a 10,000-file repository: worktree creation
+    /// and reuse, and recording a run's diff, beside plain git. No server.
+    Worktrees(worktrees::WorktreeArgs),
 }
 
 #[derive(clap::Args)]
@@ -136,6 +143,9 @@ struct ChaosArgs {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(Suite::Worktrees(w)) = &args.suite {
+        return worktrees::run(w).await;
+    }
     if !args.server.is_file() {
         bail!(
             "{} not found; build it with `cargo build --release -p paperclip` or pass --server",
@@ -150,6 +160,7 @@ async fn main() -> anyhow::Result<()> {
         Some(Suite::Chaos(c)) => chaos(&args, c).await,
         Some(Suite::Scale(s)) => scale(&args, s).await,
         Some(Suite::Thrift(t)) => thrift::run(&args.server, args.database_url.as_deref(), t).await,
+        Some(Suite::Worktrees(_)) => unreachable!("run before the server check"),
         None => crud(args).await,
     }
 }

@@ -48,6 +48,14 @@ pub struct CompanyPatch {
     #[serde(default, deserialize_with = "double_option")]
     #[schema(value_type = Option<u32>)]
     pub run_log_retention_days: Option<Option<u32>>,
+    /// Days a closed task's worktree is kept (1 to 3650); null: 7.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<u32>)]
+    pub workspace_retention_days: Option<Option<u32>>,
+    /// MiB the company's open worktrees may use; null: 10 GiB.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<u32>)]
+    pub workspace_disk_budget_mb: Option<Option<u32>>,
 }
 
 #[derive(Debug, Clone, Deserialize, serde::Serialize, ToSchema)]
@@ -220,6 +228,11 @@ pub struct IssuePatch {
     pub blocked_by_issue_ids: Option<Vec<String>>,
     /// A comment added in the same transaction as the update.
     pub comment: Option<String>,
+    /// On a done or cancelled task: `true` reopens it to `todo` (when no
+    /// `status` is given) and wakes its assignee; `false` keeps a comment
+    /// from reopening it. Without it, a person's comment on closed work an
+    /// agent owns reopens it (upstream's rule).
+    pub reopen: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -236,6 +249,14 @@ pub struct NewComment {
     /// The client's id for this comment: sending it again (a retry) returns
     /// the comment already made instead of a second one.
     pub client_request_id: Option<String>,
+    /// On a done or cancelled task: `true` reopens it to `todo` and wakes
+    /// its assignee; `false` leaves it closed (a note: nobody is woken, and
+    /// the answer's `notWoken` says so). Without it, a person's comment on
+    /// closed work an agent owns reopens it; an agent's does not.
+    pub reopen: Option<bool>,
+    /// Upstream's explicit follow-up; on a closed task it reopens it as
+    /// `reopen: true` does.
+    pub resume: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]

@@ -37,3 +37,4 @@ pub mod template;
 pub mod thrift;
 pub mod work_product;
 pub mod workspace;
+pub mod workspace_ops;

@@ -171,6 +171,16 @@ impl Validate for CompanyPatch {
             self.run_log_retention_days.flatten().map(u64::from),
             RUN_LOG_RETENTION_DAYS_MAX,
         )?;
+        number(
+            "workspaceRetentionDays",
+            self.workspace_retention_days.flatten().map(u64::from),
+            crate::workspace_ops::RETENTION_DAYS_MAX,
+        )?;
+        number(
+            "workspaceDiskBudgetMb",
+            self.workspace_disk_budget_mb.flatten().map(u64::from),
+            crate::workspace_ops::DISK_BUDGET_MB_MAX,
+        )?;
         opt2(
             "defaultResponsibleUserId",
             &self.default_responsible_user_id,

@@ -35,6 +35,12 @@ pub struct Company {
     /// Days a finished run's log is kept before the retention sweep deletes
     /// it; null keeps logs for good.
     pub run_log_retention_days: Option<i64>,
+    /// Days a closed task's worktree is kept before the sweep removes it
+    /// (its branch stays); null is the default (7).
+    pub workspace_retention_days: Option<i64>,
+    /// The disk the company's open worktrees may use, in MiB; null is the
+    /// default (10 GiB). A task's first run is refused past it.
+    pub workspace_disk_budget_mb: Option<i64>,
     pub created_at: String,
     pub updated_at: String,
 }

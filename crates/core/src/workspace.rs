@@ -39,11 +39,13 @@ macro_rules! ws_enum {
         }
     };
 }
+pub(crate) use ws_enum;
 
 ws_enum! {
-    /// Where a project workspace's code comes from. Only `local_path` (an
-    /// existing local git repository) is served so far; the others are
-    /// upstream's and refused with a reason rather than misread.
+    /// Where a project workspace's code comes from: `local_path` (an
+    /// existing local git repository) or `git_repo` (a URL, cloned into the
+    /// data dir) are served; the others are upstream's and refused with a
+    /// reason rather than misread.
     WorkspaceSourceType, "workspace source type" {
         LocalPath = "local_path",
         GitRepo = "git_repo",
@@ -97,10 +99,20 @@ pub struct ProjectWorkspace {
     pub project_id: String,
     pub name: String,
     pub source_type: WorkspaceSourceType,
+    /// The local repository: the declared one, or the clone of `repoUrl`
+    /// in the data dir.
     pub cwd: Option<String>,
+    /// For `git_repo`: where it was cloned from (credentials cut out).
+    pub repo_url: Option<String>,
     pub repo_ref: Option<String>,
     pub default_ref: Option<String>,
     pub is_primary: bool,
+    /// Run (`sh -c`, in the worktree) when a task's worktree is made; a
+    /// failure fails the run that needed it.
+    pub setup_command: Option<String>,
+    /// Run in the worktree before it is removed; a failure is recorded and
+    /// the removal goes on.
+    pub cleanup_command: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -117,6 +129,8 @@ pub struct NewProjectWorkspace {
     pub repo_ref: Option<String>,
     pub default_ref: Option<String>,
     pub is_primary: Option<bool>,
+    pub setup_command: Option<String>,
+    pub cleanup_command: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
@@ -131,6 +145,18 @@ pub struct ProjectWorkspacePatch {
     #[schema(value_type = Option<String>)]
     pub default_ref: Option<Option<String>>,
     pub is_primary: Option<bool>,
+    /// Upstream's, accepted so its clients can send them; refused unless
+    /// they leave the workspace a local repository, so no change is
+    /// silently dropped.
+    pub source_type: Option<WorkspaceSourceType>,
+    pub repo_url: Option<String>,
+    /// null clears.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub setup_command: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub cleanup_command: Option<Option<String>>,
 }
 
 /// Paths and refs are short: a path longer than this is not a repository
@@ -149,7 +175,9 @@ impl Validate for NewProjectWorkspace {
         opt("cwd", self.cwd.as_ref(), PATH)?;
         opt("repoUrl", self.repo_url.as_ref(), PATH)?;
         opt("repoRef", self.repo_ref.as_ref(), REF)?;
-        opt("defaultRef", self.default_ref.as_ref(), REF)
+        opt("defaultRef", self.default_ref.as_ref(), REF)?;
+        opt("setupCommand", self.setup_command.as_ref(), PATH)?;
+        opt("cleanupCommand", self.cleanup_command.as_ref(), PATH)
     }
 }
 
@@ -166,6 +194,17 @@ impl Validate for ProjectWorkspacePatch {
             "defaultRef",
             self.default_ref.as_ref().and_then(Option::as_ref),
             REF,
+        )?;
+        opt("repoUrl", self.repo_url.as_ref(), PATH)?;
+        opt(
+            "setupCommand",
+            self.setup_command.as_ref().and_then(Option::as_ref),
+            PATH,
+        )?;
+        opt(
+            "cleanupCommand",
+            self.cleanup_command.as_ref().and_then(Option::as_ref),
+            PATH,
         )
     }
 }

@@ -72,6 +72,8 @@ fn tune_allocator() {
 fn tune_allocator() {}
 
 fn main() -> anyhow::Result<()> {
+    // Re-executed as a confined run's helper, this process is only that.
+    paperclip_adapters::confine::enter();
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => {

@@ -52,7 +52,7 @@ pub(crate) struct Inner {
     kick: Notify,
     vault: Arc<crate::vault::Vault>,
     routine_clock: Arc<crate::routines::Clock>,
-    workspaces: crate::workspace::Workspaces,
+    pub(crate) workspaces: Arc<crate::workspace::Workspaces>,
     /// The process's life, given by [`Runtime::start`]: loops and runs are
     /// spawned on it and stop on it.
     lifecycle: std::sync::OnceLock<crate::Lifecycle>,
@@ -95,6 +95,7 @@ impl Runtime {
         }
         crate::skills::install(&self.skills_dir())?;
         crate::recovery::recover(&self.inner.store).await?;
+        crate::workspace_life::recover(&self.inner.store).await?;
         let bridge = self.clone();
         let events = self.inner.store.subscribe();
         lifecycle.spawn_until_stopped(async move { bridge.bridge(events).await });
@@ -114,6 +115,14 @@ impl Runtime {
         );
         lifecycle.spawn_until_stopped(async move {
             crate::log_retention::run(store, logs, live, clock).await
+        });
+        let (store, workspaces, clock) = (
+            self.inner.store.clone(),
+            self.inner.workspaces.clone(),
+            self.inner.routine_clock.clone(),
+        );
+        lifecycle.spawn_until_stopped(async move {
+            crate::workspace_life::run(store, workspaces, clock).await
         });
         self.kick();
         Ok(())
@@ -188,6 +197,18 @@ impl Runtime {
         let now = self.inner.routine_clock.now();
         crate::log_retention::sweep(&self.inner.store, &*self.inner.logs, &self.inner.live, now)
             .await
+    }
+
+    /// One workspace retention pass at the routines' clock's time (the
+    /// sweep also runs on its own every hour); the number closed.
+    pub async fn sweep_workspaces(&self) -> anyhow::Result<usize> {
+        let now = self.inner.routine_clock.now();
+        crate::workspace_life::sweep(&self.inner.store, &self.inner.workspaces, now).await
+    }
+
+    /// Git for execution workspaces (the one per-repository lock owner).
+    pub fn workspaces(&self) -> &crate::workspace::Workspaces {
+        &self.inner.workspaces
     }
 
     pub fn adapter(&self, kind: &str) -> Option<Arc<dyn Adapter>> {

@@ -50,6 +50,7 @@ pub mod skills;
 pub mod tokens;
 pub mod vault;
 pub mod workspace;
+pub mod workspace_life;
 
 pub use executor::Runtime;
 pub use lifecycle::Lifecycle;

@@ -8,6 +8,7 @@ pub mod access;
 pub mod agent_view;
 pub mod auth;
 pub mod bootstrap;
+mod clone;
 pub mod error;
 pub mod extract;
 pub mod guard;

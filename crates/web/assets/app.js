@@ -141,14 +141,17 @@
     },
     async comment(form, submitter) {
       const body = value(form, "body");
-      await api("POST", `/api/issues/${form.dataset.issueId}/comments`, { body });
+      // On a closed task: whether the comment reopens it (the box's choice).
+      const reopen = value(form, "reopen");
+      const posted = await api("POST", `/api/issues/${form.dataset.issueId}/comments`, { body, reopen });
       form.reset();
       if (submitter && submitter.name === "interrupt") {
         await api("POST", `/api/issues/${form.dataset.issueId}/queued-comments/interrupt`, { targetRunId: submitter.value });
         toast("Comment posted; the run was interrupted and the next one starts with it");
       } else {
-        toast("Comment posted");
+        toast(posted && posted.reopened ? "Comment posted; the task is reopened" : "Comment posted");
       }
+      for (const n of (posted && posted.notWoken) || []) toast(n.message);
       refreshSoon(50);
     },
     async budget(form) {
@@ -186,12 +189,7 @@
       toast("Configuration saved");
       refreshSoon(50);
     },
-    async project(form) {
-      await api("POST", form.dataset.url, { name: value(form, "name") });
-      form.reset();
-      toast("Project added");
-      refreshSoon(50);
-    },
+    // `project` (with its repository) is in workspaces.js.
     async goal(form) {
       await api("POST", form.dataset.url, { title: value(form, "title") });
       form.reset();
@@ -493,10 +491,12 @@
   // Details the person opened or closed keep that state across re-renders.
   const toggled = new Map();
   const detailsKey = (d) => {
-    const run = d.closest("[data-run-id]");
+    // A run, or a part that names itself (a run's changes), so the key
+    // holds when newer ones are rendered above it.
+    const run = d.closest("[data-run-id], [data-details-scope]");
     const cls = d.className || "details";
     const siblings = $$(`details.${cls.split(" ")[0] || "x"}`, run || $("#live-body"));
-    return `${run ? run.dataset.runId : "page"}:${cls}:${siblings.indexOf(d)}`;
+    return `${run ? run.dataset.runId || run.dataset.detailsScope : "page"}:${cls}:${siblings.indexOf(d)}`;
   };
   // Only a person's click counts: the browser also fires (trusted) toggle
   // events when markup arrives with `open`, which must not stick.

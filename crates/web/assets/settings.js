@@ -18,12 +18,25 @@
     if (days !== null && !(Number.isInteger(days) && days >= 1 && days <= 3650)) {
       throw new Error("Keep run logs: enter a number of days from 1 to 3650, or leave it empty to keep every log");
     }
+    const optionalInt = (field, label, max) => {
+      const raw = value(form, field);
+      if (raw === "" || raw == null) return null;
+      const n = Number(raw);
+      if (!(Number.isInteger(n) && n >= 1 && n <= max)) {
+        throw new Error(`${label}: enter a whole number from 1 to ${max}, or leave it empty for the default`);
+      }
+      return n;
+    };
+    const workspaceRetentionDays = optionalInt("workspaceRetentionDays", "Worktree retention", 3650);
+    const workspaceDiskBudgetMb = optionalInt("workspaceDiskBudgetMb", "Worktree disk budget", 1073741824);
     const company = await api("PATCH", `/api/companies/${form.dataset.companyId}`, {
       name,
       description: value(form, "description") || null,
       requireBoardApprovalForNewAgents: value(form, "requireBoardApprovalForNewAgents"),
       budgetMonthlyCents: Math.round(budget * 100),
       runLogRetentionDays: days,
+      workspaceRetentionDays,
+      workspaceDiskBudgetMb,
     });
     // The switcher is outside the re-rendered region; name the company there too.
     const option = $(`#company-switcher option[value="${prefix}"]`);

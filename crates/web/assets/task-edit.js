@@ -1,7 +1,8 @@
 // The task page's editing: title and description in a dialog (with a
 // preview and a check for someone else's change), the assignee (an agent or
 // the board), labels (made on the spot), parent and blockers found by search,
-// and Ctrl+Enter to send a comment. Built on app.js's `window.Paperclip`.
+// Ctrl+Enter to send a comment, and the reopen box of a closed task's
+// comment. Built on app.js's `window.Paperclip`.
 "use strict";
 
 (() => {
@@ -236,4 +237,20 @@
     ev.preventDefault();
     area.form.requestSubmit();
   });
+
+  // ---- comments on a closed task: the reopen box ------------------------------------
+
+  // The box is in the live region; a re-render must not undo the person's
+  // choice. A sent comment starts over from the page's default.
+  let reopenChoice = null;
+  document.addEventListener("change", (ev) => {
+    if (ev.target.matches && ev.target.matches("input[name=reopen][form=task-composer]")) reopenChoice = ev.target.checked;
+  });
+  document.addEventListener("paperclip:refreshed", () => {
+    const box = document.querySelector("input[name=reopen][form=task-composer]");
+    if (box && reopenChoice !== null) box.checked = reopenChoice;
+  });
+  document.addEventListener("submit", (ev) => {
+    if (ev.target.id === "task-composer") setTimeout(() => { reopenChoice = null; }, 0);
+  }, true);
 })();

@@ -26,6 +26,7 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("account-page.js", include_str!("../assets/account-page.js")),
     ("attachments.js", include_str!("../assets/attachments.js")),
     ("routines.js", include_str!("../assets/routines.js")),
+    ("workspaces.js", include_str!("../assets/workspaces.js")),
 ];
 
 const FAVICON: &str = include_str!("../assets/favicon.svg");

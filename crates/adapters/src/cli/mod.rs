@@ -118,7 +118,12 @@ impl<K: CliKind> CliAdapter<K> {
             .string("instructionsFilePath")
             .filter(|s| !s.is_empty())
             .map(PathBuf::from);
-        f.refuse_confinement();
+        // A Kubernetes twin's agent runs in a pod, which bwrap cannot wrap.
+        if self.name == self.kind.kind() {
+            crate::confine::parse(&mut f);
+        } else {
+            f.refuse_confinement();
+        }
         let timeout = f.non_negative("timeoutSec", 0.0);
         let grace = f.non_negative("graceSec", 20.0);
         if let Some(t) = f.get("promptTemplate") {

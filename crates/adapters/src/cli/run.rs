@@ -85,6 +85,16 @@ impl<K: CliKind> CliAdapter<K> {
             timeout: cfg.timeout,
             grace: cfg.grace,
             stop_now: inv.stop_now.clone(),
+            confine: crate::confine::request(
+                &inv.config,
+                self.kind.kind(),
+                vec![scratch.clone()],
+                inv.skills_dir
+                    .iter()
+                    .chain(&cfg.instructions_file)
+                    .cloned()
+                    .collect(),
+            ),
         };
         let parser = Arc::new(Mutex::new(self.kind.parser()));
         let exit = process::execute(

@@ -20,6 +20,7 @@ pub mod logs;
 mod pod;
 pub mod selfpod;
 pub mod spec;
+mod worktree;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -112,6 +113,17 @@ impl<K: CliKind> K8sAdapter<K> {
             },
             Err(e) => return Outcome::failed(ErrorCode::K8sUnavailable, e),
         };
+        // A task's worktree (made by the server before the run) is where the
+        // Job works, or the run does not start.
+        let worktree = worktree::bound(&inv.env);
+        if let Some(dir) = &worktree {
+            if let Err(why) = worktree::reachable(dir, &pod) {
+                return Outcome::failed(ErrorCode::InvalidWorkingDirectory, why);
+            }
+            if let Some(note) = worktree::git_note(dir) {
+                sink.log(Stream::System, &format!("[paperclip] {note}\n"));
+            }
+        }
         let namespace = kcfg.namespace.clone().unwrap_or(pod.namespace.clone());
         let Some(image) = kcfg.image.clone().or(pod.image.clone()) else {
             return Outcome::failed(
@@ -134,11 +146,11 @@ impl<K: CliKind> K8sAdapter<K> {
             .skills_dir
             .as_deref()
             .filter(|_| std::fs::create_dir_all(&scratch).is_ok());
-        // The agent's workspace when it is on the shared volume (a control
-        // plane in the cluster), else the volume's root.
-        let cwd = cli
-            .cwd
-            .clone()
+        // The task's worktree, else the agent's workspace when it is on the
+        // shared volume (a control plane in the cluster), else the volume's
+        // root.
+        let cwd = worktree
+            .or_else(|| cli.cwd.clone())
             .or_else(|| {
                 (pod.pvc_claim.is_some() && inv.default_cwd.starts_with(spec::SHARED_MOUNT))
                     .then(|| inv.default_cwd.clone())

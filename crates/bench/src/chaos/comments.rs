@@ -1,13 +1,14 @@
 //! Invariant 4: comments reach whom they concern, exactly once.
 //!
-//! The rule (store `comments::wake_concerned`): a comment wakes every agent
-//! it @mentions (by url key or lower-cased name) and the task's assignee,
-//! except the agent that wrote it, once per agent. The task's status does
-//! not matter. Each such wake either is skipped (agent paused), or lands in
-//! a queued run of that agent and task (new or folded); that run's
-//! `commentIds` carries the comment. So a comment wake is delivered to
-//! exactly the run its request names once that run starts, to no other run,
-//! and to none if the run was cancelled before it started.
+//! The rule (store `comments::insert`): a comment wakes every agent it
+//! @mentions (by url key or lower-cased name) and the task's assignee,
+//! except the agent that wrote it, once per agent; on a task that is done
+//! or cancelled and stays so it wakes none of them, and its activity row
+//! names them (`notWoken`). Each such wake either is skipped (agent
+//! paused), or lands in a queued run of that agent and task (new or
+//! folded); that run's `commentIds` carries the comment. So a comment wake
+//! is delivered to exactly the run its request names once that run starts,
+//! to no other run, and to none if the run was cancelled before it started.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -157,6 +158,12 @@ fn concerned<'a>(data: &'a Data, c: &Comment) -> (BTreeSet<&'a str>, BTreeSet<&'
     if let Some(author) = author {
         must.remove(author);
         may.remove(author);
+    }
+    // Closed work that stays closed wakes nobody; waking one of these anyway
+    // is a violation.
+    for a in data.not_woken.get(&c.id).into_iter().flatten() {
+        must.remove(a.as_str());
+        may.remove(a.as_str());
     }
     (must, may)
 }

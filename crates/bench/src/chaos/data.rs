@@ -47,6 +47,9 @@ pub(super) struct Data {
     pub(super) tokens: HashMap<String, String>,
     /// Agent id to (status, pause reason).
     pub(super) agent_status: HashMap<String, (String, Option<String>)>,
+    /// Comment id to the agents its activity row says it did not wake: the
+    /// task was done or cancelled and stayed so.
+    pub(super) not_woken: HashMap<String, Vec<String>>,
 }
 
 fn ms(ts: Option<String>) -> Option<i64> {
@@ -160,6 +163,27 @@ pub(crate) async fn load(db: &Db) -> anyhow::Result<Data> {
             assignments.entry(issue).or_default().push((at, to));
         }
     }
+    let added: Vec<(String,)> = db
+        .rows(
+            "SELECT CAST(details AS TEXT) FROM activity_log WHERE company_id = $1 \
+             AND action = 'issue.comment_added'",
+        )
+        .await?;
+    let mut not_woken: HashMap<String, Vec<String>> = HashMap::new();
+    for (details,) in added {
+        let details = json(Some(details));
+        let (Some(comment), Some(list)) = (
+            details["commentId"].as_str(),
+            details["notWoken"].as_array(),
+        ) else {
+            continue;
+        };
+        let agents = list.iter().filter_map(|n| n["agentId"].as_str());
+        not_woken
+            .entry(comment.to_string())
+            .or_default()
+            .extend(agents.map(str::to_string));
+    }
     let agents: Vec<(String, String, String, String, Option<String>)> = db
         .rows(
             "SELECT CAST(id AS TEXT), name, url_key, status, pause_reason FROM agents \
@@ -181,6 +205,7 @@ pub(crate) async fn load(db: &Db) -> anyhow::Result<Data> {
         assignments,
         tokens,
         agent_status,
+        not_woken,
     })
 }
 

@@ -62,8 +62,30 @@ pub enum Cmd {
         #[arg(long, short)]
         comment: Option<String>,
     },
-    /// Comment on a task: `paperclip issue comment ACM-12 "Looks good"`.
-    Comment { issue: String, body: String },
+    /// Comment on a task: `paperclip issue comment ACM-12 "Looks good"`. On a
+    /// done or cancelled task a person's comment reopens work an agent owns.
+    Comment {
+        issue: String,
+        body: String,
+        /// Reopen a done or cancelled task with this comment.
+        #[arg(long, conflicts_with = "no_reopen")]
+        reopen: bool,
+        /// Leave a done or cancelled task closed: a note that wakes nobody.
+        #[arg(long)]
+        no_reopen: bool,
+    },
+    /// Reopen a done or cancelled task: `paperclip issue reopen ACM-12`. Its
+    /// agent is woken to continue where it left off (same workspace, same
+    /// session).
+    Reopen {
+        issue: String,
+        /// Where it goes: backlog, todo or in_progress.
+        #[arg(long, default_value = "todo")]
+        status: String,
+        /// What is still to do, added as a comment.
+        #[arg(long, short)]
+        comment: Option<String>,
+    },
     /// Check a task out for an agent (it becomes `in_progress`, theirs alone).
     Checkout {
         issue: String,
@@ -284,22 +306,60 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
                     s(&i, "status"),
                     s(&i, "title")
                 );
+                print_not_woken(&i);
             }
         }
-        Cmd::Comment { issue, body } => {
+        Cmd::Comment {
+            issue,
+            body,
+            reopen,
+            no_reopen,
+        } => {
+            let mut payload = json!({ "body": body });
+            if reopen || no_reopen {
+                payload["reopen"] = json!(reopen);
+            }
             let c = ctx
                 .api
-                .post(
-                    &format!("/issues/{}/comments", enc(&issue)),
-                    json!({ "body": body }),
-                )
+                .post(&format!("/issues/{}/comments", enc(&issue)), payload)
                 .await
                 .map_err(|e| super::client::about(e, &issue))?;
             if ctx.json {
                 ctx.print_json(&c);
             } else {
-                println!("Commented on {issue}.");
+                match c["reopenedFrom"].as_str() {
+                    Some(from) => println!("Commented on {issue} and reopened it (was {from})."),
+                    None => println!("Commented on {issue}."),
+                }
+                print_not_woken(&c);
             }
+        }
+        Cmd::Reopen {
+            issue,
+            status,
+            comment,
+        } => {
+            let mut body = json!({ "status": status });
+            if let Some(c) = comment {
+                body["comment"] = json!(c);
+            }
+            let current = ctx
+                .api
+                .get_about(&format!("/issues/{}", enc(&issue)), &issue)
+                .await?;
+            if !matches!(s(&current, "status").as_str(), "done" | "cancelled") {
+                return Err(super::client::fail(format!(
+                    "{} is {}, not done or cancelled: nothing to reopen",
+                    s(&current, "identifier"),
+                    s(&current, "status")
+                )));
+            }
+            let i = ctx
+                .api
+                .patch(&format!("/issues/{}", enc(&issue)), body)
+                .await
+                .map_err(|e| super::client::about(e, &issue))?;
+            print_issue(ctx, &i, "Reopened");
         }
         Cmd::Checkout {
             issue,
@@ -356,6 +416,13 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whom a comment on a closed task did not wake, and why.
+fn print_not_woken(c: &Value) {
+    for n in c["notWoken"].as_array().into_iter().flatten() {
+        println!("{}", s(n, "message"));
+    }
 }
 
 fn print_issue(ctx: &Ctx, i: &Value, done: &str) {

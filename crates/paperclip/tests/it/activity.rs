@@ -259,7 +259,7 @@ async fn refused_mutations_write_nothing_and_run_ids_are_recorded() {
     let (status, _) = server
         .patch(
             &format!("/api/issues/{i}"),
-            json!({ "status": "todo", "comment": "reopen" }),
+            json!({ "status": "in_review", "comment": "review it" }),
         )
         .await;
     assert_eq!(status, 422);

@@ -35,6 +35,13 @@ const ALLOWED: &[(&str, &str)] = &[
     ("blocked", "todo"),
     ("blocked", "in_progress"),
     ("blocked", "cancelled"),
+    // Reopening (reopen.rs has the rest).
+    ("done", "backlog"),
+    ("done", "todo"),
+    ("done", "in_progress"),
+    ("cancelled", "backlog"),
+    ("cancelled", "todo"),
+    ("cancelled", "in_progress"),
 ];
 
 #[tokio::test]

@@ -3,6 +3,8 @@
 
 #[path = "coding_agents/clis.rs"]
 mod clis;
+#[path = "coding_agents/worktrees.rs"]
+mod coding_agent_worktrees;
 mod common;
 #[path = "k8s/fake/mod.rs"]
 mod fake;
@@ -28,6 +30,7 @@ mod company_secrets;
 mod compat_routes;
 mod compat_shapes;
 mod concurrent_edits;
+mod confinement;
 mod connection_burst;
 mod contract;
 mod dashboard_counters;
@@ -48,12 +51,14 @@ mod isolation;
 mod issues;
 mod k8s_authenticated;
 mod k8s_jobs;
+mod k8s_worktrees;
 mod key_scope;
 mod lifecycle;
 mod live_events;
 mod local_trust;
 mod org;
 mod recovery;
+mod reopen;
 mod routine_pages;
 mod routine_rules;
 mod routines;
@@ -79,8 +84,10 @@ mod upgrade;
 mod upstream_cli;
 mod upstream_cli_interactions;
 mod upstream_cli_tree;
+mod upstream_cli_workspaces;
 mod upstream_scenario;
 mod wakes_exactly_once;
 mod web_pages;
+mod workspace_pages;
 mod work_products;
 mod workspaces;

@@ -5,64 +5,17 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod clone;
+mod lifecycle;
+mod retention;
+mod setup;
+
+use std::path::Path;
 
 use common::TestServer;
-use serde_json::{json, Value};
+use serde_json::json;
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A project "App" of company `cid` whose workspace is a fresh repository:
-/// the repository's path and the project's id.
-async fn project_on_repository(server: &TestServer, cid: &str) -> (PathBuf, String) {
-    let repo = repository();
-    let project = server
-        .ok_post(
-            &format!("/api/companies/{cid}/projects"),
-            json!({ "name": "App" }),
-        )
-        .await;
-    let pid = s(&project["id"]).to_string();
-    server
-        .ok_post(
-            &format!("/api/projects/{pid}/workspaces"),
-            json!({ "cwd": repo.to_str().unwrap() }),
-        )
-        .await;
-    (repo, pid)
-}
-
-/// A repository with one commit on `main`, in its own temp dir (never under
-/// the server's data dir, where worktrees go).
-fn repository() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("paperclip-repo-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    git(&dir, &["init", "-q", "-b", "main"]);
-    git(&dir, &["config", "user.email", "dev@example.com"]);
-    git(&dir, &["config", "user.name", "Dev"]);
-    std::fs::write(dir.join("README.md"), "hello\n").unwrap();
-    git(&dir, &["add", "README.md"]);
-    git(&dir, &["commit", "-q", "-m", "first"]);
-    std::fs::canonicalize(dir).unwrap()
-}
-
-fn s(v: &Value) -> &str {
-    v.as_str().unwrap_or_else(|| panic!("not a string: {v}"))
-}
+use common::repos::{git, project_on_repository, repository, str_of as s};
 
 #[tokio::test]
 async fn a_declared_path_must_be_an_absolute_git_repository() {
@@ -82,7 +35,8 @@ async fn a_declared_path_must_be_an_absolute_git_repository() {
         json!({ "cwd": "/no/such/paperclip/repo" }),
         json!({ "cwd": plain.to_str().unwrap() }),
         json!({}),
-        json!({ "sourceType": "git_repo", "repoUrl": "https://example.com/x.git" }),
+        json!({ "sourceType": "git_repo", "repoUrl": "file:///no/such/paperclip/repo.git" }),
+        json!({ "sourceType": "remote_managed", "cwd": "/tmp" }),
     ];
     for body in bad {
         let (status, answer) = server.post(&path, body.clone()).await;

@@ -11,6 +11,9 @@ mod prompt;
 mod secrets;
 mod wake;
 mod workspace;
+mod workspace_end;
+mod workspace_setup;
+pub(crate) mod workspace_ops;
 
 use anyhow::Context;
 use std::collections::BTreeMap;
@@ -92,7 +95,7 @@ pub(crate) async fn drive(
     let ended = invoke::invoke_with_fresh_retry(&*adapter, invocation, sink.clone()).await;
     let stats = sink.close().await;
     if let Some(bound) = &bound {
-        workspace::record(deps, run, bound).await;
+        workspace_end::record(deps, run, bound, &plan.agent.name).await;
     }
     let stop = Stop {
         reason: live.stop_reason(),

@@ -9,12 +9,13 @@ use std::path::PathBuf;
 use paperclip_adapters::Invocation;
 use paperclip_core::model::{HeartbeatRun, Issue};
 use paperclip_core::workspace::{
-    ChangedFile, ExecutionWorkspace, FileChangeKind, RunWorkspaceChanges, WorkspaceSourceType,
+    ChangedFile, ExecutionWorkspace, FileChangeKind, WorkspaceSourceType,
 };
 use paperclip_store::runs::workspaces::{self as store_ws, NewExecutionWorkspace};
 use serde_json::json;
 
 use super::prepare::RunPlan;
+use super::workspace_ops as ops;
 use super::RunDeps;
 use crate::workspace::{branch_name, ChangeKind, DEFAULT_BRANCH_TEMPLATE};
 
@@ -22,10 +23,19 @@ use crate::workspace::{branch_name, ChangeKind, DEFAULT_BRANCH_TEMPLATE};
 /// change, bounded so one run that rewrote a tree cannot fill the database.
 pub(crate) const MAX_PATCH_BYTES: usize = 256 * 1024;
 
-/// Adapters that run on this machine and take a working directory in their
-/// config's `cwd` (the worktree replaces the agent's own: isolation is not
-/// the agent's choice).
-const LOCAL_ADAPTERS: [&str; 4] = ["process", "claude_local", "codex_local", "opencode_local"];
+/// Adapters that take a working directory in their config's `cwd` (the
+/// worktree replaces the agent's own: isolation is not the agent's choice):
+/// the ones on this machine, and the Kubernetes Jobs, which reach the
+/// worktree on the shared volume at the same path (their adapter refuses
+/// the run, saying what to change, when the worktree is not on it).
+const WORKTREE_ADAPTERS: [&str; 6] = [
+    "process",
+    "claude_local",
+    "codex_local",
+    "opencode_local",
+    "claude_k8s",
+    "opencode_k8s",
+];
 
 /// The worktree a run works in.
 pub(crate) struct Bound {
@@ -33,6 +43,8 @@ pub(crate) struct Bound {
     pub dir: PathBuf,
     /// What the run's changes are measured against.
     pub start_commit: String,
+    /// The task's identifier (ACM-12), for commit messages people read.
+    pub identifier: String,
 }
 
 /// Makes or reuses the task's worktree when its project declares a git
@@ -45,9 +57,8 @@ pub(crate) async fn bind(
     adapter_type: &str,
     issue: Option<&Issue>,
 ) -> Result<Option<Bound>, String> {
-    // Only adapters that run on this machine can work in a worktree here;
-    // a remote one (HTTP, a Kubernetes Job) runs as before for now.
-    if !LOCAL_ADAPTERS.contains(&adapter_type) {
+    // An HTTP agent works wherever it is: no directory of ours to give it.
+    if !WORKTREE_ADAPTERS.contains(&adapter_type) {
         return Ok(None);
     }
     let Some(issue) = issue else { return Ok(None) };
@@ -61,10 +72,11 @@ pub(crate) async fn bind(
     let Some(declared) = declared else {
         return Ok(None);
     };
+    let cloned = declared.source_type == WorkspaceSourceType::GitRepo;
     let Some(repo) = declared
         .cwd
         .as_deref()
-        .filter(|_| declared.source_type == WorkspaceSourceType::LocalPath)
+        .filter(|_| cloned || declared.source_type == WorkspaceSourceType::LocalPath)
     else {
         return Ok(None);
     };
@@ -79,25 +91,41 @@ pub(crate) async fn bind(
             ws.base_ref.clone(),
         ),
         None => {
+            within_disk_budget(deps, &run.company_id).await?;
             let branch = branch_name(DEFAULT_BRANCH_TEMPLATE, &issue.identifier, &issue.title);
             let dir = deps
                 .dirs
                 .worktrees
                 .join(&run.company_id)
                 .join(&issue.identifier);
-            (branch, dir, base_ref(&repo, &declared).await)
+            if cloned {
+                // A new task starts from the remote's latest.
+                deps.workspaces.fetch_origin(&repo).await.map_err(|e| {
+                    format!(
+                        "could not fetch {}: {e}",
+                        declared.repo_url.as_deref().unwrap_or("origin")
+                    )
+                })?;
+            }
+            (branch, dir, base_ref(&repo, &declared, cloned).await)
         }
     };
-    let worktree = deps
+    let started_at = paperclip_store::now();
+    let ensured = deps
         .workspaces
         .ensure_worktree(&repo, &base_ref, &branch, &dir)
-        .await
-        .map_err(|e| {
-            format!(
-                "could not prepare the task's worktree of {}: {e}",
-                repo.display()
-            )
-        })?;
+        .await;
+    if let (Err(e), Some(ws)) = (&ensured, &existing) {
+        let log = format!("{e}\n");
+        let failed = ops::Step::failed(PREPARE, &started_at, &repo, log);
+        ops::record(deps, run, ws, failed).await;
+    }
+    let worktree = ensured.map_err(|e| {
+        format!(
+            "could not prepare the task's worktree of {}: {e}",
+            repo.display()
+        )
+    })?;
     let workspace = match existing {
         Some(ws) => {
             store_ws::touch(store, &ws.id)
@@ -123,25 +151,68 @@ pub(crate) async fn bind(
                 .map_err(|e| format!("could not record the task's workspace: {e}"))?
         }
     };
+    ops::record(
+        deps,
+        run,
+        &workspace,
+        ops::prepared(&worktree, &repo, &base_ref, &started_at),
+    )
+    .await;
+    if let Some(command) = declared.setup_command.as_deref() {
+        let identifier = &issue.identifier;
+        super::workspace_setup::provision(deps, run, &workspace, &worktree, command, identifier)
+            .await?;
+    }
     Ok(Some(Bound {
         workspace,
         dir: worktree.dir,
         start_commit: worktree.head,
+        identifier: issue.identifier.clone(),
     }))
+}
+
+const PREPARE: paperclip_core::workspace_ops::WorkspaceOperationPhase =
+    paperclip_core::workspace_ops::WorkspaceOperationPhase::WorktreePrepare;
+
+/// A task's first run makes a worktree: refused once the company's open
+/// worktrees use their disk budget, so forgotten ones cannot fill a disk.
+async fn within_disk_budget(deps: &RunDeps<'_>, company_id: &str) -> Result<(), String> {
+    use paperclip_store::runs::workspace_life as life;
+    let usage = life::usage(deps.store, company_id)
+        .await
+        .map_err(|e| format!("could not read the company's workspace usage: {e}"))?;
+    let (_, budget) = life::bounds(deps.store, company_id)
+        .await
+        .map_err(|e| format!("could not read the company's workspace budget: {e}"))?;
+    if usage.disk_bytes < budget {
+        return Ok(());
+    }
+    Err(format!(
+        "the company's open worktrees use {} of their {} disk budget, so no new one is made. \
+         Close the workspaces of finished tasks (or let the retention sweep remove them), \
+         or raise the budget (workspaceDiskBudgetMb) in the company's settings",
+        ops::human_bytes(usage.disk_bytes),
+        ops::human_bytes(budget)
+    ))
 }
 
 /// The base of a new task branch: the declared `defaultRef`, else
 /// `repoRef`, else the branch checked out in the repository, else its HEAD.
+/// For a clone, the remote's branch (`origin/<branch>`), which a fetch
+/// moves; a local branch would stay where the clone left it.
 async fn base_ref(
     repo: &std::path::Path,
     declared: &paperclip_core::workspace::ProjectWorkspace,
+    cloned: bool,
 ) -> String {
-    if let Some(r) = declared.default_ref.clone().or(declared.repo_ref.clone()) {
-        return r;
-    }
-    match crate::workspace::current_branch(repo).await {
-        Ok(Some(branch)) => branch,
-        _ => "HEAD".to_string(),
+    let branch = match declared.default_ref.clone().or(declared.repo_ref.clone()) {
+        Some(r) => Some(r),
+        None => crate::workspace::current_branch(repo).await.ok().flatten(),
+    };
+    match (branch, cloned) {
+        (Some(b), true) if !b.starts_with("origin/") => format!("origin/{b}"),
+        (Some(b), _) => b,
+        (None, _) => "HEAD".to_string(),
     }
 }
 
@@ -178,43 +249,7 @@ pub(crate) fn apply_to_invocation(bound: &Bound, invocation: &mut Invocation) {
     }
 }
 
-/// Records what the run changed in its worktree. A failure here is logged,
-/// never the run's: the work is on disk whatever the record says.
-pub(crate) async fn record(deps: &RunDeps<'_>, run: &HeartbeatRun, bound: &Bound) {
-    let ws = &bound.workspace;
-    let diff = deps
-        .workspaces
-        .diff(&bound.dir, &bound.start_commit, MAX_PATCH_BYTES)
-        .await;
-    let diff = match diff {
-        Ok(diff) => diff,
-        Err(err) => {
-            tracing::warn!(run = %run.id, error = %err, "reading the run's changes failed");
-            return;
-        }
-    };
-    let changes = RunWorkspaceChanges {
-        run_id: run.id.clone(),
-        execution_workspace_id: ws.id.clone(),
-        issue_id: ws.source_issue_id.clone(),
-        from_commit: diff.from_commit,
-        files_changed: diff.files.len() as u64,
-        insertions: diff.insertions,
-        deletions: diff.deletions,
-        files: diff.files.into_iter().map(changed_file).collect(),
-        patch: diff.patch,
-        truncated: diff.truncated,
-        created_at: paperclip_store::now(),
-    };
-    if let Err(err) = store_ws::record_changes(deps.store, &run.company_id, &changes).await {
-        tracing::warn!(run = %run.id, error = %err, "recording the run's changes failed");
-    }
-    if let Err(err) = store_ws::idle(deps.store, &ws.id).await {
-        tracing::warn!(run = %run.id, error = %err, "marking the workspace idle failed");
-    }
-}
-
-fn changed_file(file: crate::workspace::FileChange) -> ChangedFile {
+pub(crate) fn changed_file(file: crate::workspace::FileChange) -> ChangedFile {
     ChangedFile {
         path: file.path,
         old_path: file.old_path,

@@ -124,7 +124,7 @@ pub(crate) async fn close_readiness(
     check_branch(repo, branch).await?;
     check_rev(base_ref)?;
     let worktree_present = dir.join(".git").exists();
-    let uncommitted_files = if worktree_present {
+    let (uncommitted_files, untracked_files) = if worktree_present {
         let status = Git::new(dir)
             .args(["status", "--porcelain=v1", "-z", "--untracked-files=all"])
             // Read-only: git may not take the index lock to refresh it,
@@ -134,7 +134,7 @@ pub(crate) async fn close_readiness(
             .await?;
         count_status_entries(&status)
     } else {
-        0
+        (0, 0)
     };
     let branch_ref = format!("refs/heads/{branch}");
     let branch_exists = Git::new(repo)
@@ -160,6 +160,7 @@ pub(crate) async fn close_readiness(
     Ok(CloseReadiness {
         worktree_present,
         uncommitted_files,
+        untracked_files,
         branch_exists,
         commits_ahead,
         commits_behind,
@@ -297,18 +298,22 @@ fn fields(out: &[u8]) -> impl Iterator<Item = String> + '_ {
         .map(|f| String::from_utf8_lossy(f).into_owned())
 }
 
-/// `git status --porcelain -z` entries: `XY path`, and a rename or copy is
-/// followed by its source as a field of its own.
-fn count_status_entries(out: &[u8]) -> usize {
+/// `git status --porcelain -z` entries (`XY path`; a rename or copy is
+/// followed by its source as a field of its own): all, and the untracked
+/// (`??`) among them.
+fn count_status_entries(out: &[u8]) -> (usize, usize) {
     let mut fields = out.split(|&b| b == 0).filter(|f| !f.is_empty());
-    let mut n_entries = 0;
+    let (mut n_entries, mut untracked) = (0, 0);
     while let Some(entry) = fields.next() {
         n_entries += 1;
+        if entry.starts_with(b"??") {
+            untracked += 1;
+        }
         if matches!(entry.first(), Some(b'R' | b'C')) || matches!(entry.get(1), Some(b'R' | b'C')) {
             fields.next();
         }
     }
-    n_entries
+    (n_entries, untracked)
 }
 
 /// The patch as text of at most `max` bytes. When cut, it ends at the last
@@ -356,8 +361,8 @@ mod tests {
 
     #[test]
     fn counts_status_entries() {
-        assert_eq!(count_status_entries(b""), 0);
-        assert_eq!(count_status_entries(b" M a\0?? b\0R  c\0d\0 D e\0"), 4);
+        assert_eq!(count_status_entries(b""), (0, 0));
+        assert_eq!(count_status_entries(b" M a\0?? b\0R  c\0d\0 D e\0"), (4, 1));
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub mod branch;
 mod changes;
 pub mod error;
 mod git;
+mod history;
+pub mod command;
 mod repo;
 mod worktree;
 
@@ -35,7 +37,7 @@ use std::sync::Arc;
 
 pub use branch::{branch_name, DEFAULT_BRANCH_TEMPLATE};
 pub use error::{Refusal, WorkspaceError};
-pub use repo::{current_branch, repository_root};
+pub use repo::{clone_repository, current_branch, repository_root};
 
 /// A task's worktree, ready to run in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,6 +121,26 @@ pub struct Author {
     pub email: String,
 }
 
+/// A commit on a task branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    pub sha: String,
+    pub subject: String,
+    pub author_name: String,
+    /// Strict ISO 8601, as git prints it.
+    pub committed_at: String,
+}
+
+/// Where a task branch stands against its base.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchHistory {
+    /// The commit the branch forked from (the merge base with the base
+    /// ref), or the fallback given when the base ref is gone.
+    pub fork_commit: String,
+    /// Newest first, bounded.
+    pub commits: Vec<Commit>,
+}
+
 /// What closing a workspace would lose or leave behind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CloseReadiness {
@@ -126,6 +148,8 @@ pub struct CloseReadiness {
     /// Changed, staged, deleted or untracked files (ignored ones are not
     /// counted): lost when the worktree is removed.
     pub uncommitted_files: usize,
+    /// Of those, the files git does not track yet.
+    pub untracked_files: usize,
     pub branch_exists: bool,
     /// Commits on the branch that the base does not have.
     pub commits_ahead: usize,
@@ -186,6 +210,15 @@ impl Workspaces {
         .await
     }
 
+    /// Brings a cloned repository's remote-tracking branches up to date,
+    /// under its lock (a fetch writes refs).
+    pub async fn fetch_origin(&self, repo: &Path) -> Result<(), WorkspaceError> {
+        let repo = repo.to_path_buf();
+        let key = repo.clone();
+        self.serialized(&key, async move { repo::fetch_origin(&repo).await })
+            .await
+    }
+
     /// The commit checked out in `dir`. Takes no lock: it reads one ref,
     /// which git always replaces atomically.
     pub async fn head(&self, dir: &Path) -> Result<String, WorkspaceError> {
@@ -221,6 +254,40 @@ impl Workspaces {
             changes::commit_snapshot(&dir, &message, &author).await
         })
         .await
+    }
+
+    /// The commits `dir`'s HEAD has beyond `base_ref` (or beyond
+    /// `fallback_base` when the base ref cannot be resolved), at most `max`.
+    pub async fn history(
+        &self,
+        dir: &Path,
+        base_ref: &str,
+        fallback_base: &str,
+        max: usize,
+    ) -> Result<BranchHistory, WorkspaceError> {
+        let (dir, base_ref, fallback) =
+            (dir.to_path_buf(), base_ref.to_string(), fallback_base.to_string());
+        let key = dir.clone();
+        self.serialized(&key, async move {
+            let fork = match history::merge_base(&dir, &base_ref, "HEAD").await {
+                Ok(Some(fork)) => fork,
+                Ok(None) | Err(_) => fallback,
+            };
+            let commits = history::commits(&dir, &fork, "HEAD", max).await?;
+            Ok(BranchHistory {
+                fork_commit: fork,
+                commits,
+            })
+        })
+        .await
+    }
+
+    /// Bytes the worktree's own files take (not the shared git objects).
+    pub async fn disk_usage(&self, dir: &Path) -> u64 {
+        let dir = dir.to_path_buf();
+        tokio::task::spawn_blocking(move || history::disk_usage(&dir))
+            .await
+            .unwrap_or(0)
     }
 
     pub async fn close_readiness(

@@ -2,11 +2,12 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::input::NewComment;
+use paperclip_core::issue::IssueStatus;
 use paperclip_core::model::Comment;
 use paperclip_store::thread::comments;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
-use utoipa::IntoParams;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -67,30 +68,85 @@ async fn list_comments(
     Ok(Json(list))
 }
 
+/// The comment, and what it did to a closed task.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostedComment {
+    #[serde(flatten)]
+    comment: Comment,
+    /// The comment reopened its done or cancelled task (to `todo`).
+    reopened: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reopened_from: Option<IssueStatus>,
+    /// Agents it would have woken, had the task not stayed closed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    not_woken: Vec<NotWoken>,
+}
+
+/// An agent a comment did not wake, and why.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NotWoken {
+    agent_id: String,
+    agent_name: String,
+    /// `issue_closed`.
+    reason: String,
+    message: String,
+}
+
+impl From<paperclip_store::issues::NotWoken> for NotWoken {
+    fn from(n: paperclip_store::issues::NotWoken) -> NotWoken {
+        NotWoken {
+            agent_id: n.agent_id,
+            agent_name: n.agent_name,
+            reason: n.reason.to_string(),
+            message: n.message,
+        }
+    }
+}
+
 /// Adds a comment. Agents @mentioned in it are woken, and so is the
-/// issue's assignee when someone else wrote it.
+/// issue's assignee when someone else wrote it. On a done or cancelled
+/// task, a person's comment reopens work an agent owns (to `todo`, its
+/// assignee woken once); `reopen` (or upstream's `resume`) decides it
+/// explicitly. A task that stays closed wakes nobody: `notWoken` says whom
+/// and why.
 #[utoipa::path(post, path = "/api/issues/{id}/comments", tag = "comments",
     params(("id" = String, Path)), request_body = NewComment,
-    responses((status = 201, body = Comment), (status = 401, description = "Agent run id required", body = crate::error::ErrorBody),
+    responses((status = 201, body = PostedComment), (status = 401, description = "Agent run id required", body = crate::error::ErrorBody),
+        (status = 403, description = "An agent asked to reopen another agent's task", body = crate::error::ErrorBody),
         (status = 404, description = "Issue not found", body = crate::error::ErrorBody),
-        (status = 409, description = "Another author already used this clientRequestId on the task", body = crate::error::ErrorBody)))]
+        (status = 409, description = "Another author already used this clientRequestId on the task, or an agent asked to reopen its cancelled task", body = crate::error::ErrorBody)))]
 async fn create_comment(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
     ValidJson(input): ValidJson<NewComment>,
-) -> ApiResult<(StatusCode, Json<Comment>)> {
+) -> ApiResult<(StatusCode, Json<PostedComment>)> {
     let issue = access::issue(&app, &caller, &id).await?;
     let actor = caller.require_run()?;
-    let comment = comments::create(
+    let reopen = match (input.reopen, input.resume) {
+        (Some(true), _) | (_, Some(true)) => Some(true),
+        (asked, _) => asked,
+    };
+    let posted = comments::post(
         &app.store,
         actor,
         &issue.id,
         input.body,
         input.client_request_id,
+        reopen,
     )
     .await?;
-    Ok((StatusCode::CREATED, Json(comment)))
+    Ok((
+        StatusCode::CREATED,
+        Json(PostedComment {
+            comment: posted.comment,
+            reopened: posted.reopened_from.is_some(),
+            reopened_from: posted.reopened_from,
+            not_woken: posted.not_woken.into_iter().map(NotWoken::from).collect(),
+        }),
+    ))
 }
 
 #[utoipa::path(get, path = "/api/issues/{id}/comments/{commentId}", tag = "comments",

@@ -217,15 +217,23 @@ pub struct UpdatedIssue {
     /// The comment the patch carried, when it carried one.
     #[serde(skip_serializing_if = "Option::is_none")]
     comment: Option<Comment>,
+    /// Agents the comment would have woken, had the task not stayed closed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    not_woken: Vec<super::comments::NotWoken>,
 }
 
 /// Updates fields and status (following the transition table). A `comment`
 /// in the body is added in the same transaction and returned as `comment`.
+/// A done or cancelled task is reopened by moving it to backlog, todo or
+/// in_progress, by `reopen: true`, or by a person's comment when an agent
+/// owns it (upstream's rule; `reopen: false` keeps it closed): its assignee
+/// is woken once. Agents reopen only their own done tasks.
 #[utoipa::path(patch, path = "/api/issues/{id}", tag = "issues",
     params(("id" = String, Path)), request_body = IssuePatch,
     responses((status = 200, body = UpdatedIssue), (status = 400, description = "Validation error", body = crate::error::ErrorBody),
         (status = 401, description = "Agent run id required", body = crate::error::ErrorBody),
-        (status = 409, description = "Issue run ownership conflict", body = crate::error::ErrorBody),
+        (status = 403, description = "An agent asked to reopen another agent's task", body = crate::error::ErrorBody),
+        (status = 409, description = "Issue run ownership conflict, or an agent asked to reopen its cancelled task", body = crate::error::ErrorBody),
         (status = 422, description = "Transition not allowed", body = crate::error::ErrorBody)))]
 async fn update_issue(
     State(app): State<AppState>,
@@ -243,6 +251,7 @@ async fn update_issue(
         issue: updated.issue,
         changes: updated.changes,
         comment: updated.comment,
+        not_woken: updated.not_woken.into_iter().map(Into::into).collect(),
     }))
 }
 

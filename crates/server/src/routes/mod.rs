@@ -35,6 +35,7 @@ mod secrets;
 mod sessions;
 mod wakes;
 mod work_products;
+mod workspace_ops;
 mod workspaces;
 
 use axum::http::{StatusCode, Uri};
@@ -57,6 +58,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(goals::router())
         .merge(projects::router())
         .merge(workspaces::router())
+        .merge(workspace_ops::router())
         .merge(issues::router())
         .merge(comments::router())
         .merge(interactions::router())

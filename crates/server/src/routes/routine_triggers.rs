@@ -413,10 +413,13 @@ struct ClockState {
     timers_woken: usize,
     /// Run logs the retention pass at the new time removed.
     removed_logs: usize,
+    /// Worktrees of long-closed tasks the workspace sweep removed.
+    closed_workspaces: usize,
 }
 
-/// Sets the test clock and runs one routine pass, one timer heartbeat pass
-/// and one run log retention pass at the new time. Answers
+/// Sets the test clock and runs one routine pass, one timer heartbeat pass,
+/// one run log retention pass and one workspace retention pass at the new
+/// time. Answers
 /// 404 unless the server was started with `--test-clock` (which the binary
 /// refuses in authenticated mode); the local board or an instance
 /// administrator only.
@@ -454,10 +457,16 @@ async fn set_test_clock(
         .sweep_run_logs()
         .await
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")))?;
+    let closed_workspaces = app
+        .runtime
+        .sweep_workspaces()
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")))?;
     Ok(Json(ClockState {
         now: at.to_rfc3339(),
         dispatched,
         timers_woken,
         removed_logs,
+        closed_workspaces,
     }))
 }

@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use paperclip_core::workspace::{
     ExecutionWorkspace, ExecutionWorkspaceStatus, NewProjectWorkspace, ProjectWorkspace,
-    ProjectWorkspacePatch, RunWorkspaceChanges,
+    ProjectWorkspacePatch, RunWorkspaceChanges, WorkspaceSourceType,
 };
 use paperclip_store::org::workspaces as project_ws;
 use paperclip_store::runs::workspaces as exec_ws;
@@ -60,12 +60,28 @@ async fn create_project_workspace(
 ) -> ApiResult<(StatusCode, Json<ProjectWorkspace>)> {
     let project = access::project(&app, &caller, &id).await?;
     let actor = caller.require_board()?;
-    if let Some(cwd) = &input.cwd {
+    let by_url = input.repo_url.as_deref().is_some_and(|u| !u.trim().is_empty())
+        && input.cwd.is_none()
+        && matches!(input.source_type, None | Some(WorkspaceSourceType::GitRepo));
+    if by_url {
+        let url = input.repo_url.clone().unwrap_or_default();
+        let dest = FsPath::new(&app.info.data_dir)
+            .join("repos")
+            .join(uuid::Uuid::new_v4().simple().to_string());
+        input.cwd = Some(crate::clone::clone(url.trim(), &dest).await?);
+        input.repo_url = Some(crate::clone::without_credentials(url.trim()));
+        input.source_type = Some(WorkspaceSourceType::GitRepo);
+    } else if let Some(cwd) = &input.cwd {
         input.cwd = Some(repository(cwd).await?);
     }
     let created =
-        project_ws::create(&app.store, actor, &project.company_id, &project.id, &input).await?;
-    Ok((StatusCode::CREATED, Json(created)))
+        project_ws::create(&app.store, actor, &project.company_id, &project.id, &input).await;
+    if created.is_err() && by_url {
+        if let Some(clone) = &input.cwd {
+            let _ = std::fs::remove_dir_all(clone);
+        }
+    }
+    Ok((StatusCode::CREATED, Json(created?)))
 }
 
 #[utoipa::path(patch, path = "/api/projects/{id}/workspaces/{workspaceId}", tag = "workspaces",
@@ -80,6 +96,15 @@ async fn update_project_workspace(
     let project = access::project(&app, &caller, &id).await?;
     let actor = caller.require_board()?;
     of_project(&app, &project.id, &workspace_id).await?;
+    let local = (patch.source_type).is_none_or(|t| t == WorkspaceSourceType::LocalPath);
+    let url = (patch.repo_url.as_deref()).is_some_and(|u| !u.trim().is_empty());
+    if url || !local {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Only a local git repository is supported as a project workspace so far: \
+             sourceType can only be local_path, and repoUrl cannot be set",
+        ));
+    }
     if let Some(cwd) = &patch.cwd {
         patch.cwd = Some(repository(cwd).await?);
     }

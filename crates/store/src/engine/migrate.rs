@@ -257,6 +257,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../../migrations/0036_workspaces.postgres.sql"),
         },
     ),
+    (
+        37,
+        "workspace_lifecycle",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0037_workspace_lifecycle.sqlite.sql"),
+            postgres: include_str!("../../migrations/0037_workspace_lifecycle.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -6,13 +6,15 @@
 use crate::audit::activity::{self, Entry};
 use crate::engine::sql::diff;
 use crate::engine::sql::placeholders;
+use crate::issues::gate::{ceo_gate_closed, is_active, CEO_GATE};
+use crate::issues::reopen::{self, Reopened};
 use crate::issues::table::*;
 use crate::{now, Error, Result, Store, Tx};
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::input::{Checkout, IssuePatch};
-use paperclip_core::issue::{transition_effects, IssueStatus};
+use paperclip_core::issue::{transition_effects, transition_refusal, IssueStatus};
 use paperclip_core::model::{Comment, Issue};
 use serde_json::{json, Map, Value};
 
@@ -47,6 +49,8 @@ pub struct Updated {
     pub issue: Issue,
     pub comment: Option<Comment>,
     pub changes: Map<String, Value>,
+    /// Agents the comment did not wake, and why (the task stays closed).
+    pub not_woken: Vec<reopen::NotWoken>,
 }
 
 pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -> Result<Updated> {
@@ -141,14 +145,20 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
         after.parent_id = parent;
     }
     let ts = now();
-    if let Some(status) = patch.status {
+    let agent_assignee = after.assignee_agent_id.is_some();
+    let mut reopened: Option<Reopened> = None;
+    let commented = patch.comment.is_some();
+    let asked = patch
+        .status
+        .or_else(|| reopen::implied(actor, &before, agent_assignee, commented, patch.reopen));
+    if let Some(status) = asked {
         let from = before.status;
         if !from.can_transition_to(status) {
-            return Err(Error::rule(format!(
-                "Cannot transition issue from {} to {}",
-                from.as_str(),
-                status.as_str()
-            )));
+            return Err(Error::rule(transition_refusal(from, status)));
+        }
+        if from.is_terminal() && !status.is_terminal() {
+            reopen::check(actor, &before)?;
+            reopened = Some(Reopened::of(&before));
         }
         if from != status
             && is_active(status)
@@ -165,6 +175,11 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
         }
         if effects.set_cancelled_at {
             after.cancelled_at = Some(ts.clone());
+        }
+        if effects.clear_closed_at {
+            after.completed_at = None;
+            after.cancelled_at = None;
+            reopen::drop_ended_hold(&mut tx, &mut after).await?;
         }
         after.status = status;
         diff(&mut changes, "status", &before.status, &after.status);
@@ -207,6 +222,15 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
     }
     if !changes.is_empty() {
         write(&mut tx, &after, &ts).await?;
+        let mut details = json!({ "identifier": before.identifier, "changes": changes });
+        if let Some(r) = &reopened {
+            let source = if patch.comment.is_some() {
+                "comment"
+            } else {
+                "update"
+            };
+            reopen::mark(&mut details, r, source);
+        }
         activity::record(
             &mut tx,
             actor,
@@ -215,7 +239,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
                 action: Action::IssueUpdated,
                 entity_type: EntityType::Issue,
                 entity_id: &id,
-                details: json!({ "identifier": before.identifier, "changes": changes }),
+                details,
             },
         )
         .await?;
@@ -227,11 +251,23 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
     if changes.contains_key("assigneeAgentId") {
         wake_assignee(&mut tx, actor, &after).await?;
     }
-    let comment = match patch.comment {
+    // An assignee who keeps the task is woken once for its reopening (a new
+    // one was just woken by the assignment), with the comment if any; not
+    // for a task put back in the backlog, which waits.
+    let reopen_wake = reopened
+        .as_ref()
+        .filter(|_| is_active(after.status) && !changes.contains_key("assigneeAgentId"));
+    if let (Some(r), None) = (reopen_wake, &patch.comment) {
+        reopen::wake(&mut tx, actor, &after, r, None).await?;
+    }
+    let (comment, not_woken) = match patch.comment {
         Some(body) => {
-            Some(crate::thread::comments::insert(&mut tx, actor, &after, body, None).await?)
+            let posted =
+                crate::thread::comments::insert(&mut tx, actor, &after, body, None, reopen_wake)
+                    .await?;
+            (Some(posted.comment), posted.not_woken)
         }
-        None => None,
+        None => (None, Vec::new()),
     };
     let issue = load_in(&mut tx, &id).await?;
     tx.commit().await?;
@@ -239,6 +275,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
         issue,
         comment,
         changes,
+        not_woken,
     })
 }
 
@@ -494,32 +531,6 @@ pub async fn force_release(store: &Store, actor: &Actor, id: &str) -> Result<Iss
 fn budget_blocked(message: &str, mut details: Value) -> Error {
     details["code"] = json!("budget_blocked");
     Error::conflict(message, Some(details))
-}
-
-const CEO_GATE: &str = "The CEO's strategy is not approved yet: tasks the CEO creates stay drafts until the board approves it";
-
-pub(crate) fn is_active(status: IssueStatus) -> bool {
-    matches!(status, IssueStatus::Todo | IssueStatus::InProgress)
-}
-
-/// Whether `creator` is the company's CEO and its strategy still awaits approval.
-pub(crate) async fn ceo_gate_closed(
-    tx: &mut Tx,
-    company_id: &str,
-    creator: Option<&str>,
-) -> Result<bool> {
-    let Some(creator) = creator else {
-        return Ok(false);
-    };
-    let role: Option<(String,)> =
-        crate::engine::db::query_as("SELECT role FROM agents WHERE id = $1")
-            .bind(creator)
-            .fetch_optional(tx.conn())
-            .await?;
-    if role.is_none_or(|(r,)| r != "ceo") {
-        return Ok(false);
-    }
-    Ok(!crate::approvals::strategy_approved(tx, company_id).await?)
 }
 
 pub(crate) struct Refs<'a> {

@@ -4,10 +4,12 @@
 
 pub(crate) mod create;
 pub(crate) mod edit;
+pub(crate) mod gate;
 pub(crate) mod graph;
 pub mod labels;
 pub(crate) mod list;
 pub(crate) mod ownership;
+pub(crate) mod reopen;
 pub(crate) mod table;
 
 pub use crate::issues::create::create;
@@ -15,4 +17,5 @@ pub use crate::issues::list::filter::{Band, Direction, Filter, Page, Position, S
 pub use crate::issues::list::json::{list_json, JsonPage};
 pub use crate::issues::list::query::{count, list, list_sorted};
 pub use edit::*;
+pub use reopen::NotWoken;
 pub use table::*;

@@ -226,6 +226,38 @@ pub async fn update(
         );
         after.run_log_retention_days = days;
     }
+    if let Some(days) = patch.workspace_retention_days {
+        if days == Some(0) {
+            return Err(Error::invalid(
+                "workspaceRetentionDays",
+                "Workspace retention must be at least 1 day (null is the default, 7)",
+            ));
+        }
+        let days = days.map(i64::from);
+        diff(
+            &mut changes,
+            "workspaceRetentionDays",
+            &before.workspace_retention_days,
+            &days,
+        );
+        after.workspace_retention_days = days;
+    }
+    if let Some(mb) = patch.workspace_disk_budget_mb {
+        if mb == Some(0) {
+            return Err(Error::invalid(
+                "workspaceDiskBudgetMb",
+                "The workspace disk budget must be at least 1 MiB (null is the default, 10 GiB)",
+            ));
+        }
+        let mb = mb.map(i64::from);
+        diff(
+            &mut changes,
+            "workspaceDiskBudgetMb",
+            &before.workspace_disk_budget_mb,
+            &mb,
+        );
+        after.workspace_disk_budget_mb = mb;
+    }
     if changes.is_empty() {
         return Ok(before);
     }
@@ -288,7 +320,8 @@ async fn write(tx: &mut Tx, c: &Company) -> Result<()> {
     crate::engine::db::query(
         "UPDATE companies SET name = $2, description = $3, status = $4, budget_monthly_cents = $5, \
          default_responsible_user_id = $6, require_board_approval_for_new_agents = $7, \
-         paused_at = $8, updated_at = $9, run_log_retention_days = $10 WHERE id = $1",
+         paused_at = $8, updated_at = $9, run_log_retention_days = $10, \
+         workspace_retention_days = $11, workspace_disk_budget_mb = $12 WHERE id = $1",
     )
     .bind(&c.id)
     .bind(&c.name)
@@ -300,6 +333,8 @@ async fn write(tx: &mut Tx, c: &Company) -> Result<()> {
     .bind(paused_at)
     .bind(now())
     .bind(c.run_log_retention_days)
+    .bind(c.workspace_retention_days)
+    .bind(c.workspace_disk_budget_mb)
     .execute(tx.conn())
     .await?;
     Ok(())
@@ -320,6 +355,8 @@ fn map(row: &DbRow) -> Result<Company> {
         default_responsible_user_id: row.opt_text("default_responsible_user_id")?,
         require_board_approval_for_new_agents: row.flag("require_board_approval_for_new_agents")?,
         run_log_retention_days: DbRow::try_get(row, "run_log_retention_days")?,
+        workspace_retention_days: DbRow::try_get(row, "workspace_retention_days")?,
+        workspace_disk_budget_mb: DbRow::try_get(row, "workspace_disk_budget_mb")?,
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
     })

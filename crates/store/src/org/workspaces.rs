@@ -17,7 +17,7 @@ use crate::engine::row::{one_by_id, RowExt};
 use crate::{new_id, now, Error, Result, Store, Tx};
 
 const COLUMNS: &str = "id, company_id, project_id, name, source_type, cwd, repo_ref, \
-     default_ref, is_primary, created_at, updated_at";
+     default_ref, is_primary, created_at, updated_at, setup_command, cleanup_command, repo_url";
 
 /// A project's workspaces, primary first, then oldest first.
 pub async fn list(store: &Store, project_id: &str) -> Result<Vec<ProjectWorkspace>> {
@@ -67,11 +67,21 @@ pub async fn create(
     project_id: &str,
     input: &NewProjectWorkspace,
 ) -> Result<ProjectWorkspace> {
-    let source_type = input.source_type.unwrap_or(WorkspaceSourceType::LocalPath);
-    if source_type != WorkspaceSourceType::LocalPath || input.repo_url.is_some() {
+    let repo_url = trimmed(input.repo_url.as_deref()).map(str::to_string);
+    let source_type = input.source_type.unwrap_or(if repo_url.is_some() {
+        WorkspaceSourceType::GitRepo
+    } else {
+        WorkspaceSourceType::LocalPath
+    });
+    let served = match source_type {
+        WorkspaceSourceType::LocalPath => repo_url.is_none(),
+        WorkspaceSourceType::GitRepo => repo_url.is_some(),
+        _ => false,
+    };
+    if !served {
         return Err(Error::rule(
-            "Only a local git repository is supported as a project workspace so far: \
-             give sourceType local_path (or none) and cwd, without repoUrl",
+            "A project workspace is a local git repository (sourceType local_path and cwd) \
+             or a git URL to clone (sourceType git_repo and repoUrl)",
         ));
     }
     let cwd = check_cwd(input.cwd.as_deref())?;
@@ -94,7 +104,7 @@ pub async fn create(
         let id = new_id();
         crate::engine::db::query(&format!(
             "INSERT INTO project_workspaces ({COLUMNS}) VALUES \
-             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)"
+             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13)"
         ))
         .bind(&id)
         .bind(company_id)
@@ -106,6 +116,9 @@ pub async fn create(
         .bind(trimmed(input.default_ref.as_deref()))
         .bind(is_primary)
         .bind(now())
+        .bind(trimmed(input.setup_command.as_deref()))
+        .bind(trimmed(input.cleanup_command.as_deref()))
+        .bind(repo_url.as_deref())
         .execute(tx.conn())
         .await?;
         let workspace = get_in(tx, &id).await?;
@@ -143,7 +156,8 @@ pub async fn update(
         }
         crate::engine::db::query(
             "UPDATE project_workspaces SET name = $2, cwd = $3, repo_ref = $4, default_ref = $5, \
-             is_primary = $6, updated_at = $7 WHERE id = $1",
+             is_primary = $6, updated_at = $7, setup_command = $8, cleanup_command = $9 \
+             WHERE id = $1",
         )
         .bind(id)
         .bind(&name)
@@ -152,6 +166,8 @@ pub async fn update(
         .bind(pick(&patch.default_ref, &before.default_ref))
         .bind(is_primary)
         .bind(now())
+        .bind(pick(&patch.setup_command, &before.setup_command))
+        .bind(pick(&patch.cleanup_command, &before.cleanup_command))
         .execute(tx.conn())
         .await?;
         let after = get_in(tx, id).await?;
@@ -248,9 +264,12 @@ fn map(row: &DbRow) -> Result<ProjectWorkspace> {
         name: row.text("name")?,
         source_type: row.stored("source_type")?,
         cwd: row.opt_text("cwd")?,
+        repo_url: row.opt_text("repo_url")?,
         repo_ref: row.opt_text("repo_ref")?,
         default_ref: row.opt_text("default_ref")?,
         is_primary: row.flag("is_primary")?,
+        setup_command: row.opt_text("setup_command")?,
+        cleanup_command: row.opt_text("cleanup_command")?,
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
     })

@@ -13,6 +13,8 @@ pub(crate) mod settle;
 pub(crate) mod table;
 pub(crate) mod text;
 pub(crate) mod verdict;
+pub mod workspace_life;
+pub mod workspace_ops;
 pub mod workspaces;
 
 pub use finish::*;

@@ -5,12 +5,24 @@
 use crate::engine::db::DbRow;
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
+use paperclip_core::issue::{comment_reopens, IssueStatus};
 use paperclip_core::model::Comment;
 use serde_json::json;
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::RowExt;
+use crate::issues::reopen::{self, NotWoken, Reopened};
 use crate::{new_id, now, Error, Result, Store, Tx};
+
+/// A comment as posted: whether it reopened its task, and whom it did not
+/// wake because the task stays closed.
+#[derive(Debug, Clone)]
+pub struct Posted {
+    pub comment: Comment,
+    /// The closed status the comment reopened the task from.
+    pub reopened_from: Option<IssueStatus>,
+    pub not_woken: Vec<NotWoken>,
+}
 
 /// A new comment, or with a `client_request_id` already used on the task by
 /// the same author, the comment that request made: no second row, no
@@ -22,15 +34,50 @@ pub async fn create(
     body: String,
     client_request_id: Option<String>,
 ) -> Result<Comment> {
+    Ok(post(store, actor, issue_id, body, client_request_id, None)
+        .await?
+        .comment)
+}
+
+/// [`create`], where the comment may reopen a done or cancelled task
+/// (`reopen`: the caller's explicit choice; see `comment_reopens`). A retry
+/// answers with the comment only: the reopen was the first request's.
+pub async fn post(
+    store: &Store,
+    actor: &Actor,
+    issue_id: &str,
+    body: String,
+    client_request_id: Option<String>,
+    reopen: Option<bool>,
+) -> Result<Posted> {
     // Twice at most: a retry racing the first request on Postgres loses on
     // the unique index, and then finds the winner's comment.
     for _ in 0..2 {
         let mut tx = store.begin().await?;
-        let issue = crate::issues::table::load_in(&mut tx, issue_id).await?;
+        let mut issue = crate::issues::table::load_in(&mut tx, issue_id).await?;
+        if issue.status.is_terminal() {
+            // Closed work may be reopened: read it again under its lock.
+            tx.lock_row(crate::Locked::Issue, &issue.id).await?;
+            issue = crate::issues::table::load_in(&mut tx, &issue.id).await?;
+        }
         if let Some(request) = &client_request_id {
             if let Some(existing) = by_request(&mut tx, &issue.id, request).await? {
                 tx.rollback().await?;
-                return replay(actor, existing, request);
+                return Ok(Posted {
+                    comment: replay(actor, existing, request)?,
+                    reopened_from: None,
+                    not_woken: Vec::new(),
+                });
+            }
+        }
+        let by = reopen::reopener(actor, &issue);
+        let agent_assignee = issue.assignee_agent_id.is_some();
+        let mut reopened = None;
+        if comment_reopens(issue.status, by, agent_assignee, reopen) {
+            let asked = reopen == Some(true);
+            if let Some((after, r)) = reopen::for_comment(&mut tx, actor, &issue, asked).await? {
+                issue = after;
+                reopened = Some(r);
             }
         }
         match insert(
@@ -39,12 +86,14 @@ pub async fn create(
             &issue,
             body.clone(),
             client_request_id.as_deref(),
+            reopened.as_ref(),
         )
         .await
         {
-            Ok(comment) => {
+            Ok(mut posted) => {
                 tx.commit().await?;
-                return Ok(comment);
+                posted.reopened_from = reopened.map(|r| r.from);
+                return Ok(posted);
             }
             Err(Error::Database(e))
                 if client_request_id.is_some()
@@ -89,14 +138,16 @@ fn replay(actor: &Actor, existing: Comment, request: &str) -> Result<Comment> {
 
 /// Adds a comment inside the caller's transaction, with its activity row, and
 /// wakes whoever it concerns: agents it @mentions, and the issue's assignee
-/// when someone else wrote it.
+/// when someone else wrote it (once, for its reopening, when `reopened`).
+/// On a task that stays closed nobody is woken; `not_woken` names them.
 pub(crate) async fn insert(
     tx: &mut Tx,
     actor: &Actor,
     issue: &paperclip_core::model::Issue,
     body: String,
     client_request_id: Option<&str>,
-) -> Result<Comment> {
+    reopened: Option<&Reopened>,
+) -> Result<Posted> {
     let (company_id, issue_id, identifier) = (
         issue.company_id.as_str(),
         issue.id.as_str(),
@@ -124,6 +175,23 @@ pub(crate) async fn insert(
     .bind(client_request_id)
     .execute(tx.conn())
     .await?;
+    let concerned = concerned(tx, actor, issue, &body).await?;
+    let closed = issue.status.is_terminal();
+    let not_woken = match closed {
+        true => {
+            let ids: Vec<&str> = concerned.iter().map(|(a, _)| a.as_str()).collect();
+            reopen::not_woken(tx, issue, &ids).await?
+        }
+        false => Vec::new(),
+    };
+    let mut details =
+        json!({ "identifier": identifier, "commentId": id, "bodySnippet": snippet(&body) });
+    if !not_woken.is_empty() {
+        details["notWoken"] = not_woken
+            .iter()
+            .map(|n| json!({ "agentId": n.agent_id, "reason": n.reason }))
+            .collect();
+    }
     activity::record(
         tx,
         actor,
@@ -132,7 +200,7 @@ pub(crate) async fn insert(
             action: Action::IssueCommentAdded,
             entity_type: EntityType::Issue,
             entity_id: issue_id,
-            details: json!({ "identifier": identifier, "commentId": id, "bodySnippet": snippet(&body) }),
+            details,
         },
     )
     .await?;
@@ -141,20 +209,34 @@ pub(crate) async fn insert(
         crate::wakes::loops::reset(tx, issue_id).await?;
     }
     crate::thread::interactions::cards::supersede_by_comment(tx, actor, issue, &id, &ts).await?;
-    wake_concerned(tx, actor, issue, &id, &body).await?;
-    get_in(tx, &id).await
+    if !closed {
+        for (agent, reason) in &concerned {
+            let assignee = issue.assignee_agent_id.as_deref() == Some(agent.as_str());
+            match reopened.filter(|_| assignee) {
+                Some(r) => reopen::wake(tx, actor, issue, r, Some(&id)).await?,
+                None => wake(tx, actor, issue, agent, &id, reason).await?,
+            }
+        }
+    }
+    Ok(Posted {
+        comment: get_in(tx, &id).await?,
+        reopened_from: None,
+        not_woken,
+    })
 }
 
-async fn wake_concerned(
+/// Whom a comment concerns: the agents it @mentions, and the assignee when
+/// someone else wrote it; in agent id order, as every multi-agent wake
+/// locks agent rows, so two concurrent comments cannot deadlock.
+async fn concerned(
     tx: &mut Tx,
     actor: &Actor,
     issue: &paperclip_core::model::Issue,
-    comment_id: &str,
     body: &str,
-) -> Result<()> {
+) -> Result<Vec<(String, &'static str)>> {
     let author = actor.agent_id();
     let mentions = paperclip_core::naming::mentioned_tokens(body);
-    let mut woken: Vec<(String, &str)> = Vec::new();
+    let mut woken: Vec<(String, &'static str)> = Vec::new();
     if !mentions.is_empty() {
         let agents: Vec<(String, String, String)> = crate::engine::db::query_as(
             "SELECT id, name, url_key FROM agents WHERE company_id = $1",
@@ -176,13 +258,8 @@ async fn wake_concerned(
             woken.push((assignee.clone(), "issue_commented"));
         }
     }
-    // Agent rows are locked in id order, as every multi-agent wake does, so
-    // two concurrent comments cannot deadlock.
     woken.sort();
-    for (agent, reason) in &woken {
-        wake(tx, actor, issue, agent, comment_id, reason).await?;
-    }
-    Ok(())
+    Ok(woken)
 }
 
 async fn wake(

@@ -7,6 +7,8 @@ use chrono::Utc;
 use maud::html;
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::model::Agent;
+use paperclip_core::workspace_ops::human_bytes;
+use paperclip_store::runs::workspace_life;
 use paperclip_store::{issues, org::agents, views::dashboard, views::ui};
 
 use super::by_id;
@@ -24,10 +26,12 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         limit: 8,
         ..issues::Filter::default()
     };
-    let (d, agents, recent) = tokio::try_join!(
+    let (d, agents, recent, worktrees, (_, disk_budget)) = tokio::try_join!(
         dashboard::get(store, cid, now),
         agents::list(store, cid),
         issues::list(store, cid, &recent_filter),
+        workspace_life::usage(store, cid),
+        workspace_life::bounds(store, cid),
     )
     .map_err(store_failure)?;
     let cards = cards(&agents);
@@ -96,6 +100,12 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                 span { @if budget > 0 { "of " (money(budget)) " (" (percent(spend, budget)) "%)" } @else { "this month, no budget" } }
             }
             a.counter href={"/" (p) "/approvals"} data-counter="pending-approvals" { b { (d.pending_approvals) } span { "pending approvals" } }
+            @if worktrees.open > 0 {
+                a.counter.warn[worktrees.disk_bytes >= disk_budget] href={"/" (p) "/company/settings"} data-counter="worktrees" {
+                    b { (worktrees.open) }
+                    span { "task worktrees, " (human_bytes(worktrees.disk_bytes)) " of " (human_bytes(disk_budget)) }
+                }
+            }
         }
         (crate::thrift::section(&d.thrift))
         section.cards {

@@ -17,7 +17,9 @@ pub async fn projects(State(web): State<Web>, Path(prefix): Path<String>) -> Pag
         header.page-head { h1 { "Projects" } }
         form.inline-form data-api-form="project" data-url={"/api/companies/" (ctx.company.id) "/projects"} {
             input name="name" placeholder="New project name" required aria-label="Project name";
+            input name="cwd" placeholder="Repository path (optional)" aria-label="Repository path (optional): a local git repository" maxlength="4096" autocomplete="off";
             button type="submit" { "Add project" }
+            p.form-error role="alert" hidden {}
         }
         table.data { thead { tr { th { "Project" } th { "Status" } th { "" } } }
             tbody { @for pr in &list { tr { td { a href={"/" (p) "/projects/" (pr.url_key)} { strong { (pr.name) } } div.muted { (pr.description.as_deref().unwrap_or("")) } } td { (pill(&pr.status)) }

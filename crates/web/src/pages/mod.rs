@@ -26,6 +26,7 @@ pub mod runs;
 pub mod secrets;
 pub mod settings;
 pub mod task;
+pub mod task_changes;
 pub mod task_files;
 pub mod task_props;
 pub mod tasks;

@@ -1,11 +1,13 @@
 //! One project at `/{prefix}/projects/{projectKey}` (url key or id): its
-//! description, status, lead and goals, and its tasks (newest 50 a page,
-//! with how many there are).
+//! description, status, lead and goals, its codebase (the git repository
+//! its tasks' worktrees are made from, set in a dialog), and its tasks
+//! (newest 50 a page, with how many there are).
 
 use axum::extract::{Path, Query, State};
 use maud::{html, Markup};
 use paperclip_core::model::Agent;
-use paperclip_store::{issues, org::agents, org::goals};
+use paperclip_core::workspace::ProjectWorkspace;
+use paperclip_store::{issues, org::agents, org::goals, org::workspaces};
 use serde::Deserialize;
 
 use super::by_id;
@@ -40,6 +42,9 @@ pub async fn page(
     let all_agents = agents::list(store, cid).await.map_err(store_failure)?;
     let names = by_id(&all_agents);
     let all_goals = goals::list(store, cid).await.map_err(store_failure)?;
+    let codebase = workspaces::list(store, &project.id)
+        .await
+        .map_err(store_failure)?;
     let p = &ctx.company.issue_prefix;
     let its_goals: Vec<_> = all_goals
         .iter()
@@ -65,9 +70,68 @@ pub async fn page(
             @if let Some(t) = &project.target_date { dt { "Target date" } dd { (t) } }
             @if project.archived_at.is_some() { dt { "Archived" } dd { "yes" } }
         }
+        (codebase_section(&project.id, &codebase))
         (tasks.render(&ctx, &names, &format!("/{p}/projects/{}", project.url_key), Some(&format!("/{p}/tasks?project={}", project.id))))
     };
-    html(layout::page(&ctx, "projects", &project.name, body))
+    let fixed = repository_dialog(&project.id);
+    html(layout::page_with(
+        &ctx,
+        "projects",
+        &project.name,
+        body,
+        fixed,
+    ))
+}
+
+/// Where the project's code is: the primary repository first. The board
+/// sets it in [`repository_dialog`]. Removing it leaves the worktrees
+/// already made (until their workspaces are closed), but runs from then on
+/// work without one.
+fn codebase_section(project_id: &str, codebase: &[ProjectWorkspace]) -> Markup {
+    html! {
+        section.codebase #codebase {
+            h2 { "Codebase" }
+            @if codebase.is_empty() {
+                p.muted data-no-repository { "No repository. Declare the project's local git repository and each of its tasks runs in its own git worktree, on a branch of its own, and its changes show on the task." }
+                button.small type="button" data-edit-repository=(project_id) { "Set repository" }
+            }
+            @for ws in codebase {
+                dl.kv data-repository=(ws.cwd.as_deref().unwrap_or("")) {
+                    dt { "Repository" } dd { code { (ws.cwd.as_deref().unwrap_or("—")) } @if codebase.len() > 1 && ws.is_primary { span.muted { " (primary: tasks run from it)" } } }
+                    dt { "Default branch" } dd data-default-branch=(ws.default_ref.as_deref().unwrap_or("")) { @match &ws.default_ref { Some(b) => code { (b) }, None => span.muted { "the branch checked out in the repository" } } }
+                }
+                @if ws.is_primary {
+                    div.actions.codebase-actions {
+                        button.small type="button" data-edit-repository=(project_id) { "Edit" }
+                        button.small.danger type="button" data-action="DELETE" data-url={"/api/projects/" (project_id) "/workspaces/" (ws.id)}
+                            data-confirm="Remove the repository from this project? Worktrees already made stay until they are closed; runs from now on work without one." data-done="Repository removed" { "Remove" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The repository form, outside the live region so a refusal and what was
+/// typed stay put. The script fills it from the API when it opens, and
+/// creates or updates the project's primary workspace.
+fn repository_dialog(project_id: &str) -> Markup {
+    html! {
+        dialog #project-repository {
+            form data-api-form="project-repository" data-project-id=(project_id) method="dialog" {
+                h2 { "Project repository" }
+                label { "Repository path" input name="cwd" required maxlength="4096" placeholder="/home/me/code/app" autocomplete="off"; }
+                p.help { "The absolute path of a local git repository (a folder inside one names the repository)." }
+                label { "Default branch (optional)" input name="defaultRef" maxlength="255" placeholder="main" autocomplete="off"; }
+                p.help { "Task branches start from it. Empty: the branch checked out in the repository." }
+                p.form-error role="alert" hidden {}
+                div.actions {
+                    button type="button" data-close-dialog { "Cancel" }
+                    button.primary type="submit" { "Save" }
+                }
+            }
+        }
+    }
 }
 
 /// A page of the tasks a filter matches, newest first, and their count.

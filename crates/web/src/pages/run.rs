@@ -64,6 +64,9 @@ pub async fn page(
     let retries = detail::retries_of(store, &ctx.company.id, &agent.id, &run.id)
         .await
         .map_err(store_failure)?;
+    let changes = paperclip_store::runs::workspaces::changes_of_run(store, &run.id)
+        .await
+        .map_err(store_failure)?;
     let log = read_tail(&web, &run).await;
     let cut = match run.log_removed_at {
         Some(_) => None,
@@ -103,6 +106,9 @@ pub async fn page(
                     Some(t) => { a href={"/" (p) "/tasks/" (t.identifier)} { span.ident { (t.identifier) } " " (t.title) } " " (pill(&t.status)) },
                     None => span.muted { "No task (a heartbeat with nothing assigned)" },
                 } }
+                @if let (Some(c), Some(t)) = (&changes, &task) {
+                    dt { "Changes" } dd { (super::task_changes::run_summary(c, p, &t.identifier)) }
+                }
                 dt { "Woken by" } dd { (wake_words(&run)) }
                 @if run.exit_code.is_some() || run.signal.is_some() {
                     dt { "Process" } dd { @if let Some(c) = run.exit_code { "exited with code " (c) } @if let Some(s) = &run.signal { " killed by " (s) } }

@@ -48,6 +48,17 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                     value=(c.run_log_retention_days.map(|d| d.to_string()).unwrap_or_default())
                     placeholder="forever" aria-describedby="retention-help"; }
             div.help #retention-help { "Empty keeps every log. Otherwise the log of a run that finished longer ago is deleted (checked hourly); its page then says so. A running run's log is never deleted." }
+            h2 { "Task worktrees" }
+            label { "Remove a closed task's worktree after (days)"
+                input name="workspaceRetentionDays" type="number" min="1" max="3650" step="1"
+                    value=(c.workspace_retention_days.map(|d| d.to_string()).unwrap_or_default())
+                    placeholder="7" aria-describedby="ws-retention-help"; }
+            div.help #ws-retention-help { "Tasks of a project with a repository each work in their own git worktree. Once a task has been done or cancelled this long, its worktree is removed (checked hourly); its work stays committed on its branch, and a reopened task gets the worktree back." }
+            label { "Disk budget for worktrees (MiB)"
+                input name="workspaceDiskBudgetMb" type="number" min="1" step="1"
+                    value=(c.workspace_disk_budget_mb.map(|d| d.to_string()).unwrap_or_default())
+                    placeholder="10240" aria-describedby="ws-budget-help"; }
+            div.help #ws-budget-help { "Past it, a task that has no worktree yet does not get one (its run fails saying so); tasks that have one go on. Empty: 10 GiB." }
             div.actions { button.primary type="submit" { "Save settings" } }
         }
         section.card.settings-card {

@@ -89,6 +89,9 @@ pub async fn page(
     let files = super::task_files::load(store, &issue.id)
         .await
         .map_err(store_failure)?;
+    let changes = super::task_changes::load(store, cid, &issue.id)
+        .await
+        .map_err(store_failure)?;
     let names = by_id(&agents);
     // People who commented, by name (an authenticated instance); one query.
     let mut authors: Vec<String> = thread
@@ -159,6 +162,7 @@ pub async fn page(
                         " (" (run.error_code.as_deref().unwrap_or("error")) "). Retry it below, or comment to give new direction." }
                 }
                 (super::task_files::section(&files))
+                (super::task_changes::section(&changes, &task_runs, &names, p))
                 section.runs {
                     h2 { "Runs" }
                     @if task_runs.is_empty() { p.muted { "No runs on this task yet." } }
@@ -182,6 +186,7 @@ pub async fn page(
                         }
                     }
                     @if thread.is_empty() { p.muted { "No comments yet." } }
+                    (reopen_choice(&issue, &names))
                 }
             }
             (task_props::panel(&issue, &task_props::Props {
@@ -201,7 +206,7 @@ pub async fn page(
     };
     // The composer sits outside the live region so typing survives updates.
     let composer = html! {
-        form.composer data-api-form="comment" data-issue-id=(issue.id) {
+        form.composer #task-composer data-api-form="comment" data-issue-id=(issue.id) {
             label { "Comment (Markdown; @name mentions an agent and wakes it; Ctrl+Enter sends)" textarea name="body" rows="4" required {} }
             div.mentions { @for a in agents.iter().filter(|a| a.status != AgentStatus::Terminated) { button type="button" data-mention=(a.name) { "@" (a.name) } } }
             button.primary type="submit" { "Comment" }
@@ -213,6 +218,30 @@ pub async fn page(
     let fixed = html! { (composer) (super::task_files::upload_form(cid, &issue.id)) (edit_dialog(&issue.id)) };
     let title = format!("{} {}", issue.identifier, issue.title);
     html(layout::page_with(&ctx, "tasks", &title, body, fixed))
+}
+
+/// On a closed task, whether the comment reopens it (upstream's default: a
+/// person's comment reopens work an agent owns); unticked, it is a note that
+/// wakes nobody. In the live region, so it comes and goes with the status,
+/// and in the composer's form through `form=`.
+fn reopen_choice(
+    issue: &paperclip_core::model::Issue,
+    names: &std::collections::HashMap<&str, &paperclip_core::model::Agent>,
+) -> Markup {
+    let agent = issue
+        .assignee_agent_id
+        .as_deref()
+        .and_then(|a| names.get(a));
+    html! {
+        @if issue.status.is_terminal() {
+            label.inline.reopen-choice {
+                input type="checkbox" name="reopen" form="task-composer" checked[agent.is_some()];
+                " Reopen " (issue.identifier)
+                @if let Some(a) = agent { " and wake " (a.name) }
+                " with this comment (it is " (issue.status.as_str()) ")"
+            }
+        }
+    }
 }
 
 /// Title and description are edited in a dialog outside the live region, so

@@ -49,6 +49,12 @@ pub fn panel(issue: &Issue, p: &Props) -> Markup {
                 dt { "Status" }
                 dd {
                     (pill(&issue.status))
+                    @if issue.status.is_terminal() {
+                        // Back to todo: its agent is woken and continues in the task's workspace.
+                        " " button.small type="button" data-reopen=(id) data-action="PATCH" data-url={"/api/issues/" (id)}
+                            data-body=(json!({ "status": "todo" })) data-done={"Reopened " (issue.identifier)}
+                            title="Back to todo; its agent is woken to continue where it left off" { "Reopen" }
+                    }
                     @if !p.moves.is_empty() {
                         select aria-label="Change status" data-patch-issue=(id) data-field="status" {
                             option value="" { "Move to…" }

@@ -352,7 +352,11 @@ mod tests {
     #[test]
     fn moves_follow_the_transition_table() {
         assert_eq!(allowed_moves(IssueStatus::Backlog), ["todo", "cancelled"]);
-        assert!(allowed_moves(IssueStatus::Done).is_empty());
+        // Closed work only goes back to work (reopening).
+        assert_eq!(
+            allowed_moves(IssueStatus::Done),
+            ["backlog", "todo", "in_progress"]
+        );
         assert!(allowed_moves(IssueStatus::InProgress).contains(&"done"));
     }
 

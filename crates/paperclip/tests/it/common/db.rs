@@ -134,13 +134,33 @@ pub fn postgres_ids_back_to_text() -> Vec<String> {
     steps
 }
 
+fn on_postgres() -> bool {
+    std::env::var("PAPERCLIP_TEST_PG_URL").is_ok_and(|u| !u.is_empty())
+}
+
 /// Undoes migrations 28 (company secrets) and 29 (teams), and the later tables that key to
 /// them or to ids an older schema kept as text, for tests that start from a
 /// database an earlier release made: it had no such tables.
 pub fn before_secrets_and_teams() -> Vec<String> {
     [
-        // Migration 36 (workspaces) made tables with keys to the tables
-        // whose ids go back to text: an earlier release had none of them.
+        // Migrations 36 and 37 (workspaces) made tables with keys to the
+        // tables whose ids go back to text: an earlier release had none of
+        // them (37's columns on companies go with it, to be made again).
+        "DROP TABLE IF EXISTS workspace_task_changes",
+        "DROP TABLE IF EXISTS workspace_operations",
+        // Postgres runs these steps twice in one test (SQLite has no `IF
+        // EXISTS` here, and runs them once).
+        if on_postgres() {
+            "ALTER TABLE companies DROP COLUMN IF EXISTS workspace_retention_days"
+        } else {
+            "ALTER TABLE companies DROP COLUMN workspace_retention_days"
+        },
+        if on_postgres() {
+            "ALTER TABLE companies DROP COLUMN IF EXISTS workspace_disk_budget_mb"
+        } else {
+            "ALTER TABLE companies DROP COLUMN workspace_disk_budget_mb"
+        },
+        "DELETE FROM schema_migrations WHERE version = 37",
         "DROP TABLE IF EXISTS run_workspace_changes",
         "DROP TABLE IF EXISTS execution_workspaces",
         "DROP TABLE IF EXISTS project_workspaces",

@@ -21,6 +21,29 @@ pub async fn setup(script: Script, config: Value) -> Setup {
 }
 
 pub async fn setup_kind(kind: &str, script: Script, config: Value) -> Setup {
+    setup_in(kind, script, config, None, fake::SELF_POD).await
+}
+
+/// Like [`setup_kind`], with the server on `data_dir`, as the pod named
+/// `hostname` ([`fake::SELF_POD`]: the control plane's pod, with the shared
+/// volume; any other name: a control plane outside the cluster).
+pub async fn setup_on(
+    kind: &str,
+    script: Script,
+    config: Value,
+    data_dir: std::path::PathBuf,
+    hostname: &str,
+) -> Setup {
+    setup_in(kind, script, config, Some(data_dir), hostname).await
+}
+
+async fn setup_in(
+    kind: &str,
+    script: Script,
+    config: Value,
+    data_dir: Option<std::path::PathBuf>,
+    hostname: &str,
+) -> Setup {
     let k8s = FakeK8s::start().await;
     k8s.script(script);
     let dir = std::env::temp_dir().join(format!("paperclip-k8s-{}", uuid::Uuid::new_v4()));
@@ -28,14 +51,27 @@ pub async fn setup_kind(kind: &str, script: Script, config: Value) -> Setup {
     let kubeconfig = k8s.kubeconfig(&dir);
     let env: Vec<(String, String)> = [
         ("KUBECONFIG", kubeconfig.to_str().unwrap()),
-        ("HOSTNAME", fake::SELF_POD),
+        ("HOSTNAME", hostname),
         ("PAPERCLIP_NAMESPACE", fake::NAMESPACE),
         ("SERVER_ONLY_SECRET", "must-not-reach-a-job"),
     ]
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
-    let s = TestServer::start_env(&pairs(&env)).await;
+    let s = match data_dir {
+        None => TestServer::start_env(&pairs(&env)).await,
+        Some(data_dir) => {
+            std::fs::create_dir_all(&data_dir).unwrap();
+            let database_url = match std::env::var("PAPERCLIP_TEST_PG_URL") {
+                Ok(admin) if !admin.is_empty() => {
+                    Some(super::common::create_pg_database(&admin).await)
+                }
+                _ => None,
+            };
+            let first = TestServer::start_with(data_dir, database_url, &[]).await;
+            super::common::restart_keeping_data_env(first, &pairs(&env)).await
+        }
+    };
     let company = s.company("Acme").await;
     let cid = company["id"].as_str().unwrap().to_string();
     let agent = s

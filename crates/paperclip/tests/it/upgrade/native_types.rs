@@ -37,6 +37,9 @@ const LATER_JSON_COLUMNS: &[(&str, &str)] = &[
     ("issue_thread_interactions", "result"),
     ("execution_workspaces", "metadata"),
     ("run_workspace_changes", "files"),
+    ("workspace_operations", "metadata"),
+    ("workspace_task_changes", "files"),
+    ("workspace_task_changes", "commits"),
 ];
 
 /// Postgres columns of a type, as `(table, column)`.

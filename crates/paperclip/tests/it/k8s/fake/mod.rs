@@ -78,7 +78,10 @@ struct PodLog {
 /// script: its real command line and env, with the pod's paths mapped here.
 #[derive(Clone)]
 pub struct LocalKubelet {
+    /// What the pod's `HOME` (the shared volume's root) holds for the CLI.
     pub home: std::path::PathBuf,
+    /// The kubelet's own files (prompts, containers' filesystems), and the
+    /// shared volume unless [`FakeK8s::share_volume`] names another.
     pub workdir: std::path::PathBuf,
 }
 
@@ -87,6 +90,8 @@ struct Inner {
     /// The control plane's `PAPERCLIP_API_URL` as its pod spec says.
     api_url: String,
     local: Option<LocalKubelet>,
+    /// Where the control plane's PersistentVolumeClaim is on this machine.
+    volume: Option<std::path::PathBuf>,
     jobs: BTreeMap<String, Job>,
     pods: BTreeMap<String, Pod>,
     logs: HashMap<String, PodLog>,
@@ -206,6 +211,15 @@ impl FakeK8s {
 
     pub fn run_locally(&self, kubelet: LocalKubelet) {
         self.inner.lock().unwrap().local = Some(kubelet);
+    }
+
+    /// The directory of this machine that the control plane's claim
+    /// (`paperclip-data`) is: a pod mounting it at `/paperclip` sees it
+    /// there. The host's own `/paperclip` makes it the same path in the
+    /// control plane (the server on this machine) and in the Job, as a PVC
+    /// mounted at `/paperclip` in both is.
+    pub fn share_volume(&self, dir: &std::path::Path) {
+        self.inner.lock().unwrap().volume = Some(dir.to_path_buf());
     }
 
     pub fn script(&self, script: Script) {
@@ -422,6 +436,8 @@ impl FakeK8s {
             .and_then(|e| e.value.clone())
             .unwrap_or_default();
         std::fs::create_dir_all(&k.workdir).unwrap();
+        let cwd = self.host_path(pod, &spec, k);
+        std::fs::create_dir_all(&cwd).unwrap();
         let prompt_file = k.workdir.join(format!("{pod}.prompt.txt"));
         std::fs::write(&prompt_file, prompt).unwrap();
         let main = &spec.containers[0];
@@ -457,7 +473,7 @@ impl FakeK8s {
             cmd.env("IS_SANDBOX", "1");
         }
         cmd.env("HOME", &k.home)
-            .current_dir(&k.workdir)
+            .current_dir(&cwd)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
@@ -483,6 +499,41 @@ impl FakeK8s {
                 }
             }
         }
+    }
+
+    /// Where the main container's `workingDir` is on this machine: under a
+    /// PersistentVolumeClaim the pod mounts at `/paperclip`, in the shared
+    /// volume's directory; anywhere else in the container's own filesystem,
+    /// which holds nothing of the control plane's (the container runtime
+    /// makes a missing working directory, empty).
+    fn host_path(
+        &self,
+        pod: &str,
+        spec: &k8s_openapi::api::core::v1::PodSpec,
+        k: &LocalKubelet,
+    ) -> std::path::PathBuf {
+        let main = &spec.containers[0];
+        let dir = main.working_dir.clone().unwrap_or_else(|| "/".into());
+        let claimed = |name: &str| {
+            spec.volumes
+                .iter()
+                .flatten()
+                .any(|v| v.name == name && v.persistent_volume_claim.is_some())
+        };
+        let mounted = main
+            .volume_mounts
+            .iter()
+            .flatten()
+            .any(|m| m.mount_path == "/paperclip" && claimed(&m.name));
+        if mounted {
+            if let Ok(rest) = std::path::Path::new(&dir).strip_prefix("/paperclip") {
+                let volume = self.inner.lock().unwrap().volume.clone();
+                return volume.unwrap_or_else(|| k.workdir.clone()).join(rest);
+            }
+        }
+        k.workdir
+            .join(format!("{pod}.rootfs"))
+            .join(dir.trim_start_matches('/'))
     }
 
     /// A process's output into the pod's log, line by line.
