@@ -153,6 +153,7 @@ pub struct NewProject {
     pub lead_agent_id: Option<String>,
     pub target_date: Option<String>,
     pub color: Option<String>,
+    pub execution_workspace_policy: Option<crate::workspace_ops::ExecutionWorkspacePolicy>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
@@ -178,6 +179,10 @@ pub struct ProjectPatch {
     #[serde(default, deserialize_with = "double_option")]
     #[schema(value_type = Option<String>)]
     pub archived_at: Option<Option<String>>,
+    /// null goes back to the default (isolated).
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<crate::workspace_ops::ExecutionWorkspacePolicy>)]
+    pub execution_workspace_policy: Option<Option<crate::workspace_ops::ExecutionWorkspacePolicy>>,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]

@@ -144,6 +144,9 @@ pub struct Project {
     pub goal_ids: Vec<String>,
     /// The goals of `goalIds`, named.
     pub goals: Vec<GoalRef>,
+    /// null: a task of the project gets its own worktree when the project
+    /// declares a git repository.
+    pub execution_workspace_policy: Option<crate::workspace_ops::ExecutionWorkspacePolicy>,
 }
 
 /// A goal as a project names it: upstream's `{ id, title }`.

@@ -11,6 +11,39 @@ use crate::limits::{text, Validate, Violation};
 use crate::stored::Stored;
 use crate::workspace::{ws_enum, ChangedFile, ExecutionWorkspace, ExecutionWorkspaceStatus};
 
+ws_enum! {
+    /// Upstream's `executionWorkspacePolicy.defaultMode`, the two served.
+    PolicyMode, "execution workspace policy mode" {
+        IsolatedWorkspace = "isolated_workspace",
+        SharedWorkspace = "shared_workspace",
+    }
+}
+
+/// A project's `executionWorkspacePolicy` (upstream's name), the keys
+/// served: tasks of a project with a git workspace run in their own
+/// worktrees unless the board turns that off here (`enabled: false`, or
+/// `defaultMode: "shared_workspace"`). Other keys of upstream's are refused,
+/// never dropped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExecutionWorkspacePolicy {
+    #[serde(default = "enabled")]
+    pub enabled: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_mode: Option<PolicyMode>,
+}
+
+fn enabled() -> bool {
+    true
+}
+
+impl ExecutionWorkspacePolicy {
+    /// Whether a task of the project gets its own worktree.
+    pub fn isolates(policy: Option<&ExecutionWorkspacePolicy>) -> bool {
+        policy.is_none_or(|p| p.enabled && p.default_mode != Some(PolicyMode::SharedWorkspace))
+    }
+}
+
 /// How long a closed task's worktree is kept before the sweep removes it,
 /// when the company sets nothing. Upstream's reaper cooldown is 7 days too.
 pub const DEFAULT_RETENTION_DAYS: i64 = 7;

@@ -48,5 +48,6 @@ ALTER TABLE execution_workspaces ADD COLUMN cleanup_reason TEXT;
 ALTER TABLE project_workspaces ADD COLUMN repo_url TEXT;
 ALTER TABLE project_workspaces ADD COLUMN setup_command TEXT;
 ALTER TABLE project_workspaces ADD COLUMN cleanup_command TEXT;
+ALTER TABLE projects ADD COLUMN execution_workspace_policy TEXT;
 ALTER TABLE companies ADD COLUMN workspace_retention_days BIGINT;
 ALTER TABLE companies ADD COLUMN workspace_disk_budget_mb BIGINT;

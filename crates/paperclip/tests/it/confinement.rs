@@ -11,6 +11,7 @@ use common::TestServer;
 use paperclip_scripted_provider::{ScriptedProvider, Turn};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use crate::common::repos::git;
 
 /// Whether bwrap is installed; `.ci/run` installs it, so under CI
 /// (`PAPERCLIP_REQUIRE_AGENT_CLIS=1`) a missing one is a failure.
@@ -423,21 +424,6 @@ if git config core.hooksPath /tmp 2>/dev/null; then echo config-written; else ec
     let commits = git(&repo, &["log", "--all", "--format=%s"]);
     assert!(commits.contains("confined commit"), "{commits}");
     let _ = std::fs::remove_dir_all(&repo);
-}
-
-fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A real coding CLI, confined, against the scripted provider on loopback

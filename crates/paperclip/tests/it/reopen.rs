@@ -8,53 +8,17 @@ mod clients;
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
+
 
 use common::task_worker::{CHECKOUT, MARK_DONE, SCRIPT_START};
+use common::repos::str_of as s;
 use common::TestServer;
 use serde_json::{json, Value};
 
-fn s(v: &Value) -> &str {
-    v.as_str().unwrap_or_else(|| panic!("not a string: {v}"))
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
-
-/// A project "App" of company `cid` on a fresh repository (one commit on
-/// `main`, outside the server's data dir): the project's id.
+/// A project "App" of company `cid` on a fresh repository: the project's id.
 async fn project_on_repository(server: &TestServer, cid: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("paperclip-reopen-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    git(&dir, &["init", "-q", "-b", "main"]);
-    git(&dir, &["config", "user.email", "dev@example.com"]);
-    git(&dir, &["config", "user.name", "Dev"]);
-    std::fs::write(dir.join("README.md"), "hello\n").unwrap();
-    git(&dir, &["add", "README.md"]);
-    git(&dir, &["commit", "-q", "-m", "first"]);
-    let repo: PathBuf = std::fs::canonicalize(dir).unwrap();
-    let project = server
-        .ok_post(
-            &format!("/api/companies/{cid}/projects"),
-            json!({ "name": "App" }),
-        )
-        .await;
-    let pid = s(&project["id"]).to_string();
-    server
-        .ok_post(
-            &format!("/api/projects/{pid}/workspaces"),
-            json!({ "cwd": repo.to_str().unwrap() }),
-        )
-        .await;
-    pid
+    common::repos::project_on_repository(server, cid).await.1
 }
 
 /// An agent's run: it takes its task, adds a line to `notes.txt` where it

@@ -66,6 +66,15 @@ pub(crate) async fn bind(
         return Ok(None);
     };
     let store = deps.store;
+    let project = paperclip_store::org::projects::get(store, project_id)
+        .await
+        .map_err(|e| format!("could not read the task's project: {e}"))?;
+    // The board turned isolation off for the project: its agents work
+    // where their own config says, as before workspaces.
+    let policy = project.execution_workspace_policy.as_ref();
+    if !paperclip_core::workspace_ops::ExecutionWorkspacePolicy::isolates(policy) {
+        return Ok(None);
+    }
     let declared = paperclip_store::org::workspaces::primary(store, project_id)
         .await
         .map_err(|e| format!("could not read the project's workspace: {e}"))?;

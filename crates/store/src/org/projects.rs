@@ -8,6 +8,7 @@ use paperclip_core::input::{NewProject, ProjectPatch};
 use paperclip_core::model::{GoalRef, Project};
 use paperclip_core::naming::url_key;
 use paperclip_core::project::ProjectStatus;
+use paperclip_core::workspace_ops::ExecutionWorkspacePolicy;
 use serde_json::{json, Map};
 
 use crate::audit::activity::{self, Entry};
@@ -53,8 +54,8 @@ pub async fn create(
     let ts = now();
     crate::engine::db::query(
         "INSERT INTO projects (id, company_id, goal_id, name, url_key, description, status, \
-         lead_agent_id, target_date, color, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)",
+         lead_agent_id, target_date, color, created_at, updated_at, execution_workspace_policy) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12)",
     )
     .bind(&id)
     .bind(company_id)
@@ -67,6 +68,7 @@ pub async fn create(
     .bind(input.target_date.as_deref())
     .bind(input.color.as_deref())
     .bind(&ts)
+    .bind(policy_json(input.execution_workspace_policy.as_ref()))
     .execute(tx.conn())
     .await?;
     activity::record(
@@ -175,6 +177,15 @@ pub async fn update(
         diff(&mut changes, "color", &before.color, &color);
         after.color = color;
     }
+    if let Some(policy) = patch.execution_workspace_policy {
+        diff(
+            &mut changes,
+            "executionWorkspacePolicy",
+            &before.execution_workspace_policy,
+            &policy,
+        );
+        after.execution_workspace_policy = policy;
+    }
     if let Some(archived) = patch.archived_at {
         diff(&mut changes, "archivedAt", &before.archived_at, &archived);
         after.archived_at = archived;
@@ -184,8 +195,8 @@ pub async fn update(
     }
     crate::engine::db::query(
         "UPDATE projects SET name = $2, url_key = $3, description = $4, status = $5, goal_id = $6, \
-         lead_agent_id = $7, target_date = $8, color = $9, archived_at = $10, updated_at = $11 \
-         WHERE id = $1",
+         lead_agent_id = $7, target_date = $8, color = $9, archived_at = $10, updated_at = $11, \
+         execution_workspace_policy = $12 WHERE id = $1",
     )
     .bind(id)
     .bind(&after.name)
@@ -198,6 +209,7 @@ pub async fn update(
     .bind(after.color.as_deref())
     .bind(after.archived_at.as_deref())
     .bind(now())
+    .bind(policy_json(after.execution_workspace_policy.as_ref()))
     .execute(tx.conn())
     .await?;
     activity::record(
@@ -275,5 +287,14 @@ fn map(row: &DbRow) -> Result<Project> {
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
         url_key: row.text("url_key")?,
+        execution_workspace_policy: row
+            .opt_json("execution_workspace_policy")?
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| Error::rule(format!("stored workspace policy unreadable: {e}")))?,
     })
+}
+
+fn policy_json(policy: Option<&ExecutionWorkspacePolicy>) -> Option<String> {
+    policy.map(|p| serde_json::to_value(p).unwrap_or_default().to_string())
 }

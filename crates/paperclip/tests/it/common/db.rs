@@ -160,6 +160,11 @@ pub fn before_secrets_and_teams() -> Vec<String> {
         } else {
             "ALTER TABLE companies DROP COLUMN workspace_disk_budget_mb"
         },
+        if on_postgres() {
+            "ALTER TABLE projects DROP COLUMN IF EXISTS execution_workspace_policy"
+        } else {
+            "ALTER TABLE projects DROP COLUMN execution_workspace_policy"
+        },
         "DELETE FROM schema_migrations WHERE version = 37",
         "DROP TABLE IF EXISTS run_workspace_changes",
         "DROP TABLE IF EXISTS execution_workspaces",

@@ -40,6 +40,7 @@ const LATER_JSON_COLUMNS: &[(&str, &str)] = &[
     ("workspace_operations", "metadata"),
     ("workspace_task_changes", "files"),
     ("workspace_task_changes", "commits"),
+    ("projects", "execution_workspace_policy"),
 ];
 
 /// Postgres columns of a type, as `(table, column)`.
