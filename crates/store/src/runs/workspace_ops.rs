@@ -150,6 +150,24 @@ pub async fn of_run(store: &Store, run_id: &str) -> Result<Vec<WorkspaceOperatio
     rows.iter().map(map).collect()
 }
 
+/// A run's operations with their logs, oldest first (one query, for the
+/// run's page; each log is bounded).
+pub async fn of_run_with_logs(
+    store: &Store,
+    run_id: &str,
+) -> Result<Vec<(WorkspaceOperation, String)>> {
+    let rows = crate::engine::db::query(&format!(
+        "SELECT {COLUMNS} FROM workspace_operations WHERE CAST(heartbeat_run_id AS TEXT) = $1 \
+         ORDER BY created_at, id"
+    ))
+    .bind(run_id)
+    .fetch_all(store.pool())
+    .await?;
+    rows.iter()
+        .map(|row| Ok((map(row)?, row.text("log")?)))
+        .collect()
+}
+
 /// Part of an operation's log from byte `offset` (at a character boundary
 /// at or after it), in upstream's shape.
 pub async fn read_log(store: &Store, id: &str, offset: u64) -> Result<WorkspaceOperationLog> {

@@ -27,6 +27,7 @@ pub mod secrets;
 pub mod settings;
 pub mod task;
 pub mod task_changes;
+pub mod workspace_steps;
 pub mod task_files;
 pub mod task_props;
 pub mod tasks;

@@ -64,9 +64,11 @@ pub async fn page(
     let retries = detail::retries_of(store, &ctx.company.id, &agent.id, &run.id)
         .await
         .map_err(store_failure)?;
-    let changes = paperclip_store::runs::workspaces::changes_of_run(store, &run.id)
-        .await
-        .map_err(store_failure)?;
+    let (changes, workspace_steps) = tokio::try_join!(
+        paperclip_store::runs::workspaces::changes_of_run(store, &run.id),
+        paperclip_store::runs::workspace_ops::of_run_with_logs(store, &run.id),
+    )
+    .map_err(store_failure)?;
     let log = read_tail(&web, &run).await;
     let cut = match run.log_removed_at {
         Some(_) => None,
@@ -136,6 +138,7 @@ pub async fn page(
                 }
             }
         }
+        (super::workspace_steps::section(&workspace_steps))
         section.runs {
             h2 { "Steps" }
             ol.steps {

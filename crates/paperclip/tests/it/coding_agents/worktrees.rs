@@ -195,6 +195,12 @@ async fn edits_a_file_in_its_task_worktree(kind: &'static str) {
         ))
         .await;
     assert_eq!(listed[0]["runId"], run_id.as_str(), "{listed}");
+    // The task's Changes view shows the edit to a person.
+    let identifier = s(&issue["identifier"]);
+    let prefix = identifier.split('-').next().unwrap();
+    let page = server.page(&format!("/{prefix}/tasks/{identifier}")).await;
+    assert!(page.contains("changed 2 files, +4 \u{2212}1"), "no summary on the task page");
+    assert!(page.contains("NOTES.md") && page.contains(&format!("+hello from {kind}")));
     let _ = std::fs::remove_dir_all(&repo);
 }
 

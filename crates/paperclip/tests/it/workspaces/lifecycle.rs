@@ -158,6 +158,18 @@ async fn each_run_is_committed_so_the_next_starts_from_it_and_diffs_only_its_own
         "{log}"
     );
     assert_eq!(log["nextOffset"], Value::Null);
+    // The run's page shows the same steps, each with its log.
+    let prefix = s(&task["identifier"]).split('-').next().unwrap().to_string();
+    let page = server
+        .page(&format!(
+            "/{prefix}/agents/{}/runs/{}",
+            s(&agent["urlKey"]),
+            s(&second["id"])
+        ))
+        .await;
+    assert!(page.contains("data-phase=\"worktree_prepare\""), "{page}");
+    assert!(page.contains("data-phase=\"workspace_finalize\""), "{page}");
+    assert!(page.contains("Committed what the run left"), "{page}");
     let all = server
         .ok_get(&format!(
             "/api/execution-workspaces/{wid}/workspace-operations"
