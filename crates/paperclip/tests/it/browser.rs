@@ -1,6 +1,6 @@
 //! The board UI in headless Chromium: `tests/browser/board.mjs` (Playwright,
 //! driving Debian's Chromium) works through the product as a person would
-//! against a real server. Screenshots land in `target/tmp/ui-screenshots`.
+//! against a real server. Screenshots land in `target/tmp/ui-screenshots/board`.
 //!
 //! Without Chromium or `tests/browser/node_modules` the test is skipped with a
 //! message, unless `PAPERCLIP_REQUIRE_BROWSER=1` (CI), where that is a failure.
@@ -36,7 +36,7 @@ async fn a_person_runs_the_company_from_the_board() {
     }
     let mut server = TestServer::start().await;
     let port: u16 = server.base.rsplit(':').next().unwrap().parse().unwrap();
-    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
+    let shots = crate::common::browser::shots_dir("board");
     let _ = std::fs::remove_dir_all(&shots);
     let mut node = Command::new("node")
         .arg("board.mjs")

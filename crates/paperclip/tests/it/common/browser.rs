@@ -36,11 +36,17 @@ pub fn ready() -> bool {
     ok
 }
 
-/// Where a scenario's screenshots go: `target/tmp/ui-screenshots/<name>`.
+/// Where a scenario's screenshots (and the files its agents wait on) go:
+/// `target/tmp/ui-screenshots/<name>`, or `ui-screenshots-postgres/<name>`
+/// on Postgres. CI runs both engines at once: with one folder, one
+/// engine's scenario released the other's waiting agent before its page
+/// had seen it run.
 pub fn shots_dir(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("ui-screenshots")
-        .join(name)
+    let root = match std::env::var("PAPERCLIP_TEST_PG_URL") {
+        Ok(url) if !url.is_empty() => "ui-screenshots-postgres",
+        _ => "ui-screenshots",
+    };
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(root).join(name)
 }
 
 /// Runs `tests/browser/<name>.mjs` against `base` to its end (at most
