@@ -19,7 +19,6 @@ mod agent_environment;
 mod async_runs;
 mod attachment_access;
 mod attachments;
-mod backlog;
 mod browser;
 mod budgets;
 mod chaos;
