@@ -7,11 +7,11 @@
 
 use crate::common;
 
+use crate::common::repos::git;
 use common::TestServer;
 use paperclip_scripted_provider::{ScriptedProvider, Turn};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use crate::common::repos::git;
 
 /// Whether bwrap is installed; `.ci/run` installs it, so under CI
 /// (`PAPERCLIP_REQUIRE_AGENT_CLIS=1`) a missing one is a failure.

@@ -88,6 +88,6 @@ mod upstream_cli_workspaces;
 mod upstream_scenario;
 mod wakes_exactly_once;
 mod web_pages;
-mod workspace_pages;
 mod work_products;
+mod workspace_pages;
 mod workspaces;

@@ -10,9 +10,8 @@ use crate::common;
 
 use std::path::Path;
 
-
-use common::task_worker::{CHECKOUT, MARK_DONE, SCRIPT_START};
 use common::repos::str_of as s;
+use common::task_worker::{CHECKOUT, MARK_DONE, SCRIPT_START};
 use common::TestServer;
 use serde_json::{json, Value};
 

@@ -10,10 +10,10 @@ use crate::common;
 
 use std::path::Path;
 
+use crate::common::repos::{git, repository, str_of as s};
 use common::upstream::{upstream_cli, Cli};
 use common::TestServer;
 use serde_json::{json, Value};
-use crate::common::repos::{git, repository, str_of as s};
 
 /// Workspace commands we do not serve, and why; `{pid}`, `{wid}` (a project
 /// workspace) and `{ewid}` (an execution workspace) are filled in.
@@ -138,7 +138,12 @@ async fn the_person_manages_project_workspaces_with_the_upstream_cli() {
     let payload =
         json!({ "sourceType": "git_repo", "repoUrl": "https://example.com/x.git" }).to_string();
     let args = [
-        "project-workspace", "update", pid.as_str(), wid.as_str(), "--payload-json", payload.as_str(),
+        "project-workspace",
+        "update",
+        pid.as_str(),
+        wid.as_str(),
+        "--payload-json",
+        payload.as_str(),
     ];
     refused(&cli, &args, 422, "Only a local git repository").await;
     let after = server
@@ -163,7 +168,10 @@ async fn the_person_manages_project_workspaces_with_the_upstream_cli() {
         .await
         .json();
     assert_eq!(commands["setupCommand"], "npm install", "{commands}");
-    assert_eq!(commands["cleanupCommand"], "rm -rf node_modules", "{commands}");
+    assert_eq!(
+        commands["cleanupCommand"], "rm -rf node_modules",
+        "{commands}"
+    );
     let cleared = cli
         .ok(&[
             "project-workspace",

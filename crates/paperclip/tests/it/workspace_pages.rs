@@ -8,9 +8,9 @@ use crate::common;
 
 use std::time::Duration;
 
+use crate::common::repos::{repository, str_of as s};
 use common::{visible_text, TestServer};
 use serde_json::{json, Value};
-use crate::common::repos::{repository, str_of as s};
 
 /// The part of a page from the tag holding `from` to the next `until`.
 fn part<'a>(page: &'a str, from: &str, until: &str) -> &'a str {

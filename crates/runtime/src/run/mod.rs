@@ -12,8 +12,8 @@ mod secrets;
 mod wake;
 mod workspace;
 mod workspace_end;
-mod workspace_setup;
 pub(crate) mod workspace_ops;
+mod workspace_setup;
 
 use anyhow::Context;
 use std::collections::BTreeMap;

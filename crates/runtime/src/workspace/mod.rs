@@ -20,10 +20,10 @@
 
 pub mod branch;
 mod changes;
+pub mod command;
 pub mod error;
 mod git;
 mod history;
-pub mod command;
 mod repo;
 mod worktree;
 
@@ -265,8 +265,11 @@ impl Workspaces {
         fallback_base: &str,
         max: usize,
     ) -> Result<BranchHistory, WorkspaceError> {
-        let (dir, base_ref, fallback) =
-            (dir.to_path_buf(), base_ref.to_string(), fallback_base.to_string());
+        let (dir, base_ref, fallback) = (
+            dir.to_path_buf(),
+            base_ref.to_string(),
+            fallback_base.to_string(),
+        );
         let key = dir.clone();
         self.serialized(&key, async move {
             let fork = match history::merge_base(&dir, &base_ref, "HEAD").await {

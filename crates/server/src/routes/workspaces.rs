@@ -60,7 +60,10 @@ async fn create_project_workspace(
 ) -> ApiResult<(StatusCode, Json<ProjectWorkspace>)> {
     let project = access::project(&app, &caller, &id).await?;
     let actor = caller.require_board()?;
-    let by_url = input.repo_url.as_deref().is_some_and(|u| !u.trim().is_empty())
+    let by_url = input
+        .repo_url
+        .as_deref()
+        .is_some_and(|u| !u.trim().is_empty())
         && input.cwd.is_none()
         && matches!(input.source_type, None | Some(WorkspaceSourceType::GitRepo));
     if by_url {

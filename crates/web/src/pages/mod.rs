@@ -27,10 +27,10 @@ pub mod secrets;
 pub mod settings;
 pub mod task;
 pub mod task_changes;
-pub mod workspace_steps;
 pub mod task_files;
 pub mod task_props;
 pub mod tasks;
+pub mod workspace_steps;
 
 use std::collections::HashMap;
 

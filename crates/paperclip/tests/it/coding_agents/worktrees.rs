@@ -10,10 +10,10 @@ use crate::common;
 
 use std::path::PathBuf;
 
+use crate::common::repos::{commit_file, git, repository, str_of as s};
 use common::TestServer;
 use paperclip_scripted_provider::{ScriptedProvider, Turn};
 use serde_json::json;
-use crate::common::repos::{commit_file, git, repository, str_of as s};
 
 const README: &str = "# App\nhello world\nbye\n";
 
@@ -199,7 +199,10 @@ async fn edits_a_file_in_its_task_worktree(kind: &'static str) {
     let identifier = s(&issue["identifier"]);
     let prefix = identifier.split('-').next().unwrap();
     let page = server.page(&format!("/{prefix}/tasks/{identifier}")).await;
-    assert!(page.contains("changed 2 files, +4 \u{2212}1"), "no summary on the task page");
+    assert!(
+        page.contains("changed 2 files, +4 \u{2212}1"),
+        "no summary on the task page"
+    );
     assert!(page.contains("NOTES.md") && page.contains(&format!("+hello from {kind}")));
     let _ = std::fs::remove_dir_all(&repo);
 }

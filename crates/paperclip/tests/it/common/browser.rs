@@ -46,7 +46,9 @@ pub fn shots_dir(name: &str) -> PathBuf {
         Ok(url) if !url.is_empty() => "ui-screenshots-postgres",
         _ => "ui-screenshots",
     };
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(root).join(name)
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(root)
+        .join(name)
 }
 
 /// Runs `tests/browser/<name>.mjs` against `base` to its end (at most

@@ -159,7 +159,11 @@ async fn each_run_is_committed_so_the_next_starts_from_it_and_diffs_only_its_own
     );
     assert_eq!(log["nextOffset"], Value::Null);
     // The run's page shows the same steps, each with its log.
-    let prefix = s(&task["identifier"]).split('-').next().unwrap().to_string();
+    let prefix = s(&task["identifier"])
+        .split('-')
+        .next()
+        .unwrap()
+        .to_string();
     let page = server
         .page(&format!(
             "/{prefix}/agents/{}/runs/{}",

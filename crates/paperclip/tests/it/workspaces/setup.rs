@@ -144,12 +144,21 @@ async fn the_board_can_turn_isolation_off_for_a_project_and_back_on() {
     assert!(status == 400 || status == 422, "{status} {body}");
     assert!(body.to_string().contains("workspaceStrategy"), "{body}");
     let off = server
-        .ok_patch(&project, json!({ "executionWorkspacePolicy": { "enabled": false } }))
+        .ok_patch(
+            &project,
+            json!({ "executionWorkspacePolicy": { "enabled": false } }),
+        )
         .await;
-    assert_eq!(off["executionWorkspacePolicy"], json!({ "enabled": false }), "{off}");
+    assert_eq!(
+        off["executionWorkspacePolicy"],
+        json!({ "enabled": false }),
+        "{off}"
+    );
     // Off: the agent works where its own config says, and no worktree is made.
     let own = repo.to_str().unwrap();
-    let agent = server.script_agent(&cid, "Coder", "pwd\n", json!({ "cwd": own })).await;
+    let agent = server
+        .script_agent(&cid, "Coder", "pwd\n", json!({ "cwd": own }))
+        .await;
     let aid = s(&agent["id"]).to_string();
     let task = server
         .issue(&cid, json!({ "title": "Shared", "status": "todo", "projectId": pid, "assigneeAgentId": aid }))
@@ -157,16 +166,26 @@ async fn the_board_can_turn_isolation_off_for_a_project_and_back_on() {
     let run = runs_ended(&server, &cid, &aid, 1).await.remove(0);
     assert_eq!(run["status"], "succeeded", "{run}");
     assert!(s(&run["stdoutExcerpt"]).starts_with(own), "{run}");
-    let none = server.ok_get(&format!("/api/companies/{cid}/execution-workspaces")).await;
+    let none = server
+        .ok_get(&format!("/api/companies/{cid}/execution-workspaces"))
+        .await;
     assert_eq!(none, json!([]));
     // Back to the default (null): the next run gets the task's worktree.
     let on = server
         .ok_patch(&project, json!({ "executionWorkspacePolicy": null }))
         .await;
     assert_eq!(on["executionWorkspacePolicy"], serde_json::Value::Null);
-    let again = server.wake(&aid, json!({ "reason": "isolated", "issueId": s(&task["id"]) })).await;
+    let again = server
+        .wake(
+            &aid,
+            json!({ "reason": "isolated", "issueId": s(&task["id"]) }),
+        )
+        .await;
     let run = ended(&server, s(&again["id"])).await;
     let ws = workspace_of(&server, &cid, s(&task["id"])).await;
     assert!(s(&run["stdoutExcerpt"]).starts_with(s(&ws["cwd"])), "{run}");
-    assert!(server.actions(&cid).await.contains(&"project.updated".to_string()));
+    assert!(server
+        .actions(&cid)
+        .await
+        .contains(&"project.updated".to_string()));
 }
