@@ -45,6 +45,8 @@ macro_rules! wp_enum {
         }
     };
 }
+/// The one enum shape for stored vocabularies (work products, workspaces).
+pub(crate) use wp_enum;
 
 wp_enum! {
     /// What was produced. There is no `file` type: a file is an

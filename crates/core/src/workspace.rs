@@ -12,34 +12,7 @@ use crate::input::double_option;
 use crate::limits::{text, Validate, Violation};
 use crate::stored::Stored;
 
-macro_rules! ws_enum {
-    ($(#[$doc:meta])* $name:ident, $what:literal { $($variant:ident = $text:tt,)* }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
-        pub enum $name {
-            // `tt`, not `literal`: see `work_product.rs` (utoipa reads the
-            // rename only from a bare token).
-            $(#[serde(rename = $text)] $variant,)*
-        }
-
-        impl $name {
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text,)*
-                }
-            }
-        }
-
-        impl Stored for $name {
-            const WHAT: &'static str = $what;
-            const ALL: &'static [$name] = &[$($name::$variant),*];
-            fn as_str(self) -> &'static str {
-                $name::as_str(self)
-            }
-        }
-    };
-}
-pub(crate) use ws_enum;
+use crate::work_product::wp_enum as ws_enum;
 
 ws_enum! {
     /// Where a project workspace's code comes from: `local_path` (an

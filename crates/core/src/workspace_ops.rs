@@ -9,7 +9,8 @@ use utoipa::ToSchema;
 
 use crate::limits::{text, Validate, Violation};
 use crate::stored::Stored;
-use crate::workspace::{ws_enum, ChangedFile, ExecutionWorkspace, ExecutionWorkspaceStatus};
+use crate::work_product::wp_enum as ws_enum;
+use crate::workspace::{ChangedFile, ExecutionWorkspace, ExecutionWorkspaceStatus};
 
 ws_enum! {
     /// Upstream's `executionWorkspacePolicy.defaultMode`, the two served.
