@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use crate::audit::activity::{self, Entry};
 use crate::engine::db::DbRow;
 use crate::engine::row::RowExt;
-use crate::runs::workspaces::get;
+use crate::runs::workspaces::{get, map, COLUMNS};
 use crate::{now, Error, Result, Store};
 
 const TASK_COLUMNS: &str = "execution_workspace_id, company_id, issue_id, base_commit, \
@@ -258,22 +258,21 @@ pub async fn expired(
     closed_before: &str,
     limit: i64,
 ) -> Result<Vec<ExecutionWorkspace>> {
-    let rows = crate::engine::db::query(
-        "SELECT w.id FROM execution_workspaces w JOIN issues i ON i.id = w.source_issue_id \
-         WHERE w.company_id = $1 AND w.closed_at IS NULL AND i.status IN ('done', 'cancelled') \
-         AND COALESCE(i.completed_at, i.cancelled_at, i.updated_at) < $2 \
-         ORDER BY w.last_used_at, w.id LIMIT $3",
-    )
+    // One query: the rows in full, not their ids and a read each.
+    let rows = crate::engine::db::query(&format!(
+        "SELECT {COLUMNS} FROM execution_workspaces WHERE id IN \
+         (SELECT w.id FROM execution_workspaces w JOIN issues i ON i.id = w.source_issue_id \
+          WHERE w.company_id = $1 AND w.closed_at IS NULL AND i.status IN ('done', 'cancelled') \
+          AND COALESCE(i.completed_at, i.cancelled_at, i.updated_at) < $2 \
+          ORDER BY w.last_used_at, w.id LIMIT $3) \
+         ORDER BY last_used_at, id"
+    ))
     .bind(company_id)
     .bind(closed_before)
     .bind(limit)
     .fetch_all(store.pool())
     .await?;
-    let mut found = Vec::with_capacity(rows.len());
-    for row in &rows {
-        found.push(get(store, &row.text("id")?).await?);
-    }
-    Ok(found)
+    rows.iter().map(map).collect()
 }
 
 /// Companies with open workspaces, with their retention in days.

@@ -13,7 +13,8 @@ use crate::engine::db::DbRow;
 use crate::engine::row::{one_by_id, RowExt};
 use crate::{new_id, now, Error, Result, Store};
 
-const COLUMNS: &str = "id, company_id, project_id, project_workspace_id, source_issue_id, mode, \
+pub(crate) const COLUMNS: &str =
+    "id, company_id, project_id, project_workspace_id, source_issue_id, mode, \
      strategy_type, name, status, cwd, base_ref, branch_name, provider_type, provider_ref, \
      last_used_at, opened_at, closed_at, metadata, created_at, updated_at";
 
@@ -216,7 +217,7 @@ pub async fn changes_of_workspace(
     rows.iter().map(map_changes).collect()
 }
 
-fn map(row: &DbRow) -> Result<ExecutionWorkspace> {
+pub(crate) fn map(row: &DbRow) -> Result<ExecutionWorkspace> {
     Ok(ExecutionWorkspace {
         id: row.text("id")?,
         company_id: row.text("company_id")?,
