@@ -5,7 +5,16 @@ use axum::extract::Path;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-const CSS: &str = include_str!("../assets/app.css");
+/// One stylesheet, served as one file: the design system (tokens, type,
+/// components) first, then one file per feature, so each feature's styles
+/// live beside its script and build only on the shared tokens.
+const CSS: &str = concat!(
+    include_str!("../assets/app.css"),
+    include_str!("../assets/thread.css"),
+    include_str!("../assets/board.css"),
+    include_str!("../assets/hire.css"),
+    include_str!("../assets/push.css"),
+);
 
 /// The board's scripts, loaded in this order by every page. `app.js` is the
 /// core (API calls, toasts, forms, live updates) and exposes its helpers as
@@ -27,6 +36,9 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("attachments.js", include_str!("../assets/attachments.js")),
     ("routines.js", include_str!("../assets/routines.js")),
     ("workspaces.js", include_str!("../assets/workspaces.js")),
+    ("thread.js", include_str!("../assets/thread.js")),
+    ("board.js", include_str!("../assets/board.js")),
+    ("push.js", include_str!("../assets/push.js")),
 ];
 
 const FAVICON: &str = include_str!("../assets/favicon.svg");

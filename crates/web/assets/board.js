@@ -1,0 +1,1 @@
+// board: see assets.rs

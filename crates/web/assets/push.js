@@ -1,0 +1,1 @@
+// push: see assets.rs

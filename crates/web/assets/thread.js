@@ -1,0 +1,1 @@
+// thread: see assets.rs
