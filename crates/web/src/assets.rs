@@ -21,6 +21,7 @@ const CSS: &str = concat!(
 /// `window.Paperclip`; each other file is one feature built on them.
 pub const SCRIPTS: &[(&str, &str)] = &[
     ("app.js", include_str!("../assets/app.js")),
+    ("theme.js", include_str!("../assets/theme.js")),
     ("task-edit.js", include_str!("../assets/task-edit.js")),
     ("notices.js", include_str!("../assets/notices.js")),
     ("sample.js", include_str!("../assets/sample.js")),
@@ -41,6 +42,10 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("push.js", include_str!("../assets/push.js")),
 ];
 
+/// Loaded blocking in `<head>`, outside [`SCRIPTS`]: it must set the theme
+/// before the first paint.
+pub const THEME_BOOT: &str = include_str!("../assets/theme-boot.js");
+
 const FAVICON: &str = include_str!("../assets/favicon.svg");
 
 // Short max-age: the binary can be replaced under the same URL; a reload
@@ -58,7 +63,8 @@ pub async fn css() -> impl IntoResponse {
 }
 
 pub async fn script(Path(name): Path<String>) -> Response {
-    match SCRIPTS.iter().find(|(n, _)| *n == name) {
+    const BOOT: &[(&str, &str)] = &[("theme-boot.js", THEME_BOOT)];
+    match SCRIPTS.iter().chain(BOOT).find(|(n, _)| *n == name) {
         Some((_, body)) => (
             [
                 (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
