@@ -120,9 +120,15 @@ async fn run(config: Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("opening the {} database", config.database_label()))?;
     private_db_files(&config.data_dir);
-    let listener = tokio::net::TcpListener::bind((config.bind, config.port))
-        .await
-        .with_context(|| format!("binding {}:{}", config.bind, config.port))?;
+    let listener = match tokio::net::TcpListener::bind((config.bind, config.port)).await {
+        Ok(l) => l,
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            anyhow::bail!(port_taken(config.bind, config.port).await)
+        }
+        Err(e) => {
+            return Err(e).with_context(|| format!("binding {}:{}", config.bind, config.port))
+        }
+    };
     let addr = listener.local_addr()?;
     let mut team = config.team.clone();
     if team.base_url.is_empty() {
@@ -167,6 +173,7 @@ async fn run(config: Config) -> anyhow::Result<()> {
         ),
         lifecycle: lifecycle.clone(),
     };
+    paperclip_server::push::start(&state);
     // The example agent is rewritten at every start, so sample agents keep
     // working after an upgrade or with the binary moved elsewhere.
     paperclip_server::sample::install_example_agent(&config.data_dir).with_context(|| {
@@ -207,6 +214,9 @@ async fn run(config: Config) -> anyhow::Result<()> {
     if let Some((prefix, created)) = sample {
         let how = if created { "created" } else { "already there" };
         println!("Sample company ({how}): http://{addr}/{prefix}/dashboard");
+        if created {
+            println!("Its two agents work through three tasks for about ten seconds: open it now to watch.");
+        }
     }
     println!(
         "Data: {} ({})",
@@ -234,6 +244,25 @@ async fn run(config: Config) -> anyhow::Result<()> {
 /// How long `main` waits for the runtime's loops and runs to stop after
 /// serving ended (which itself drains requests for up to 3 s).
 const SHUTDOWN_BOUND: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A taken port in words: which, what answers there, and how to pick another.
+async fn port_taken(bind: std::net::IpAddr, port: u16) -> String {
+    use cli::doctor::{other_port_hint, probe, OnPort};
+    let addr = std::net::SocketAddr::new(bind, port);
+    let what = match probe(addr).await {
+        OnPort::Ours(_) => {
+            format!("Paperclip is already running there: open http://{addr}/ or stop it first")
+        }
+        OnPort::Other(Some(v)) => {
+            format!("another server answers there (version {v}, perhaps the original Paperclip)")
+        }
+        OnPort::Other(None) | OnPort::Silent => "another program holds it".to_string(),
+    };
+    format!(
+        "port {port} on {bind} is already in use: {what}.\nTo run beside it, {}.",
+        other_port_hint(port)
+    )
+}
 
 /// The data dir holds the database (with the run-token signing secret),
 /// run logs and workspaces: only its owner may enter it. Existing dirs made

@@ -2,7 +2,9 @@
 //! Two `process` agents (a CEO and an engineer reporting to it) run the
 //! bundled example agent, a POSIX shell script using curl only, on tasks
 //! already assigned to them, so the board shows work being picked up,
-//! commented on and finished within seconds of creating it.
+//! commented on and finished within seconds of creating it; each task takes
+//! the example agent a few seconds of visible steps, so there is work in
+//! progress to watch.
 //!
 //! `POST /api/sample-company` is ours: upstream has no such route. It lives
 //! outside `/api/companies/...` so it can never be read as a company id.
@@ -28,6 +30,11 @@ use crate::AppState;
 
 /// The example agent, shipped in the binary (`paperclip example-agent` prints it).
 pub const EXAMPLE_AGENT: &str = include_str!("../../../examples/example-agent.sh");
+
+/// The sample agents' command: three steps of a second each, printed as
+/// they go, then the example agent (`$1`) does the task.
+const PACED: &str = "for step in 'Reading the task' 'Working on it' 'Checking the result'; do \
+    echo \"$step...\"; sleep 1; done; exec sh \"$1\"";
 
 /// How the sample company is recognised again (it has no other marker), so
 /// that asking for it twice gives the same company.
@@ -190,9 +197,11 @@ async fn populate(
             "Runs Paperclip's example agent: checks a task out, comments, marks it done.".into(),
         ),
         adapter_type: Some("process".to_string()),
+        // A few seconds of visible steps before the example agent takes
+        // the task, so a newcomer opening the board sees work in progress.
         adapter_config: Some(object(json!({
             "command": "sh",
-            "args": [script.display().to_string()],
+            "args": ["-c", PACED, "sample-agent", script.display().to_string()],
             "timeoutSec": 120,
             "graceSec": 5,
         }))),

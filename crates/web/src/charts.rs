@@ -1,5 +1,6 @@
-//! Inline SVG charts, drawn on the server: stacked bars per day and a line.
-//! Fixed viewBox, scaled by CSS, so they cost nothing in the browser.
+//! Inline SVG charts, drawn on the server: stacked bars per day and the run
+//! success rate per day. Fixed viewBox, scaled by CSS, so they cost nothing
+//! in the browser; colours are the theme's variables, so dark mode works.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -12,13 +13,13 @@ const H: f64 = 90.0;
 /// Colour of each series, by status name.
 pub fn color(series: &str) -> &'static str {
     match series {
-        "succeeded" | "done" => "#16a34a",
-        "failed" | "timed_out" | "blocked" => "#dc2626",
-        "cancelled" => "#9ca3af",
-        "running" | "in_progress" => "#2563eb",
-        "queued" | "todo" => "#f59e0b",
-        "in_review" => "#7c3aed",
-        _ => "#cbd5e1",
+        "succeeded" | "done" => "var(--ok)",
+        "failed" | "timed_out" | "blocked" => "var(--bad)",
+        "cancelled" => "var(--muted)",
+        "running" | "in_progress" => "var(--blue)",
+        "queued" | "todo" => "var(--warn)",
+        "in_review" => "var(--violet)",
+        _ => "var(--line-strong)",
     }
 }
 
@@ -54,7 +55,7 @@ pub fn stacked_bars(title: &str, labels: &[String], days: &[BTreeMap<String, i64
         // Every day keeps a faint slot, so an empty fortnight still reads as one.
         let _ = write!(
             svg,
-            r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="2" fill="#e4e4e7"/>"##,
+            r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="2" style="fill:var(--line)"/>"#,
             i as f64 * slot + 1.0,
             H - 2.0,
             (slot - 2.0).max(1.0)
@@ -68,14 +69,14 @@ pub fn stacked_bars(title: &str, labels: &[String], days: &[BTreeMap<String, i64
             let count = days[i].get(series).copied().unwrap_or(0);
             let _ = write!(
                 svg,
-                r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{} {}: {}</title></rect>"#,
+                r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" style="fill:{}"><title>{} {}: {}</title></rect>"#,
                 i as f64 * slot + 1.0,
                 y,
                 (slot - 2.0).max(1.0),
                 h,
                 color(series),
                 labels.get(i).map(String::as_str).unwrap_or(""),
-                series,
+                series.replace('_', " "),
                 count
             );
         }
@@ -104,42 +105,70 @@ fn axis(labels: &[String]) -> Markup {
     html! { div.axis { span { (short(labels.first())) } span { (short(labels.last())) } } }
 }
 
-/// A line of percentages (0..=100) per day; `None` days leave a gap.
-pub fn percent_line(title: &str, values: &[Option<f64>]) -> Markup {
-    let slot = W / values.len().max(1) as f64;
-    let mut path = String::new();
-    let mut dots = String::new();
-    let mut pen_down = false;
-    for (i, v) in values.iter().enumerate() {
-        match v {
-            Some(p) => {
-                let x = i as f64 * slot + slot / 2.0;
-                let y = H - p.clamp(0.0, 100.0) / 100.0 * (H - 4.0) - 2.0;
-                let _ = write!(path, "{}{x:.1},{y:.1} ", if pen_down { "L" } else { "M" });
-                let _ = write!(
-                    dots,
-                    r##"<rect x="{:.1}" y="{:.1}" width="4" height="4" fill="#2563eb"><title>{p:.0}%</title></rect>"##,
-                    x - 2.0,
-                    y - 2.0
-                );
-                pen_down = true;
-            }
-            None => pen_down = false,
+/// One day of finished runs: how many succeeded of how many finished
+/// (stopped runs are neither).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Finished {
+    pub succeeded: i64,
+    pub finished: i64,
+}
+
+/// The run success rate: the fortnight's figure with its run counts, and a
+/// bar per day (its height the day's rate) once more than one day has runs.
+/// One day of data is a number, not a lone dot.
+pub fn success_rate(title: &str, labels: &[String], days: &[Finished]) -> Markup {
+    let ok: i64 = days.iter().map(|d| d.succeeded).sum();
+    let finished: i64 = days.iter().map(|d| d.finished).sum();
+    let active = days.iter().filter(|d| d.finished > 0).count();
+    let slot = W / days.len().max(1) as f64;
+    let mut svg = String::new();
+    for (i, d) in days.iter().enumerate() {
+        let x = i as f64 * slot + 1.0;
+        let w = (slot - 2.0).max(1.0);
+        let _ = write!(
+            svg,
+            r#"<rect x="{x:.1}" y="{:.1}" width="{w:.1}" height="2" style="fill:var(--line)"/>"#,
+            H - 2.0
+        );
+        if d.finished == 0 {
+            continue;
         }
+        let rate = d.succeeded as f64 / d.finished as f64;
+        // A day whose every run failed still shows a sliver, in red.
+        let h = (rate * (H - 4.0)).max(3.0);
+        let fill = if rate >= 0.5 {
+            "var(--ok)"
+        } else {
+            "var(--bad)"
+        };
+        let _ = write!(
+            svg,
+            r#"<rect x="{x:.1}" y="{:.1}" width="{w:.1}" height="{h:.1}" style="fill:{fill}"><title>{}: {} of {} succeeded ({}%)</title></rect>"#,
+            H - h,
+            labels.get(i).map(String::as_str).unwrap_or(""),
+            d.succeeded,
+            d.finished,
+            crate::fmt::percent(d.succeeded, d.finished)
+        );
     }
     html! {
-        figure.chart {
+        figure.chart.success-rate data-finished=(finished) data-succeeded=(ok) {
             figcaption { (title) }
-            svg viewBox={"0 0 " (W) " " (H)} preserveAspectRatio="none" role="img" aria-label=(title) {
-                line x1="0" y1=(H / 2.0) x2=(W) y2=(H / 2.0) stroke="#e4e4e7" stroke-dasharray="3 3" {}
-                path d=(path.trim()) fill="none" stroke="#2563eb" stroke-width="2" vector-effect="non-scaling-stroke" {}
-                (PreEscaped(dots))
-            }
-            div.legend {
-                @match values.iter().rev().flatten().next() {
-                    Some(last) => span { "latest " (format!("{last:.0}")) "% of finished runs succeeded" },
-                    None => span { "no finished runs yet" },
+            @if finished == 0 {
+                p.rate-figure.muted { "No finished runs in 14 days" }
+            } @else {
+                p.rate-figure {
+                    strong { (crate::fmt::percent(ok, finished)) "%" }
+                    " " span.muted { (crate::fmt::count(ok)) " of " (crate::fmt::count(finished)) " finished runs succeeded" }
                 }
+            }
+            @if active > 1 {
+                svg viewBox={"0 0 " (W) " " (H)} preserveAspectRatio="none" role="img" aria-label={(title) ", per day"} {
+                    (PreEscaped(svg))
+                }
+                (axis(labels))
+            } @else if active == 1 {
+                div.legend { span { "All on one day; a bar per day appears from the second." } }
             }
         }
     }
@@ -166,7 +195,28 @@ mod tests {
     #[test]
     fn empty_charts_do_not_divide_by_zero() {
         assert_eq!(scale(&[BTreeMap::new()]), vec![Vec::<(String, f64)>::new()]);
-        let m = percent_line("x", &[None, Some(50.0), Some(100.0)]).0;
-        assert!(m.contains("M"), "{m}");
+        let none = success_rate("x", &[], &[Finished::default(); 3]).0;
+        assert!(none.contains("No finished runs"), "{none}");
+    }
+
+    #[test]
+    fn the_success_rate_is_a_figure_with_counts_and_a_bar_per_day() {
+        let labels: Vec<String> = (1..=3).map(|d| format!("2026-12-0{d}")).collect();
+        let f = |succeeded, finished| Finished {
+            succeeded,
+            finished,
+        };
+        // One day of runs: the figure and counts, no lone dot.
+        let one = success_rate("x", &labels, &[f(0, 0), f(0, 0), f(3, 4)]).0;
+        assert!(
+            one.contains("75%") && one.contains("3 of 4 finished runs succeeded"),
+            "{one}"
+        );
+        assert!(!one.contains("<svg"), "{one}");
+        // Two days: a bar for each, none for the empty day.
+        let two = success_rate("x", &labels, &[f(1, 2), f(0, 0), f(2, 2)]).0;
+        assert!(two.contains("<svg") && two.contains("3 of 4"), "{two}");
+        assert_eq!(two.matches("<title>").count(), 2, "{two}");
+        assert!(two.contains("2026-12-01: 1 of 2 succeeded (50%)"), "{two}");
     }
 }

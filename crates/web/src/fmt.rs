@@ -73,6 +73,12 @@ pub fn time(ts: &str, now: DateTime<Utc>) -> Markup {
     html! { time datetime=(ts) title=(ts) { (ago(ts, now)) } }
 }
 
+/// Why a run was woken, in words ("an @mention in a comment"), from its wake
+/// source and reason; pages say this instead of `issue_comment_mentioned`.
+pub fn wake_why(source: Option<&str>, reason: Option<&str>) -> String {
+    paperclip_core::words::wake_why(source, reason)
+}
+
 /// Whole percent of `part` in `whole`, 0 when there is no whole.
 pub fn percent(part: i64, whole: i64) -> i64 {
     if whole <= 0 {

@@ -92,11 +92,17 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<i32> {
             );
             println!("Reports to:    {}", name_or_dash(&names, &a["reportsTo"]));
             println!("Adapter:       {}", s(a, "adapterType"));
-            println!(
-                "Budget:        {} spent of {} this month",
-                dollars(&a["spentMonthlyCents"]),
-                dollars(&a["budgetMonthlyCents"])
-            );
+            match a["budgetMonthlyCents"].as_i64().unwrap_or(0) {
+                0 => println!(
+                    "Budget:        no budget ({} spent this month)",
+                    dollars(&a["spentMonthlyCents"])
+                ),
+                _ => println!(
+                    "Budget:        {} spent of {} this month",
+                    dollars(&a["spentMonthlyCents"]),
+                    dollars(&a["budgetMonthlyCents"])
+                ),
+            }
             println!("Last heartbeat: {}", when(a, "lastHeartbeatAt"));
             for key in ["pauseReason", "errorReason"] {
                 if let Some(r) = a[key].as_str() {
@@ -209,26 +215,47 @@ pub async fn list(ctx: &Ctx, company: &str) -> anyhow::Result<Vec<Value>> {
     Ok(agents.as_array().cloned().unwrap_or_default())
 }
 
-/// An agent by name, url-key or id (case-insensitive).
+/// An agent by id, url-key or name (case-insensitive), live agents before
+/// terminated ones. A url key is one agent; names are unique among live
+/// agents, and a name that still matches several (agents made before names
+/// were unique) is refused, listing their url keys.
 pub fn find<'a>(list: &'a [Value], wanted: &str) -> anyhow::Result<&'a Value> {
     let w = wanted.trim().to_lowercase();
-    list.iter()
-        .find(|a| {
-            ["urlKey", "name", "id"]
-                .iter()
-                .any(|k| a[k].as_str().is_some_and(|v| v.to_lowercase() == w))
-        })
-        .ok_or_else(|| {
-            let known: Vec<String> = list.iter().map(|a| s(a, "urlKey")).collect();
-            fail(format!(
-                "{wanted}: no such agent (404); the agents are: {}",
-                if known.is_empty() {
-                    "none yet".to_string()
-                } else {
-                    known.join(", ")
-                }
-            ))
-        })
+    let is = |a: &Value, k: &str| a[k].as_str().is_some_and(|v| v.to_lowercase() == w);
+    if let Some(a) = list.iter().find(|a| is(a, "id")) {
+        return Ok(a);
+    }
+    let live = |a: &&Value| a["status"] != "terminated";
+    let gone = |a: &&Value| a["status"] == "terminated";
+    for group in [
+        list.iter().filter(live).collect::<Vec<_>>(),
+        list.iter().filter(gone).collect(),
+    ] {
+        if let Some(a) = group.iter().find(|a| is(a, "urlKey")) {
+            return Ok(a);
+        }
+        let named: Vec<&Value> = group.into_iter().filter(|a| is(a, "name")).collect();
+        match named.as_slice() {
+            [] => {}
+            [one] => return Ok(one),
+            several => {
+                let keys: Vec<String> = several.iter().map(|a| s(a, "urlKey")).collect();
+                return Err(fail(format!(
+                    "{wanted}: several agents have this name; name one by its url key: {}",
+                    keys.join(", ")
+                )));
+            }
+        }
+    }
+    let known: Vec<String> = list.iter().map(|a| s(a, "urlKey")).collect();
+    Err(fail(format!(
+        "{wanted}: no such agent (404); the agents are: {}",
+        if known.is_empty() {
+            "none yet".to_string()
+        } else {
+            known.join(", ")
+        }
+    )))
 }
 
 /// Agent id → name, for tables that would otherwise show UUIDs.

@@ -239,8 +239,69 @@ async fn database(config: &Config) -> Finding {
     }
 }
 
-/// Free is good; taken by a paperclip server is fine too (it answers
-/// `/api/health`); taken by something else means `paperclip run` will fail.
+/// What answers HTTP on a taken port.
+pub(crate) enum OnPort {
+    /// This Paperclip (its health answer carries `serverVersion` and the
+    /// database schema, which upstream's lacks; or, signed out of an
+    /// authenticated instance, its API lists our `/api/sample-company`).
+    Ours(Option<String>),
+    /// Another HTTP server; upstream Paperclip answers `/api/health` with
+    /// its version (`2026.916.1`).
+    Other(Option<String>),
+    /// Nothing that speaks HTTP within 3 s.
+    Silent,
+}
+
+pub(crate) async fn probe(addr: std::net::SocketAddr) -> OnPort {
+    let Ok(client) = reqwest::Client::builder()
+        .timeout(Duration::from_secs(3))
+        .build()
+    else {
+        return OnPort::Silent;
+    };
+    // Some(None): an HTTP answer that is not a JSON success.
+    let get = |path: &str| {
+        let req = client.get(format!("http://{addr}{path}"));
+        async move {
+            match req.send().await {
+                Ok(r) if r.status().is_success() => Some(r.json::<Value>().await.ok()),
+                Ok(_) => Some(None),
+                Err(_) => None,
+            }
+        }
+    };
+    let health = match get("/api/health").await {
+        None => return OnPort::Silent,
+        Some(None) => return OnPort::Other(None),
+        Some(Some(health)) => health,
+    };
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    if health["serverVersion"].is_string() && health["database"]["schemaVersion"].is_i64() {
+        return OnPort::Ours(text(&health["serverVersion"]));
+    }
+    if health["version"].is_null() {
+        let ours = get("/api/openapi.json")
+            .await
+            .flatten()
+            .is_some_and(|spec| spec["paths"]["/api/sample-company"].is_object());
+        if ours {
+            return OnPort::Ours(None);
+        }
+    }
+    OnPort::Other(text(&health["version"]))
+}
+
+/// How to run on another port, in every way the config is read.
+pub(crate) fn other_port_hint(port: u16) -> String {
+    let next = port.checked_add(1).unwrap_or(3101);
+    format!(
+        "pick another port: `paperclip run --port {next}` (or PAPERCLIP_PORT={next}, or `port = {next}` in the config file)"
+    )
+}
+
+/// Free is good; this Paperclip already running there is fine too; any
+/// other server there (upstream Paperclip included) means `paperclip run`
+/// will fail.
 async fn port(config: &Config) -> Finding {
     let addr = std::net::SocketAddr::new(config.bind, config.port);
     if config.port == 0 {
@@ -249,29 +310,29 @@ async fn port(config: &Config) -> Finding {
     if std::net::TcpListener::bind(addr).is_ok() {
         return ok("port", format!("{addr} is free"));
     }
-    let url = format!("http://{addr}/api/health");
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(3))
-        .build();
-    let health = match client {
-        Ok(c) => match c.get(&url).send().await {
-            Ok(r) if r.status().is_success() => r.json::<Value>().await.ok(),
-            _ => None,
-        },
-        Err(_) => None,
-    };
-    match health {
-        Some(h) if h.get("version").is_some() => ok(
+    let fix = format!("stop that program, or {}", other_port_hint(config.port));
+    match probe(addr).await {
+        OnPort::Ours(v) if v.as_deref().is_none_or(|v| v == env!("CARGO_PKG_VERSION")) => ok(
+            "port",
+            format!("{addr}: this Paperclip is already running there"),
+        ),
+        OnPort::Ours(v) => warn(
             "port",
             format!(
-                "{addr}: a paperclip server (version {}) answers there",
-                h["version"].as_str().unwrap_or("?")
+                "{addr}: a Paperclip of another version ({}) is running there",
+                v.unwrap_or_default()
             ),
+            format!("stop it before `paperclip run`, or {}", other_port_hint(config.port)),
         ),
-        _ => broken(
+        OnPort::Other(Some(v)) => broken(
             "port",
-            format!("{addr} is taken by something that is not paperclip"),
-            "stop that program, or pass --port (or PAPERCLIP_PORT) with another port",
+            format!("{addr} is taken by another server (it answers /api/health as version {v}, perhaps the original Paperclip), not this Paperclip"),
+            fix,
+        ),
+        OnPort::Other(None) | OnPort::Silent => broken(
+            "port",
+            format!("{addr} is taken by a program that is not this Paperclip"),
+            fix,
         ),
     }
 }

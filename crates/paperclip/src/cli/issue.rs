@@ -117,7 +117,9 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
         } => {
             let company = ctx.company_id().await?;
             let agents = agent::list(ctx, &company).await?;
-            let mut params = vec![format!("limit={limit}")];
+            let filtered = status.is_some() || assignee.is_some() || query.is_some();
+            // One more than shown tells whether the list is cut.
+            let mut params = vec![format!("limit={}", limit.saturating_add(1))];
             if let Some(st) = status {
                 params.push(format!("status={}", enc(&st)));
             }
@@ -130,10 +132,17 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
             if let Some(q) = query {
                 params.push(format!("q={}", enc(&q)));
             }
-            let issues = ctx
+            let mut issues = ctx
                 .api
                 .get(&format!("/companies/{company}/issues?{}", params.join("&")))
                 .await?;
+            let cut = match issues.as_array_mut() {
+                Some(list) if list.len() > limit as usize => {
+                    list.truncate(limit as usize);
+                    true
+                }
+                _ => false,
+            };
             if ctx.json {
                 ctx.print_json(&issues);
                 return Ok(());
@@ -150,6 +159,25 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
                 ]);
             }
             t.print("No tasks match.");
+            if cut {
+                let total = match filtered {
+                    true => None,
+                    false => ctx
+                        .api
+                        .get(&format!("/companies/{company}/dashboard"))
+                        .await
+                        .ok()
+                        .and_then(|d| d["tasks"]["total"].as_i64()),
+                };
+                match total {
+                    Some(n) => eprintln!(
+                        "Showing the newest {limit} of {n} tasks; --limit {n} shows them all."
+                    ),
+                    None => eprintln!(
+                        "Showing the newest {limit} matching tasks; there are more: --limit N shows more."
+                    ),
+                }
+            }
         }
         Cmd::Show { issue } => {
             let i = ctx
@@ -234,9 +262,12 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
             if let Some(st) = status {
                 body["status"] = json!(st);
             }
+            let mut assignee_name = None;
             if let Some(who) = assignee {
                 let agents = agent::list(ctx, &company).await?;
-                body["assigneeAgentId"] = json!(s(agent::find(&agents, &who)?, "id"));
+                let found = agent::find(&agents, &who)?;
+                body["assigneeAgentId"] = json!(s(found, "id"));
+                assignee_name = Some(s(found, "name"));
             }
             let i = ctx
                 .api
@@ -245,12 +276,7 @@ pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
             if ctx.json {
                 ctx.print_json(&i);
             } else {
-                println!(
-                    "Created {} ({}): {}",
-                    s(&i, "identifier"),
-                    s(&i, "status"),
-                    s(&i, "title")
-                );
+                println!("{}", created_line(&i, assignee_name.as_deref()));
             }
         }
         Cmd::Update {
@@ -435,6 +461,28 @@ fn print_issue(ctx: &Ctx, i: &Value, done: &str) {
             s(i, "status"),
             s(i, "title")
         );
+    }
+}
+
+/// What creating a task did, in words: whether its agent starts now or
+/// when the task leaves the backlog (a backlog task wakes nobody).
+fn created_line(i: &Value, assignee: Option<&str>) -> String {
+    let ident = s(i, "identifier");
+    let title = s(i, "title");
+    match (i["status"].as_str(), assignee) {
+        (Some("backlog"), Some(who)) => format!(
+            "Created {ident} in the backlog: {title}. {who} starts it when you move it to todo \
+             (paperclip issue update {ident} --status todo)."
+        ),
+        (Some("backlog"), None) => format!("Created {ident} in the backlog: {title}"),
+        (_, Some(who)) => format!(
+            "Created {ident} ({}): {title}. {who} is woken to work on it.",
+            s(i, "status").replace('_', " ")
+        ),
+        (_, None) => format!(
+            "Created {ident} ({}): {title}",
+            s(i, "status").replace('_', " ")
+        ),
     }
 }
 

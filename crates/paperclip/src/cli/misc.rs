@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::agent;
 use super::client::fail;
 use super::issue::enc;
-use super::table::{dollars, s, short_id, when, Table};
+use super::table::{clip, dollars, s, short_id, when, Table};
 use super::Ctx;
 
 #[derive(Subcommand, Debug)]
@@ -76,7 +76,7 @@ pub async fn approval(ctx: &Ctx, cmd: ApprovalCmd) -> anyhow::Result<()> {
                 t.row(vec![
                     s(a, "status"),
                     short_id(&s(a, "id")),
-                    s(a, "type"),
+                    s(a, "type").replace('_', " "),
                     by,
                     when(a, "createdAt"),
                 ]);
@@ -181,27 +181,90 @@ pub async fn activity(ctx: &Ctx, args: ActivityArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The feed as sentences, like the board's ("Board commented on ACM-3 Fix
+/// the login"), repeats in a row folded into one with a count.
 fn print_activity(list: &Value, names: &std::collections::HashMap<String, String>) {
-    let mut t = Table::new(&["WHEN", "WHO", "ACTION", "ABOUT"]);
+    let mut rows: Vec<(String, String, usize)> = Vec::new();
     for e in list.as_array().into_iter().flatten() {
-        let who = match e["actorType"].as_str() {
-            Some("agent") => agent::name_or_dash(names, &e["actorId"]),
-            Some("user") => "board".to_string(),
-            Some(other) => other.to_string(),
-            None => "-".to_string(),
+        let line = sentence(e, names);
+        match rows.last_mut() {
+            Some((_, last, n)) if *last == line => *n += 1,
+            _ => rows.push((when(e, "createdAt"), line, 1)),
+        }
+    }
+    let mut t = Table::new(&["WHEN", "WHAT HAPPENED"]);
+    for (at, line, n) in rows {
+        let line = match n {
+            1 => line,
+            n => format!("{line} ×{n}"),
         };
-        let about = match e["details"]["identifier"].as_str() {
-            Some(ident) => ident.to_string(),
-            None => match e["entityType"].as_str() {
-                Some("agent") => agent::name_or_dash(names, &e["entityId"]),
-                Some("heartbeat_run") => format!("run {}", short_id(&s(e, "entityId"))),
-                Some(kind) => format!("{kind} {}", short_id(&s(e, "entityId"))),
-                None => "-".to_string(),
-            },
-        };
-        t.row(vec![when(e, "createdAt"), who, s(e, "action"), about]);
+        t.row(vec![at, line]);
     }
     t.print("Nothing has happened yet.");
+}
+
+/// One entry in words: who, what they did (never the action code) and what
+/// it was about, by identifier and title or by name.
+pub(crate) fn sentence(e: &Value, names: &std::collections::HashMap<String, String>) -> String {
+    use paperclip_core::words;
+    let who = match e["actorType"].as_str() {
+        Some("agent") => agent::name_or_dash(names, &e["actorId"]),
+        Some("system") => "Paperclip".to_string(),
+        _ => "Board".to_string(),
+    };
+    let d = &e["details"];
+    let text = |k: &str| d[k].as_str().filter(|v| !v.is_empty());
+    let task = match (text("identifier"), text("title")) {
+        (Some(ident), Some(title)) => Some(format!("{ident} {}", clip(title, 60))),
+        (Some(ident), None) => Some(ident.to_string()),
+        _ => None,
+    };
+    let kind = e["entityType"].as_str().unwrap_or("");
+    let about = match kind {
+        "issue" => task.clone().unwrap_or_else(|| "a task".into()),
+        "agent" => agent::name_or_dash(names, &e["entityId"]),
+        "heartbeat_run" | "cost_event" => {
+            let mut who = match d["agentId"].as_str() {
+                Some(_) => agent::name_or_dash(names, &d["agentId"]),
+                None => "an agent".to_string(),
+            };
+            if let Some(t) = &task {
+                who.push_str(&format!(" on {t}"));
+            }
+            // The short id `paperclip runs show` takes.
+            if kind == "heartbeat_run" {
+                who.push_str(&format!(" (run {})", short_id(&s(e, "entityId"))));
+            }
+            who
+        }
+        "company" => "the company".into(),
+        other => {
+            let noun = words::entity_noun(other);
+            match text("name").or(text("title")) {
+                Some(name) => format!("{noun} {name}"),
+                None => format!("a {noun}"),
+            }
+        }
+    };
+    let action = s(e, "action");
+    let verb = match action.as_str() {
+        "issue.updated" => match d["changes"]["status"]["to"].as_str() {
+            Some(to) => return format!("{who} moved {about} to {}", to.replace('_', " ")),
+            None => "edited".to_string(),
+        },
+        "heartbeat.finished" => {
+            let how = text("status").unwrap_or("finished").replace('_', " ");
+            return format!("{who} finished a run of {about}: {how}");
+        }
+        "cost.reported" => {
+            return format!(
+                "{who} reported {} spent by {about}",
+                dollars(&d["costCents"])
+            )
+        }
+        other => words::action(other),
+    };
+    format!("{who} {verb} {about}")
 }
 
 pub async fn dashboard(ctx: &Ctx) -> anyhow::Result<()> {
@@ -243,7 +306,10 @@ pub async fn dashboard(ctx: &Ctx) -> anyhow::Result<()> {
         n(&d["budgets"]["activeIncidents"])
     );
     if let Some(by) = d["runChart"]["last14Days"].as_object() {
-        let parts: Vec<String> = by.iter().map(|(k, v)| format!("{} {k}", n(v))).collect();
+        let parts: Vec<String> = by
+            .iter()
+            .map(|(k, v)| format!("{} {}", n(v), k.replace('_', " ")))
+            .collect();
         let text = if parts.is_empty() {
             "none".to_string()
         } else {

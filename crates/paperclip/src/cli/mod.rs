@@ -10,7 +10,7 @@ mod agent;
 mod client;
 mod company;
 mod context;
-mod doctor;
+pub(crate) mod doctor;
 mod issue;
 mod misc;
 mod org;

@@ -410,7 +410,7 @@ async fn doctor_checks_what_run_would_use() {
         "opens (schema"
     };
     assert!(stdout.contains(db), "{stdout}");
-    assert!(stdout.contains("a paperclip server (version"), "{stdout}");
+    assert!(stdout.contains("this Paperclip is already running there"), "{stdout}");
     for cli in ["claude", "codex", "opencode"] {
         assert!(
             stdout.lines().any(|l| l.contains(cli)),
@@ -450,7 +450,7 @@ async fn doctor_checks_what_run_would_use() {
     let (stdout, _) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
-        stdout.contains("not paperclip") && stdout.contains("--port"),
+        stdout.contains("not this Paperclip") && stdout.contains("--port"),
         "{stdout}"
     );
     assert!(

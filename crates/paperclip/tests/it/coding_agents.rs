@@ -281,7 +281,7 @@ async fn a_rejected_model_is_a_typed_visible_failure(kind: &'static str) {
     };
     t.s.issue(
         &t.cid,
-        json!({ "title": "Anything", "assigneeAgentId": t.aid }),
+        json!({ "title": "Anything", "status": "todo", "assigneeAgentId": t.aid }),
     )
     .await;
     let runs = t.runs_until(1, 240).await;
@@ -314,7 +314,7 @@ async fn cancel_mid_turn_stops_the_cli(kind: &'static str) {
     };
     t.s.issue(
         &t.cid,
-        json!({ "title": "Long one", "assigneeAgentId": t.aid }),
+        json!({ "title": "Long one", "status": "todo", "assigneeAgentId": t.aid }),
     )
     .await;
     assert!(

@@ -18,33 +18,6 @@ use paperclip_core::issue::{transition_effects, transition_refusal, IssueStatus}
 use paperclip_core::model::{Comment, Issue};
 use serde_json::{json, Map, Value};
 
-/// A newly assigned agent is woken, in the assigning transaction, unless the
-/// work is already over or the agent assigned itself.
-pub(crate) async fn wake_assignee(tx: &mut Tx, actor: &Actor, issue: &Issue) -> Result<()> {
-    let Some(agent) = &issue.assignee_agent_id else {
-        return Ok(());
-    };
-    let status = issue.status;
-    if status.is_terminal() || actor.agent_id() == Some(agent.as_str()) {
-        return Ok(());
-    }
-    crate::wakes::enqueue::enqueue_in(
-        tx,
-        actor,
-        crate::wakes::queue::Wake {
-            agent_id: agent.clone(),
-            source: paperclip_core::heartbeat::WakeSource::Assignment,
-            trigger_detail: Some("system".to_string()),
-            reason: Some("issue_assigned".to_string()),
-            payload: Some(json!({ "issueId": issue.id, "identifier": issue.identifier })),
-            issue_id: Some(issue.id.clone()),
-            idempotency_key: None,
-        },
-    )
-    .await?;
-    Ok(())
-}
-
 pub struct Updated {
     pub issue: Issue,
     pub comment: Option<Comment>,
@@ -57,6 +30,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
     let mut tx = store.begin().await?;
     tx.lock_row(crate::Locked::Issue, id).await?;
     let before = load_in(&mut tx, id).await?;
+    let was_backlog = before.status == IssueStatus::Backlog;
     let id = before.id.clone();
     let company_id = before.company_id.clone();
     let mut after = before.clone();
@@ -249,7 +223,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
         crate::wakes::loops::reset(&mut tx, &id).await?;
     }
     if changes.contains_key("assigneeAgentId") {
-        wake_assignee(&mut tx, actor, &after).await?;
+        crate::issues::wake::wake_assignee(&mut tx, actor, &after).await?;
     }
     // An assignee who keeps the task is woken once for its reopening (a new
     // one was just woken by the assignment), with the comment if any; not
@@ -259,6 +233,14 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
         .filter(|_| is_active(after.status) && !changes.contains_key("assigneeAgentId"));
     if let (Some(r), None) = (reopen_wake, &patch.comment) {
         reopen::wake(&mut tx, actor, &after, r, None).await?;
+    }
+    // Out of the backlog with the same assignee: the work starts now.
+    let started = was_backlog
+        && is_active(after.status)
+        && changes.contains_key("status")
+        && !changes.contains_key("assigneeAgentId");
+    if started {
+        crate::issues::wake::wake_started(&mut tx, actor, &after).await?;
     }
     let (comment, not_woken) = match patch.comment {
         Some(body) => {

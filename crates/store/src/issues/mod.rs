@@ -11,6 +11,7 @@ pub(crate) mod list;
 pub(crate) mod ownership;
 pub(crate) mod reopen;
 pub(crate) mod table;
+pub(crate) mod wake;
 
 pub use crate::issues::create::create;
 pub use crate::issues::list::filter::{Band, Direction, Filter, Page, Position, Sort, SortedPage};

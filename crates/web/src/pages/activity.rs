@@ -1,9 +1,11 @@
 //! Activity: the audit stream, newest first, filterable by entity, actor and
 //! action. Each row is a sentence ("Coder moved ACM-3 Fix login to done")
 //! naming and linking what it is about; repeats in a row (same actor, action
-//! and item) collapse into one with a count.
+//! and item) collapse into one with a count, and so do creations in a row
+//! (a script that made 230 tasks is one row). No action code is shown.
 
 use paperclip_core::activity::Action;
+use paperclip_core::words as say;
 use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
@@ -36,6 +38,8 @@ pub struct Names<'a> {
     items: mentions::Named,
     /// People of an authenticated instance, by user id.
     people: HashMap<String, String>,
+    /// Routine id -> title, read only when a row is about a routine.
+    routines: HashMap<String, String>,
 }
 
 /// The names `entries` mention: agents from `agents`, the rest in one
@@ -70,6 +74,15 @@ pub async fn names<'a>(
     let items = mentions::load(store, company_id, &wanted)
         .await
         .map_err(store_failure)?;
+    let routines = match entries.iter().any(|e| e.entity_type.starts_with("routine")) {
+        true => paperclip_store::routines::list(store, company_id, None)
+            .await
+            .map_err(store_failure)?
+            .into_iter()
+            .map(|r| (r.id, r.title))
+            .collect(),
+        false => HashMap::new(),
+    };
     people.sort();
     people.dedup();
     let people = paperclip_store::org::people::names(store, &people)
@@ -81,6 +94,7 @@ pub async fn names<'a>(
         agents: by_id(agents),
         items,
         people,
+        routines,
     })
 }
 
@@ -160,7 +174,23 @@ fn item(e: &ActivityEntry, names: &Names, p: &str) -> Markup {
         },
         "invite" => html! { "an invite (" (detail(e, "role").unwrap_or("")) ")" },
         "secret" => html! { "secret " (detail(e, "name").unwrap_or("")) },
+        "routine" | "routine_run" | "routine_trigger" => routine(e, names, p),
         other => html! { span.muted { (words(other)) } },
+    }
+}
+
+/// "routine Daily digest", linked; the routine of a run or trigger row is in
+/// its details.
+fn routine(e: &ActivityEntry, names: &Names, p: &str) -> Markup {
+    let id = match e.entity_type.as_str() {
+        "routine" => Some(e.entity_id.as_str()),
+        _ => detail(e, "routineId"),
+    };
+    match id.and_then(|id| names.routines.get(id).map(|t| (id, t))) {
+        Some((id, title)) => {
+            html! { "routine " a.item href={"/" (p) "/routines/" (id)} { (title) } }
+        }
+        None => html! { "routine " (detail(e, "title").unwrap_or("(deleted)")) },
     }
 }
 
@@ -284,7 +314,7 @@ pub fn describe(e: &ActivityEntry, names: &Names, p: &str) -> Markup {
         }
         Some(Action::MemberJoined) => {
             let role = detail(e, "role").unwrap_or("member");
-            return html! { span.actor { (actor) } " " span.action title=(e.action) { "joined the company as " (role) } };
+            return html! { span.actor { (actor) } " " span.action { "joined the company as " (role) } };
         }
         Some(Action::MemberRoleChanged) => (
             "changed the role of".into(),
@@ -300,21 +330,23 @@ pub fn describe(e: &ActivityEntry, names: &Names, p: &str) -> Markup {
         Some(Action::CompanyUpdated | Action::CompanyArchived) => {
             ("changed the settings of".into(), None)
         }
-        // Paused, resumed, terminated, approved, rejected, retried, ... and
-        // actions the board posted itself: the action's last word says it.
-        _ => {
-            let last = e.action.rsplit('.').next().unwrap_or(&e.action);
-            (words(last), None)
-        }
+        Some(Action::RoutineTriggerCreated) => match detail(e, "kind") {
+            Some(kind) => (format!("added a {} trigger to", words(kind)), None),
+            None => ("added a trigger to".into(), None),
+        },
+        Some(a) => (say::action_verb(a).into(), None),
+        // Actions the board posted itself: the action's last word says it.
+        None => (say::free_action(&e.action), None),
     };
     html! {
-        span.actor { (actor) } " " span.action title=(e.action) { (verb) } " " (it)
+        span.actor { (actor) } " " span.action { (verb) } " " (it)
         @if let Some(after) = after { (after) }
     }
 }
 
-/// Runs of identical rows (same actor, action and item), newest first,
-/// each with how many it stands for.
+/// Runs of identical rows (same actor, action and item), and of creations
+/// (same actor, action and kind: many new tasks), newest first, each with
+/// how many it stands for.
 pub fn collapse(entries: &[ActivityEntry]) -> Vec<(&ActivityEntry, usize)> {
     let mut out: Vec<(&ActivityEntry, usize)> = Vec::new();
     let same = |a: &ActivityEntry, b: &ActivityEntry| {
@@ -322,7 +354,9 @@ pub fn collapse(entries: &[ActivityEntry]) -> Vec<(&ActivityEntry, usize)> {
             && a.actor_id == b.actor_id
             && a.action == b.action
             && a.entity_type == b.entity_type
-            && a.entity_id == b.entity_id
+            && (a.entity_id == b.entity_id || creation(a))
+            // "moved to todo" and "moved to blocked" are two rows.
+            && a.details.get("changes") == b.details.get("changes")
     };
     for e in entries {
         match out.last_mut() {
@@ -333,11 +367,21 @@ pub fn collapse(entries: &[ActivityEntry]) -> Vec<(&ActivityEntry, usize)> {
     out
 }
 
-/// One feed row's sentence with its repeat count ("×5").
+fn creation(e: &ActivityEntry) -> bool {
+    e.action.ends_with(".created")
+}
+
+/// One feed row's sentence with its repeat count: "×5" for one item, "and
+/// 229 more tasks" for a run of creations (the newest is the one named).
 pub fn row(e: &ActivityEntry, n: usize, names: &Names, p: &str) -> Markup {
+    let noun = say::entity_noun(&e.entity_type);
     html! {
         (describe(e, names, p))
-        @if n > 1 { " " span.repeat.muted title={(n) " times in a row"} data-repeat=(n) { "×" (n) } }
+        @if n > 1 && creation(e) {
+            " " span.repeat.muted data-repeat=(n) { "and " (n - 1) " more " (noun) @if n > 2 { "s" } }
+        } @else if n > 1 {
+            " " span.repeat.muted title={(n) " times in a row"} data-repeat=(n) { "×" (n) }
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use maud::{html, Markup};
 use paperclip_store::money::costs::{self, By, Window};
 use paperclip_store::{money::budgets, org::agents};
 
-use crate::fmt::{money, percent};
+use crate::fmt::{count, money, percent};
 use crate::{html, layout, store_failure, PageResult, Web};
 
 /// A budget bar: green below 80 %, amber from 80 %, red at 100 % (hard stop).
@@ -27,6 +27,11 @@ pub fn bar(spent: i64, budget: i64) -> Markup {
         @if state == "stop" { span.error-text { "Hard stop: work is paused" } }
         @else if state == "warn" { span.warn-text { (pct) "% used — over the 80 % warning" } }
     }
+}
+
+/// "240,000 in / 36,000 out".
+pub fn tokens(input: i64, output: i64) -> String {
+    format!("{} in / {} out", count(input), count(output))
 }
 
 /// Rows shown per list.
@@ -85,6 +90,15 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     });
     let more_agents = agents.len().saturating_sub(TOP);
     agents.truncate(TOP);
+    // The shown tasks' titles, in one query.
+    let wanted = paperclip_store::thread::mentions::Wanted {
+        issues: by_issue.0.iter().filter_map(|r| r.key.clone()).collect(),
+        ..Default::default()
+    };
+    let titles = paperclip_store::thread::mentions::load(store, cid, &wanted)
+        .await
+        .map_err(store_failure)?
+        .issues;
     let incidents = budgets::incidents(store, cid, Some("open"))
         .await
         .map_err(store_failure)?;
@@ -95,17 +109,20 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
             section {
                 h2 { (title) }
                 table.data {
-                    thead { tr { th { (column) } th.num { "Spend" } th.num { "Tokens in / out" } th.num { "Events" } } }
+                    thead { tr { th { (column) } th.num { "Spend" } th.num { "Tokens" } th.num { "Events" } } }
                     tbody {
                         @for r in rows { tr {
                             td { @if column == "Model" {
                                 (r.key.as_deref().unwrap_or("(unknown model)")) @if let Some(p) = &r.label { span.muted { " · " (p) } }
                             } @else if column == "Task" {
-                                @match &r.label { Some(i) => a href={"/" (ctx.company.issue_prefix) "/tasks/" (i)} { (i) }, None => span.muted { "(deleted task)" } }
+                                @match (&r.label, r.key.as_ref().and_then(|k| titles.get(k))) {
+                                    (Some(i), found) => a href={"/" (ctx.company.issue_prefix) "/tasks/" (i)} { span.ident { (i) } @if let Some((_, title)) = found { " " (title) } },
+                                    (None, _) => span.muted { "(deleted task)" },
+                                }
                             } @else { (r.label.as_deref().or(r.key.as_deref()).unwrap_or("(none)")) } }
                             td.num { (money(r.cost_cents)) @if r.unpriced_event_count > 0 { span.muted title="events without a price" { " +" (r.unpriced_event_count) " unpriced" } } }
-                            td.num { (r.input_tokens) " / " (r.output_tokens) }
-                            td.num { (r.event_count) }
+                            td.num { (tokens(r.input_tokens, r.output_tokens)) }
+                            td.num { (count(r.event_count)) }
                         } }
                         @if rows.is_empty() { tr { td colspan="4" .empty { "No spend this month." } } }
                     }

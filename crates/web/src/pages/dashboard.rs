@@ -57,17 +57,19 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     };
     let run_days = by_status(&d.run_chart.days);
     let task_days = by_status(&d.task_activity.days);
-    let success: Vec<Option<f64>> = run_days
+    let success: Vec<charts::Finished> = run_days
         .iter()
         .map(|d| {
             // A stopped run neither succeeded nor failed: it is left out.
             let ok = d.get("succeeded").copied().unwrap_or(0);
-            let done = ok
-                + ["failed", "timed_out"]
-                    .iter()
-                    .map(|s| d.get(*s).copied().unwrap_or(0))
-                    .sum::<i64>();
-            (done > 0).then(|| ok as f64 / done as f64 * 100.0)
+            let failed = ["failed", "timed_out"]
+                .iter()
+                .map(|s| d.get(*s).copied().unwrap_or(0))
+                .sum::<i64>();
+            charts::Finished {
+                succeeded: ok,
+                finished: ok + failed,
+            }
         })
         .collect();
 
@@ -119,7 +121,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                     @let task = working.get(agent.id.as_str());
                     a.card.agent-card href={"/" (p) "/agents/" (agent.url_key)} data-live-agent=(agent.id) {
                         div.card-head { strong { (agent.name) } (pill(&agent.status)) (crate::thrift::usage_limit(agent.usage_limited_until.as_deref())) }
-                        div.muted { (agent.title.as_deref().unwrap_or(agent.role.as_str())) " · " (agent.adapter_type) }
+                        div.muted { (agent.title.as_deref().unwrap_or(agent.role.as_str())) " · " (paperclip_core::words::adapter(&agent.adapter_type)) }
                         div.working {
                             @match task {
                                 Some((identifier, title)) => { span.ident { (identifier) } " " (title) }
@@ -134,7 +136,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         section.charts {
             (charts::stacked_bars("Runs by outcome, 14 days", &days, &run_days))
             (charts::stacked_bars("Tasks created, by status", &days, &task_days))
-            (charts::percent_line("Run success rate", &success))
+            (charts::success_rate("Run success rate, 14 days", &days, &success))
         }
         div.columns {
             section {

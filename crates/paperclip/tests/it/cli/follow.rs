@@ -142,7 +142,9 @@ async fn wake_and_follow_a_run_to_its_end() {
     assert!(d["tasks"].is_object() && d["agents"].is_object(), "{d}");
     let activity = ok(&s.base, &ctx, &["activity"]);
     assert!(
-        activity.contains("heartbeat") && activity.contains(short),
+        activity.contains("finished a run of Mia Measurer")
+            && activity.contains(short)
+            && !activity.contains("heartbeat."),
         "{activity}"
     );
     let costs = ok(&s.base, &ctx, &["cost", "summary"]);
