@@ -13,7 +13,7 @@ use paperclip_core::model::{Agent, HeartbeatRun};
 use paperclip_store::{issues, runs, views::detail};
 
 use super::links::agent_by_key;
-use super::task::{is_step, step, step_level};
+use super::thread_words::{board_changes, outcome, wake_words, Waker};
 use crate::fmt::{pill, time};
 use crate::{html, layout, not_found, store_failure, Ctx, PageResult, Web};
 
@@ -23,6 +23,55 @@ const LOG_SHOWN: u64 = 64 * 1024;
 const STEPS_SHOWN: i64 = 1000;
 /// The plain-text full log stops here (the API pages through the rest).
 const FULL_LOG_MAX: u64 = 32 * 1024 * 1024;
+
+/// Who wrote the comment a run was woken for.
+enum Author {
+    Agent(String),
+    Person(Option<String>),
+}
+
+/// What the run changed on the board (activity rows naming it), and who
+/// wrote the comment it was woken for: three small queries.
+async fn what_and_who(
+    web: &Web,
+    ctx: &Ctx,
+    run: &HeartbeatRun,
+    agents: &[Agent],
+) -> Result<(Vec<String>, Option<Author>), Response> {
+    let store = &web.store;
+    let filter = paperclip_store::audit::activity::Filter {
+        run_id: Some(run.id.clone()),
+        limit: 500,
+        ..Default::default()
+    };
+    let rows = paperclip_store::audit::activity::list(store, &ctx.company.id, &filter)
+        .await
+        .map_err(store_failure)?;
+    let did = board_changes(&run.id, &rows);
+    let comment = match (&run.issue_id, super::thread_words::wake_comment_id(run)) {
+        (Some(issue), Some(id)) => paperclip_store::thread::comments::get(store, issue, id)
+            .await
+            .ok(),
+        _ => None,
+    };
+    let author = match comment {
+        Some(c) => match (c.author_agent_id, c.author_user_id) {
+            (Some(a), _) => agents
+                .iter()
+                .find(|x| x.id == a)
+                .map(|x| Author::Agent(x.name.clone())),
+            (None, Some(u)) => {
+                let names = paperclip_store::org::people::names(store, std::slice::from_ref(&u))
+                    .await
+                    .map_err(store_failure)?;
+                Some(Author::Person(names.into_iter().next().map(|(_, n)| n)))
+            }
+            (None, None) => Some(Author::Person(None)),
+        },
+        None => None,
+    };
+    Ok((did, author))
+}
 
 /// The run `run_id` of the agent `key`, or a 404 page.
 async fn load(
@@ -78,8 +127,15 @@ pub async fn page(
     let p = &ctx.company.issue_prefix;
     let base = format!("/{p}/agents/{}", agent.url_key);
     let live = matches!(run.status, RunStatus::Running | RunStatus::Queued);
-    let steps: Vec<_> = events.iter().filter(|e| is_step(&e.event_type)).collect();
+    let step_refs: Vec<_> = events.iter().collect();
     let names = super::by_id(&all);
+    let (did, waker_name) = what_and_who(&web, &ctx, &run, &all).await?;
+    let (tone, words) = outcome(&run, &did);
+    let waker = match &waker_name {
+        Some(Author::Agent(n)) => Waker::Agent(n),
+        Some(Author::Person(n)) => Waker::Person(n.as_deref()),
+        None => Waker::Unknown,
+    };
     let body = html! {
         header.page-head {
             div.muted { a href={"/" (p) "/agents"} { "Agents" } " / " a href=(base) { (agent.name) } " / " a href={(base) "/runs"} { "Runs" } }
@@ -111,7 +167,11 @@ pub async fn page(
                 @if let (Some(c), Some(t)) = (&changes, &task) {
                     dt { "Changes" } dd { (super::task_changes::run_summary(c, p, &t.identifier)) }
                 }
-                dt { "Woken by" } dd { (wake_words(&run)) }
+                dt { "Outcome" } dd { span class={"outcome tone-" (tone.class())} data-outcome=(tone.class()) { (words) } }
+                @if let Some(state) = run.liveness_state {
+                    dt { "Liveness" } dd data-liveness=(state.as_str()) { (state.as_str().replace('_', " ")) @if let Some(r) = &run.liveness_reason { span.muted { " · " (r) } } }
+                }
+                dt { "Why it ran" } dd data-wake { (wake_words(&run, waker)) }
                 @if run.exit_code.is_some() || run.signal.is_some() {
                     dt { "Process" } dd { @if let Some(c) = run.exit_code { "exited with code " (c) } @if let Some(s) = &run.signal { " killed by " (s) } }
                 }
@@ -141,10 +201,7 @@ pub async fn page(
         (super::workspace_steps::section(&workspace_steps))
         section.runs {
             h2 { "Steps" }
-            ol.steps {
-                @for e in &steps { li class={"step " (e.event_type.replace('.', "-")) " lvl-" (step_level(&run, e))} { (step(e)) } }
-                @if steps.is_empty() { li.muted { @if live { "Waiting for the agent's first step…" } @else { "No steps recorded." } } }
-            }
+            (super::thread_steps::steps(&run, &step_refs, usize::MAX, ""))
             @if events.len() as i64 >= STEPS_SHOWN { p.muted { "Only the first " (STEPS_SHOWN) " events are shown; the full log below has everything." } }
         }
         section.run-log {
@@ -343,20 +400,6 @@ fn summary(run: &HeartbeatRun, now: DateTime<Utc>) -> String {
     }
 }
 
-fn wake_words(run: &HeartbeatRun) -> String {
-    let source = match run.invocation_source.as_str() {
-        "timer" => "its heartbeat timer",
-        "assignment" => "a task assignment",
-        "on_demand" => "a request",
-        "automation" => "an automation",
-        other => other,
-    };
-    match &run.wake_reason {
-        Some(reason) => format!("{source} ({})", reason.replace('_', " ")),
-        None => source.to_string(),
-    }
-}
-
 /// What a person can do about a failure with this code.
 pub(crate) fn what_to_do(code: Option<&str>) -> &'static str {
     match code.unwrap_or("") {
@@ -395,21 +438,9 @@ fn exact(ts: &str, now: DateTime<Utc>) -> Markup {
     }
 }
 
-/// How long the run took (or has been working): `850 ms`, `12.4 s`,
-/// `3 min 5 s`, `2 h 10 min`; none before it started.
+/// How long the run took (or has been working); none before it started.
 pub(crate) fn duration(run: &HeartbeatRun, now: DateTime<Utc>) -> Option<String> {
-    let start = parse(run.started_at.as_deref()?)?;
-    let end = match &run.finished_at {
-        Some(t) => parse(t)?,
-        None => now,
-    };
-    let ms = (end - start).num_milliseconds().max(0);
-    Some(match ms {
-        m if m < 1000 => format!("{m} ms"),
-        m if m < 60_000 => format!("{:.1} s", m as f64 / 1000.0),
-        m if m < 3_600_000 => format!("{} min {} s", m / 60_000, (m % 60_000) / 1000),
-        m => format!("{} h {} min", m / 3_600_000, (m % 3_600_000) / 60_000),
-    })
+    super::thread_words::duration(run, now)
 }
 
 /// The start time and duration of a run row: `5 min ago · 12.4 s`.

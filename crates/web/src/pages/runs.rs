@@ -56,10 +56,7 @@ pub async fn list(
                         td { @match r.issue_id.as_deref().and_then(|i| idents.get(i)) {
                             Some(ident) => a href={"/" (p) "/tasks/" (ident)} { span.ident { (ident) } },
                             None => span.muted { "—" } } }
-                        td { @match (&r.error_code, &r.error) {
-                            (_, Some(e)) if r.status == paperclip_core::heartbeat::RunStatus::Cancelled => span.muted { "stopped: " (e) },
-                            (Some(code), _) => span.run-error { (code) },
-                            _ => span.muted { (r.wake_reason.as_deref().unwrap_or("").replace('_', " ")) } } }
+                        td { (super::thread::outcome_cell(r)) }
                         td { (when_and_how_long(r, now)) }
                         td { (r.usage_json.as_ref().and_then(crate::fmt::run_usage).unwrap_or_default()) }
                     }

@@ -1,6 +1,7 @@
 //! Task detail: the description, properties, comments with a composer,
 //! documents, and the runs on this task. A run is shown by progressive
-//! disclosure: its outcome in one line, then its steps, then the raw log.
+//! disclosure: its outcome in words, then its steps, then its output
+//! (`thread.rs`).
 
 use axum::extract::{Path, State};
 use chrono::Utc;
@@ -8,7 +9,7 @@ use maud::{html, Markup};
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::issue::IssueStatus;
-use paperclip_core::model::{HeartbeatRun, RunEvent};
+use paperclip_core::model::RunEvent;
 use paperclip_store::thread::comments::Order;
 use paperclip_store::{
     issues, issues::labels, org::agents, org::goals, org::projects, runs, thread::comments,
@@ -17,7 +18,7 @@ use paperclip_store::{
 
 use super::tasks::allowed_moves;
 use super::{by_id, task_props};
-use crate::fmt::{pill, time};
+use crate::fmt::time;
 use crate::{html, layout, markdown, store_failure, PageResult, Web};
 
 pub async fn page(
@@ -116,6 +117,26 @@ pub async fn page(
         .map(|m| (m.user_id, m.user_name))
         .collect();
     let now = Utc::now();
+    let activity = paperclip_store::audit::activity::list(
+        store,
+        cid,
+        &paperclip_store::audit::activity::Filter {
+            entity_type: Some("issue".into()),
+            entity_id: Some(issue.id.clone()),
+            limit: 500,
+            ..Default::default()
+        },
+    )
+    .await
+    .map_err(store_failure)?;
+    let thread_ctx = super::thread::Thread {
+        names: &names,
+        people: &people,
+        comments: &thread,
+        activity: &activity,
+        diffs: changes.runs(),
+        now,
+    };
     // A viewer reads the board's requests; answering them is a write.
     let can_answer = viewer.role_in(cid) != Some(paperclip_core::team::Role::Viewer);
     let p = &ctx.company.issue_prefix;
@@ -167,7 +188,8 @@ pub async fn page(
                     h2 { "Runs" }
                     @if task_runs.is_empty() { p.muted { "No runs on this task yet." } }
                     @for run in &task_runs {
-                        (run_view(run, events.iter().filter(|e| e.run_id == run.id), &names))
+                        @let of_run: Vec<&RunEvent> = events.iter().filter(|e| e.run_id == run.id).collect();
+                        (super::thread::run_card(run, &of_run, &thread_ctx))
                     }
                 }
                 section.comments {
@@ -265,144 +287,6 @@ fn edit_dialog(issue_id: &str) -> Markup {
                     button.primary type="submit" { "Save" }
                 }
             }
-        }
-    }
-}
-
-/// One run: outcome line, then steps, then the raw log.
-pub fn run_view<'a>(
-    run: &HeartbeatRun,
-    events: impl Iterator<Item = &'a RunEvent>,
-    names: &std::collections::HashMap<&str, &paperclip_core::model::Agent>,
-) -> Markup {
-    let agent = names
-        .get(run.agent_id.as_str())
-        .map(|a| a.name.as_str())
-        .unwrap_or("Agent");
-    let steps: Vec<&RunEvent> = events.filter(|e| is_step(&e.event_type)).collect();
-    let live = run.status == RunStatus::Running || run.status == RunStatus::Queued;
-    // A stop is something someone chose, not a fault: shown plainly.
-    let stopped = run.status == RunStatus::Cancelled;
-    html! {
-        details.run data-run-id=(run.id) data-run-status=(run.status) open[live || run.status == RunStatus::Failed] {
-            summary {
-                (pill(&run.status)) " "
-                strong { (agent) } " "
-                (outcome_line(run))
-                @if live {
-                    " " button.small type="button" data-action="POST" data-url={"/api/heartbeat-runs/" (run.id) "/cancel"} data-confirm="Stop this run?" data-done="Stopped" { "Stop" }
-                }
-                @if matches!(run.status.as_str(), "failed" | "timed_out" | "cancelled") {
-                    " " button.small type="button" data-action="POST" data-url={"/api/agents/" (run.agent_id) "/wakeup"}
-                        data-body=(serde_json::json!({ "failedRunId": run.id, "reason": "retry_failed_run" })) data-done="Retry queued" { "Retry" }
-                }
-            }
-            @if let Some(err) = &run.error {
-                @if stopped { p.run-note { "Stopped: " (err) } }
-                @else { p.run-error { strong { (run.error_code.as_deref().unwrap_or("error")) ": " } (err) } }
-            }
-            ol.steps {
-                @for e in &steps { li class={"step " (e.event_type.replace('.', "-")) " lvl-" (step_level(run, e))} { (step(e)) } }
-                @if steps.is_empty() { li.muted { @if live { "Waiting for the agent's first step…" } @else { "No steps recorded." } } }
-            }
-            details.raw {
-                summary { "Raw log" }
-                @if let Some(out) = &run.stdout_excerpt { h4 { "stdout" } pre { (out) } }
-                @if let Some(err) = &run.stderr_excerpt { h4 { "stderr" } pre { (err) } }
-                // Relative: the task page is `/{prefix}/tasks/{identifier}`.
-                @let key = names.get(run.agent_id.as_str()).map(|a| a.url_key.as_str()).unwrap_or(run.agent_id.as_str());
-                p { a href={"../agents/" (key) "/runs/" (run.id)} data-run-page { "Run page (timing, full log)" } }
-            }
-        }
-    }
-}
-
-/// The lifecycle record of a stopped run says `error` (every unsuccessful end
-/// does, in the store); on the page a stop is not an error.
-pub(crate) fn step_level<'a>(run: &HeartbeatRun, e: &'a RunEvent) -> &'a str {
-    if run.status == RunStatus::Cancelled && e.event_type == "lifecycle" && e.level == "error" {
-        "info"
-    } else {
-        &e.level
-    }
-}
-
-pub(crate) fn is_step(kind: &str) -> bool {
-    kind.starts_with("transcript.")
-        || matches!(
-            kind,
-            "adapter.invoke" | "adapter.signal" | "session.reset" | "lifecycle"
-        )
-}
-
-fn outcome_line(run: &HeartbeatRun) -> String {
-    let mut line = match run.status.as_str() {
-        "succeeded" => "finished".to_string(),
-        "running" => "is working".into(),
-        "queued" => "is queued".into(),
-        "cancelled" => "was stopped".into(),
-        "timed_out" => "timed out".into(),
-        _ => "failed".into(),
-    };
-    if run.continuation_attempt > 0 {
-        line.push_str(&format!(
-            " · continues after a restart ({} of {})",
-            run.continuation_attempt,
-            paperclip_store::runs::follow_up::CONTINUATIONS
-        ));
-    } else if run.retry_of_run_id.is_some() {
-        line.push_str(" · a retry");
-    }
-    if let Some(reason) = &run.wake_reason {
-        line.push_str(&format!(" · woken by {}", reason.replace('_', " ")));
-    }
-    if let Some(usage) = run.usage_json.as_ref().and_then(crate::fmt::run_usage) {
-        line.push_str(&format!(" · {usage}"));
-    }
-    line
-}
-
-pub(crate) fn step(e: &RunEvent) -> Markup {
-    let payload = e.payload.clone().unwrap_or_default();
-    let text = |k: &str| {
-        payload
-            .get(k)
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string()
-    };
-    match e.event_type.as_str() {
-        "transcript.assistant" => {
-            html! { span.who { "said" } div.said { (markdown::render(&text("text"))) } }
-        }
-        "transcript.tool_call" => {
-            html! { span.who { "ran " (text("name")) } code.cmd { (e.message.as_deref().unwrap_or("")) } }
-        }
-        "transcript.tool_result" => {
-            let failed = payload
-                .get("isError")
-                .and_then(|v| v.as_bool())
-                .unwrap_or(false);
-            html! {
-                span.who { @if failed { "tool failed" } @else { "result" } }
-                details.output { summary { (e.message.as_deref().unwrap_or("(no output)")) } pre { (text("output")) } }
-            }
-        }
-        "transcript.error" => {
-            html! { span.who.error-text { "error" } " " (e.message.as_deref().unwrap_or("")) }
-        }
-        "lifecycle" => html! { span.muted { (e.message.as_deref().unwrap_or("")) } },
-        "adapter.invoke" => {
-            html! { span.who { "started" } " " code.cmd { (e.message.as_deref().unwrap_or("").trim_start_matches("started ")) } }
-        }
-        "session.reset" => {
-            html! { span.who.warn-text { "fresh session" } " " (e.message.as_deref().unwrap_or("")) }
-        }
-        "transcript.init" => {
-            html! { span.who { "started" } " " span.muted { (e.message.as_deref().unwrap_or("")) } }
-        }
-        _ => {
-            html! { span.who.muted { (e.event_type) } " " span.muted { (e.message.as_deref().unwrap_or("")) } }
         }
     }
 }

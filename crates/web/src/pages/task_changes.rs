@@ -40,6 +40,13 @@ pub struct Changes {
     more: bool,
 }
 
+impl Changes {
+    /// The runs' changes shown, newest first (the thread's run lines say them).
+    pub fn runs(&self) -> &[RunWorkspaceChanges] {
+        &self.runs
+    }
+}
+
 /// Three queries: the task's workspace, then the task's and its runs'
 /// changes.
 pub async fn load(
