@@ -228,6 +228,8 @@ try {
   await shot("activity");
   for (const name of ["inbox", "projects", "goals", "agents"]) {
     await page.goto(at(`/${name}`));
+    // The company form's goal became the company's Goal.
+    if (name === "goals") await page.locator("table.data a", { hasText: "Ship the robot kit" }).waitFor();
     await shot(name);
   }
 

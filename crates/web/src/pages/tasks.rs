@@ -1,15 +1,17 @@
 //! Tasks: a filterable list paged newest first with a count, and a board
-//! with a column per status (each its own newest cards and count) where a
-//! card can be dragged (or moved with the keyboard) to an allowed status.
+//! with a column per status (each its own newest cards and count; see
+//! `board.rs`). Both select tasks for bulk changes; "Me" in the assignee
+//! filter is the person looking (the local board's own tasks).
 
 use axum::extract::{Path, Query, State};
 use maud::{html, Markup};
 use paperclip_core::issue::IssueStatus;
-use paperclip_core::model::{Agent, Issue};
-use paperclip_store::{issues, issues::labels, org::agents, org::projects};
+use paperclip_core::model::{Issue, Project};
+use paperclip_store::{issues, issues::labels, org::agents, org::members, org::projects};
 use serde::Deserialize;
 
-use super::by_id;
+use super::board::{self, Column, Group};
+use super::board_parts::{self as parts, Live, Names};
 use crate::fmt::pill;
 use crate::{html, layout, store_failure, PageResult, Web};
 
@@ -21,6 +23,8 @@ pub struct Params {
     label: Option<String>,
     q: Option<String>,
     view: Option<String>,
+    /// The board's lanes: `assignee` or `project`.
+    group: Option<String>,
     /// `newest` (default), `oldest`, `identifier` (oldest), `updated`,
     /// `priority`, `relevance` (a search's default: title matches first).
     sort: Option<String>,
@@ -39,13 +43,6 @@ const COUNT_CAP: i64 = 10_000;
 /// (a common word among a million tasks: ~15 ms for 10,000), and "1,000+"
 /// says as much to someone searching.
 const SEARCH_COUNT_CAP: i64 = 1_000;
-
-/// One board column: its newest cards and how many tasks it has.
-struct Column {
-    status: IssueStatus,
-    cards: Vec<Issue>,
-    total: (i64, bool),
-}
 
 /// The board's columns, in working order.
 pub const COLUMNS: [IssueStatus; 7] = [
@@ -77,6 +74,18 @@ pub async fn list(
     let cid = &ctx.company.id;
     let blank = |s: &Option<String>| s.clone().filter(|v| !v.is_empty());
     let board = q.view.as_deref() == Some("board");
+    let group = blank(&q.group).and_then(|g| Group::parse(&g));
+    let viewer = crate::viewer::current();
+    let me = viewer.user_id().to_string();
+    // The assignee filter: "me", a person (`user:<id>`) or an agent's id.
+    let (assignee_agent_id, assignee_user_id) = match blank(&q.assignee) {
+        Some(a) if a == "me" => (None, Some(me.clone())),
+        Some(a) => match a.strip_prefix("user:") {
+            Some(user) => (None, Some(user.to_string())),
+            None => (Some(a), None),
+        },
+        None => (None, None),
+    };
     // A search lists its best matches first unless another order is chosen.
     let searching = blank(&q.q).is_some();
     let default_sort = if searching {
@@ -97,7 +106,8 @@ pub async fn list(
             .and_then(|s| IssueStatus::parse(&s))
             .into_iter()
             .collect(),
-        assignee_agent_id: blank(&q.assignee),
+        assignee_agent_id,
+        assignee_user_id,
         project_id: blank(&q.project),
         label_id: blank(&q.label),
         q: blank(&q.q),
@@ -149,12 +159,25 @@ pub async fn list(
         .map_err(store_failure)?;
         (Some(page), Vec::new(), Some(total))
     };
-    let (agents, projects, labels) = tokio::try_join!(
+    let (agents, projects, labels, members, live) = tokio::try_join!(
         agents::list(store, cid),
         projects::list(store, cid),
         labels::list(store, cid),
+        members::list(store, cid),
+        parts::live_runs(&web, cid),
     )
     .map_err(store_failure)?;
+    let live = parts::named(live, &agents, &ctx.company.issue_prefix);
+    let people: Vec<(String, String)> = members
+        .into_iter()
+        .filter(|m| m.status == paperclip_core::team::MembershipStatus::Active)
+        .map(|m| (m.user_id, m.user_name))
+        .collect();
+    let names = Names {
+        agents: super::by_id(&agents),
+        people: &people,
+        me: &me,
+    };
     let p = &ctx.company.issue_prefix;
     let sel = |v: &Option<String>, x: &str| v.as_deref() == Some(x);
     let query_without_view = {
@@ -165,6 +188,7 @@ pub async fn list(
             ("project", &q.project),
             ("label", &q.label),
             ("q", &q.q),
+            ("group", &q.group),
         ] {
             if let Some(v) = blank(v) {
                 parts.push(format!("{k}={}", urlencode(&v)));
@@ -188,7 +212,7 @@ pub async fn list(
                 a href={"/" (p) "/tasks?view=board&" (query_without_view)} class=@if board { "active" } { "Board" }
             }
         }
-        form.filters method="get" {
+        form.filters method="get" data-autosubmit {
             @if board { input type="hidden" name="view" value="board"; }
             select name="status" aria-label="Status" {
                 option value="" { "Any status" }
@@ -196,6 +220,11 @@ pub async fn list(
             }
             select name="assignee" aria-label="Assignee" {
                 option value="" { "Anyone" }
+                option value="me" selected[sel(&q.assignee, "me")] { @if me == paperclip_core::actor::LOCAL_BOARD_USER_ID { "Me (board)" } @else { "Me" } }
+                @for (uid, name) in people.iter().filter(|(u, _)| *u != me) {
+                    @let v = format!("user:{uid}");
+                    option value=(v) selected[sel(&q.assignee, &v)] { (name) }
+                }
                 @for a in &agents { option value=(a.id) selected[sel(&q.assignee, &a.id)] { (a.name) } }
             }
             select name="project" aria-label="Project" {
@@ -207,6 +236,13 @@ pub async fn list(
                 @for l in &labels { option value=(l.id) selected[sel(&q.label, &l.id)] { (l.name) } }
             }
             input type="search" name="q" placeholder="Text" value=[q.q.as_deref()] aria-label="Text";
+            @if board {
+                select name="group" aria-label="Lanes" {
+                    option value="" { "No lanes" }
+                    option value="assignee" selected[group == Some(Group::Assignee)] { "Lanes by assignee" }
+                    option value="project" selected[group == Some(Group::Project)] { "Lanes by project" }
+                }
+            }
             @if !board {
                 select name="sort" aria-label="Sort" {
                     @if searching { option value=(issues::Sort::Relevance.as_str()) selected[sort == issues::Sort::Relevance] { (sort_label(issues::Sort::Relevance)) } }
@@ -217,13 +253,23 @@ pub async fn list(
         }
         @if let (Some(page), Some(total)) = (&page, total) {
             p.count.muted data-task-count=(total.0) { (count_text(total)) " " @if total == (1, false) { "task" } @else { "tasks" } }
-            (list_view(&page.issues, &agents, p))
+            (list_view(&page.issues, &names, &projects, &live, p))
             (pager(page, sort, at.as_ref().map(|(_, d)| *d), &format!("/{p}/tasks?{query_without_view}")))
         } @else {
-            (board_view(&columns, &agents, p, &query_without_status))
+            (board::view(&columns, group, &board::Ctx {
+                prefix: p,
+                query: &query_without_status,
+                names: &names,
+                projects: &projects,
+                live: &live,
+            }))
         }
     };
-    html(layout::page(&ctx, "tasks", "Tasks", body))
+    // The board may use the whole width (board.css); the bulk bar sits
+    // outside the live region, so a choice half made survives a re-render.
+    let body = html! { div.tasks-page.board-page[board] { (body) } };
+    let bar = parts::bulk_bar(&agents, &people, &me, &labels);
+    html(layout::page_with(&ctx, "tasks", "Tasks", body, bar))
 }
 
 fn sort_label(sort: issues::Sort) -> &'static str {
@@ -269,28 +315,43 @@ fn pager(
     }
 }
 
-fn list_view(issues: &[Issue], agents: &[Agent], p: &str) -> Markup {
-    let names = by_id(agents);
+fn list_view(
+    issues: &[Issue],
+    names: &Names,
+    projects: &[Project],
+    live: &std::collections::HashMap<String, Live>,
+    p: &str,
+) -> Markup {
     html! {
-        table.data.tasks {
-            thead { tr { th { "Task" } th { "Status" } th { "Priority" } th { "Assignee" } } }
+        table.data.tasks data-task-list {
+            thead { tr {
+                th.select-col { input type="checkbox" data-select-all aria-label="Select every task on this page"; }
+                th { "Task" } th { "Status" } th { "Priority" } th { "Assignee" } th { "Project" }
+            } }
             tbody {
                 @for i in issues {
-                    tr data-issue-id=(i.id) {
-                        td { a href={"/" (p) "/tasks/" (i.identifier)} { span.ident { (i.identifier) } " " (i.title) } }
+                    tr data-issue-id=(i.id) data-identifier=(i.identifier) data-status=(i.status) data-label-ids=(i.label_ids.join(" ")) {
+                        td.select-col { (parts::select_box(i)) }
+                        td {
+                            a href={"/" (p) "/tasks/" (i.identifier)} { span.ident { (i.identifier) } " " (i.title) }
+                            @if !i.labels.is_empty() || !parts::open_blockers(i).is_empty() || live.contains_key(&i.id) {
+                                div.row-extras { (parts::blocked_mark(i)) (parts::labels(&i.labels)) (parts::running(live.get(&i.id))) }
+                            }
+                        }
                         td { (pill(&i.status)) }
-                        td { span class={"prio p-" (i.priority)} { (i.priority) } }
-                        td { @match i.assignee_agent_id.as_deref().and_then(|id| names.get(id)) {
-                            Some(a) => (a.name), None => span.muted { "—" } } }
+                        td { (parts::priority(i.priority)) }
+                        td { (parts::assignee_chip(i, names)) }
+                        td { @match i.project_id.as_deref().and_then(|id| projects.iter().find(|x| x.id == id)) {
+                            Some(x) => (x.name), None => span.muted { "—" } } }
                     }
                 }
-                @if issues.is_empty() { tr { td colspan="4" .empty { "No tasks match." } } }
+                @if issues.is_empty() { tr { td colspan="6" .empty { "No tasks match." } } }
             }
         }
     }
 }
 
-fn count_text((n, more): (i64, bool)) -> String {
+pub(crate) fn count_text((n, more): (i64, bool)) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -303,33 +364,6 @@ fn count_text((n, more): (i64, bool)) -> String {
         out.push('+');
     }
     out
-}
-
-fn board_view(columns: &[Column], agents: &[Agent], p: &str, query: &str) -> Markup {
-    let names = by_id(agents);
-    html! {
-        div.board data-board {
-            @for column in columns {
-                @let col = column.status;
-                section.column data-column=(col.as_str()) data-column-total=(column.total.0) {
-                    h3 { (col.as_str().replace('_', " ")) span.muted { " " (count_text(column.total)) } }
-                    @for i in &column.cards {
-                        article.task-card tabindex="0" draggable="true" data-issue-id=(i.id)
-                            data-identifier=(i.identifier) data-status=(i.status) data-allowed=(allowed_moves(i.status).join(" ")) {
-                            a href={"/" (p) "/tasks/" (i.identifier)} { span.ident { (i.identifier) } } " " (i.title)
-                            div.muted { @if let Some(a) = i.assignee_agent_id.as_deref().and_then(|id| names.get(id)) { (a.name) } }
-                        }
-                    }
-                    @if column.total.0 > column.cards.len() as i64 {
-                        a.more href={"/" (p) "/tasks?" (query) "&status=" (col.as_str())} {
-                            "All " (count_text(column.total)) " in the list →"
-                        }
-                    }
-                }
-            }
-        }
-        p.hint.muted { "Drag a card to another column, or focus it and press ← / → to move it to the previous or next allowed status." }
-    }
 }
 
 pub fn urlencode(s: &str) -> String {
