@@ -145,42 +145,13 @@ pub(crate) fn cwd_checks(
                 "cwd_default",
                 Level::Info,
                 format!(
-                    "No cwd set: runs use the agent's workspace under {}",
+                    "No working directory set: runs use the agent's own workspace, {}",
                     default_cwd.display()
                 ),
             ));
             std::env::temp_dir()
         }
     }
-}
-
-/// `process`: the config, the working directory, and whether the command
-/// can be found. The command is not started: it is the agent's own program,
-/// and running it for a test could do its work.
-pub(crate) fn process(config: &Value, default_cwd: &Path) -> Report {
-    let cfg = match crate::process::ProcessConfig::parse(config) {
-        Ok(cfg) => cfg,
-        Err(errors) => return Report::new("process", config_checks(Err(errors))),
-    };
-    let mut checks = config_checks(Ok(()));
-    let cwd = cwd_checks(cfg.cwd.as_deref(), default_cwd, &mut checks);
-    let path_var = cfg.env.get("PATH").map(String::as_str);
-    match resolve_command(&cfg.command, path_var, &cwd) {
-        Some(program) => checks.push(Check::new(
-            "command_found",
-            Level::Info,
-            format!("Found {}", program.display()),
-        )),
-        None => checks.push(
-            Check::new(
-                ErrorCode::AdapterNotInstalled.as_str(),
-                Level::Error,
-                format!("`{}` is not installed or not on PATH", cfg.command),
-            )
-            .hint("Install it, or set command to its full path"),
-        ),
-    }
-    Report::new("process", checks)
 }
 
 /// `http`: the config, and whether the endpoint accepts connections. An
@@ -243,14 +214,26 @@ fn is_executable(path: &Path) -> bool {
 /// Runs `<program> --version` with a short timeout: proves the CLI starts and
 /// says which version it is. `Err` carries what went wrong.
 pub async fn version(program: &Path, env: &[(String, String)]) -> Result<String, String> {
+    version_within(program, env, Duration::from_secs(20)).await
+}
+
+/// [`version`] with its own bound.
+pub async fn version_within(
+    program: &Path,
+    env: &[(String, String)],
+    limit: Duration,
+) -> Result<String, String> {
     let mut cmd = tokio::process::Command::new(program);
     crate::child_env::clear(&mut cmd, &[]);
     cmd.arg("--version")
         .envs(env.iter().cloned())
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true);
-    match tokio::time::timeout(Duration::from_secs(20), cmd.output()).await {
-        Err(_) => Err("did not answer --version within 20 s".into()),
+    match tokio::time::timeout(limit, cmd.output()).await {
+        Err(_) => Err(format!(
+            "did not answer --version within {} s",
+            limit.as_secs()
+        )),
         Ok(Err(e)) => Err(format!("could not start: {e}")),
         Ok(Ok(out)) if out.status.success() => {
             let text = String::from_utf8_lossy(&out.stdout);
@@ -282,30 +265,6 @@ mod tests {
             "warn"
         );
         assert_eq!(Report::new("x", vec![warn, err, info]).status, "fail");
-    }
-
-    #[test]
-    fn a_process_report_names_a_missing_command_and_cwd() {
-        let codes = |r: &Report| r.checks.iter().map(|c| c.code.clone()).collect::<Vec<_>>();
-        let ws = Path::new("/tmp/ws");
-        let bad = process(
-            &serde_json::json!({ "command": "no-such-xyz", "cwd": "/no/such" }),
-            ws,
-        );
-        assert_eq!(bad.status, "fail");
-        assert_eq!(
-            codes(&bad),
-            [
-                "config_valid",
-                "invalid_working_directory",
-                "adapter_not_installed"
-            ]
-        );
-        let good = process(&serde_json::json!({ "command": "/bin/sh", "cwd": "/" }), ws);
-        assert_eq!(good.status, "pass");
-        assert_eq!(codes(&good), ["config_valid", "cwd_valid", "command_found"]);
-        let invalid = process(&serde_json::json!({}), ws);
-        assert_eq!(codes(&invalid), ["invalid_config"]);
     }
 
     #[test]

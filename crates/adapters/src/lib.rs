@@ -17,11 +17,13 @@ mod child_env;
 pub mod cli;
 pub mod config;
 pub mod confine;
+pub mod detect;
 pub mod environment;
 pub mod http;
 pub mod k8s;
 mod output;
 pub mod process;
+mod process_check;
 pub mod tree;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -111,7 +111,7 @@ impl Adapter for ProcessAdapter {
         config: &'a Value,
         default_cwd: &'a Path,
     ) -> BoxFuture<'a, crate::environment::Report> {
-        Box::pin(async move { crate::environment::process(config, default_cwd) })
+        Box::pin(crate::process_check::process(config, default_cwd))
     }
 }
 

@@ -527,6 +527,8 @@ pub async fn request_hire(
     )
     .await?;
     payload["agentId"] = Value::String(agent.id.clone());
+    // A taken name was numbered: the request names the agent as it is.
+    payload["name"] = Value::String(agent.name.clone());
     let approval = create_in(
         &mut tx,
         actor,

@@ -326,8 +326,12 @@
       list.append(li);
     }
     box.replaceChildren(el("p", "env-summary", SUMMARY[report.status] || report.status), list);
+    // Offered only while the last check failed, never after a pass.
     const anyway = $(".hire-anyway", form);
-    if (anyway && report.status === "fail") anyway.hidden = false;
+    if (anyway) {
+      anyway.hidden = report.status !== "fail";
+      if (anyway.hidden) $("input", anyway).checked = false;
+    }
     if (!scroll) return;
     box.scrollIntoView({ block: "nearest" });
     if (anyway) anyway.scrollIntoView({ block: "nearest" });
@@ -338,7 +342,8 @@
     // An agent's id lets the server test with the secrets the page only
     // shows redacted.
     const r = await send("POST", `/api/companies/${companyId}/adapters/${type}/test-environment`,
-      { adapterConfig: config(form), agentId: form.dataset.agentId });
+      { adapterConfig: config(form), agentId: form.dataset.agentId,
+        agentName: isHire(form) ? value(form, "name") || undefined : undefined });
     if (!r.ok) {
       const report = { status: "fail", checks: [{ level: "error", code: "test_failed",
         message: `The environment check could not run: ${(r.data && r.data.error) || `status ${r.status}`}` }] };
@@ -379,6 +384,137 @@
     }
     return false;
   }
+
+
+  // ---- presets and what the server has installed ----------------------------------------
+
+  const CLI_NAMES = { claude_local: "Claude Code", codex_local: "Codex", opencode_local: "OpenCode" };
+  const PRESET_NAMES = { example: "Example agent", claude_local: "Claude", codex_local: "Codex", opencode_local: "OpenCode" };
+  // Upstream's defaults for a new agent of each CLI: nobody is there to
+  // answer a permission prompt. Model and working directory stay empty: the
+  // CLI's default model, the agent's own workspace (a task of a project with
+  // a repository gets its own worktree whatever cwd says).
+  const CLI_DEFAULTS = {
+    claude_local: { dangerouslySkipPermissions: true },
+    codex_local: { dangerouslyBypassApprovalsAndSandbox: true },
+    opencode_local: {},
+  };
+  let detection = null; // the promise of the last GET .../adapters/detect
+
+  async function fetchDetection() {
+    const r = await fetch(`/api/companies/${companyId}/adapters/detect`, { headers: { accept: "application/json" } });
+    if (!r.ok) throw new Error(`Could not look for installed CLIs (status ${r.status})`);
+    return r.json();
+  }
+
+  function detect(form) {
+    detection = fetchDetection();
+    detection.then((d) => renderDetected(form, d), (e) => {
+      const box = $("[data-detected-clis]", form);
+      if (box) box.replaceChildren(el("span", "muted", e.message));
+    });
+    return detection;
+  }
+
+  function renderDetected(form, d) {
+    const box = $("[data-detected-clis]", form);
+    if (!box) return;
+    const list = box.parentElement;
+    $$("[data-cli]", list).forEach((row) => row.remove());
+    box.hidden = true;
+    for (const c of d.clis || []) {
+      const name = CLI_NAMES[c.adapterType] || c.command;
+      const row = el("li", "preset-row");
+      row.dataset.cli = c.adapterType;
+      if (!c.installed) {
+        row.classList.add("not-installed");
+        row.append(el("span", "", `${name}: not installed on the server (no `), el("code", "", c.command),
+          el("span", "", " on its PATH)"));
+        list.append(row);
+        continue;
+      }
+      const button = el("button", "preset");
+      button.type = "button";
+      button.dataset.preset = c.adapterType;
+      button.append(el("strong", "", name), el("span", "version", c.version || "no version"));
+      button.title = c.path || "";
+      const auth = c.auth || {};
+      const note = el("span", `preset-note ${auth.ready ? "auth-ok" : "auth-missing"}`,
+        c.error ? `Found at ${c.path}, but it does not start: ${c.error}` : `${auth.ready ? "✓" : "!"} ${auth.message || ""}`);
+      if (auth.hint) note.title = auth.hint;
+      row.append(button, note);
+      list.append(row);
+    }
+  }
+
+  async function applyPreset(form, preset) {
+    let type;
+    let cfg;
+    if (preset === "example") {
+      // Its real path on the server, never a guess.
+      const d = await (detection || detect(form));
+      const ex = d.exampleAgent;
+      type = ex.adapterType;
+      cfg = { command: ex.command, args: ex.args };
+    } else {
+      type = preset;
+      cfg = { ...(CLI_DEFAULTS[preset] || {}) };
+    }
+    $("[data-hire-type]", form).value = type;
+    showType(form);
+    configs.set(form, cfg);
+    fillFields(form);
+    showJson(form);
+    stale(form);
+    const name = $("input[name=name]", form);
+    if (!name.value.trim()) name.value = PRESET_NAMES[preset] || "";
+    nameNote(form);
+    await checkEnvironment(form);
+  }
+
+  document.addEventListener("click", async (ev) => {
+    const opener = ev.target.closest && ev.target.closest('[data-open-dialog="hire"]');
+    if (opener) {
+      const form = $("#hire form");
+      if (form && !detection) detect(form);
+      return;
+    }
+    const button = ev.target.closest && ev.target.closest("[data-preset]");
+    const form = button && editorOf(button);
+    if (!form) return;
+    button.disabled = true;
+    try {
+      await applyPreset(form, button.dataset.preset);
+    } catch (e) {
+      toast(e.message, "error");
+    } finally {
+      button.disabled = false;
+    }
+  });
+
+  // Names are unique among live agents, compared as upstream's url keys:
+  // say before hiring which name a taken one will get.
+  const urlKey = (n) => n.trim().toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "");
+
+  function nameNote(form) {
+    const note = $("[data-name-note]", form);
+    if (!note) return;
+    const name = value(form, "name");
+    const taken = new Map($$("select[name=reportsTo] option", form).filter((o) => o.value)
+      .map((o) => [urlKey(o.textContent), o.textContent]));
+    const key = urlKey(name);
+    if (!key || !taken.has(key)) { note.hidden = true; note.textContent = ""; return; }
+    let n = 2;
+    while (taken.has(urlKey(`${name} ${n}`))) n += 1;
+    note.hidden = false;
+    note.textContent = `${taken.get(key)} exists already: this agent will be hired as "${name} ${n}".`;
+  }
+
+  document.addEventListener("input", (ev) => {
+    if (ev.target.name !== "name") return;
+    const form = editorOf(ev.target);
+    if (form && isHire(form)) nameNote(form);
+  });
 
   // ---- hiring --------------------------------------------------------------------------
 
@@ -430,7 +566,11 @@
     if (agent && managers) managers.add(new Option(agent.name, agent.id));
     closeDialog(form);
     reset(form);
-    toast(r.data && r.data.approval ? `${name} waits for board approval` : `${name} is hired`);
+    nameNote(form);
+    // The server gives a taken name the next free number, as upstream does.
+    const hired = (agent && agent.name) || name;
+    const renamed = hired !== name ? ` (${name} was taken)` : "";
+    toast(r.data && r.data.approval ? `${hired} waits for board approval${renamed}` : `${hired} is hired${renamed}`);
     refreshSoon(50);
   };
 

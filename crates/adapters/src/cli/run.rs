@@ -80,7 +80,9 @@ impl<K: CliKind> CliAdapter<K> {
             cwd,
             env: full_env,
             // The CLI's own credential may come from the server's environment.
-            inherit: auth_env_var(self.kind.kind()).into_iter().collect(),
+            inherit: crate::detect::key_var(self.kind.kind())
+                .into_iter()
+                .collect(),
             stdin: built.prompt_on_stdin.then(|| prompt.clone()),
             timeout: cfg.timeout,
             grace: cfg.grace,
@@ -274,7 +276,10 @@ impl<K: CliKind> CliAdapter<K> {
                         Check::new(
                             "command_version",
                             Level::Info,
-                            format!("{} starts", cfg.command),
+                            format!(
+                                "Dry run: `{} --version` answered, so the CLI starts (no model was called)",
+                                cfg.command
+                            ),
                         )
                         .detail(version),
                     ),
@@ -289,21 +294,19 @@ impl<K: CliKind> CliAdapter<K> {
                 }
             }
         }
-        if let Some(key) = auth_env_var(kind) {
-            let present = cfg.env.contains_key(key) || std::env::var_os(key).is_some();
-            if !present {
-                checks.push(
-                    Check::new(
-                        "auth_env_missing",
-                        Level::Warn,
-                        format!("{key} is not set for this agent or the server"),
-                    )
-                    .hint(format!(
-                        "Set {key} in adapterConfig.env, or log the CLI in on this machine"
-                    )),
-                );
+        // Whether the CLI would find credentials; a run without them fails
+        // at its first request, so say it now (the key itself is never shown).
+        let auth = crate::detect::auth(kind, &cfg.env, &crate::detect::server_env());
+        checks.push(match (auth.ready, auth.hint) {
+            (true, _) => Check::new("auth_ready", Level::Info, auth.message),
+            (false, hint) => {
+                let check = Check::new("auth_env_missing", Level::Warn, auth.message);
+                match hint {
+                    Some(h) => check.hint(h),
+                    None => check,
+                }
             }
-        }
+        });
         Report::new(kind, checks)
     }
 }
@@ -314,14 +317,6 @@ fn install_hint(kind: &str) -> &'static str {
         "codex_local" => "npm install -g @openai/codex",
         "opencode_local" => "npm install -g opencode-ai",
         _ => "Install the CLI or set adapterConfig.command",
-    }
-}
-
-fn auth_env_var(kind: &str) -> Option<&'static str> {
-    match kind {
-        "claude_local" => Some("ANTHROPIC_API_KEY"),
-        "codex_local" => Some("OPENAI_API_KEY"),
-        _ => None,
     }
 }
 

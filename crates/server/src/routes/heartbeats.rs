@@ -282,12 +282,13 @@ async fn wake(
         )),
         None => Err(ApiError::new(
             StatusCode::CONFLICT,
+            // In words for the toast; `skipReason` keeps the code.
             format!(
-                "Wake skipped: {}",
-                woken
-                    .request
-                    .skip_reason
-                    .map_or("not runnable", |r| r.as_str())
+                "{} was not woken: {}",
+                agent.name,
+                woken.request.skip_reason.map_or("not runnable", |r| {
+                    paperclip_web::thrift::skip_reason_text(r.as_str())
+                })
             ),
         )
         .with_details(json!({

@@ -105,6 +105,9 @@ pub struct TestEnvironment {
     #[schema(value_type = Option<Object>)]
     pub adapter_config: Option<Map<String, Value>>,
     pub agent_id: Option<String>,
+    /// The name typed for a hire not made yet (ours, not upstream's): the
+    /// report says whose workspace a run without a cwd would use.
+    pub agent_name: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -170,7 +173,25 @@ async fn test_environment(
         (None, None) => (Value::Object(Map::new()), None),
     };
     let workspace = workspace.unwrap_or_else(|| app.runtime.workspace_dir("new-agent"));
-    let report = adapter.test_environment(&config, &workspace).await;
+    let mut report = adapter.test_environment(&config, &workspace).await;
+    if input.agent_id.is_none() {
+        // A hire has no id yet, so no workspace path to show: say where it will be.
+        let root = workspace
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let who = input
+            .agent_name
+            .as_deref()
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .unwrap_or("The new agent");
+        for check in report.checks.iter_mut().filter(|c| c.code == "cwd_default") {
+            check.message = format!(
+                "No working directory set: {who} gets its own workspace, a new folder under {root} made at its first run"
+            );
+        }
+    }
     Ok(Json(EnvironmentReport {
         adapter_type: report.adapter_type,
         status: report.status.to_string(),

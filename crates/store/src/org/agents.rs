@@ -45,6 +45,7 @@ pub(crate) async fn create_in(
         return Err(Error::invalid("name", "Name must not be empty"));
     }
     crate::org::companies::exists_in(tx, company_id).await?;
+    let name = crate::org::agent_names::for_new_agent(tx, company_id, &name).await?;
     if let Some(manager) = &input.reports_to {
         get_in_company(tx, company_id, manager)
             .await
@@ -263,6 +264,9 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: AgentPatch) -
         let name = name.trim().to_string();
         if name.is_empty() {
             return Err(Error::invalid("name", "Name must not be empty"));
+        }
+        if url_key(&name) != url_key(&before.name) {
+            crate::org::agent_names::check_rename(&mut tx, &before.company_id, id, &name).await?;
         }
         if name != before.name {
             after.url_key =

@@ -3,6 +3,7 @@
 
 pub mod agent_chain;
 pub mod agent_levers;
+mod agent_names;
 pub mod agents;
 pub mod board_keys;
 pub mod companies;

@@ -103,6 +103,12 @@ pub async fn page(
     let current = agent_runs
         .iter()
         .find(|r| r.status == RunStatus::Running || r.status == RunStatus::Queued);
+    let pending = agent.status == AgentStatus::PendingApproval;
+    let hire_approval = if pending {
+        hire_approval_of(store, cid, &agent.id).await?
+    } else {
+        None
+    };
     let id = &agent.id;
     let body = html! {
         header.page-head {
@@ -111,12 +117,27 @@ pub async fn page(
             p.muted { (agent.title.as_deref().unwrap_or(agent.role.as_str())) " · " code { (agent.adapter_type) }
                 @if let Some(m) = &manager { " · reports to " a href={"/" (p) "/agents/" (m.url_key)} { (m.name) } } }
             @if let Some(reason) = &agent.error_reason { p.run-error { "Last error: " (reason) } }
+            // A hire waiting for the board cannot run or take work: the
+            // decision is what it needs.
+            @if pending {
+                p.notice data-pending-hire {
+                    (agent.name) " waits for the board to approve the hire; until then it cannot run or take tasks."
+                    @if let Some(a) = &hire_approval { " " a href={"/" (p) "/approvals/" (a.id)} { "Open the request" } }
+                }
+            }
             div.actions {
-                button type="button" data-open-dialog="new-task" data-preset-assignee=(id) { "Assign task" }
-                button type="button" data-action="POST" data-url={"/api/agents/" (id) "/wakeup"} data-body=r#"{"reason":"manual"}"# data-done="Run queued" { "Run now" }
+                @if pending {
+                    @if let Some(a) = hire_approval.as_ref().filter(|a| a.status == paperclip_core::approval::ApprovalStatus::Pending) {
+                        button.primary type="button" data-action="POST" data-url={"/api/approvals/" (a.id) "/approve"} data-body="{}" data-done={(agent.name) " is hired"} { "Approve hire" }
+                        button.danger type="button" data-action="POST" data-url={"/api/approvals/" (a.id) "/reject"} data-body="{}" data-confirm={"Reject the hire of " (agent.name) "?"} data-done="Hire rejected" { "Reject" }
+                    }
+                } @else {
+                    button type="button" data-open-dialog="new-task" data-preset-assignee=(id) { "Assign task" }
+                    button type="button" data-action="POST" data-url={"/api/agents/" (id) "/wakeup"} data-body=r#"{"reason":"manual"}"# data-done="Run queued" { "Run now" }
+                }
                 @if agent.status == AgentStatus::Paused {
                     button type="button" data-action="POST" data-url={"/api/agents/" (id) "/resume"} data-done="Resumed" { "Resume" }
-                } @else if agent.status != AgentStatus::Terminated {
+                } @else if agent.status != AgentStatus::Terminated && !pending {
                     button type="button" data-action="POST" data-url={"/api/agents/" (id) "/pause"} data-confirm={"Pause " (agent.name) "? Its running work stops."} data-done="Paused" { "Pause" }
                 }
                 // Only the coding CLIs keep sessions; an overflowing or confused
@@ -141,7 +162,7 @@ pub async fn page(
                 h2 { "Costs" }
                 dl.kv {
                     dt { "This month" } dd { (money(agent.spent_monthly_cents)) @if agent.budget_monthly_cents > 0 { " of " (money(agent.budget_monthly_cents)) } }
-                    dt { "All time" } dd { (money(state.total_cost_cents)) " · " (state.total_input_tokens) " in / " (state.total_output_tokens) " out tokens" }
+                    dt { "All time" } dd { (money(state.total_cost_cents)) " · " (crate::fmt::count(state.total_input_tokens)) " in / " (crate::fmt::count(state.total_output_tokens)) " out tokens" }
                 }
                 @if agent.budget_monthly_cents > 0 { (crate::pages::costs::bar(agent.spent_monthly_cents, agent.budget_monthly_cents)) }
                 form.inline-form data-api-form="budget" data-url={"/api/agents/" (id) "/budgets"} {
@@ -163,7 +184,7 @@ pub async fn page(
                 thead { tr { th { "Why" } th { "Task" } th { "Outcome" } th { "When" } } }
                 tbody { @for w in &wakes {
                     tr data-wake-status=(w.request.status) {
-                        td { (w.request.source) @if let Some(r) = &w.request.reason { span.muted { " · " (r) } } }
+                        td { (crate::fmt::wake_why(Some(w.request.source.as_str()), w.request.reason.as_deref())) }
                         td { @match &w.issue_identifier { Some(ident) => a href={"/" (p) "/tasks/" (ident)} { span.ident { (ident) } }, None => span.muted { "—" } } }
                         td { @match (&w.request.skip_reason, &w.run_status) {
                             (Some(reason), _) => span.muted data-skip-reason=(reason) { "skipped: " (crate::thrift::skip_reason_text(reason.as_str())) },
@@ -183,7 +204,7 @@ pub async fn page(
                     tr data-run-status=(r.status) {
                         td { (pill(&r.status)) }
                         td { @match r.issue_id.as_deref().and_then(|i| task_names.get(i)) { Some(ident) => a href={"/" (p) "/tasks/" (ident)} { span.ident { (ident) } }, None => span.muted { "—" } } }
-                        td { @match (&r.error_code, &r.error) { (_, Some(e)) if r.status == RunStatus::Cancelled => span.muted { "stopped: " (e) }, (Some(code), Some(e)) => span.run-error { strong { (code) } ": " (e) }, _ => span.muted { (r.wake_reason.as_deref().unwrap_or("")) } } }
+                        td { (crate::pages::thread::outcome_cell(r)) }
                         td { (crate::pages::run::when_and_how_long(r, now)) }
                         td { a href={"/" (p) "/agents/" (agent.url_key) "/runs/" (r.id)} { "steps and log" } }
                     }
@@ -252,4 +273,24 @@ fn template_editor(template: &str) -> Markup {
             p.muted { "Leave empty to use the default prompt (the task, why the agent woke, new comments, approval results)." }
         }
     }
+}
+
+/// The hire approval that names a pending agent: the open one, else one
+/// sent back for revision.
+async fn hire_approval_of(
+    store: &paperclip_store::Store,
+    cid: &str,
+    agent_id: &str,
+) -> Result<Option<paperclip_core::model::Approval>, axum::response::Response> {
+    for status in ["pending", "revision_requested"] {
+        let found = paperclip_store::approvals::list(store, cid, Some(status))
+            .await
+            .map_err(store_failure)?
+            .into_iter()
+            .find(|a| a.payload.get("agentId").and_then(|v| v.as_str()) == Some(agent_id));
+        if found.is_some() {
+            return Ok(found);
+        }
+    }
+    Ok(None)
 }

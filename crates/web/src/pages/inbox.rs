@@ -9,8 +9,9 @@
 use axum::extract::{Path, Query, State};
 use chrono::Utc;
 use maud::{html, Markup};
+use paperclip_core::approval::ApprovalType;
 use paperclip_core::issue::IssueStatus;
-use paperclip_core::model::Agent;
+use paperclip_core::model::{Agent, Approval};
 use paperclip_store::views::inbox::{self, FailedRun};
 use paperclip_store::{approvals, issues, org::agents};
 use serde::Deserialize;
@@ -114,10 +115,7 @@ pub async fn page(
         }
         section { h2 { "Approvals" }
             @if pending.is_empty() { p.empty { "None pending." } }
-            ul.inbox-items { @for a in &pending { li.inbox-item data-at=(a.created_at) {
-                a href={"/" (p) "/approvals/" (a.id)} { strong { (a.kind.as_str().replace('_', " ")) } }
-                " " span.muted { "requested " (time(&a.created_at, now)) }
-            } } } }
+            ul.inbox-items { @for a in &pending { (approval_row(a, p, &names, now)) } } }
         section { h2 { "Tasks waiting on you" }
             @if waiting.issues.is_empty() { p.empty { "Nothing in review or blocked." } }
             ul.tasklist { @for i in &waiting.issues { li { a href={"/" (p) "/tasks/" (i.identifier)} { span.ident { (i.identifier) } " " (i.title) } " " (pill(&i.status)) } } } }
@@ -165,6 +163,73 @@ fn failure(
                     button.small type="button" data-dismiss=(key) data-action="POST" data-url={"/api/companies/" (cid) "/inbox-dismissals"}
                         data-body=(json!({ "itemKey": key })) data-done="Dismissed" { "Dismiss" }
                 }
+            }
+        }
+    }
+}
+
+/// The adapter in a word or two, for a hire's line.
+fn adapter_words(kind: &str) -> &str {
+    match kind {
+        "claude_local" => "Claude Code",
+        "codex_local" => "Codex",
+        "opencode_local" => "OpenCode",
+        "claude_k8s" => "Claude Code on Kubernetes",
+        "opencode_k8s" => "OpenCode on Kubernetes",
+        "process" => "a local command",
+        "http" => "an HTTP endpoint",
+        other => other,
+    }
+}
+
+/// One pending approval in words. A hire names the agent, its adapter and
+/// its manager, and is decided here; other requests open their page.
+fn approval_row(
+    a: &Approval,
+    p: &str,
+    names: &std::collections::HashMap<&str, &Agent>,
+    now: chrono::DateTime<Utc>,
+) -> Markup {
+    let payload = a.redacted_payload();
+    let text = |k: &str| {
+        payload
+            .get(k)
+            .and_then(|v| v.as_str())
+            .filter(|s| !s.is_empty())
+    };
+    let hire = a.kind == ApprovalType::HireAgent;
+    let agent = text("agentId").and_then(|id| names.get(id));
+    let name = agent
+        .map(|x| x.name.as_str())
+        .or(text("name"))
+        .unwrap_or("an agent");
+    let mut about = Vec::new();
+    if let Some(kind) = text("adapterType") {
+        about.push(adapter_words(kind).to_string());
+    }
+    if let Some(boss) = text("reportsTo").and_then(|id| names.get(id)) {
+        about.push(format!("reports to {}", boss.name));
+    }
+    let requester = a
+        .requested_by_agent_id
+        .as_deref()
+        .and_then(|id| names.get(id))
+        .map_or("the board", |x| x.name.as_str());
+    html! {
+        li.inbox-item data-approval=(a.id) data-at=(a.created_at) {
+            div {
+                a href={"/" (p) "/approvals/" (a.id)} { strong {
+                    @if hire { "Hire " (name) } @else { (super::approval::headline(a, &payload)) }
+                } }
+                @if hire && !about.is_empty() { " (" (about.join(", ")) ")" }
+                " " span.muted { "requested by " (requester) " " (time(&a.created_at, now)) }
+            }
+            div.actions {
+                @if hire {
+                    button.small.primary type="button" data-action="POST" data-url={"/api/approvals/" (a.id) "/approve"} data-body="{}" data-done={(name) " is hired"} { "Approve" }
+                    button.small.danger type="button" data-action="POST" data-url={"/api/approvals/" (a.id) "/reject"} data-body="{}" data-confirm={"Reject the hire of " (name) "?"} data-done="Hire rejected" { "Reject" }
+                }
+                a.button.small href={"/" (p) "/approvals/" (a.id)} { @if hire { "Details" } @else { "Review" } }
             }
         }
     }
