@@ -265,6 +265,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../../migrations/0037_workspace_lifecycle.postgres.sql"),
         },
     ),
+    (
+        38,
+        "push",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0038_push.sqlite.sql"),
+            postgres: include_str!("../../migrations/0038_push.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {
