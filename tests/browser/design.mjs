@@ -124,26 +124,3 @@ await s.finish(async () => {
     }
   }
 });
-  for (const scheme of ["light", "dark"]) {
-    await page.emulateMedia({ colorScheme: scheme });
-    for (const [name, url] of pages) {
-      await page.setViewportSize({ width: 1440, height: 900 });
-      const t0 = Date.now();
-      let bytes = 0;
-      const count = (r) => r.body().then((b) => { bytes += b.length; }).catch(() => {});
-      const pending = [];
-      const onResponse = (r) => pending.push(count(r));
-      page.on("response", onResponse);
-      await page.goto(s.base + url, { waitUntil: "load" });
-      const ms = Date.now() - t0;
-      await Promise.all(pending);
-      page.off("response", onResponse);
-      if (scheme === "light") console.log(`weight: ${name} ${bytes} ${ms}`);
-      await page.screenshot({ path: join(tour, `${name}-${scheme}.png`), animations: "disabled" });
-      if (scheme === "light") {
-        await page.setViewportSize({ width: 390, height: 844 });
-        await page.screenshot({ path: join(tour, `${name}-phone.png`), animations: "disabled" });
-      }
-    }
-  }
-});

@@ -17,6 +17,7 @@ pub mod local_peer;
 pub mod multipart;
 pub mod people;
 pub mod permissions;
+pub mod push;
 pub mod routes;
 pub mod sample;
 pub mod scope;
@@ -129,7 +130,8 @@ async fn board_only(
     let public = path == "/login"
         || path.starts_with("/invite/")
         || path.starts_with("/ui/")
-        || path == "/favicon.ico";
+        || path == "/favicon.ico"
+        || paperclip_web::PWA_PATHS.contains(&path.as_str());
     if public && state.security.team.authenticated() {
         return next.run(request).await;
     }

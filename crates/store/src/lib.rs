@@ -34,6 +34,7 @@ pub mod engine;
 pub mod issues;
 pub mod money;
 pub mod org;
+pub mod push;
 pub mod routines;
 pub mod runs;
 pub mod thread;

@@ -122,6 +122,17 @@
         name: value(form, "name"),
         description: optional(value(form, "description")),
       });
+      // The goal becomes the company's Goal, as upstream's onboarding does:
+      // its first line the title, the rest the description.
+      const [title, ...rest] = (value(form, "description") || "").split(/\r?\n/);
+      if (title && title.trim()) {
+        await api("POST", `/api/companies/${company.id}/goals`, {
+          title: title.trim().slice(0, 200),
+          description: optional(rest.join("\n").trim()),
+          level: "company",
+          status: "active",
+        });
+      }
       location.href = `/${company.issuePrefix}/dashboard`;
     },
     async hire(form) {
@@ -397,70 +408,7 @@
     }
   }
 
-  // ---- task board: drag and keyboard -------------------------------------------------
-
-  const COLUMN_ORDER = () => $$("[data-board] [data-column]").map((c) => c.dataset.column);
-
-  async function moveCard(card, to) {
-    const allowed = (card.dataset.allowed || "").split(" ").filter(Boolean);
-    if (!allowed.includes(to)) {
-      toast(`${card.dataset.identifier} cannot move from ${card.dataset.status.replace("_", " ")} to ${to.replace("_", " ")}`, "error");
-      return;
-    }
-    const column = $(`[data-board] [data-column="${to}"]`);
-    if (column) column.appendChild(card);
-    await act(null, () => api("PATCH", `/api/issues/${card.dataset.issueId}`, { status: to }),
-      `${card.dataset.identifier} moved to ${to.replace("_", " ")}`);
-  }
-
-  let dragged = null;
-  document.addEventListener("dragstart", (ev) => {
-    const card = ev.target.closest && ev.target.closest(".task-card");
-    if (!card) return;
-    dragged = card;
-    ev.dataTransfer.setData("text/plain", card.dataset.issueId);
-    ev.dataTransfer.effectAllowed = "move";
-  });
-  document.addEventListener("dragover", (ev) => {
-    const col = dragged && ev.target.closest && ev.target.closest("[data-column]");
-    if (!col) return;
-    ev.preventDefault();
-    const ok = (dragged.dataset.allowed || "").split(" ").includes(col.dataset.column);
-    $$("[data-column]").forEach((c) => c.classList.remove("drop-ok", "drop-no"));
-    col.classList.add(ok ? "drop-ok" : "drop-no");
-  });
-  document.addEventListener("dragend", () => {
-    dragged = null;
-    $$("[data-column]").forEach((c) => c.classList.remove("drop-ok", "drop-no"));
-  });
-  document.addEventListener("drop", (ev) => {
-    const col = dragged && ev.target.closest && ev.target.closest("[data-column]");
-    if (!col) return;
-    ev.preventDefault();
-    const card = dragged;
-    dragged = null;
-    $$("[data-column]").forEach((c) => c.classList.remove("drop-ok", "drop-no"));
-    if (col.dataset.column !== card.dataset.status) moveCard(card, col.dataset.column);
-  });
-  document.addEventListener("keydown", (ev) => {
-    const card = ev.target.closest && ev.target.closest(".task-card");
-    if (!card || (ev.key !== "ArrowLeft" && ev.key !== "ArrowRight")) return;
-    ev.preventDefault();
-    const order = COLUMN_ORDER();
-    const allowed = (card.dataset.allowed || "").split(" ");
-    const here = order.indexOf(card.dataset.status);
-    const step = ev.key === "ArrowRight" ? 1 : -1;
-    for (let i = here + step; i >= 0 && i < order.length; i += step) {
-      if (allowed.includes(order[i])) {
-        moveCard(card, order[i]).then(() => {
-          const again = $(`.task-card[data-issue-id="${card.dataset.issueId}"]`);
-          if (again) again.focus();
-        });
-        return;
-      }
-    }
-    toast(`${card.dataset.identifier} has no allowed status that way`, "error");
-  });
+  // The task board's drag, keyboard moves and bulk changes: board.js.
 
   // ---- live updates -----------------------------------------------------------------
 
@@ -476,6 +424,14 @@
     }, delay);
   }
 
+  let pressedAt = 0;
+  document.addEventListener("pointerdown", () => { pressedAt = Date.now(); }, true);
+  const released = () => {
+    pressedAt = 0;
+    if (pendingRefresh) setTimeout(() => { if (!busy()) refreshSoon(100); }, 0);
+  };
+  ["pointerup", "pointercancel", "dragstart"].forEach((t) => document.addEventListener(t, released, true));
+
   // A person typing or choosing inside the live region must not lose it.
   function busy() {
     const live = $("#live-body");
@@ -483,6 +439,10 @@
     if ($$("dialog[open]", live).length) return true;
     // A form half filled in (an answer to an agent's question) is kept.
     if ($$("form[data-dirty]", live).length) return true;
+    // Mid-click: a re-render between mousedown and mouseup would swallow the
+    // click (it lands on no element), so a picker never opens. Bounded, in
+    // case the mouseup went to another window.
+    if (Date.now() - pressedAt < 1500) return true;
     const a = document.activeElement;
     const typing = "textarea, input:not([type]), input[type=text], input[type=search], input[type=number], input[type=email], input[type=url], input[type=password]";
     return !!(a && live.contains(a) && a.matches(typing));
@@ -542,9 +502,14 @@
       }
       const focusedCard = document.activeElement && document.activeElement.closest && document.activeElement.closest(".task-card");
       const focusId = focusedCard ? focusedCard.dataset.issueId : null;
+      // An open details that names itself (id or data-details-key) stays open.
+      const named = (d) => d.id || d.dataset.detailsKey;
+      const open = new Set($$("details[open]", live).map(named).filter(Boolean));
       live.replaceChildren(...fresh.childNodes);
-      const nav = $("ul.nav", doc);
-      if (nav && $("ul.nav")) $("ul.nav").replaceWith(nav);
+      $$("details", live).forEach((d) => { if (open.has(named(d))) d.open = true; });
+      // The sidebar's badges: every section list, in order.
+      const navs = $$("ul.nav", doc);
+      $$("ul.nav").forEach((u, i) => { if (navs[i]) u.replaceWith(navs[i]); });
       restoreToggled();
       if (focusId) {
         const card = $(`.task-card[data-issue-id="${focusId}"]`);

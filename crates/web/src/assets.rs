@@ -86,3 +86,39 @@ pub async fn favicon() -> impl IntoResponse {
         FAVICON,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every script parses: one syntax error stops every page's behaviour,
+    /// which the browser tests then report as thirty unrelated timeouts.
+    /// Needs `node` (CI has it: PAPERCLIP_REQUIRE_BROWSER=1).
+    #[test]
+    fn every_script_parses() {
+        let node = std::process::Command::new("node").arg("--version").output();
+        if node.is_err() {
+            assert_ne!(
+                std::env::var("PAPERCLIP_REQUIRE_BROWSER").as_deref(),
+                Ok("1"),
+                "node is needed to check the scripts"
+            );
+            return;
+        }
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
+        let names = super::SCRIPTS
+            .iter()
+            .map(|(n, _)| *n)
+            .chain(["theme-boot.js"]);
+        for name in names {
+            let out = std::process::Command::new("node")
+                .arg("--check")
+                .arg(dir.join(name))
+                .output()
+                .expect("run node --check");
+            assert!(
+                out.status.success(),
+                "{name} does not parse:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}

@@ -5,23 +5,46 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use crate::Ctx;
 
-const SECTIONS: &[(&str, &str)] = &[
-    ("dashboard", "Dashboard"),
-    ("inbox", "Inbox"),
-    ("tasks", "Tasks"),
-    ("projects", "Projects"),
-    ("goals", "Goals"),
-    ("agents", "Agents"),
-    ("org", "Org chart"),
-    ("routines", "Routines"),
-    ("approvals", "Approvals"),
-    ("costs", "Costs"),
-    ("activity", "Activity"),
-    ("artifacts", "Artifacts"),
-    ("company/members", "Members"),
-    ("company/secrets", "Secrets"),
-    ("company/settings", "Settings"),
+/// The sidebar's sections in groups (a heading, then `(path, label)`); each
+/// path's icon is drawn by the stylesheet (`.nav a[data-icon]`).
+const SECTIONS: &[(&str, &[(&str, &str)])] = &[
+    ("", &[("dashboard", "Dashboard"), ("inbox", "Inbox")]),
+    (
+        "Work",
+        &[
+            ("tasks", "Tasks"),
+            ("projects", "Projects"),
+            ("goals", "Goals"),
+            ("routines", "Routines"),
+            ("artifacts", "Artifacts"),
+        ],
+    ),
+    (
+        "Organisation",
+        &[
+            ("agents", "Agents"),
+            ("org", "Org chart"),
+            ("approvals", "Approvals"),
+            ("company/members", "Members"),
+        ],
+    ),
+    (
+        "Company",
+        &[
+            ("costs", "Costs"),
+            ("activity", "Activity"),
+            ("company/secrets", "Secrets"),
+            ("company/settings", "Settings"),
+        ],
+    ),
 ];
+
+/// Cycles System → Light → Dark (app.js handles the click).
+fn theme_toggle() -> Markup {
+    html! {
+        button.theme-toggle #theme-toggle type="button" data-theme-toggle title="Colour theme: follows the system until you pick one" { "Theme: system" }
+    }
+}
 
 fn head(title: &str) -> Markup {
     let viewer = crate::viewer::current();
@@ -34,7 +57,13 @@ fn head(title: &str) -> Markup {
             meta name="viewport" content="width=device-width, initial-scale=1";
             title { (title) " · Paperclip" }
             meta name="color-scheme" content="light dark";
+            // Before the first paint (not deferred): the theme the person
+            // picked, else the system's, so a dark page never flashes light.
+            // A file, not inline: the CSP allows only our own scripts.
+            script src="/ui/theme-boot.js" {}
             link rel="icon" type="image/svg+xml" href="/ui/favicon.svg";
+            link rel="manifest" href="/manifest.webmanifest";
+            meta name="theme-color" content="#3b5bdb";
             link rel="stylesheet" href="/ui/app.css";
             @for (name, _) in crate::assets::SCRIPTS {
                 script src={"/ui/" (name)} defer {}
@@ -74,27 +103,24 @@ pub fn page_with(ctx: &Ctx, active: &str, title: &str, body: Markup, fixed: Mark
                         form.search action={"/" (prefix) "/tasks"} method="get" {
                             input type="search" name="q" placeholder="Search tasks" aria-label="Search tasks";
                         }
-                        ul.nav {
-                            @for (key, label) in SECTIONS {
-                                li {
-                                    a href={"/" (prefix) "/" (key)} class=@if *key == active { "active" } {
-                                        (label)
-                                        @if *key == "inbox" && ctx.open_failures > 0 {
-                                            span.badge.bad #open-failures title="Failed runs not yet looked at" { (ctx.open_failures) }
-                                        }
-                                        @if *key == "inbox" && ctx.pending_questions > 0 {
-                                            span.badge #pending-questions title="Agents waiting on an answer" { (ctx.pending_questions) }
-                                        }
-                                        @if *key == "approvals" && ctx.pending_approvals > 0 {
-                                            span.badge #pending-approvals { (ctx.pending_approvals) }
-                                        }
-                                    }
+                        @for (heading, items) in SECTIONS {
+                            @if !heading.is_empty() { div.nav-heading { (heading) } }
+                            ul.nav {
+                                @for (key, label) in *items {
+                                    li { (nav_link(ctx, prefix, key, label, active)) }
                                 }
                             }
                         }
-                        div.live-state #live-state title="Live updates" { "connecting…" }
+                        div.side-foot {
+                            div.live-state #live-state title="Live updates" { "connecting…" }
+                            (theme_toggle())
+                        }
                     }
-                    button.menu-toggle type="button" data-toggle-sidebar aria-label="Menu" { "☰" }
+                    // On a phone: a bar with the menu and the company's name.
+                    div.topbar {
+                        button.menu-toggle type="button" data-toggle-sidebar aria-label="Menu" { "☰" }
+                        span.topbar-name { (ctx.company.name) }
+                    }
                     main #live tabindex="-1" {
                         (who(&ctx.company.id, prefix))
                         div #live-body { (body) }
@@ -104,6 +130,25 @@ pub fn page_with(ctx: &Ctx, active: &str, title: &str, body: Markup, fixed: Mark
                 div #toasts aria-live="polite" {}
                 (new_task_dialog())
                 (new_company_dialog())
+            }
+        }
+    }
+}
+
+/// One sidebar link, with its section's badges (what waits on the board).
+fn nav_link(ctx: &Ctx, prefix: &str, key: &str, label: &str, active: &str) -> Markup {
+    let icon = key.rsplit('/').next().unwrap_or(key);
+    html! {
+        a href={"/" (prefix) "/" (key)} class=@if key == active { "active" } data-icon=(icon) {
+            span.nav-label { (label) }
+            @if key == "inbox" && ctx.open_failures > 0 {
+                span.badge.bad #open-failures title="Failed runs not yet looked at" { (ctx.open_failures) }
+            }
+            @if key == "inbox" && ctx.pending_questions > 0 {
+                span.badge #pending-questions title="Agents waiting on an answer" { (ctx.pending_questions) }
+            }
+            @if key == "approvals" && ctx.pending_approvals > 0 {
+                span.badge #pending-approvals { (ctx.pending_approvals) }
             }
         }
     }
@@ -221,7 +266,7 @@ fn new_task_dialog() -> Markup {
                     label { "Find a parent task" input type="search" name="parentSearch" data-search-tasks="parentId" placeholder="Words or ACM-12" autocomplete="off"; }
                     label { "Parent task" select name="parentId" { option value="" { "None" } } }
                 }
-                label.inline { input type="checkbox" name="todo" checked; " Ready to start (todo)" }
+                label.inline { input type="checkbox" name="todo" checked; " Start now (todo). Unticked, it waits in the backlog: its assignee starts when you move it to todo." }
                 div.actions {
                     button type="button" data-close-dialog { "Cancel" }
                     button.primary type="submit" { "Create task" }
@@ -283,7 +328,7 @@ pub fn welcome() -> Markup {
                     }
                     section.card {
                         h2 { "Or look around first" }
-                        p { "A sample company with a goal, a CEO and an engineer, and three tasks. Its agents run Paperclip's example agent, a shell script, so within a minute you see tasks picked up, commented on and done. No model or API key needed." }
+                        p { "A sample company with a goal, a CEO and an engineer, and three tasks. Its agents run Paperclip's example agent, a shell script, so you watch Casey and Eli pick the tasks up, work a few seconds on each (their steps show on the task page), comment and finish them, all within about ten seconds. No model or API key needed." }
                         button.primary type="button" data-sample-company { "Try a sample company" }
                     }
                 }

@@ -10,9 +10,11 @@ mod fmt;
 mod layout;
 mod markdown;
 mod pages;
-mod thrift;
+mod pwa;
+pub mod thrift;
 mod viewer;
 
+pub use pwa::PWA_PATHS;
 pub use viewer::{scope as as_viewer, Viewer};
 
 use axum::extract::{Path, State};
@@ -63,7 +65,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(
     log_cut: LogCutReader,
     live_position: LivePosition,
 ) -> Router<S> {
-    Router::new()
+    pwa::routes(Router::new())
         .route("/", get(home))
         .route("/ui/app.css", get(assets::css))
         .route("/ui/{script}", get(assets::script))
@@ -115,6 +117,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(
         .route("/{prefix}/company/secrets", get(pages::secrets::page))
         .route("/{prefix}/account", get(pages::account::page))
         .layer(axum::middleware::from_fn(server_timing))
+        .layer(tower_http::compression::CompressionLayer::new())
         .with_state(Web {
             store,
             logs,

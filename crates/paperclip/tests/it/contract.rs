@@ -29,6 +29,7 @@ const ROUTES: &[(&str, &str)] = &[
         "post",
         "/api/companies/{companyId}/adapters/{type}/test-environment",
     ),
+    ("get", "/api/companies/{companyId}/adapters/detect"),
     ("get", "/api/skills/paperclip"),
     ("get", "/api/companies"),
     ("post", "/api/companies"),
@@ -194,6 +195,15 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/agents/{id}/configuration"),
     // Ours, not upstream's: the sample company of the first run.
     ("post", "/api/sample-company"),
+    // Ours: Web Push to board people's devices.
+    ("get", "/api/push/vapid-public-key"),
+    ("get", "/api/push/subscriptions"),
+    ("post", "/api/push/subscriptions"),
+    ("delete", "/api/push/subscriptions/{id}"),
+    ("get", "/api/push/preferences"),
+    ("patch", "/api/push/preferences"),
+    ("post", "/api/push/test"),
+    ("post", "/api/push/actions/{token}"),
     // People of an authenticated instance (upstream's better-auth and access routes).
     ("post", "/api/auth/sign-up/email"),
     ("post", "/api/auth/sign-in/email"),

@@ -2,6 +2,7 @@
 //! `#[utoipa::path]` so the OpenAPI document lists exactly what is routed.
 
 mod accounts;
+mod adapter_detect;
 mod activity;
 mod agents;
 mod approvals;
@@ -27,6 +28,7 @@ mod keys;
 mod labels;
 mod members;
 mod projects;
+mod push;
 mod revisions;
 mod routine_triggers;
 mod routines;
@@ -78,7 +80,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(secrets::router())
         .merge(routines::router())
         .merge(routine_triggers::router())
+        .merge(push::router())
         .merge(sessions::router())
+        .merge(adapter_detect::router())
         .merge(wakes::router())
         .merge(attachments::router())
         .merge(work_products::router())

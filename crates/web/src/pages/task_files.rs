@@ -113,12 +113,14 @@ fn human_bytes(n: i64) -> String {
 /// The cards and the attachment list, for the live region.
 pub fn section(files: &Files) -> Markup {
     html! {
-        section.work-products #work-products {
+        // Empty sections fold to one quiet line, so the runs and the thread
+        // stay near the top.
+        section.work-products.empty-section[files.products.is_empty()] #work-products {
             h2 { "Work products" }
             @if files.products.is_empty() { p.muted { "Nothing recorded yet." } }
             div.wp-cards { @for p in &files.products { (card(p)) } }
         }
-        section.attachments #attachments {
+        section.attachments.empty-section[files.attachments.is_empty()] #attachments {
             h2 { "Attachments" }
             @if files.attachments.is_empty() { p.muted { "No files yet." } }
             ul.attachment-list {

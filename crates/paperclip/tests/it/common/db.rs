@@ -143,6 +143,11 @@ fn on_postgres() -> bool {
 /// database an earlier release made: it had no such tables.
 pub fn before_secrets_and_teams() -> Vec<String> {
     [
+        // Migration 38 (Web Push) made new tables only.
+        "DROP TABLE IF EXISTS push_action_uses",
+        "DROP TABLE IF EXISTS push_preferences",
+        "DROP TABLE IF EXISTS push_subscriptions",
+        "DELETE FROM schema_migrations WHERE version = 38",
         // Migrations 36 and 37 (workspaces) made tables with keys to the
         // tables whose ids go back to text: an earlier release had none of
         // them (37's columns on companies go with it, to be made again).
