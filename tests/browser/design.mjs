@@ -34,7 +34,7 @@ await s.finish(async () => {
   const p = `/${company.issuePrefix}`;
   const tasks = await json(`/api/companies/${company.id}/issues`);
   const agents = await json(`/api/companies/${company.id}/agents`);
-  const task = tasks.find((t) => t.status === "done") || tasks[0];
+  const task = tasks.find((t) => t.identifier === process.env.TOUR_TASK) || tasks.find((t) => t.status === "in_progress") || tasks.find((t) => t.status === "done") || tasks[0];
   const agent = agents[0];
   const runs = await json(`/api/companies/${company.id}/heartbeat-runs?agentId=${agent.id}`);
   const pages = [
