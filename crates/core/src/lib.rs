@@ -36,7 +36,7 @@ pub mod stored;
 pub mod team;
 pub mod template;
 pub mod thrift;
+pub mod words;
 pub mod work_product;
 pub mod workspace;
 pub mod workspace_ops;
-pub mod words;

@@ -164,7 +164,10 @@ async fn a_run_whose_cli_is_missing_fails_before_start_with_the_cause() {
         .await;
     let aid = agent["id"].as_str().unwrap();
     let issue = s
-        .issue(cid, json!({ "title": "Write it", "status": "todo", "assigneeAgentId": aid }))
+        .issue(
+            cid,
+            json!({ "title": "Write it", "status": "todo", "assigneeAgentId": aid }),
+        )
         .await;
     let runs = s
         .wait_for(
@@ -227,8 +230,11 @@ async fn a_run_with_a_missing_working_directory_fails_before_start() {
         )
         .await;
     let aid = agent["id"].as_str().unwrap();
-    s.issue(cid, json!({ "title": "Fix it", "status": "todo", "assigneeAgentId": aid }))
-        .await;
+    s.issue(
+        cid,
+        json!({ "title": "Fix it", "status": "todo", "assigneeAgentId": aid }),
+    )
+    .await;
     let runs = s
         .wait_for(
             &format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}"),

@@ -410,7 +410,10 @@ async fn doctor_checks_what_run_would_use() {
         "opens (schema"
     };
     assert!(stdout.contains(db), "{stdout}");
-    assert!(stdout.contains("this Paperclip is already running there"), "{stdout}");
+    assert!(
+        stdout.contains("this Paperclip is already running there"),
+        "{stdout}"
+    );
     for cli in ["claude", "codex", "opencode"] {
         assert!(
             stdout.lines().any(|l| l.contains(cli)),

@@ -2,8 +2,8 @@
 //! `#[utoipa::path]` so the OpenAPI document lists exactly what is routed.
 
 mod accounts;
-mod adapter_detect;
 mod activity;
+mod adapter_detect;
 mod agents;
 mod approvals;
 mod attachments;

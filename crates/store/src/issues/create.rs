@@ -19,12 +19,12 @@ use crate::audit::activity::{self, Entry};
 use crate::engine::db::Query;
 use crate::engine::row::RowExt;
 use crate::issues::edit::{resolve_refs, Refs};
-use crate::issues::wake::wake_assignee;
 use crate::issues::gate::{ceo_gate_closed, is_active};
 use crate::issues::table::{
     attach_relations, check_assignable, company_exists, get_row_in_company, map, set_blockers,
     set_labels, COLUMNS,
 };
+use crate::issues::wake::wake_assignee;
 use crate::{new_id, now, Backend, Error, Result, Store, Tx};
 
 pub async fn create(
