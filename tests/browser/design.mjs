@@ -93,6 +93,28 @@ await s.finish(async () => {
   if (!dark(await bg())) throw new Error("a dark system preference is not followed");
   await page.emulateMedia({ colorScheme: "light" });
 
+  s.step("a backlog task with an assignee is not started; moving it to todo starts it");
+  await page.goto(s.base + `${p}/dashboard`);
+  await page.click("button[data-open-dialog=new-task]");
+  const dialog = page.locator("dialog#new-task");
+  await dialog.locator("input[name=title]").fill("Plan the autumn menu");
+  await dialog.locator("select[name=assigneeAgentId]").selectOption({ label: agent.name });
+  await dialog.locator("input[name=todo]").uncheck();
+  await dialog.locator("button[type=submit]").click();
+  await page.waitForURL(/\/tasks\/[A-Z]+-\d+$/);
+  await page.locator("#backlog-waits", { hasText: `${agent.name} starts when you move it to todo` }).waitFor();
+  const made = (await json(`/api/companies/${company.id}/issues`)).find((t) => t.title === "Plan the autumn menu");
+  if (!made || made.status !== "backlog") throw new Error(`the new task is ${made && made.status}, not backlog`);
+  // A wake is queued in the transaction that assigns: none now means none.
+  const early = await json(`/api/companies/${company.id}/heartbeat-runs?issueId=${made.id}`);
+  if (early.length) throw new Error(`a backlog task started ${early.length} run(s)`);
+  const moved = await page.request.patch(`${s.base}/api/issues/${made.id}`, { data: { status: "todo" } });
+  if (!moved.ok()) throw new Error(`move to todo: ${moved.status()}`);
+  await page.waitForFunction(async ([cid, id]) => {
+    const r = await fetch(`/api/companies/${cid}/heartbeat-runs?issueId=${id}`);
+    return r.ok && (await r.json()).length > 0;
+  }, [company.id, made.id], { polling: 200, timeout: 30000 });
+
   if (!tour) return;
   s.step("page weights: each page loaded cold, in a fresh browser context");
   mkdirSync(tour, { recursive: true });

@@ -1,7 +1,9 @@
 //! The design system holds on every main page of the sample company: no page
 //! is wider than a 390 px phone, the menu opens there, and the colour theme
 //! follows the system until a person picks Light or Dark, which a reload
-//! keeps (tests/browser/design.mjs, which also makes docs/screenshots).
+//! keeps; a task made in the backlog with an assignee is not started until it
+//! is moved to todo (tests/browser/design.mjs, which also makes
+//! docs/screenshots).
 
 use crate::common;
 

@@ -63,6 +63,7 @@ impl Finish {
 /// `None` if the run was not running.
 pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Option<HeartbeatRun>> {
     let mut tx = store.begin().await?;
+    crate::runs::settle::lock_task_of(&mut tx, run_id).await?;
     let Some(run) = finish_in(&mut tx, run_id, &finish).await? else {
         return Ok(None);
     };
@@ -279,6 +280,7 @@ pub async fn cancel_queued(
     reason: &str,
 ) -> Result<Option<HeartbeatRun>> {
     let mut tx = store.begin().await?;
+    crate::runs::settle::lock_task_of(&mut tx, run_id).await?;
     let ts = now();
     let n = crate::engine::db::query(
         "UPDATE heartbeat_runs SET status = 'cancelled', error = $2, error_code = 'cancelled', \

@@ -12,6 +12,24 @@ use paperclip_core::issue::IssueStatus;
 use paperclip_core::model::{HeartbeatRun, Issue};
 use serde_json::{json, Value};
 
+/// Locks the task a run is on, before the run's row changes: the run ending
+/// and its task being reopened then take turns. Without it, on Postgres, a
+/// reopen that read the run as still live kept its hold while the ending run
+/// read the task as done and kept the hold as a record: an open task held by
+/// a finished run (the chaos test's invariant 5). Task before run, the order
+/// every task edit takes.
+pub(crate) async fn lock_task_of(tx: &mut Tx, run_id: &str) -> Result<()> {
+    let on: Option<(Option<String>,)> =
+        crate::engine::db::query_as("SELECT issue_id FROM heartbeat_runs WHERE id = $1")
+            .bind(run_id)
+            .fetch_optional(tx.conn())
+            .await?;
+    if let Some((Some(issue_id),)) = on {
+        tx.lock_row(crate::Locked::Issue, &issue_id).await?;
+    }
+    Ok(())
+}
+
 /// After a run ended: releases its checkout; a failure blocks the task.
 pub(crate) async fn settle_task_in(tx: &mut Tx, run: &HeartbeatRun) -> Result<()> {
     let Some(issue) = held_task(tx, run).await? else {

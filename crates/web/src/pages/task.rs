@@ -186,7 +186,11 @@ pub async fn page(
                 (super::task_changes::section(&changes, &task_runs, &names, p))
                 section.runs {
                     h2 { "Runs" }
-                    @if task_runs.is_empty() { p.muted { "No runs on this task yet." } }
+                    @let waiting = issue.assignee_agent_id.as_deref().and_then(|id| names.get(id)).filter(|_| issue.status == IssueStatus::Backlog);
+                    @if let Some(agent) = waiting {
+                        // Backlog means not started, whoever is assigned.
+                        p.muted #backlog-waits { "Not started: it is in the backlog. " (agent.name) " starts when you move it to todo." }
+                    } @else if task_runs.is_empty() { p.muted { "No runs on this task yet." } }
                     @for run in &task_runs {
                         @let of_run: Vec<&RunEvent> = events.iter().filter(|e| e.run_id == run.id).collect();
                         (super::thread::run_card(run, &of_run, &thread_ctx))
