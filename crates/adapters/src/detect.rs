@@ -135,7 +135,7 @@ pub fn auth(
         .map(|f| f.display().to_string())
         .collect::<Vec<_>>()
         .join(", ");
-    let key_words = key.map_or("a provider key (e.g. ANTHROPIC_API_KEY)".to_string(), |k| {
+    let key_words = key.map_or("provider key (e.g. ANTHROPIC_API_KEY)".to_string(), |k| {
         k.to_string()
     });
     Auth {
@@ -179,7 +179,9 @@ pub async fn detect() -> Vec<Detected> {
                 Path::new("/"),
             );
             let (version, error) = match &program {
-                Some(p) => match version_within(p, &[], Duration::from_secs(10)).await {
+                // Generous: OpenCode's runtime can take seconds to start on
+                // a busy machine, and a slow answer is still an answer.
+                Some(p) => match version_within(p, &[], Duration::from_secs(30)).await {
                     Ok(v) => (Some(v), None),
                     Err(e) => (None, Some(e)),
                 },

@@ -2,6 +2,7 @@
 //! task taken out of the backlog (upstream's rules: backlog waits).
 
 use paperclip_core::actor::Actor;
+use paperclip_core::heartbeat::WakeSource;
 use paperclip_core::issue::IssueStatus;
 use paperclip_core::model::Issue;
 use serde_json::json;
@@ -22,21 +23,17 @@ pub(crate) async fn wake_assignee(tx: &mut Tx, actor: &Actor, issue: &Issue) -> 
     {
         return Ok(());
     }
-    crate::wakes::enqueue::enqueue_in(
+    let payload = json!({ "issueId": issue.id, "identifier": issue.identifier });
+    wake(
         tx,
         actor,
-        crate::wakes::queue::Wake {
-            agent_id: agent.clone(),
-            source: paperclip_core::heartbeat::WakeSource::Assignment,
-            trigger_detail: Some("system".to_string()),
-            reason: Some("issue_assigned".to_string()),
-            payload: Some(json!({ "issueId": issue.id, "identifier": issue.identifier })),
-            issue_id: Some(issue.id.clone()),
-            idempotency_key: None,
-        },
+        issue,
+        agent,
+        WakeSource::Assignment,
+        "issue_assigned",
+        payload,
     )
-    .await?;
-    Ok(())
+    .await
 }
 
 /// The assignee of a task taken out of the backlog is woken (upstream's
@@ -48,16 +45,39 @@ pub(crate) async fn wake_started(tx: &mut Tx, actor: &Actor, issue: &Issue) -> R
     if actor.agent_id() == Some(agent.as_str()) {
         return Ok(());
     }
+    let payload =
+        json!({ "issueId": issue.id, "identifier": issue.identifier, "mutation": "update" });
+    wake(
+        tx,
+        actor,
+        issue,
+        agent,
+        WakeSource::Automation,
+        "issue_status_changed",
+        payload,
+    )
+    .await
+}
+
+/// Enqueues `agent`'s wake for `issue` in the caller's transaction.
+async fn wake(
+    tx: &mut Tx,
+    actor: &Actor,
+    issue: &Issue,
+    agent: &str,
+    source: WakeSource,
+    reason: &str,
+    payload: serde_json::Value,
+) -> Result<()> {
     crate::wakes::enqueue::enqueue_in(
         tx,
         actor,
         crate::wakes::queue::Wake {
-            agent_id: agent.clone(),
-            source: paperclip_core::heartbeat::WakeSource::Automation,
+            agent_id: agent.to_string(),
+            source,
             trigger_detail: Some("system".to_string()),
-            reason: Some("issue_status_changed".to_string()),
-            payload: Some(json!({ "issueId": issue.id, "identifier": issue.identifier,
-                "mutation": "update" })),
+            reason: Some(reason.to_string()),
+            payload: Some(payload),
             issue_id: Some(issue.id.clone()),
             idempotency_key: None,
         },

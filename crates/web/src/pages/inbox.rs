@@ -168,20 +168,6 @@ fn failure(
     }
 }
 
-/// The adapter in a word or two, for a hire's line.
-fn adapter_words(kind: &str) -> &str {
-    match kind {
-        "claude_local" => "Claude Code",
-        "codex_local" => "Codex",
-        "opencode_local" => "OpenCode",
-        "claude_k8s" => "Claude Code on Kubernetes",
-        "opencode_k8s" => "OpenCode on Kubernetes",
-        "process" => "a local command",
-        "http" => "an HTTP endpoint",
-        other => other,
-    }
-}
-
 /// One pending approval in words. A hire names the agent, its adapter and
 /// its manager, and is decided here; other requests open their page.
 fn approval_row(
@@ -205,7 +191,7 @@ fn approval_row(
         .unwrap_or("an agent");
     let mut about = Vec::new();
     if let Some(kind) = text("adapterType") {
-        about.push(adapter_words(kind).to_string());
+        about.push(paperclip_core::words::adapter(kind).to_string());
     }
     if let Some(boss) = text("reportsTo").and_then(|id| names.get(id)) {
         about.push(format!("reports to {}", boss.name));
