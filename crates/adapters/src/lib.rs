@@ -52,6 +52,8 @@ impl Stream {
 pub struct Invocation {
     pub run_id: String,
     pub agent_id: String,
+    /// The agent's name, for what people read (a Job's annotation).
+    pub agent_name: String,
     pub company_id: String,
     /// The agent's `adapterConfig`, already validated by [`Adapter::validate_config`].
     pub config: Value,
@@ -124,6 +126,11 @@ pub enum ErrorCode {
     K8sJobStateMismatch,
     /// No usable Kubernetes client (no kubeconfig, the pod not found).
     K8sUnavailable,
+    /// The Job's container was killed at its memory limit (`OOMKilled`).
+    K8sOomKilled,
+    /// The Job vanished (404) before its end while Paperclip had not
+    /// cancelled it: someone or something else deleted it.
+    K8sJobDeletedExternally,
 }
 
 impl ErrorCode {
@@ -149,6 +156,8 @@ impl ErrorCode {
             ErrorCode::K8sPodScheduleFailed => "k8s_pod_schedule_failed",
             ErrorCode::K8sJobStateMismatch => "k8s_job_state_mismatch",
             ErrorCode::K8sUnavailable => "k8s_unavailable",
+            ErrorCode::K8sOomKilled => "k8s_oom_killed",
+            ErrorCode::K8sJobDeletedExternally => "k8s_job_deleted_externally",
         }
     }
 }

@@ -12,7 +12,7 @@ use kube::{Api, Client};
 use tokio_util::sync::CancellationToken;
 
 use super::logs::Timings;
-use super::pod::{pod_state, PodState};
+use super::pod::{main_end, oom_words, pod_state, MainEnd, PodState};
 use super::selfpod::CALL_TIMEOUT;
 use super::spec::{self, Built, LABEL_RUN, LABEL_TASK};
 use crate::process::Tap;
@@ -34,6 +34,8 @@ pub(crate) struct JobRun {
     pub task_id: Option<String>,
     /// `timeoutSec + graceSec`: the Job's own deadline plus time to report it.
     pub deadline: Option<Duration>,
+    /// The config's memory limit, when the pod does not say its own.
+    pub memory_limit: String,
 }
 
 pub(crate) enum Ended {
@@ -44,6 +46,25 @@ pub(crate) enum Ended {
         code: Option<i32>,
         stderr: Option<String>,
     },
+    /// The Job and its pod vanished before their end was read, and this
+    /// process did not delete them: judged by the CLI's output, which may
+    /// have reached its end (a TTL), else deleted outside Paperclip.
+    Gone { job: String },
+}
+
+/// Why a run whose Job vanished failed, and what to do.
+pub(crate) fn deleted_outside(job: &str) -> String {
+    format!(
+        "Job {job} was deleted outside Paperclip before it finished (Paperclip did not cancel it; its pod is gone with its work in progress): someone ran kubectl delete, or a cleanup policy or another controller removed it. Find who in the cluster's audit log or events, keep Jobs labelled app.kubernetes.io/managed-by=paperclip out of such cleanups, then retry the run"
+    )
+}
+
+/// Why the Job's pod will not run its CLI.
+enum NoPod {
+    Cancelled,
+    Broken(String),
+    /// The Job itself is gone (404) while its pod was awaited.
+    Gone,
 }
 
 enum Completion {
@@ -310,15 +331,16 @@ impl JobRun {
         );
         let pod = tokio::select! {
             pod = self.wait_pod(name) => pod,
-            _ = cancel.cancelled() => Err(None),
+            _ = cancel.cancelled() => Err(NoPod::Cancelled),
         };
         let pod = match pod {
             Ok(pod) => pod,
+            Err(NoPod::Gone) => return Ended::Gone { job: name.into() },
             Err(why) => {
                 self.delete_job(name).await;
                 return match why {
-                    None => Ended::Outcome(cancelled()),
-                    Some(message) => fail(ErrorCode::K8sPodScheduleFailed, message),
+                    NoPod::Broken(message) => fail(ErrorCode::K8sPodScheduleFailed, message),
+                    _ => Ended::Outcome(cancelled()),
                 };
             }
         };
@@ -352,7 +374,8 @@ impl JobRun {
             }
         }
         tap.end();
-        let code = self.exit_code(name).await;
+        let end = self.main_end(name).await;
+        let code = end.as_ref().map(|e| e.exit_code);
         match completion {
             Completion::Mismatch => {
                 self.log(
@@ -380,6 +403,22 @@ impl JobRun {
                     )
                 })
             }
+            _ if end.as_ref().is_some_and(|e| e.oom) => {
+                self.cleanup(name).await;
+                let limit = end
+                    .and_then(|e| e.memory_limit)
+                    .unwrap_or_else(|| self.memory_limit.clone());
+                let code = code.unwrap_or(137);
+                Ended::Outcome(Outcome {
+                    exit_code: Some(code),
+                    ..Outcome::failed(
+                        ErrorCode::K8sOomKilled,
+                        oom_words(self.container, code, &limit),
+                    )
+                })
+            }
+            // Nothing left to delete, nor an exit code to read.
+            Completion::Gone if code.is_none() => Ended::Gone { job: name.into() },
             _ => {
                 self.cleanup(name).await;
                 Ended::Exited { code, stderr: None }
@@ -432,19 +471,30 @@ impl JobRun {
         }
     }
 
-    /// The pod of the Job once its CLI runs; `Err(Some(why))` when it never
-    /// will, with the cause and what to do.
-    async fn wait_pod(&self, job: &str) -> Result<String, Option<String>> {
+    /// The pod of the Job once its CLI runs; `Err` when it never will, with
+    /// the cause and what to do.
+    async fn wait_pod(&self, job: &str) -> Result<String, NoPod> {
         let started = Instant::now();
         let params = ListParams::default().labels(&format!("job-name={job}"));
         let mut last = String::new();
         loop {
             if let Ok(list) = timed(self.pods().list(&params)).await {
+                // No pod: the controller has not made it yet, or the Job
+                // itself was deleted.
+                if list.items.is_empty() {
+                    if let Ok(Err(e)) =
+                        tokio::time::timeout(CALL_TIMEOUT, self.jobs().get(job)).await
+                    {
+                        if is_not_found(&e) {
+                            return Err(NoPod::Gone);
+                        }
+                    }
+                }
                 if let Some(pod) = list.items.first() {
                     let name = pod.metadata.name.clone().unwrap_or_default();
                     match pod_state(pod, self.container) {
                         PodState::Running => return Ok(name),
-                        PodState::Broken(why) => return Err(Some(why)),
+                        PodState::Broken(why) => return Err(NoPod::Broken(why)),
                         PodState::Waiting(now) => {
                             if now != last {
                                 self.log(Stream::System, &format!("Pod {name}: {now}"));
@@ -455,7 +505,7 @@ impl JobRun {
                 }
             }
             if started.elapsed() >= self.timings.pod_wait {
-                return Err(Some(format!(
+                return Err(NoPod::Broken(format!(
                     "Timed out waiting for pod to be scheduled ({}s); check the cluster's capacity and the Job's events (kubectl describe job {job})",
                     self.timings.pod_wait.as_secs()
                 )));
@@ -520,22 +570,10 @@ impl JobRun {
         }
     }
 
-    async fn exit_code(&self, job: &str) -> Option<i32> {
+    async fn main_end(&self, job: &str) -> Option<MainEnd> {
         let params = ListParams::default().labels(&format!("job-name={job}"));
         let list = timed(self.pods().list(&params)).await.ok()?;
-        list.items.iter().find_map(|p| {
-            p.status
-                .as_ref()?
-                .container_statuses
-                .as_ref()?
-                .iter()
-                .find(|c| c.name == self.container)?
-                .state
-                .as_ref()?
-                .terminated
-                .as_ref()
-                .map(|t| t.exit_code)
-        })
+        list.items.iter().find_map(|p| main_end(p, self.container))
     }
 }
 

@@ -194,6 +194,7 @@ impl<K: CliKind> K8sAdapter<K> {
             adapter_type: self.kind,
             container: self.container(),
             agent_id: &inv.agent_id,
+            agent_name: &inv.agent_name,
             run_id: &inv.run_id,
             company_id: &inv.company_id,
             task_id: inv.env.get("PAPERCLIP_TASK_ID").map(String::as_str),
@@ -232,6 +233,7 @@ impl<K: CliKind> K8sAdapter<K> {
             reattach: kcfg.reattach,
             task_id: inv.env.get("PAPERCLIP_TASK_ID").cloned(),
             deadline: cli.timeout.map(|t| t + cli.grace),
+            memory_limit: kcfg.resources.limits_memory.clone(),
         };
         let (tap, parser) = self.cli.tap(&cli, sink.clone());
         let ended = ctx.drive(spec, tap, &inv.cancel).await;
@@ -240,6 +242,20 @@ impl<K: CliKind> K8sAdapter<K> {
             job::Ended::Exited { code, stderr } => {
                 self.cli
                     .settle(&cli, code, stderr, &parser, inv.session_id.is_some())
+            }
+            job::Ended::Gone { job } => {
+                let finished = parser.lock().unwrap().summary().completed;
+                let mut out = self
+                    .cli
+                    .settle(&cli, None, None, &parser, inv.session_id.is_some());
+                if !finished {
+                    // Its usage and session stay: the tokens were spent.
+                    out.status = crate::OutcomeStatus::Failed;
+                    out.error_code = Some(ErrorCode::K8sJobDeletedExternally);
+                    out.error = Some(job::deleted_outside(&job));
+                    out.exit_code = None;
+                }
+                out
             }
         }
     }

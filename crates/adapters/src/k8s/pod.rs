@@ -83,6 +83,51 @@ pub(crate) fn pod_state(pod: &Pod, main: &str) -> PodState {
     })
 }
 
+/// How a finished pod's main container ended.
+#[derive(Debug, PartialEq)]
+pub(crate) struct MainEnd {
+    pub exit_code: i32,
+    /// Killed by the kernel at its cgroup's memory limit.
+    pub oom: bool,
+    /// `resources.limits.memory` as the pod was made with it.
+    pub memory_limit: Option<String>,
+}
+
+/// The main container's end, from its state, else its last state (a
+/// container that restarted); `None` when it never ended.
+pub(crate) fn main_end(pod: &Pod, main: &str) -> Option<MainEnd> {
+    let status = pod
+        .status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .find(|c| c.name == main)?;
+    let ended = [status.state.as_ref(), status.last_state.as_ref()]
+        .into_iter()
+        .flatten()
+        .find_map(|s| s.terminated.as_ref())?;
+    let memory_limit = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers.iter().find(|c| c.name == main))
+        .and_then(|c| c.resources.as_ref()?.limits.as_ref()?.get("memory"))
+        .map(|q| q.0.clone());
+    Some(MainEnd {
+        exit_code: ended.exit_code,
+        oom: ended.reason.as_deref() == Some("OOMKilled") && ended.exit_code != 0,
+        memory_limit,
+    })
+}
+
+/// What a person reads when the CLI's container ran out of memory: the
+/// limit it hit and the config key that raises it.
+pub(crate) fn oom_words(container: &str, exit_code: i32, limit: &str) -> String {
+    format!(
+        "Out of memory: Kubernetes killed the {container} container (OOMKilled, exit code {exit_code}) at its memory limit of {limit}. Raise resources.limits.memory in the agent's adapter config (now {limit}; e.g. double it), then retry"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +155,40 @@ mod tests {
         assert_eq!(
             pod_state(&pod(json!({"phase": "Succeeded"})), "claude"),
             PodState::Running
+        );
+    }
+
+    #[test]
+    fn an_oom_killed_container_is_told_from_a_failed_one_with_its_limit() {
+        let ended = |reason: &str, code: i32| -> Pod {
+            serde_json::from_value(json!({"metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "claude", "resources": {"limits": {"memory": "8Gi"}}}]},
+                "status": {"phase": "Failed", "containerStatuses": [{"name": "claude", "ready": false,
+                    "restartCount": 0, "image": "c", "imageID": "",
+                    "state": {"terminated": {"exitCode": code, "reason": reason}}}]}}))
+            .unwrap()
+        };
+        let oom = main_end(&ended("OOMKilled", 137), "claude").unwrap();
+        assert_eq!(
+            oom,
+            MainEnd {
+                exit_code: 137,
+                oom: true,
+                memory_limit: Some("8Gi".into())
+            }
+        );
+        assert!(!main_end(&ended("Error", 137), "claude").unwrap().oom);
+        assert_eq!(main_end(&ended("Error", 1), "opencode"), None);
+        let running = pod(json!({"phase": "Running",
+            "containerStatuses": [{"name": "claude", "ready": true, "restartCount": 1, "image": "c", "imageID": "",
+                "state": {"running": {}},
+                "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}));
+        let restarted = main_end(&running, "claude").unwrap();
+        assert!(restarted.oom && restarted.memory_limit.is_none());
+        let words = oom_words("claude", 137, "8Gi");
+        assert!(
+            words.contains("8Gi") && words.contains("resources.limits.memory"),
+            "{words}"
         );
     }
 

@@ -29,6 +29,9 @@ pub const LABEL_ADAPTER: &str = "paperclip.io/adapter-type";
 /// The task a Job works on: a restarted control plane's continuation of that
 /// task reattaches to the Job instead of starting another.
 pub const LABEL_TASK: &str = "paperclip.io/task-id";
+/// The agent's name, for a person reading `kubectl describe`: an
+/// annotation, since a name is not a valid label value.
+pub const ANNOTATION_AGENT_NAME: &str = "paperclip.io/agent-name";
 
 /// Variables of the control plane's own container a Job may inherit (as a
 /// literal or as the same `valueFrom` reference): locale, proxies, CA
@@ -150,6 +153,7 @@ pub struct JobInput<'a> {
     /// The main container's name (`claude`, `opencode`).
     pub container: &'a str,
     pub agent_id: &'a str,
+    pub agent_name: &'a str,
     pub run_id: &'a str,
     pub company_id: &'a str,
     pub task_id: Option<&'a str>,
@@ -349,9 +353,13 @@ pub fn build(input: &JobInput<'_>) -> Result<Built, serde_json::Error> {
     if !cfg.retain_jobs {
         job_spec.insert("ttlSecondsAfterFinished".into(), json!(cfg.ttl_seconds));
     }
+    let annotations = json!({
+        LABEL_ADAPTER: input.adapter_type,
+        ANNOTATION_AGENT_NAME: input.agent_name,
+    });
     job_spec.insert(
         "template".into(),
-        json!({"metadata": {"labels": labels}, "spec": pod_spec}),
+        json!({"metadata": {"labels": labels, "annotations": annotations}, "spec": pod_spec}),
     );
     let job = json!({
         "apiVersion": "batch/v1",
@@ -360,7 +368,7 @@ pub fn build(input: &JobInput<'_>) -> Result<Built, serde_json::Error> {
             "name": name,
             "namespace": input.namespace,
             "labels": labels,
-            "annotations": {LABEL_ADAPTER: input.adapter_type},
+            "annotations": annotations,
         },
         "spec": job_spec,
     });

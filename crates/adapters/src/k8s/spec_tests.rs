@@ -40,6 +40,7 @@ fn job_json(config: Value, prompt: &str, env: &[(&str, &str)]) -> (Value, Option
         adapter_type: "claude_k8s",
         container: "claude",
         agent_id: "agent-1",
+        agent_name: "Pod Coder",
         run_id: "run-1",
         company_id: "co-1",
         task_id: Some("task-1"),
@@ -109,6 +110,13 @@ fn the_job_carries_the_contract_labels_security_and_resources() {
     assert_eq!(labels["paperclip.io/adapter-type"], "claude_k8s");
     assert_eq!(labels["team"], "a");
     assert_eq!(labels["paperclip.io/task-id"], "task-1");
+    let annotations = &job["metadata"]["annotations"];
+    assert_eq!(annotations["paperclip.io/agent-name"], "Pod Coder");
+    assert_eq!(annotations["paperclip.io/adapter-type"], "claude_k8s");
+    assert_eq!(
+        annotations, &job["spec"]["template"]["metadata"]["annotations"],
+        "the pod is annotated as its Job"
+    );
     let spec = &job["spec"];
     assert_eq!(spec["backoffLimit"], 0);
     assert_eq!(spec["ttlSecondsAfterFinished"], 300);

@@ -58,6 +58,7 @@ fn invocation(fake: &FakeK8s, run_id: &str, prompt: &str) -> Invocation {
     Invocation {
         run_id: run_id.into(),
         agent_id: "agent-1".into(),
+        agent_name: "Pod Coder".into(),
         company_id: "co-1".into(),
         config: json!({"kubeconfig": kubeconfig, "image": "ghcr.io/example/paperclip:1.0.0", "namespace": fake::NAMESPACE}),
         env: [("PAPERCLIP_RUN_ID".to_string(), run_id.to_string())].into(),
@@ -315,4 +316,47 @@ async fn a_job_name_taken_is_a_create_failure_with_the_apis_reason() {
     );
     assert!(again.error.unwrap().contains("already exists"));
     assert_eq!(count(&fake, "POST", "/jobs"), 2);
+}
+
+/// A Job deleted (as by kubectl) while its pod is still starting: the run
+/// does not wait out the pod deadline for a pod that will never come; it
+/// fails as deleted outside Paperclip, and nothing else is deleted.
+#[tokio::test]
+async fn a_job_deleted_before_its_pod_runs_is_reported_deleted_outside_paperclip() {
+    let fake = fake_with(script(claude_result(true), 0)).await;
+    let outside = fake.clone();
+    let deleter = tokio::spawn(async move {
+        let name = loop {
+            if let Some(name) = outside.job_names().pop() {
+                break name;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        };
+        let config = kube::Config::new(outside.url.parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let jobs: kube::Api<k8s_openapi::api::batch::v1::Job> =
+            kube::Api::namespaced(client, fake::NAMESPACE);
+        jobs.delete(&name, &kube::api::DeleteParams::background())
+            .await
+            .unwrap();
+        name
+    });
+    let (outcome, log) = run(&fake, "hi").await;
+    let name = deleter.await.unwrap();
+    assert_eq!(outcome.status, OutcomeStatus::Failed, "{outcome:?}\n{log}");
+    assert_eq!(
+        outcome.error_code,
+        Some(ErrorCode::K8sJobDeletedExternally),
+        "{outcome:?}\n{log}"
+    );
+    let error = outcome.error.unwrap();
+    assert!(
+        error.contains(&format!("Job {name} was deleted outside Paperclip")),
+        "{error}"
+    );
+    assert_eq!(
+        count(&fake, "DELETE", "/jobs/"),
+        1,
+        "only the outside delete"
+    );
 }

@@ -33,6 +33,7 @@ pub(crate) fn invocation(
     Invocation {
         run_id: run.id.clone(),
         agent_id: plan.agent.id.clone(),
+        agent_name: plan.agent.name.clone(),
         company_id: plan.agent.company_id.clone(),
         config: std::mem::take(&mut plan.config),
         env: std::mem::take(&mut plan.env),

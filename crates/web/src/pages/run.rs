@@ -417,6 +417,8 @@ pub(crate) fn what_to_do(code: Option<&str>) -> &'static str {
         "budget_exceeded" | "budget_blocked" => "the budget is spent: raise the agent's or the company's monthly budget, then retry.",
         "control_plane_restart" => "the server restarted while the run was working: retry it.",
         "run_setup_failed" => "the server could not prepare the run (its database or its log storage failed): check the server's log, then retry.",
+        "k8s_oom_killed" => "Kubernetes killed the agent's container at its memory limit: raise resources.limits.memory in the agent's adapter config (the error above names the limit), then retry.",
+        "k8s_job_deleted_externally" => "something outside Paperclip deleted the run's Job: find who in the cluster's audit log, keep Jobs labelled app.kubernetes.io/managed-by=paperclip out of cleanups, then retry.",
         "callback_timeout" => "the remote agent never reported back: check it is running and can reach this server, then retry.",
         _ => "read the log below for the cause, fix it, then retry.",
     }

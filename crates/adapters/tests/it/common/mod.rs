@@ -102,6 +102,7 @@ pub fn invocation(config: Value) -> Invocation {
     Invocation {
         run_id: "run-1".into(),
         agent_id: "agent-1".into(),
+        agent_name: "Agent One".into(),
         company_id: "company-1".into(),
         config,
         env: BTreeMap::from([

@@ -64,6 +64,9 @@ pub struct Faults {
     /// The first follow stream breaks after this many lines, in the middle
     /// of the next one.
     pub drop_log_after: Option<usize>,
+    /// The main container passes its memory limit after its lines: the
+    /// kernel kills it (`OOMKilled`, exit 137).
+    pub oom_kill: bool,
     /// SelfSubjectAccessReviews denied, as (verb, resource[/sub]).
     pub denied: BTreeSet<(String, String)>,
 }
@@ -338,6 +341,9 @@ impl FakeK8s {
             }
         }
         tokio::time::sleep(step).await;
+        if self.inner.lock().unwrap().faults.oom_kill {
+            return self.terminate(&job, &pod, 137, Some("OOMKilled")).await;
+        }
         self.terminate(&job, &pod, code, None).await;
     }
 
@@ -359,14 +365,18 @@ impl FakeK8s {
     }
 
     /// The container exits with `code`; after the controller's lag the Job
-    /// gets its conditions (`reason` overrides the failure's).
+    /// gets its conditions (`reason` overrides the failure's, or, for
+    /// `OOMKilled`, the container's).
     async fn terminate(&self, job: &str, pod: &str, code: i32, reason: Option<&str>) {
         let (job, pod) = (job.to_string(), pod.to_string());
+        let oom = reason == Some("OOMKilled");
+        let reason = reason.filter(|_| !oom);
         self.set_pod(&pod, |p| {
             p["status"]["phase"] = json!(if code == 0 { "Succeeded" } else { "Failed" });
             p["status"]["containerStatuses"][0]["ready"] = json!(false);
             p["status"]["containerStatuses"][0]["state"] = json!({"terminated": {"exitCode": code,
-                "reason": if code == 0 { "Completed" } else { "Error" }, "startedAt": now(), "finishedAt": now()}});
+                "reason": if code == 0 { "Completed" } else if oom { "OOMKilled" } else { "Error" },
+                "startedAt": now(), "finishedAt": now()}});
         });
         self.edit(|i| {
             if let Some(log) = i.logs.get_mut(&pod) {
