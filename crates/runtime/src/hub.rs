@@ -103,6 +103,16 @@ impl Hub {
         }
     }
 
+    /// Open live streams (SSE and WebSocket) across every company, for `/metrics`.
+    pub fn subscribers(&self) -> usize {
+        let channels = self.channels.lock().expect("hub lock");
+        channels
+            .values()
+            .filter_map(|c| c.sender.as_ref())
+            .map(broadcast::Sender::receiver_count)
+            .sum()
+    }
+
     pub fn subscribe(&self, company_id: &str, last_event_id: Option<u64>) -> Subscription {
         let mut channels = self.channels.lock().expect("hub lock");
         let channel = channels.entry(company_id.to_string()).or_default();

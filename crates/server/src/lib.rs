@@ -14,6 +14,7 @@ pub mod extract;
 pub mod guard;
 pub mod limits;
 pub mod local_peer;
+pub mod metrics;
 pub mod multipart;
 pub mod people;
 pub mod permissions;
@@ -94,6 +95,7 @@ pub fn app(state: AppState) -> Router {
     let web = paperclip_web::router(state.store.clone(), read_log, log_cut, live_position).layer(
         axum::middleware::from_fn_with_state(state.clone(), board_only),
     );
+    use metrics::WithMetrics;
     router
         .merge(web)
         .route(
@@ -104,6 +106,7 @@ pub fn app(state: AppState) -> Router {
             }),
         )
         .fallback(routes::not_found)
+        .with_metrics()
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -9,5 +9,6 @@ pub(crate) mod days;
 pub mod detail;
 pub mod inbox;
 pub mod inbox_badge;
+pub mod metrics;
 pub(crate) mod run_days;
 pub mod ui;
