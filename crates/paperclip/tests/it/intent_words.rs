@@ -123,6 +123,20 @@ async fn pages_word_tokens_tasks_routines_and_bulk_creations() {
     .await;
     s.ok_post(&format!("/api/routines/{rid}/run"), json!({}))
         .await;
+    // The routine's run ends first: its activity row landing amid the burst
+    // below would split it (a fold is of rows next to each other).
+    common::until(60, "the routine's run to end", async || {
+        let runs = s
+            .ok_get(&format!("/api/companies/{cid}/heartbeat-runs"))
+            .await;
+        let runs = runs.as_array()?;
+        (!runs.is_empty()
+            && runs
+                .iter()
+                .all(|r| !matches!(r["status"].as_str(), Some("queued" | "running"))))
+        .then_some(())
+    })
+    .await;
     // A script's burst of new tasks is one row.
     for n in 0..5 {
         s.issue(&cid, json!({ "title": format!("Bulk {n}") })).await;
