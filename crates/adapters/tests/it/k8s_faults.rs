@@ -326,12 +326,18 @@ async fn a_job_deleted_before_its_pod_runs_is_reported_deleted_outside_paperclip
     let fake = fake_with(script(claude_result(true), 0)).await;
     let outside = fake.clone();
     let deleter = tokio::spawn(async move {
-        let name = loop {
-            if let Some(name) = outside.job_names().pop() {
-                break name;
+        // The Job appears when the adapter creates it; a deadline, not a
+        // fixed wait, bounds the look.
+        let name = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                if let Some(name) = outside.job_names().pop() {
+                    break name;
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
             }
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        };
+        })
+        .await
+        .expect("the adapter created no Job within 30 s");
         let config = kube::Config::new(outside.url.parse().unwrap());
         let client = kube::Client::try_from(config).unwrap();
         let jobs: kube::Api<k8s_openapi::api::batch::v1::Job> =
