@@ -11,6 +11,7 @@ pub mod asking;
 pub mod attach;
 pub mod browser;
 pub mod cli;
+pub mod fleet;
 pub mod repos;
 pub mod routine_clock;
 pub mod secrets;

@@ -58,6 +58,17 @@ impl TestServer {
         TestServer::spawn(data_dir, database_url, port, extra, &[]).await
     }
 
+    /// A server on `data_dir` and an existing database shared with other
+    /// instances (see `common::fleet`).
+    pub async fn start_instance(
+        data_dir: PathBuf,
+        database_url: String,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> TestServer {
+        TestServer::spawn(data_dir, Some(database_url), 0, extra, env).await
+    }
+
     /// A fresh server with extra variables in its environment (which its
     /// agents must not inherit).
     pub async fn start_env(env: &[(&str, &str)]) -> TestServer {
