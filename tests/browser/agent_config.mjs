@@ -24,7 +24,7 @@ await s.finish(async () => {
   await page.click("form.config details.advanced summary");
   const json = JSON.parse(await page.inputValue("form.config textarea[data-hire-json]"));
   must(json.command === "no-such-agent-cli-xyz", `JSON view: ${JSON.stringify(json)}`);
-  must(json.customKnob === "keep-me", "the JSON view lost a key no field shows");
+  must(json.bootstrapPromptTemplate === "keep-me", "the JSON view lost a key no field shows");
 
   s.step("check the environment: it fails, in words");
   await page.click("form.config [data-hire-check]");

@@ -9,7 +9,7 @@ use reqwest::{Method, StatusCode, Url};
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
-use crate::config::{describe, truncate, Fields};
+use crate::config::{describe, truncate, Fields, KnownKeys, UPSTREAM_AGNOSTIC_KEYS};
 use crate::{
     Adapter, BoxFuture, Capabilities, ConfigError, ErrorCode, Invocation, Outcome, OutcomeStatus,
     RunLimits, RunSink, Stream,
@@ -64,6 +64,28 @@ const DEFAULT_CALLBACK_SECS: f64 = 3600.0;
 const MAX_CALLBACK_SECS: f64 = 7.0 * 24.0 * 3600.0;
 
 impl HttpConfig {
+    /// Upstream's HTTP keys (`url`, `method`, `headers`, `timeoutMs`,
+    /// `payloadTemplate`) and ours for a callback; the keys upstream keeps
+    /// across a change of type are accepted unused: a request has no
+    /// process (`env`, `cwd`, `timeoutSec`, `graceSec`) and no prompt
+    /// (`promptTemplate`, `bootstrapPromptTemplate`, `instructionsFilePath`;
+    /// `payloadTemplate` is the body), nor skills (`paperclipSkillSync`).
+    pub fn known_keys() -> KnownKeys {
+        KnownKeys::new(
+            &[
+                "url",
+                "method",
+                "headers",
+                "timeoutMs",
+                "payloadTemplate",
+                "async",
+                "callbackTimeoutSec",
+                "forwardAuth",
+            ],
+            UPSTREAM_AGNOSTIC_KEYS,
+        )
+    }
+
     pub fn parse(config: &Value) -> Result<HttpConfig, Vec<ConfigError>> {
         let mut f = Fields::new(config)?;
         let url = f
@@ -145,6 +167,10 @@ impl Adapter for HttpAdapter {
         HttpConfig::parse(config).map(|_| ())
     }
 
+    fn known_keys(&self) -> KnownKeys {
+        HttpConfig::known_keys()
+    }
+
     fn limits(&self, config: &Value) -> RunLimits {
         HttpConfig::parse(config)
             .map(|c| RunLimits {
@@ -160,6 +186,7 @@ impl Adapter for HttpAdapter {
         invocation: Invocation,
         sink: Arc<dyn RunSink>,
     ) -> BoxFuture<'a, Outcome> {
+        crate::config::note_ignored(&self.known_keys(), "http", &invocation.config, &*sink);
         Box::pin(self.run(invocation, sink))
     }
 
@@ -386,6 +413,17 @@ fn substitute(s: &str, vars: &BTreeMap<String, Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upstream_http_keys_are_known_and_others_named() {
+        let good = json!({
+            "url": "http://127.0.0.1:9/hook", "method": "POST", "headers": { "X-Any-Name": "v" },
+            "timeoutMs": 1000, "payloadTemplate": { "id": "{{run.id}}" }, "async": true,
+            "callbackTimeoutSec": 60, "forwardAuth": true,
+            "env": { "A": "1" }, "cwd": "/tmp", "timeoutSec": 5, "promptTemplate": "x",
+        });
+        crate::config::assert_keys(&HttpAdapter::default(), good, "authHeader");
+    }
 
     fn vars() -> BTreeMap<String, Value> {
         BTreeMap::from([

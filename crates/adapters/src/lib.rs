@@ -286,6 +286,11 @@ pub trait Adapter: Send + Sync {
     fn kind(&self) -> &'static str;
     fn capabilities(&self) -> Capabilities;
     fn validate_config(&self, config: &Value) -> Result<(), Vec<ConfigError>>;
+    /// The top-level config keys this adapter type knows: those it reads and
+    /// upstream's for the same type that it accepts unused. A config being
+    /// saved may set no other (the server refuses it naming the key); a
+    /// stored one is not checked again, so older configs keep running.
+    fn known_keys(&self) -> config::KnownKeys;
     /// The limits of a valid config; an invalid one has none (it never runs).
     fn limits(&self, _config: &Value) -> RunLimits {
         RunLimits::default()

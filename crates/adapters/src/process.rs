@@ -13,7 +13,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
-use crate::config::{describe, truncate, Fields};
+use crate::config::{
+    describe, truncate, Fields, KnownKeys, CONFINEMENT_KEYS, UPSTREAM_AGNOSTIC_KEYS,
+};
 use crate::output::spawn_reader;
 use crate::tree::{Tree, TreeGuard, TREE_VAR};
 use crate::{
@@ -40,6 +42,27 @@ pub struct ProcessConfig {
 }
 
 impl ProcessConfig {
+    /// Upstream's process keys, all read, and the confinement keys; of the
+    /// keys upstream keeps across a change of type, unused here are
+    /// `instructionsFilePath` (a script gets the prompt on stdin, not a
+    /// file), `bootstrapPromptTemplate` and `paperclipSkillSync`.
+    /// (`promptTemplate` is read by the runtime, for every type.)
+    pub fn known_keys() -> KnownKeys {
+        KnownKeys::new(
+            &[
+                "command",
+                "args",
+                "cwd",
+                "env",
+                "timeoutSec",
+                "graceSec",
+                "promptTemplate",
+            ],
+            UPSTREAM_AGNOSTIC_KEYS,
+        )
+        .with(CONFINEMENT_KEYS, &[])
+    }
+
     pub fn parse(config: &Value) -> Result<ProcessConfig, Vec<ConfigError>> {
         let mut f = Fields::new(config)?;
         let command = f.required_string("command").unwrap_or_default();
@@ -88,6 +111,10 @@ impl Adapter for ProcessAdapter {
         ProcessConfig::parse(config).map(|_| ())
     }
 
+    fn known_keys(&self) -> KnownKeys {
+        ProcessConfig::known_keys()
+    }
+
     fn limits(&self, config: &Value) -> RunLimits {
         ProcessConfig::parse(config)
             .map(|c| RunLimits {
@@ -103,6 +130,7 @@ impl Adapter for ProcessAdapter {
         invocation: Invocation,
         sink: Arc<dyn RunSink>,
     ) -> BoxFuture<'a, Outcome> {
+        crate::config::note_ignored(&self.known_keys(), "process", &invocation.config, &*sink);
         Box::pin(run(invocation, sink))
     }
 
@@ -515,4 +543,20 @@ pub(crate) fn signal_name(signal: i32) -> String {
         _ => return format!("signal {signal}"),
     };
     name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_process_keys_are_known_and_others_named() {
+        let good = json!({
+            "command": "sh", "args": ["-c", "true"], "cwd": "/tmp", "env": { "MY_KNOB": "1" },
+            "timeoutSec": 5, "graceSec": 1, "promptTemplate": "Do {{task.identifier}}",
+            "instructionsFilePath": "/tmp/AGENTS.md", "paperclipSkillSync": {},
+            "networkScope": "deny",
+        });
+        crate::config::assert_keys(&ProcessAdapter, good, "customKnob");
+    }
 }

@@ -4,5 +4,6 @@
 //! (`paperclip-bench scale`) also runs, tiny, as a test.
 
 pub mod chaos;
+pub mod fleet;
 pub mod poll;
 pub mod scale;

@@ -15,6 +15,10 @@
 //! `paperclip-bench worktrees` measures execution workspaces (git worktrees)
 //! on a repository of 10,000 files, with no server (see `worktrees.rs`).
 //!
+//! `paperclip-bench fleet` runs a simulated day of 100 agents on two
+//! instances sharing one Postgres, one killed every few minutes (the
+//! library's `fleet` module); like chaos, it fails on a lost run.
+//!
 //! `paperclip-bench chaos` runs the chaos driver (the library's `chaos`
 //! module, which the test suite also runs, briefly) and, unlike the rest,
 //! fails when an invariant was violated.
@@ -27,6 +31,7 @@ mod heartbeat;
 mod load;
 mod pages;
 mod report;
+mod revalidate;
 mod server;
 mod thrift;
 mod worktrees;
@@ -95,6 +100,10 @@ enum Suite {
     /// Execution workspaces on a 10,000-file repository: worktree creation
     /// and reuse, and recording a run's diff, beside plain git. No server.
     Worktrees(worktrees::WorktreeArgs),
+    /// A simulated day of 100 agents on two instances sharing one Postgres,
+    /// one killed and restarted every few minutes; board route latencies,
+    /// RSS and CPU per instance, runs lost / duplicated / left running.
+    Fleet(paperclip_bench::fleet::FleetArgs),
 }
 
 #[derive(clap::Args)]
@@ -160,6 +169,7 @@ async fn main() -> anyhow::Result<()> {
         Some(Suite::Chaos(c)) => chaos(&args, c).await,
         Some(Suite::Scale(s)) => scale(&args, s).await,
         Some(Suite::Thrift(t)) => thrift::run(&args.server, args.database_url.as_deref(), t).await,
+        Some(Suite::Fleet(f)) => fleet(&args, f).await,
         Some(Suite::Worktrees(_)) => unreachable!("run before the server check"),
         None => crud(args).await,
     }
@@ -217,6 +227,34 @@ async fn chaos(args: &Args, c: &ChaosArgs) -> anyhow::Result<()> {
             "{} violations ({}); evidence kept in {}",
             report.violations.len(),
             report.by_invariant(),
+            report.data_dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Fails (non-zero exit) when a run was lost, duplicated or left running,
+/// a wake with nothing to do reached the model, or an invariant broke.
+async fn fleet(args: &Args, f: &paperclip_bench::fleet::FleetArgs) -> anyhow::Result<()> {
+    let Some(url) = args.database_url.clone() else {
+        bail!("fleet needs --database-url: two instances share one Postgres database");
+    };
+    let report = paperclip_bench::fleet::run(&paperclip_bench::fleet::Config {
+        binary: args.server.clone(),
+        database_url: url,
+        args: f.clone(),
+    })
+    .await?;
+    for finding in report.findings() {
+        eprintln!("finding: {finding}");
+    }
+    println!("{}", report.summary());
+    println!();
+    println!("{}", report.markdown());
+    if !report.clean() {
+        bail!(
+            "{} findings; evidence kept in {}",
+            report.findings().len(),
             report.data_dir.display()
         );
     }
@@ -304,6 +342,11 @@ async fn crud(args: Args) -> anyhow::Result<()> {
     list.warn_errors("list issues");
     let list_1 = timed_get(&client, &list_url, 1, warmup, duration).await;
     list_1.warn_errors("list issues (1 client)");
+    // A client that keeps the page and asks whether it changed.
+    let tag = revalidate::etag(&client, &list_url).await?;
+    let list_304 =
+        revalidate::timed(&client, &list_url, &tag, args.clients, warmup, duration).await;
+    list_304.warn_errors("list issues, revalidating");
 
     eprintln!("getting one issue at {} clients...", args.clients);
     let get = timed_get(&client, &issue_url, args.clients, warmup, duration).await;
@@ -342,6 +385,7 @@ async fn crud(args: Args) -> anyhow::Result<()> {
         create,
         list,
         list_1,
+        list_304,
         get,
         health,
         list_bytes,

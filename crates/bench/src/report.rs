@@ -16,6 +16,8 @@ pub struct Report {
     pub create: Run,
     pub list: Run,
     pub list_1: Run,
+    /// The list revalidated with its ETag: 304s, no body.
+    pub list_304: Run,
     pub get: Run,
     pub health: Run,
     /// The list's size in bytes, and the HTTP stack answering those bytes
@@ -84,6 +86,7 @@ impl Report {
             self.list_size,
             latency(&self.list_1)
         );
+        println!("  list 304 x{c:<3}      {}", latency(&self.list_304));
         println!("  get issue x{c:<3}     {}", latency(&self.get));
         println!("  health x{c:<3}        {}", latency(&self.health));
         println!(
@@ -124,6 +127,11 @@ impl Report {
                 "p50 <= 5 ms",
             ),
             (format!("List {n} issues, 1 client"), &self.list_1, "-"),
+            (
+                format!("List {n} issues revalidated (304), {c} clients"),
+                &self.list_304,
+                "-",
+            ),
             (format!("Get issue, {c} clients"), &self.get, "p50 <= 1 ms"),
             (
                 format!("Health (HTTP floor), {c} clients"),

@@ -18,7 +18,8 @@ pub struct RunArgs {
     /// Where the embedded database and run logs live.
     #[arg(long, env = "PAPERCLIP_DATA_DIR")]
     data_dir: Option<PathBuf>,
-    /// A TOML file with `port`, `bind`, `data_dir` and `database_url`.
+    /// A TOML file with `port`, `bind`, `data_dir`, `database_url`,
+    /// `otlp_endpoint` and `otel_service_name`.
     #[arg(long, env = "PAPERCLIP_CONFIG")]
     config: Option<PathBuf>,
     /// Postgres URL (`postgres://...`); without it the embedded SQLite is used.
@@ -53,6 +54,16 @@ pub struct RunArgs {
     /// much was left out between.
     #[arg(long, env = "PAPERCLIP_RUN_LOG_MAX_BYTES", default_value_t = paperclip_runtime::logs::DEFAULT_MAX_BYTES)]
     run_log_max_bytes: u64,
+    /// This instance's id among several on one Postgres database (a pod's
+    /// name). Default: an id made at the first start and kept in the data
+    /// dir. Two instances must never share one.
+    #[arg(long, env = "PAPERCLIP_INSTANCE_ID")]
+    instance_id: Option<String>,
+    /// Seconds an instance's lease lasts without renewal (renewed every
+    /// sixth of it): a dead instance's runs are taken over by a survivor
+    /// within it plus one sweep.
+    #[arg(long, env = "PAPERCLIP_INSTANCE_LEASE_SECS", default_value_t = 30)]
+    instance_lease_secs: u64,
     /// Where new attachments are stored: `local_disk` (the data dir) or `s3`.
     #[arg(long, env = "PAPERCLIP_STORAGE_PROVIDER", default_value = "local_disk")]
     storage_provider: String,
@@ -99,6 +110,23 @@ pub struct RunArgs {
         default_value_t = 30
     )]
     routine_interval: u64,
+    /// Seconds to drain on SIGTERM before shutting down: readiness
+    /// (`/api/health/ready`) answers 503, no new run is claimed, requests
+    /// are still served. 0 (the default) stops at once, as Ctrl-C should; a
+    /// Deployment of several replicas sets it longer than its probe period.
+    #[arg(long, env = "PAPERCLIP_DRAIN_SECONDS", default_value_t = 0)]
+    drain_seconds: u64,
+    /// Send OpenTelemetry traces (a span per HTTP request and per run) to
+    /// this OTLP/HTTP collector base URL, e.g. http://127.0.0.1:4318 (spans
+    /// go to `/v1/traces` under it). Off when unset. Without the flag,
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (the full URL) or
+    /// OTEL_EXPORTER_OTLP_ENDPOINT (a base URL) is used;
+    /// OTEL_SDK_DISABLED=true turns it off.
+    #[arg(long)]
+    otlp_endpoint: Option<String>,
+    /// The `service.name` of exported traces (default `paperclip`).
+    #[arg(long, env = "OTEL_SERVICE_NAME")]
+    otel_service_name: Option<String>,
     /// Tests only: routines run on a clock that starts at this RFC 3339
     /// time and moves only when set through `POST /api/instance/test-clock`.
     /// No environment variable, and refused in authenticated mode, so a
@@ -114,6 +142,8 @@ struct FileConfig {
     bind: Option<IpAddr>,
     data_dir: Option<PathBuf>,
     database_url: Option<String>,
+    otlp_endpoint: Option<String>,
+    otel_service_name: Option<String>,
 }
 
 #[derive(Debug)]
@@ -129,6 +159,10 @@ pub struct Config {
     pub routine_interval: std::time::Duration,
     pub test_clock: Option<chrono::DateTime<chrono::Utc>>,
     pub run_log_max_bytes: u64,
+    pub fleet: paperclip_runtime::fleet::FleetSettings,
+    /// Where traces go; `None`: no exporter.
+    pub otlp: Option<crate::telemetry::Otlp>,
+    pub drain: std::time::Duration,
 }
 
 impl Config {
@@ -225,6 +259,15 @@ impl Config {
                 .unwrap_or_default(),
         };
         let log_min = paperclip_runtime::logs::MIN_MAX_BYTES;
+        if let Some(id) = &args.instance_id {
+            if !paperclip_runtime::fleet::valid_id(id) {
+                bail!("--instance-id must be 1 to 200 printable characters without spaces");
+            }
+        }
+        let lease_min = paperclip_runtime::fleet::MIN_LEASE.as_secs();
+        if !(lease_min..=3600).contains(&args.instance_lease_secs) {
+            bail!("--instance-lease-secs must be between {lease_min} and 3600");
+        }
         if !(log_min..=1 << 40).contains(&args.run_log_max_bytes) {
             bail!(
                 "--run-log-max-bytes must be between {log_min} (64 KiB) and 1099511627776 (1 TiB)"
@@ -232,6 +275,9 @@ impl Config {
         }
         if !(1..=86_400).contains(&args.routine_interval) {
             bail!("--routine-interval must be between 1 and 86400 seconds");
+        }
+        if args.drain_seconds > 3600 {
+            bail!("--drain-seconds must be between 0 and 3600");
         }
         let test_clock = match &args.test_clock {
             None => None,
@@ -244,7 +290,14 @@ impl Config {
                     .with_timezone(&chrono::Utc),
             ),
         };
+        let otlp = crate::telemetry::resolve(crate::telemetry::OtlpSources {
+            flag: args.otlp_endpoint,
+            file: file.otlp_endpoint,
+            service_name: args.otel_service_name.or(file.otel_service_name),
+            ..crate::telemetry::OtlpSources::from_env()
+        })?;
         Ok(Config {
+            otlp,
             team,
             port: args.port.or(file.port).unwrap_or(3100),
             bind,
@@ -256,6 +309,11 @@ impl Config {
             routine_interval: std::time::Duration::from_secs(args.routine_interval),
             test_clock,
             run_log_max_bytes: args.run_log_max_bytes,
+            fleet: paperclip_runtime::fleet::FleetSettings {
+                id: args.instance_id,
+                lease: std::time::Duration::from_secs(args.instance_lease_secs),
+            },
+            drain: std::time::Duration::from_secs(args.drain_seconds),
         })
     }
 

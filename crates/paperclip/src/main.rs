@@ -7,6 +7,7 @@
 
 mod cli;
 mod config;
+mod telemetry;
 
 use std::time::Instant;
 
@@ -95,13 +96,7 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(config: Config) -> anyhow::Result<()> {
     let started = Instant::now();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("PAPERCLIP_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let telemetry = telemetry::init(config.otlp.as_ref())?;
 
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
@@ -148,6 +143,7 @@ async fn run(config: Config) -> anyhow::Result<()> {
         .routine_clock()
         .set_interval(config.routine_interval);
     runtime.set_run_log_max_bytes(config.run_log_max_bytes);
+    runtime.set_fleet(config.fleet.clone());
     if let Some(start) = config.test_clock {
         runtime.routine_clock().enable_test(start);
         println!("Test clock on: routines run at {start} until it is set");
@@ -202,11 +198,24 @@ async fn run(config: Config) -> anyhow::Result<()> {
             println!("Bootstrap invite: {url}");
         }
     }
-    // Shutdown is a command to the lifecycle: the signal handler gives it.
+    // Shutdown is a command to the lifecycle: the signal handler gives it,
+    // after the drain (if any) or a second signal, whichever comes first.
     let signalled = lifecycle.clone();
     let signal = shutdown_signal();
+    let drain = config.drain;
     tokio::spawn(async move {
         signal.await;
+        if !drain.is_zero() {
+            signalled.drain();
+            println!(
+                "Draining for {} s before shutting down (a second signal stops now)",
+                drain.as_secs()
+            );
+            tokio::select! {
+                _ = tokio::time::sleep(drain) => {},
+                _ = shutdown_signal() => {},
+            }
+        }
         signalled.shutdown();
     });
     // Tests and scripts wait for this line; keep its shape.
@@ -235,6 +244,10 @@ async fn run(config: Config) -> anyhow::Result<()> {
             "the runtime had not stopped {} s after shutdown; closing the store anyway",
             SHUTDOWN_BOUND.as_secs()
         );
+    }
+    // After the runtime: the spans of runs stopped by the shutdown go too.
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown().await;
     }
     store.close().await;
     served?;

@@ -56,13 +56,20 @@ pub(crate) struct Inner {
     /// The process's life, given by [`Runtime::start`]: loops and runs are
     /// spawned on it and stop on it.
     lifecycle: std::sync::OnceLock<crate::Lifecycle>,
+    /// How this instance takes part in a fleet (set before the start) and
+    /// who it is (from the start on).
+    fleet: std::sync::Mutex<crate::fleet::FleetSettings>,
+    identity: std::sync::OnceLock<crate::fleet::Identity>,
 }
 
 impl Runtime {
     /// Builds the runtime without starting its loops (the server's tests of
     /// auth use this); [`Runtime::start`] starts them.
     pub fn new(config: RuntimeConfig) -> Runtime {
-        let logs = Arc::new(LocalFileLogStore::new(config.data_dir.join("run-logs")));
+        let logs = crate::logs::for_store(
+            &config.store,
+            LocalFileLogStore::new(config.data_dir.join("run-logs")),
+        );
         Runtime {
             inner: Arc::new(Inner {
                 store: config.store,
@@ -78,6 +85,8 @@ impl Runtime {
                 routine_clock: Default::default(),
                 workspaces: Default::default(),
                 lifecycle: Default::default(),
+                fleet: Default::default(),
+                identity: Default::default(),
             }),
         }
     }
@@ -94,7 +103,35 @@ impl Runtime {
             anyhow::bail!("the runtime was already started");
         }
         crate::skills::install(&self.skills_dir())?;
-        crate::recovery::recover(&self.inner.store).await?;
+        let settings = self.inner.fleet.lock().expect("fleet settings").clone();
+        let me = crate::fleet::identity(&self.inner.data_dir, settings.id.as_deref())?;
+        paperclip_store::fleet::instances::register(
+            &self.inner.store,
+            &paperclip_store::fleet::Instance {
+                id: me.id.clone(),
+                incarnation: me.incarnation.clone(),
+                hostname: me.hostname.clone(),
+                pid: std::process::id() as i64,
+                version: env!("CARGO_PKG_VERSION").into(),
+                started_at: String::new(),
+                renewed_at: String::new(),
+                lease_expires_at: String::new(),
+                stopped_at: None,
+            },
+            settings.lease,
+        )
+        .await?;
+        let _ = self.inner.identity.set(me.clone());
+        crate::recovery::recover(&self.inner.store, &me).await?;
+        // Listening on the bus before anything is claimed or served.
+        if let Some(bus) =
+            crate::fleet::bus::connect(&self.inner.store, self.inner.hub.clone(), me.id.clone())
+                .await?
+        {
+            lifecycle.spawn_until_stopped(bus);
+        }
+        // Not dropped at shutdown: it gives the lease up on its way out.
+        lifecycle.spawn(crate::fleet::lease::run(self.clone(), me, settings.lease));
         crate::workspace_life::recover(&self.inner.store).await?;
         let bridge = self.clone();
         let events = self.inner.store.subscribe();
@@ -121,8 +158,10 @@ impl Runtime {
             self.inner.workspaces.clone(),
             self.inner.routine_clock.clone(),
         );
+        let sweep_lease = crate::workspace_life::sweep_lease(&self.inner.data_dir)?;
+        let holder = self.inner.identity.get().map(|i| i.id.clone()).unwrap_or_default();
         lifecycle.spawn_until_stopped(async move {
-            crate::workspace_life::run(store, workspaces, clock).await
+            crate::workspace_life::run(store, workspaces, clock, sweep_lease, holder).await
         });
         self.kick();
         Ok(())
@@ -140,9 +179,25 @@ impl Runtime {
         }
     }
 
-    /// Whether the process is shutting down: nothing new is claimed.
+    /// How this instance takes part in a fleet; before [`Runtime::start`].
+    pub fn set_fleet(&self, settings: crate::fleet::FleetSettings) {
+        *self.inner.fleet.lock().expect("fleet settings") = settings;
+    }
+
+    /// Who this instance is, once started.
+    pub fn instance(&self) -> Option<&crate::fleet::Identity> {
+        self.inner.identity.get()
+    }
+
+    /// The process's life (a fresh one before [`Runtime::start`]).
+    pub(crate) fn lifecycle(&self) -> crate::Lifecycle {
+        self.inner.lifecycle.get().cloned().unwrap_or_default()
+    }
+
+    /// Whether the process is draining or shutting down: nothing new is
+    /// claimed (another instance takes the queue).
     fn stopping(&self) -> bool {
-        self.inner.lifecycle.get().is_some_and(|l| l.is_stopping())
+        self.inner.lifecycle.get().is_some_and(|l| l.is_draining())
     }
 
     /// The URL agents call back on (`PAPERCLIP_API_URL`).
@@ -323,7 +378,10 @@ impl Runtime {
             let Some(live) = self.inner.live.enter(run_id) else {
                 continue;
             };
-            if let Some(run) = runs::claim(&self.inner.store, run_id).await? {
+            let Some(me) = self.inner.identity.get() else {
+                break;
+            };
+            if let Some(run) = runs::claim(&self.inner.store, run_id, &me.id).await? {
                 self.publish_run(&run, "heartbeat.run.started");
                 self.publish_agent(&run.agent_id).await;
                 self.spawn_run(run, live);
@@ -344,8 +402,15 @@ impl Runtime {
         let stop = self.inner.lifecycle.get().cloned().unwrap_or_default();
         self.spawn_tracked(async move {
             let id = run.id.clone();
-            if stop.token().run_until_cancelled(this.execute(run, live)).await.is_none() {
-                tracing::warn!(run = %id, "shutdown interrupted the run; the next start recovers it");
+            let abandon = live.abandon.clone();
+            tokio::select! {
+                _ = this.execute(run, live) => {}
+                _ = stop.stopping() => {
+                    tracing::warn!(run = %id, "shutdown interrupted the run; it is recovered by the next start or another instance");
+                }
+                _ = abandon.cancelled() => {
+                    tracing::warn!(run = %id, "let go of the run: another instance settled or took it over");
+                }
             }
         });
     }
@@ -361,6 +426,7 @@ impl Runtime {
             // The server's failure (its database, its logs), not the agent's.
             Err(err) => failed_by(RunErrorCode::SetupFailed, format!("{err:#}")),
         };
+        live.finishing();
         let mut recorded = runs::finish(&self.inner.store, &run.id, outcome).await;
         if let Err(err) = &recorded {
             // A run left `running` would hold back every later wake of its

@@ -4,12 +4,12 @@
 use paperclip_core::activity::Action;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use paperclip_core::model::ActivityEntry;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 /// Events kept per company for replay on reconnect.
 pub const REPLAY: usize = 1000;
@@ -30,6 +30,19 @@ pub struct LiveEvent {
     pub json: String,
 }
 
+/// An event as another instance published it (its id there is not kept).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteEvent {
+    pub company_id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub entity_type: String,
+    pub entity_id: String,
+    pub occurred_at: String,
+    pub payload: Value,
+}
+
 #[derive(Default)]
 struct Channel {
     buffer: VecDeque<Arc<LiveEvent>>,
@@ -39,6 +52,12 @@ struct Channel {
 pub struct Hub {
     next_id: AtomicU64,
     channels: Mutex<HashMap<String, Channel>>,
+    /// Where events made here go to reach other instances (Postgres: the
+    /// fleet's bus); unset with one instance.
+    forward: OnceLock<mpsc::Sender<Arc<LiveEvent>>>,
+    /// Events the bus could not take (its queue full): other instances
+    /// miss them; their clients refetch on the next event.
+    forward_dropped: AtomicU64,
 }
 
 /// A subscription: what was missed since `last_event_id`, then the live stream.
@@ -63,6 +82,8 @@ impl Hub {
         Hub {
             next_id: AtomicU64::new(start),
             channels: Mutex::new(HashMap::new()),
+            forward: OnceLock::new(),
+            forward_dropped: AtomicU64::new(0),
         }
     }
 
@@ -80,6 +101,53 @@ impl Hub {
         entity_id: &str,
         payload: Value,
     ) {
+        let event = self.append(
+            company_id,
+            kind,
+            entity_type,
+            entity_id,
+            paperclip_store::now(),
+            payload,
+        );
+        if let Some(forward) = self.forward.get() {
+            if forward.try_send(event).is_err() {
+                self.forward_dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Publishes here an event another instance made (it came over the
+    /// bus): it gets an id of this hub's and is not sent back.
+    pub fn publish_remote(&self, event: RemoteEvent) {
+        self.append(
+            &event.company_id,
+            &event.kind,
+            &event.entity_type,
+            &event.entity_id,
+            event.occurred_at,
+            event.payload,
+        );
+    }
+
+    /// Sends every event published here from now on to `forward` too.
+    pub fn forward_to(&self, forward: mpsc::Sender<Arc<LiveEvent>>) {
+        let _ = self.forward.set(forward);
+    }
+
+    /// Events other instances missed because the bus was full.
+    pub fn forward_dropped(&self) -> u64 {
+        self.forward_dropped.load(Ordering::Relaxed)
+    }
+
+    fn append(
+        &self,
+        company_id: &str,
+        kind: &str,
+        entity_type: &str,
+        entity_id: &str,
+        occurred_at: String,
+        payload: Value,
+    ) -> Arc<LiveEvent> {
         let mut channels = self.channels.lock().expect("hub lock");
         let channel = channels.entry(company_id.to_string()).or_default();
         let mut event = LiveEvent {
@@ -88,7 +156,7 @@ impl Hub {
             kind: kind.to_string(),
             entity_type: entity_type.to_string(),
             entity_id: entity_id.to_string(),
-            occurred_at: paperclip_store::now(),
+            occurred_at,
             payload,
             json: String::new(),
         };
@@ -99,8 +167,9 @@ impl Hub {
         }
         channel.buffer.push_back(event.clone());
         if let Some(sender) = &channel.sender {
-            let _ = sender.send(event);
+            let _ = sender.send(event.clone());
         }
+        event
     }
 
     /// Open live streams (SSE and WebSocket) across every company, for `/metrics`.

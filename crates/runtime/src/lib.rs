@@ -30,6 +30,7 @@
 mod budget;
 mod callbacks;
 pub mod executor;
+pub mod fleet;
 pub mod hub;
 pub mod interrupt;
 pub mod lifecycle;

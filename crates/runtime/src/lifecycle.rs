@@ -6,6 +6,11 @@
 //! (whose accept loop and live streams end on the token), and on SIGTERM or
 //! Ctrl-C calls [`Lifecycle::shutdown`], then [`Lifecycle::wait`]s a bounded
 //! time before closing the store.
+//!
+//! With `--drain-seconds`, SIGTERM first calls [`Lifecycle::drain`]: the
+//! instance keeps serving but says it is not ready (so a load balancer stops
+//! sending it new requests) and claims no new run (so the other instances
+//! take the queue), then shuts down.
 
 use std::future::Future;
 use std::time::Duration;
@@ -16,6 +21,7 @@ use tokio_util::task::TaskTracker;
 #[derive(Clone, Default)]
 pub struct Lifecycle {
     stop: CancellationToken,
+    drain: CancellationToken,
     tasks: TaskTracker,
 }
 
@@ -28,6 +34,19 @@ impl Lifecycle {
     pub fn shutdown(&self) {
         self.stop.cancel();
         self.tasks.close();
+    }
+
+    /// Marks the instance draining: it still serves requests and drives
+    /// the runs it has, but answers not ready and claims nothing new.
+    /// Idempotent; [`Lifecycle::shutdown`] follows.
+    pub fn drain(&self) {
+        self.drain.cancel();
+    }
+
+    /// Whether the instance is draining or stopping: not ready for new
+    /// work. A stopping instance drains too, so readers need ask only this.
+    pub fn is_draining(&self) -> bool {
+        self.drain.is_cancelled() || self.stop.is_cancelled()
     }
 
     /// Whether shutdown has been asked for.
@@ -76,5 +95,21 @@ impl Lifecycle {
     /// How many tracked tasks are still running.
     pub fn tasks_left(&self) -> usize {
         self.tasks.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draining_keeps_running_and_stopping_implies_draining() {
+        let l = Lifecycle::new();
+        assert!(!l.is_draining() && !l.is_stopping());
+        l.drain();
+        assert!(l.is_draining() && !l.is_stopping());
+        let other = Lifecycle::new();
+        other.shutdown();
+        assert!(other.is_draining() && other.is_stopping());
     }
 }

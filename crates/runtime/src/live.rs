@@ -10,6 +10,7 @@
 
 use paperclip_core::heartbeat::{RunErrorCode, RunStatus};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -45,6 +46,8 @@ struct Entry {
     stop_now: CancellationToken,
     reason: Reason,
     settled: watch::Receiver<bool>,
+    abandon: CancellationToken,
+    finishing: Arc<AtomicBool>,
 }
 
 /// The executor's hold on a live run. Dropping it removes the run from the
@@ -58,6 +61,12 @@ pub(crate) struct LiveRun {
     pub(crate) stop_now: CancellationToken,
     reason: Reason,
     settled: watch::Sender<bool>,
+    /// Cancelled when this instance must let go of the run without
+    /// recording anything: another instance took it over, or it was
+    /// settled through another instance. Its driver is dropped.
+    pub(crate) abandon: CancellationToken,
+    /// Set once the run's end is being recorded: it is not abandoned then.
+    finishing: Arc<AtomicBool>,
 }
 
 /// What a stop got back: a way to wait until the run's driver let go of it.
@@ -75,6 +84,8 @@ impl LiveRuns {
         let stop_now = CancellationToken::new();
         let reason = Arc::new(Mutex::new(None));
         let (settled, watcher) = watch::channel(false);
+        let abandon = CancellationToken::new();
+        let finishing = Arc::new(AtomicBool::new(false));
         runs.insert(
             run_id.to_string(),
             Entry {
@@ -83,6 +94,8 @@ impl LiveRuns {
                 stop_now: stop_now.clone(),
                 reason: reason.clone(),
                 settled: watcher,
+                abandon: abandon.clone(),
+                finishing: finishing.clone(),
             },
         );
         Some(LiveRun {
@@ -92,6 +105,8 @@ impl LiveRuns {
             stop_now,
             reason,
             settled,
+            abandon,
+            finishing,
         })
     }
 
@@ -121,6 +136,20 @@ impl LiveRuns {
         }
         entry.cancel.cancel();
         Some(Stopping(entry.settled.clone()))
+    }
+
+    /// Lets go of a run this instance drives without recording anything (its
+    /// row is another instance's now); `false` if it is not here or its end
+    /// is already being recorded.
+    pub(crate) fn abandon(&self, run_id: &str) -> bool {
+        let runs = self.runs.lock().expect("live runs lock");
+        match runs.get(run_id) {
+            Some(entry) if !entry.finishing.load(Ordering::SeqCst) => {
+                entry.abandon.cancel();
+                true
+            }
+            _ => false,
+        }
     }
 
     pub(crate) fn ids(&self) -> Vec<String> {
@@ -168,6 +197,12 @@ pub struct RunProcesses {
 }
 
 impl LiveRun {
+    /// Says the run's end is being recorded from now on: the run is no
+    /// longer abandoned, whatever another instance does.
+    pub(crate) fn finishing(&self) {
+        self.finishing.store(true, Ordering::SeqCst);
+    }
+
     /// Why the run was stopped, if it was.
     pub(crate) fn stop_reason(&self) -> Option<String> {
         let reason = self.reason.lock().expect("reason lock");

@@ -143,11 +143,18 @@ impl RunSinkImpl {
         if let Some(task) = task {
             let _ = task.await;
         }
-        // A log cut for its size gets its marker and tail now.
+        // A log cut for its size gets its marker and tail now; a log in the
+        // database waits for its last lines: off the async workers.
         let writer = self.writer.lock().expect("writer lock").take();
         if let Some(mut writer) = writer {
-            if let Err(err) = writer.finish() {
-                tracing::warn!(run = %self.run.id, error = %err, "run log not closed");
+            match tokio::task::spawn_blocking(move || writer.finish()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => {
+                    tracing::warn!(run = %self.run.id, error = %err, "run log not closed")
+                }
+                Err(err) => {
+                    tracing::warn!(run = %self.run.id, error = %err, "run log not closed")
+                }
             }
         }
         // Written even if a throttled write of the same chunk was sent: that

@@ -380,17 +380,46 @@ pub(crate) async fn recover(store: &Store) -> anyhow::Result<()> {
     Ok(())
 }
 
+///
+/// Instances that share a data dir (one volume) share its worktrees: one of
+/// them sweeps at a time, the holder of a lease named after the volume
+/// (`sweep_lease`); instances with data dirs of their own each sweep theirs.
 pub(crate) async fn run(
     store: Store,
     workspaces: Arc<Workspaces>,
     clock: Arc<crate::routines::Clock>,
+    sweep_lease: String,
+    holder: String,
 ) {
     loop {
-        if let Err(err) = sweep(&store, &workspaces, clock.now()).await {
-            tracing::warn!(error = %err, "workspace retention sweep failed");
+        let hold = SWEEP_INTERVAL * 2;
+        match paperclip_store::fleet::singletons::take(&store, &sweep_lease, &holder, hold).await {
+            Ok(true) => {
+                if let Err(err) = sweep(&store, &workspaces, clock.now()).await {
+                    tracing::warn!(error = %err, "workspace retention sweep failed");
+                }
+            }
+            Ok(false) => {}
+            Err(err) => tracing::warn!(error = %err, "taking the workspace sweep's lease failed"),
         }
         tokio::time::sleep(SWEEP_INTERVAL).await;
     }
+}
+
+/// The name of the worktree sweep's lease for the volume under `data_dir`:
+/// an id kept in the data dir, so instances on one shared volume read the
+/// same one and instances on volumes of their own read different ones.
+pub(crate) fn sweep_lease(data_dir: &std::path::Path) -> anyhow::Result<String> {
+    let path = data_dir.join("volume-id");
+    let id = match std::fs::read_to_string(&path) {
+        Ok(id) if !id.trim().is_empty() => id.trim().to_string(),
+        _ => {
+            let id = uuid::Uuid::new_v4().to_string();
+            std::fs::write(&path, format!("{id}\n"))?;
+            id
+        }
+    };
+    Ok(format!("worktree-sweep:{id}"))
 }
 
 /// One pass at `now`; the number of workspaces closed.

@@ -26,6 +26,7 @@ mod serve;
 pub mod signin;
 pub mod storage;
 pub mod storage_s3;
+pub mod traces;
 
 pub use guard::{Limits, Security};
 pub use serve::serve;
@@ -96,6 +97,7 @@ pub fn app(state: AppState) -> Router {
         axum::middleware::from_fn_with_state(state.clone(), board_only),
     );
     use metrics::WithMetrics;
+    use traces::WithTraces;
     router
         .merge(web)
         .route(
@@ -107,6 +109,7 @@ pub fn app(state: AppState) -> Router {
         )
         .fallback(routes::not_found)
         .with_metrics()
+        .with_traces()
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -118,6 +118,7 @@ async fn metrics(
     let mut out = String::with_capacity(4096);
     write_http(&mut out, &registry);
     write_scrape(&mut out, &scrape, app.runtime.hub().subscribers());
+    write_fleet(&mut out, &scrape, app.runtime.hub().forward_dropped());
     let mut response = out.into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -260,6 +261,25 @@ fn write_scrape(out: &mut String, scrape: &paperclip_store::views::metrics::Scra
         "paperclip_db_pool_idle_connections {}",
         scrape.pool.idle
     );
+}
+
+/// Several instances on one database: who holds a lease, and live events
+/// other instances missed because the bus was full.
+fn write_fleet(out: &mut String, scrape: &paperclip_store::views::metrics::Scrape, dropped: u64) {
+    family(
+        out,
+        "paperclip_instances_live",
+        "gauge",
+        "Control-plane instances holding a lease on this database.",
+    );
+    let _ = writeln!(out, "paperclip_instances_live {}", scrape.live_instances);
+    family(
+        out,
+        "paperclip_live_events_bus_dropped_total",
+        "counter",
+        "Live events made here that other instances missed (the bus queue was full).",
+    );
+    let _ = writeln!(out, "paperclip_live_events_bus_dropped_total {dropped}");
 }
 
 #[cfg(test)]

@@ -31,11 +31,13 @@ macro_rules! capped {
 pub mod approvals;
 pub mod audit;
 pub mod engine;
+pub mod fleet;
 pub mod issues;
 pub mod money;
 pub mod org;
 pub mod push;
 pub mod routines;
+pub mod runlogs;
 pub mod runs;
 pub mod thread;
 pub mod views;
@@ -103,6 +105,15 @@ pub struct Store {
     sqlite_writer: Option<writer::Writer>,
     events: broadcast::Sender<StoreEvent>,
     badges: std::sync::Arc<inbox_badge::Badges>,
+    kept: std::sync::Arc<Kept>,
+}
+
+/// What the store keeps between requests: task pages and the write
+/// versions that retire them (`views::task_pages`).
+#[derive(Default)]
+pub(crate) struct Kept {
+    versions: views::task_pages::Versions,
+    pages: views::task_pages::Pages,
 }
 
 /// A write transaction. On SQLite it is a savepoint on the one writer, held
@@ -115,6 +126,7 @@ pub struct Tx {
     pending: Vec<StoreEvent>,
     events: broadcast::Sender<StoreEvent>,
     badges: std::sync::Arc<inbox_badge::Badges>,
+    kept: std::sync::Arc<Kept>,
 }
 
 /// The rows a whole-row update locks first (see [`Tx::lock_row`]).
@@ -186,6 +198,7 @@ impl Tx {
             .expect("a transaction is live until commit");
         inner.commit().await?;
         self.badges.committed(&self.pending);
+        self.kept.versions.committed(&self.pending);
         for event in std::mem::take(&mut self.pending) {
             // Nobody listening (tests of the store alone) is fine.
             let _ = self.events.send(event);
@@ -277,6 +290,7 @@ impl Store {
             sqlite_writer,
             events: broadcast::channel(4096).0,
             badges: Default::default(),
+            kept: Default::default(),
         };
         migrate::run(&store).await?;
         Ok(store)
@@ -288,6 +302,20 @@ impl Store {
 
     pub(crate) fn badges(&self) -> &inbox_badge::Badges {
         &self.badges
+    }
+
+    pub(crate) fn versions(&self) -> &views::task_pages::Versions {
+        &self.kept.versions
+    }
+
+    pub(crate) fn pages(&self) -> &views::task_pages::Pages {
+        &self.kept.pages
+    }
+
+    /// A commit this process did not make may have changed `company` (every
+    /// company with `None`): kept task pages of it are found again.
+    pub fn changed_elsewhere(&self, company: Option<&str>) {
+        self.kept.versions.moved(company);
     }
 
     pub fn pool(&self) -> &db::Pool {
@@ -319,6 +347,7 @@ impl Store {
             pending: Vec::new(),
             events: self.events.clone(),
             badges: self.badges.clone(),
+            kept: self.kept.clone(),
         }
     }
 

@@ -60,7 +60,13 @@
     const text = await res.text();
     let data = null;
     try { data = text ? JSON.parse(text) : null; } catch (_) { data = text; }
-    if (!res.ok) throw new Error(reason(res.status, data));
+    if (!res.ok) {
+      // The body too, so a form can put each refused field beside itself.
+      const err = new Error(reason(res.status, data));
+      err.status = res.status;
+      err.body = data;
+      throw err;
+    }
     return data;
   }
 

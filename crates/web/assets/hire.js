@@ -212,6 +212,7 @@
       showJson(form);
     }
     if (draft.report) showReport(form, draft.report, false);
+    if (draft.refusal) showRefusal(form, draft.refusal);
   }
 
   function reset(form) {
@@ -219,6 +220,7 @@
     configs.set(form, {});
     switchType(form);
     $("[data-json-error]", form).hidden = true;
+    $("[data-config-error]", form).hidden = true;
   }
 
   document.addEventListener("input", (ev) => {
@@ -247,7 +249,8 @@
       configs.set(form, parsed);
       fillFields(form);
       stale(form);
-      saveDraft(form, { report: null });
+      $("[data-config-error]", form).hidden = true;
+      saveDraft(form, { report: null, refusal: null });
       return;
     }
     // The template and heartbeat settings of an agent's form.
@@ -548,15 +551,7 @@
     };
     const r = await send("POST", `/api/companies/${companyId}/agent-hires`, spec);
     if (!r.ok) {
-      const details = (r.data && Array.isArray(r.data.details)) ? r.data.details : [];
-      const words = [];
-      for (const d of details) {
-        const path = d.path || [];
-        const field = path[0] === "adapterConfig" ? fieldFor(form, path[1]) : null;
-        const label = field ? labelOf(field) + path.slice(2).map((p) => `.${p}`).join("") : path.join(".");
-        if (field) fieldError(field, `${label}: ${d.message}`);
-        words.push(`${label || "body"}: ${d.message}`);
-      }
+      const words = showRefusal(form, r.data);
       const why = (r.data && r.data.error) || `Request failed (${r.status})`;
       throw new Error(words.length ? `${why}: ${words.join("; ")}` : why);
     }
@@ -574,6 +569,28 @@
     refreshSoon(50);
   };
 
+  // The server's refusal of a config, beside what it names: a field, or
+  // below the JSON view for a key no field shows (e.g. one the adapter does
+  // not know, kept from an older config), saying how to fix it.
+  function showRefusal(form, body) {
+    const details = (body && Array.isArray(body.details)) ? body.details : [];
+    const box = $("[data-config-error]", form);
+    const words = [], loose = [];
+    for (const d of details) {
+      const path = d.path || [];
+      const field = path[0] === "adapterConfig" ? fieldFor(form, path[1]) : null;
+      const label = field ? labelOf(field) + path.slice(2).map((p) => `.${p}`).join("") : path.join(".");
+      if (field) fieldError(field, `${label}: ${d.message}`);
+      else if (path[0] === "adapterConfig" && path.length > 1) loose.push(`${path.slice(1).join(".")}: ${d.message}`);
+      words.push(`${label || "body"}: ${d.message}`);
+    }
+    box.replaceChildren(...loose.map((l) => el("p", null, l)));
+    if (loose.length) box.append(el("p", null, "Remove or fix it in the JSON above, then save again."));
+    box.hidden = !loose.length;
+    if (loose.length) $("details.advanced", form).open = true;
+    return words;
+  }
+
   // ---- saving an agent's configuration ------------------------------------------------
 
   // app.js's handler sends the form (the JSON view is the config, the
@@ -586,7 +603,14 @@
     requireFields(form);
     let report = null;
     try { report = await checkEnvironment(form); } catch (_) { report = null; }
-    await saveConfig(form, submitter);
+    $("[data-config-error]", form).hidden = true;
+    try {
+      await saveConfig(form, submitter);
+    } catch (e) {
+      // Kept across live re-renders until the config is edited.
+      if (e.body) { showRefusal(form, e.body); saveDraft(form, { refusal: e.body }); }
+      throw e;
+    }
     // The saved form is what the page re-renders; only the report is kept.
     drafts.set(draftKey(form), { report, base: "saved" });
     if (report && report.status === "fail") {

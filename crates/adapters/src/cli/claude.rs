@@ -8,8 +8,8 @@ use serde_json::Value;
 use super::pricing::{self, MessageTokens};
 
 use super::stream::{json_line, str_at, u64_at, Item, StreamParser, Summary, Usage};
-use super::{Built, CliKind, RunSpec};
-use crate::config::Fields;
+use super::{Built, CliKind, RunSpec, ENGINE_UPSTREAM_UNUSED};
+use crate::config::{Fields, KnownKeys};
 
 #[derive(Clone, Copy)]
 pub struct Claude;
@@ -33,6 +33,17 @@ impl CliKind for Claude {
 
     fn provider(&self, _model: Option<&str>) -> &'static str {
         "anthropic"
+    }
+
+    /// Unused of upstream's: `chrome` (its `--chrome`), and how long it waits
+    /// for Claude to exit after the result (`terminalResultCleanupGraceMs`;
+    /// here the CLI exits on its own), besides the engine keys.
+    fn known_keys(&self) -> KnownKeys {
+        KnownKeys::new(
+            &["effort", "maxTurnsPerRun", "dangerouslySkipPermissions"],
+            &["chrome", "terminalResultCleanupGraceMs"],
+        )
+        .with(&[], ENGINE_UPSTREAM_UNUSED)
     }
 
     fn parse_extra(&self, f: &mut Fields<'_>) -> ClaudeExtra {
@@ -327,6 +338,32 @@ fn tool_result_text(content: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upstream_claude_keys_are_known_and_others_named() {
+        // What upstream's hire form builds for claude_local, plus its engine
+        // and instructions-bundle keys.
+        let good = serde_json::json!({
+            "cwd": "/tmp", "model": "claude-sonnet-4-5", "effort": "high", "chrome": true,
+            "timeoutSec": 0, "graceSec": 15, "env": { "ANTHROPIC_API_KEY": "k" },
+            "maxTurnsPerRun": 300, "dangerouslySkipPermissions": true, "command": "claude",
+            "extraArgs": ["--verbose"], "instructionsFilePath": "/tmp/AGENTS.md",
+            "promptTemplate": "Go", "engine": "cli", "workspaceStrategy": { "type": "git_worktree" },
+            "instructionsBundleMode": "managed", "paperclipSkillSync": { "desiredSkills": [] },
+            "filesystemScope": "workspace",
+        });
+        use crate::Adapter;
+        let adapter = super::super::CliAdapter::new(Claude);
+        crate::config::assert_keys(&adapter, good, "agentDbMode");
+        assert!(adapter.known_keys().unused.contains(&"chrome"));
+        // Upstream's older name of extraArgs, read when extraArgs is empty.
+        let args = |c| adapter.parse_config(&c).unwrap().0.extra_args;
+        assert_eq!(args(serde_json::json!({ "args": ["-a"] })), ["-a"]);
+        assert_eq!(
+            args(serde_json::json!({ "args": ["-a"], "extraArgs": ["-e"] })),
+            ["-e"]
+        );
+    }
 
     fn parse(lines: &[&str]) -> (Vec<Item>, Summary) {
         let mut p = ClaudeParser::default();

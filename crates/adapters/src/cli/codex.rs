@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::stream::{json_line, str_at, u64_at, Item, StreamParser, Summary, Usage};
-use super::{Built, CliConfig, CliKind, RunSpec};
-use crate::config::Fields;
+use super::{Built, CliConfig, CliKind, RunSpec, ENGINE_UPSTREAM_UNUSED};
+use crate::config::{Fields, KnownKeys};
 
 #[derive(Clone, Copy)]
 pub struct Codex;
@@ -33,6 +33,28 @@ impl CliKind for Codex {
 
     fn provider(&self, _model: Option<&str>) -> &'static str {
         "openai"
+    }
+
+    /// `configOverrides` is ours (`-c key=value`). Unused of upstream's:
+    /// `fastMode` (its Fast mode), `outputInactivityTimeoutMs` (its silence
+    /// monitor; `timeoutSec` bounds a run here) and
+    /// `paperclipConnectorSkillDigest` (its skill cache), besides the engine
+    /// keys.
+    fn known_keys(&self) -> KnownKeys {
+        KnownKeys::new(
+            &[
+                "modelReasoningEffort",
+                "search",
+                "dangerouslyBypassApprovalsAndSandbox",
+                "configOverrides",
+            ],
+            &[
+                "fastMode",
+                "outputInactivityTimeoutMs",
+                "paperclipConnectorSkillDigest",
+            ],
+        )
+        .with(&[], ENGINE_UPSTREAM_UNUSED)
     }
 
     fn parse_extra(&self, f: &mut Fields<'_>) -> CodexExtra {
@@ -335,6 +357,19 @@ fn completed_item(item: &Value) -> Vec<Item> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upstream_codex_keys_are_known_and_others_named() {
+        let good = serde_json::json!({
+            "cwd": "/tmp", "model": "gpt-5", "modelReasoningEffort": "high", "search": true,
+            "fastMode": true, "dangerouslyBypassApprovalsAndSandbox": true, "command": "codex",
+            "configOverrides": { "a.b": "1" }, "outputInactivityTimeoutMs": 60000,
+            "env": { "OPENAI_API_KEY": "" }, "timeoutSec": 0, "graceSec": 15, "engine": "acp",
+            "args": ["--x"],
+        });
+        let adapter = super::super::CliAdapter::new(Codex);
+        crate::config::assert_keys(&adapter, good, "effort");
+    }
 
     #[test]
     fn a_turn_gives_thread_commands_and_usage() {

@@ -20,13 +20,76 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::config::Fields;
+use crate::config::{Fields, KnownKeys, CONFINEMENT_KEYS};
 use crate::environment::Report;
 use crate::process::{self, Exit};
 use crate::{
     Adapter, BoxFuture, Capabilities, ConfigError, Invocation, Outcome, RunLimits, RunSink,
 };
 use stream::{Lines, StreamParser, Summary};
+
+/// The top-level config keys every CLI adapter reads, local or in a
+/// Kubernetes Job (upstream's names; `args` is upstream's older name of
+/// `extraArgs`, read when `extraArgs` is empty, as upstream does).
+pub const CLI_KEYS: &[&str] = &[
+    "command",
+    "cwd",
+    "env",
+    "model",
+    "extraArgs",
+    "args",
+    "instructionsFilePath",
+    "timeoutSec",
+    "graceSec",
+    "promptTemplate",
+];
+
+/// Keys upstream defines for all its local CLI adapters that ours accept
+/// without using them (a run's log names any that is set):
+/// `bootstrapPromptTemplate` (deprecated upstream: a first-run prompt; ours
+/// is `promptTemplate`), `paperclipSkillSync` (upstream's skill picks; the
+/// Paperclip skill is always given here), `workspaceStrategy` and
+/// `workspaceRuntime` (a task of a project with a repository gets its own
+/// worktree here whatever they say), `instructionsBundleMode`,
+/// `instructionsRootPath`, `instructionsEntryFile` and `agentsMdPath`
+/// (upstream's server-managed instructions bundle; ours is
+/// `instructionsFilePath`), `managedAiConnection` (upstream's stored
+/// provider login), `helloProbeTimeoutSec` (upstream's environment test
+/// runs a hello prompt; ours does not).
+pub const LOCAL_UPSTREAM_UNUSED: &[&str] = &[
+    "bootstrapPromptTemplate",
+    "paperclipSkillSync",
+    "workspaceStrategy",
+    "workspaceRuntime",
+    "instructionsBundleMode",
+    "instructionsRootPath",
+    "instructionsEntryFile",
+    "agentsMdPath",
+    "managedAiConnection",
+    "helloProbeTimeoutSec",
+];
+
+/// Upstream's engine choice for Claude and Codex (`engine`: `cli`, `acp` or
+/// `auto`) and its ACP engine's settings, with their older `acp`-prefixed
+/// names, and its Bubblewrap path (`filesystemSandboxCommand`). Accepted and
+/// unused: these agents always run the CLI, and confinement finds `bwrap`
+/// on PATH.
+pub const ENGINE_UPSTREAM_UNUSED: &[&str] = &[
+    "engine",
+    "agentCommand",
+    "mode",
+    "stateDir",
+    "permissionMode",
+    "nonInteractivePermissions",
+    "warmHandleIdleMs",
+    "acpAgentCommand",
+    "acpMode",
+    "acpStateDir",
+    "acpPermissionMode",
+    "acpNonInteractivePermissions",
+    "acpWarmHandleIdleMs",
+    "filesystemSandboxCommand",
+];
 
 /// Config keys every CLI adapter understands (upstream's names).
 #[derive(Debug, Clone)]
@@ -74,6 +137,10 @@ pub trait CliKind: Clone + Send + Sync + 'static {
     /// Which provider bills the usage (`anthropic`, `openai`, ...).
     fn provider(&self, model: Option<&str>) -> &'static str;
     fn parse_extra(&self, f: &mut Fields<'_>) -> Self::Extra;
+    /// The keys [`CliKind::parse_extra`] reads, and those upstream defines
+    /// for this CLI's `*_local` type that it accepts without using, beyond
+    /// [`CLI_KEYS`] and [`LOCAL_UPSTREAM_UNUSED`].
+    fn known_keys(&self) -> KnownKeys;
     fn build(&self, run: &RunSpec<'_, Self::Extra>) -> std::io::Result<Built>;
     fn parser(&self) -> Box<dyn StreamParser>;
     /// Whether a failure text says the CLI would not resume the session.
@@ -113,7 +180,10 @@ impl<K: CliKind> CliAdapter<K> {
         }
         let env = f.string_map("env");
         let model = f.string("model").filter(|s| !s.trim().is_empty());
-        let extra_args = f.string_list("extraArgs");
+        let mut extra_args = f.string_list("extraArgs");
+        if extra_args.is_empty() {
+            extra_args = f.string_list("args");
+        }
         let instructions_file = f
             .string("instructionsFilePath")
             .filter(|s| !s.is_empty())
@@ -179,6 +249,13 @@ impl<K: CliKind> Adapter for CliAdapter<K> {
         self.parse(config).map(|_| ())
     }
 
+    fn known_keys(&self) -> KnownKeys {
+        let own = self.kind.known_keys();
+        KnownKeys::new(CLI_KEYS, LOCAL_UPSTREAM_UNUSED)
+            .with(CONFINEMENT_KEYS, &[])
+            .with(&own.read, &own.unused)
+    }
+
     fn limits(&self, config: &Value) -> RunLimits {
         self.parse(config)
             .map(|(c, _)| RunLimits {
@@ -194,6 +271,7 @@ impl<K: CliKind> Adapter for CliAdapter<K> {
         invocation: Invocation,
         sink: Arc<dyn RunSink>,
     ) -> BoxFuture<'a, Outcome> {
+        crate::config::note_ignored(&self.known_keys(), self.name, &invocation.config, &*sink);
         Box::pin(self.run(invocation, sink))
     }
 

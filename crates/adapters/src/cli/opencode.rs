@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::stream::{json_line, str_at, u64_at, Item, StreamParser, Summary, Usage};
 use super::{Built, CliConfig, CliKind, RunSpec};
-use crate::config::Fields;
+use crate::config::{Fields, KnownKeys};
 
 #[derive(Clone, Copy)]
 pub struct OpenCode;
@@ -35,6 +35,13 @@ impl CliKind for OpenCode {
             Some("openrouter") => "openrouter",
             _ => "opencode",
         }
+    }
+
+    /// Unused of upstream's: `dangerouslySkipPermissions`, with which it
+    /// writes an OpenCode config allowing access outside the project; here
+    /// OpenCode runs with its own defaults.
+    fn known_keys(&self) -> KnownKeys {
+        KnownKeys::new(&["variant"], &["dangerouslySkipPermissions"])
     }
 
     fn parse_extra(&self, f: &mut Fields<'_>) -> OpenCodeExtra {
@@ -203,6 +210,24 @@ impl StreamParser for OpenCodeParser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upstream_opencode_keys_are_known_and_others_named() {
+        let good = serde_json::json!({
+            "cwd": "/tmp", "model": "anthropic/claude-sonnet-4-5", "variant": "high",
+            "dangerouslySkipPermissions": true, "command": "opencode", "extraArgs": [],
+            "env": {}, "timeoutSec": 0, "graceSec": 15, "instructionsFilePath": "/tmp/AGENTS.md",
+            "helloProbeTimeoutSec": 60,
+        });
+        use crate::Adapter;
+        let adapter = super::super::CliAdapter::new(OpenCode);
+        // The example: a k8s plugin's key, unknown to the local CLI.
+        crate::config::assert_keys(&adapter, good, "agentDbMode");
+        assert!(
+            !adapter.known_keys().knows("engine"),
+            "no ACP engine upstream"
+        );
+    }
 
     #[test]
     fn steps_give_session_text_tools_and_tokens() {

@@ -5,8 +5,56 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::config::Fields;
+use crate::cli::CLI_KEYS;
+use crate::config::{Fields, KnownKeys};
 use crate::ConfigError;
+
+/// The fields [`parse`] reads (`resources` nested, or flat as the UI stores
+/// its dotted keys).
+pub const K8S_KEYS: &[&str] = &[
+    "namespace",
+    "image",
+    "imagePullPolicy",
+    "kubeconfig",
+    "serviceAccountName",
+    "resources",
+    "resources.requests.cpu",
+    "resources.requests.memory",
+    "resources.limits.cpu",
+    "resources.limits.memory",
+    "nodeSelector",
+    "tolerations",
+    "labels",
+    "ttlSecondsAfterFinished",
+    "retainJobs",
+    "reattachOrphanedJobs",
+    "inheritEnv",
+    "inheritEnvFrom",
+    "initImage",
+];
+
+/// The keys of `claude_k8s` / `opencode_k8s` (`kind`): the CLI's (`cli`:
+/// those its local twin's dialect reads), the Job's, and, accepted unused,
+/// those the upstream plugins define that have no effect here:
+/// `bootstrapPromptTemplate` and `paperclipSkillSync` (see
+/// [`crate::cli::LOCAL_UPSTREAM_UNUSED`]), `secretRef` (a Secret the
+/// plugins' environment test looks for; here credentials come by `env`
+/// references and `inheritEnv`), and OpenCode's `dangerouslySkipPermissions`.
+/// The opencode plugin's per-agent database volume (`agentDbMode`,
+/// `agentDbStorageClass`, `agentDbStorageCapacity`) is deliberately not
+/// known: OpenCode's database lives in HOME on the shared volume here, so
+/// a setting asking for a volume would silently do nothing; it is refused.
+/// So are the confinement keys, by [`Fields::refuse_confinement`], saying
+/// why.
+pub fn known_keys(kind: &str, cli: &[&'static str]) -> KnownKeys {
+    let mut unused = vec!["bootstrapPromptTemplate", "paperclipSkillSync", "secretRef"];
+    if kind == "opencode_k8s" {
+        unused.push("dangerouslySkipPermissions");
+    }
+    KnownKeys::new(CLI_KEYS, &unused)
+        .with(cli, &[])
+        .with(K8S_KEYS, &[])
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resources {
@@ -37,9 +85,11 @@ pub struct K8sConfig {
     pub reattach: bool,
     /// More variable names of the control plane's container a Job inherits.
     pub inherit_env: Vec<String>,
-    /// Copy the control plane's `envFrom` whole: off by default, because a
-    /// whole Secret cannot be filtered by the allow-list.
-    pub inherit_env_from: bool,
+    /// Pass the control plane's `envFrom` sources (whole Secrets and
+    /// ConfigMaps, by reference) to the Job. Unset: passed when the Job runs
+    /// in the control plane's namespace, the only one those names resolve
+    /// in. `false` opts out; `true` passes them to any namespace.
+    pub inherit_env_from: Option<bool>,
     pub init_image: String,
 }
 
@@ -86,7 +136,10 @@ pub fn parse(config: &Value) -> Result<K8sConfig, Vec<ConfigError>> {
     let retain_jobs = f.bool("retainJobs", false);
     let reattach = f.bool("reattachOrphanedJobs", true);
     let inherit_env = f.string_list("inheritEnv");
-    let inherit_env_from = f.bool("inheritEnvFrom", false);
+    let inherit_env_from = match f.get("inheritEnvFrom") {
+        None | Some(Value::Null) => None,
+        Some(_) => Some(f.bool("inheritEnvFrom", true)),
+    };
     let init_image = non_empty(f.string("initImage")).unwrap_or_else(|| "busybox:1.36".into());
     f.finish(K8sConfig {
         namespace,
@@ -164,11 +217,45 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn k8s_keys_are_known_and_the_db_volume_is_named() {
+        use crate::Adapter;
+        let claude = crate::k8s::K8sAdapter::new("claude_k8s", crate::cli::claude::Claude);
+        crate::config::assert_keys(
+            &claude,
+            json!({
+                "model": "claude-sonnet-4-5", "effort": "low", "maxTurnsPerRun": 10,
+                "dangerouslySkipPermissions": true, "extraArgs": [], "env": {}, "timeoutSec": 60,
+                "graceSec": 30, "cwd": "/paperclip/w", "promptTemplate": "x",
+                "namespace": "agents", "image": "img", "imagePullPolicy": "Always",
+                "kubeconfig": "/k", "serviceAccountName": "sa", "nodeSelector": "a=b",
+                "tolerations": [], "labels": {}, "ttlSecondsAfterFinished": 60,
+                "retainJobs": true, "reattachOrphanedJobs": true, "inheritEnv": ["X"],
+                "inheritEnvFrom": true, "initImage": "busybox", "resources.limits.memory": "1Gi",
+                "resources": { "requests": { "cpu": "1" } }, "secretRef": "s",
+                "bootstrapPromptTemplate": "b",
+            }),
+            "chrome",
+        );
+        let opencode = crate::k8s::K8sAdapter::new("opencode_k8s", crate::cli::opencode::OpenCode);
+        crate::config::assert_keys(
+            &opencode,
+            json!({
+                "model": "anthropic/claude-sonnet-4-5", "variant": "high", "namespace": "agents",
+                "dangerouslySkipPermissions": true, "resources.requests.cpu": "500m",
+            }),
+            "agentDbMode",
+        );
+        // Not a key of the Job's: refused by validation, saying why.
+        assert!(!opencode.known_keys().knows("filesystemScope"));
+        assert!(!opencode.known_keys().knows("agentDbStorageClass"));
+    }
+
+    #[test]
     fn defaults_match_the_contract() {
         let c = parse(&json!({})).unwrap();
         assert_eq!(c.image_pull_policy, "IfNotPresent");
         assert_eq!(c.ttl_seconds, 300);
-        assert!(!c.retain_jobs && !c.inherit_env_from);
+        assert!(!c.retain_jobs && c.inherit_env_from.is_none());
         assert_eq!(
             c.resources,
             Resources {

@@ -319,6 +319,10 @@ impl<K: CliKind> Adapter for K8sAdapter<K> {
         self.parse(config).map(|_| ())
     }
 
+    fn known_keys(&self) -> crate::config::KnownKeys {
+        config::known_keys(self.kind, &self.cli.cli().known_keys().read)
+    }
+
     fn limits(&self, config: &Value) -> RunLimits {
         self.parse(config)
             .map(|(c, _, _)| RunLimits {
@@ -335,6 +339,7 @@ impl<K: CliKind> Adapter for K8sAdapter<K> {
         invocation: Invocation,
         sink: Arc<dyn RunSink>,
     ) -> BoxFuture<'a, Outcome> {
+        crate::config::note_ignored(&self.known_keys(), self.kind, &invocation.config, &*sink);
         Box::pin(async move {
             let outcome = self.run(invocation, sink.clone()).await;
             if let Some(error) = &outcome.error {

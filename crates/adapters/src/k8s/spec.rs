@@ -278,6 +278,23 @@ pub fn build(input: &JobInput<'_>) -> Result<Built, serde_json::Error> {
             env.push(serde_json::to_value(var)?);
         }
     }
+    // The control plane's envFrom sources (how a Deployment commonly hands
+    // over provider credentials) by reference: the Job names the same
+    // Secrets and ConfigMaps, no value is copied. By default only in the
+    // control plane's namespace, the one those names resolve in.
+    let env_from = cfg
+        .inherit_env_from
+        .unwrap_or(input.namespace == input.pod.namespace)
+        && !input.pod.env_from.is_empty();
+    if env_from {
+        // A whole source cannot be filtered, but `env` beats `envFrom`: the
+        // server's own secrets, should a source hold them, read empty.
+        for name in NEVER {
+            if !env.iter().any(|e| e["name"] == *name) {
+                env.push(json!({"name": name, "value": ""}));
+            }
+        }
+    }
 
     let command = std::iter::once(input.program.to_string())
         .chain(input.args.iter().map(|a| shell_quote(a)))
@@ -297,7 +314,7 @@ pub fn build(input: &JobInput<'_>) -> Result<Built, serde_json::Error> {
             "limits": {"cpu": cfg.resources.limits_cpu, "memory": cfg.resources.limits_memory},
         },
     });
-    if cfg.inherit_env_from && !input.pod.env_from.is_empty() {
+    if env_from {
         main["envFrom"] = serde_json::to_value(&input.pod.env_from)?;
     }
 

@@ -44,7 +44,7 @@ fn job_json(config: Value, prompt: &str, env: &[(&str, &str)]) -> (Value, Option
         run_id: "run-1",
         company_id: "co-1",
         task_id: Some("task-1"),
-        namespace: "paperclip",
+        namespace: cfg.namespace.as_deref().unwrap_or("paperclip"),
         image: "ghcr.io/x/paperclip:1",
         config: &cfg,
         pod: &pod,
@@ -176,13 +176,50 @@ fn env_references_are_allow_listed_and_literals_win() {
         .iter()
         .map(|e| e["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, vec!["FOO", "HOME", "ANTHROPIC_API_KEY"]);
-    assert!(main.get("envFrom").is_none(), "envFrom is opt-in");
-    let (job, _) = job_json(json!({"inheritEnvFrom": true}), "hi", &[]);
-    let main = &job["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        names,
+        vec![
+            "FOO",
+            "HOME",
+            "ANTHROPIC_API_KEY",
+            "DATABASE_URL",
+            "PAPERCLIP_SECRETS_MASTER_KEY"
+        ]
+    );
+    // The server's own secrets read empty whatever its envFrom holds.
+    assert_eq!(main["env"][3], json!({"name": "DATABASE_URL", "value": ""}));
     assert_eq!(main["envFrom"], json!([{"secretRef": {"name": "bulk"}}]));
     let init = &job["spec"]["template"]["spec"]["initContainers"][0];
     assert!(init.get("envFrom").is_none());
+}
+
+#[test]
+fn env_from_passes_by_reference_in_the_control_planes_namespace_unless_opted_out() {
+    let env_from = |config: Value| {
+        let (job, _) = job_json(config, "hi", &[]);
+        let main = job["spec"]["template"]["spec"]["containers"][0].clone();
+        let blanked = main["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "DATABASE_URL");
+        (main.get("envFrom").cloned(), blanked)
+    };
+    let bulk = Some(json!([{"secretRef": {"name": "bulk"}}]));
+    assert_eq!(env_from(json!({})), (bulk.clone(), true));
+    assert_eq!(
+        env_from(json!({"inheritEnvFrom": null})),
+        (bulk.clone(), true)
+    );
+    assert_eq!(env_from(json!({"inheritEnvFrom": false})), (None, false));
+    // Another namespace: the names would not resolve there, unless the
+    // config says they do.
+    assert_eq!(env_from(json!({"namespace": "agents"})), (None, false));
+    assert_eq!(
+        env_from(json!({"namespace": "agents", "inheritEnvFrom": true})),
+        (bulk, true)
+    );
+    assert!(config::parse(&json!({"inheritEnvFrom": "yes"})).is_err());
 }
 
 #[test]

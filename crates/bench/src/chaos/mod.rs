@@ -5,12 +5,15 @@
 //! (`check.rs`). One driver for the test (`tests/chaos.rs`, short) and for
 //! `paperclip-bench chaos` (long).
 
-mod agents;
-mod check;
+pub(crate) mod agents;
+pub(crate) mod check;
 mod comments;
 mod data;
-mod driver;
+pub(crate) mod driver;
 pub(crate) mod proc;
+
+/// The database as the checks read it; the fleet bench reads it too.
+pub(crate) use data::Db;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -73,7 +73,7 @@ async fn the_agent_page_shows_the_adapter_fields_filled_from_the_config() {
                 "timeoutSec": 300,
                 "env": { "REGION": "eu", "OPENAI_API_KEY": secret },
                 "promptTemplate": "Work on {{task.identifier}}",
-                "customKnob": 7,
+                "bootstrapPromptTemplate": "First run",
             } }),
         )
         .await;
@@ -107,7 +107,7 @@ async fn the_agent_page_shows_the_adapter_fields_filled_from_the_config() {
         &json_view[..json_view.find("</textarea>").unwrap() + 11],
     ))
     .unwrap();
-    assert_eq!(json_view["customKnob"], 7);
+    assert_eq!(json_view["bootstrapPromptTemplate"], "First run");
     assert!(json_view.get("promptTemplate").is_none());
     // Only the agent's own type is shown, and it is the one selected.
     assert!(!fieldset(&page, "process").contains(" hidden"));
@@ -157,7 +157,7 @@ async fn a_save_as_the_form_sends_it_keeps_keys_without_fields_and_secrets() {
                 "command": "false",
                 "args": ["-c", format!("printf %s \"$MY_API_KEY\" > {}", out.display())],
                 "env": { "MY_API_KEY": secret },
-                "customKnob": { "depth": 3 },
+                "paperclipSkillSync": { "desiredSkills": ["review"] },
                 "promptTemplate": "Old {{task.identifier}}",
             } }),
         )
@@ -189,7 +189,10 @@ async fn a_save_as_the_form_sends_it_keeps_keys_without_fields_and_secrets() {
         .await;
     let stored = &saved["adapterConfig"];
     assert_eq!(stored["command"], "sh");
-    assert_eq!(stored["customKnob"], json!({ "depth": 3 }));
+    assert_eq!(
+        stored["paperclipSkillSync"],
+        json!({ "desiredSkills": ["review"] })
+    );
     assert_eq!(stored["promptTemplate"], "New {{task.identifier}}");
     assert_eq!(stored["env"]["MY_API_KEY"], "[REDACTED]");
 
@@ -219,7 +222,7 @@ async fn a_person_edits_an_agents_config_through_the_fields() {
         .ok_post(
             &format!("/api/companies/{cid}/agents"),
             json!({ "name": "Builder", "adapterType": "process", "adapterConfig": {
-                "command": "true", "customKnob": "keep-me",
+                "command": "true", "bootstrapPromptTemplate": "keep-me",
             } }),
         )
         .await;
@@ -228,5 +231,5 @@ async fn a_person_edits_an_agents_config_through_the_fields() {
         .ok_get(&format!("/api/agents/{}", agent["id"].as_str().unwrap()))
         .await;
     assert_eq!(after["adapterConfig"]["command"], "no-such-agent-cli-xyz");
-    assert_eq!(after["adapterConfig"]["customKnob"], "keep-me");
+    assert_eq!(after["adapterConfig"]["bootstrapPromptTemplate"], "keep-me");
 }

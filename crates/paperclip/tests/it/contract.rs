@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 /// entry whose route is missing from the OpenAPI document, fails the test.
 const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/health"),
+    ("get", "/api/health/ready"),
     ("get", "/api/agents/{id}/task-sessions"),
     ("get", "/api/agents/{id}/runtime-state"),
     ("get", "/api/agents/{id}/wakeup-requests"),

@@ -167,12 +167,7 @@ async fn a_claude_k8s_run_is_a_job_with_transcript_usage_and_cleanup() {
     );
     assert_eq!(literal(&env, "HOME").as_deref(), Some("/paperclip"));
     let names: Vec<&str> = env.iter().map(|e| e["name"].as_str().unwrap()).collect();
-    for forbidden in [
-        "DATABASE_URL",
-        "PAPERCLIP_SIGNING_SECRET",
-        "SERVER_ONLY_SECRET",
-        "POD_IP",
-    ] {
+    for forbidden in ["PAPERCLIP_SIGNING_SECRET", "SERVER_ONLY_SECRET", "POD_IP"] {
         assert!(
             !names.contains(&forbidden),
             "{forbidden} reached the Job: {names:?}"
@@ -180,9 +175,18 @@ async fn a_claude_k8s_run_is_a_job_with_transcript_usage_and_cleanup() {
     }
     assert!(env.iter().any(|e| e["name"] == "ANTHROPIC_API_KEY"
         && e["valueFrom"]["secretKeyRef"]["name"] == "paperclip-secrets"));
-    assert!(
-        main.get("envFrom").is_none(),
-        "envFrom copies whole Secrets: opt-in only"
+    // The control plane's envFrom reaches the Job by reference (the same
+    // Secret named, no value copied); the database URL, which such a
+    // Secret might hold, is shadowed empty, since env beats envFrom.
+    assert_eq!(
+        main["envFrom"],
+        json!([{"secretRef": {"name": "paperclip-bulk"}}])
+    );
+    assert_eq!(
+        env.iter()
+            .filter(|e| e["name"] == "DATABASE_URL")
+            .collect::<Vec<_>>(),
+        vec![&json!({"name": "DATABASE_URL", "value": ""})]
     );
     assert!(!job.to_string().contains("must-not-reach-a-job"));
 

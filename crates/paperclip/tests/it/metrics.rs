@@ -263,6 +263,10 @@ async fn metrics_count_requests_by_route_template_and_runs_by_adapter() {
         (m.sum("paperclip_live_subscribers", &[]) >= 1.0).then_some(m)
     })
     .await;
+    // This instance holds its lease (issue 38's fleet), and the bus of an
+    // instance alone has dropped nothing.
+    assert_eq!(m.sum("paperclip_instances_live", &[]), 1.0);
+    assert_eq!(m.sum("paperclip_live_events_bus_dropped_total", &[]), 0.0);
     let requests = |route: &str, status: &str| {
         m.sum(
             "paperclip_http_requests_total",

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use common::TestServer;
@@ -152,12 +152,12 @@ async fn everything_recorded(s: &TestServer, run_id: &str) -> Vec<(String, Strin
         ("events".to_string(), events.to_string()),
         ("log api".to_string(), joined_chunks(&log)),
     ];
-    for file in files_under(&s.data_dir.join("run-logs")) {
-        let text = std::fs::read_to_string(&file).unwrap();
-        seen.push((file.display().to_string(), joined_chunks(&text)));
-        seen.push((format!("{} (raw)", file.display()), text));
+    // Stored: files under the data dir, or chunks in the Postgres database.
+    for (place, text) in common::run_logs::all_stored(s).await {
+        seen.push((place.clone(), joined_chunks(&text)));
+        seen.push((format!("{place} (raw)"), text));
     }
-    assert!(seen.len() > 3, "no run-log file found under the data dir");
+    assert!(seen.len() > 3, "no stored run log found");
     seen
 }
 
@@ -176,19 +176,6 @@ fn joined_chunks(ndjson: &str) -> String {
         .into_iter()
         .map(|(k, v)| format!("[{k}]\n{v}\n"))
         .collect()
-}
-
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(files_under(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }
 
 /// Runs `script` as an agent whose config holds `secret` under a

@@ -64,20 +64,17 @@ fn chunks(ndjson: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-fn log_file(s: &TestServer, cid: &str, run_id: &str) -> std::path::PathBuf {
-    s.data_dir
-        .join("run-logs")
-        .join(cid)
-        .join(format!("{run_id}.ndjson"))
+/// The log as stored: its file on SQLite, its chunks on Postgres.
+async fn stored(s: &TestServer, cid: &str, run_id: &str) -> Option<String> {
+    common::run_logs::stored(s, cid, run_id).await
 }
 
-/// Checks the log of a run that printed far past `max`: on disk at most the
-/// limit plus the marker, the head, the marker and the real tail; the API
+/// Checks the log of a run that printed far past `max`: stored (on disk or
+/// in the database) at most the limit plus the marker, the head, the marker and the real tail; the API
 /// reads the same and says how much was left out. Returns the omitted bytes.
 async fn assert_cut(s: &TestServer, cid: &str, run: &Value, max: u64) -> u64 {
     let run_id = run["id"].as_str().unwrap();
-    let path = log_file(s, cid, run_id);
-    let file = std::fs::read_to_string(&path).unwrap();
+    let file = stored(s, cid, run_id).await.expect("a stored log");
     let marker_at = file
         .lines()
         .position(|l| l.contains("\"omittedBytes\""))
@@ -90,12 +87,9 @@ async fn assert_cut(s: &TestServer, cid: &str, run: &Value, max: u64) -> u64 {
         "log of {} bytes for a limit of {max}",
         file.len()
     );
-    assert!(!s
-        .data_dir
-        .join("run-logs")
-        .join(cid)
-        .join(format!("{run_id}.ndjson.tail"))
-        .exists());
+    let mut tail = common::run_logs::file(s, cid, run_id).into_os_string();
+    tail.push(".tail");
+    assert!(!std::path::Path::new(&tail).exists());
     let logged = run["logBytes"].as_u64().unwrap();
     assert!(
         logged > max + omitted / 2,
@@ -247,7 +241,7 @@ async fn the_default_limit_is_16_mib() {
         .clone();
     let omitted = assert_cut(&s, &cid, &run, 16 * MIB).await;
     assert!(omitted > MIB && omitted < 8 * MIB, "{omitted}");
-    let file = std::fs::read_to_string(log_file(&s, &cid, run["id"].as_str().unwrap())).unwrap();
+    let file = stored(&s, &cid, run["id"].as_str().unwrap()).await.unwrap();
     assert!(file.contains("at most 16 MiB in all"));
 }
 
@@ -297,7 +291,7 @@ async fn retention_removes_old_logs_but_never_a_live_one() {
     s.wake(&qid, json!({})).await;
     let old = s.only_run_succeeded(&cid, qid).await[0].clone();
     let old_id = old["id"].as_str().unwrap();
-    assert!(log_file(&s, &cid, old_id).exists());
+    assert!(stored(&s, &cid, old_id).await.is_some());
 
     let other = s
         .script_agent(&keeper, "Other", "echo 'kept output'\n", json!({}))
@@ -319,6 +313,11 @@ async fn retention_removes_old_logs_but_never_a_live_one() {
         r["status"] == "running" && r["lastOutputAt"].is_string()
     })
     .await;
+    // In the database, a moment after it was printed.
+    common::until(10, "the live run's log stored", async || {
+        stored(&s, &cid, live_id).await
+    })
+    .await;
 
     // A month later: only the finished run of the company with retention.
     let later = (start + chrono::Duration::days(31)).to_rfc3339();
@@ -326,9 +325,11 @@ async fn retention_removes_old_logs_but_never_a_live_one() {
         .ok_post("/api/instance/test-clock", json!({ "now": later }))
         .await;
     assert_eq!(pass["removedLogs"], 1, "{pass}");
-    assert!(!log_file(&s, &cid, old_id).exists());
-    assert!(log_file(&s, &cid, live_id).exists());
-    assert!(log_file(&s, &keeper, kept["id"].as_str().unwrap()).exists());
+    assert!(stored(&s, &cid, old_id).await.is_none());
+    assert!(stored(&s, &cid, live_id).await.is_some());
+    assert!(stored(&s, &keeper, kept["id"].as_str().unwrap())
+        .await
+        .is_some());
 
     let run = s.ok_get(&format!("/api/heartbeat-runs/{old_id}")).await;
     let removed_at = run["logRemovedAt"]
@@ -386,5 +387,5 @@ async fn retention_removes_old_logs_but_never_a_live_one() {
         .ok_post("/api/instance/test-clock", json!({ "now": later }))
         .await;
     assert_eq!(last["removedLogs"], 1, "{last}");
-    assert!(!log_file(&s, &cid, live_id).exists());
+    assert!(stored(&s, &cid, live_id).await.is_none());
 }

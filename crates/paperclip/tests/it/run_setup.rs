@@ -10,6 +10,12 @@ use serde_json::json;
 
 #[tokio::test]
 async fn a_run_whose_log_cannot_be_opened_fails_as_setup_and_the_next_one_runs() {
+    // On Postgres run logs go to the database (any instance reads them): no
+    // file in the way fails them, so the failure is made on SQLite only.
+    if std::env::var("PAPERCLIP_TEST_PG_URL").is_ok_and(|u| !u.is_empty()) {
+        eprintln!("run logs are in the database on Postgres: a log file cannot be blocked");
+        return;
+    }
     let server = TestServer::start().await;
     let cid = server.company("Setup Co").await["id"]
         .as_str()

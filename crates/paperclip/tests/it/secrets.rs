@@ -132,7 +132,8 @@ async fn secret_values_appear_in_no_response_page_or_live_event() {
     let eid = echo["id"].as_str().unwrap().to_string();
 
     // A new value through PATCH, one in upstream's `{type: plain}` form, and
-    // a secret-named key outside `env`.
+    // a secret-named key outside `env` (nested: a process agent knows no
+    // such key of its own, and unknown keys are refused).
     let after = s
         .ok_patch(
             &format!("/api/agents/{eid}"),
@@ -142,7 +143,7 @@ async fn secret_values_appear_in_no_response_page_or_live_event() {
                     "GITHUB_TOKEN": { "type": "plain", "value": bound },
                     "REGION": "eu",
                 },
-                "authHeader": header,
+                "paperclipSkillSync": { "authHeader": header },
             } }),
         )
         .await;
@@ -152,7 +153,10 @@ async fn secret_values_appear_in_no_response_page_or_live_event() {
         after["adapterConfig"]["env"]["GITHUB_TOKEN"],
         json!({ "type": "plain", "value": REDACTED })
     );
-    assert_eq!(after["adapterConfig"]["authHeader"], REDACTED);
+    assert_eq!(
+        after["adapterConfig"]["paperclipSkillSync"]["authHeader"],
+        REDACTED
+    );
 
     // Hires behind the board: through agent-hires and through an approval
     // whose payload describes the agent.

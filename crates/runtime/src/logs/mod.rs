@@ -1,6 +1,8 @@
 //! Run logs: the output of a run as NDJSON lines `{ts, stream, chunk, seq}`.
 //! [`RunLogStore`] is the seam for object storage; [`LocalFileLogStore`]
-//! keeps one file per run under the data dir.
+//! keeps one file per run under the data dir (SQLite: one instance), and
+//! [`PostgresLogStore`] keeps chunks in the database, so every instance on
+//! one Postgres reads every run's log (`db.rs`), with the same offsets.
 //!
 //! A log is bounded on disk by the store's limit (`--run-log-max-bytes`):
 //! up to half of it, the log is written as it comes (the head). Past that,
@@ -287,14 +289,36 @@ impl Tail {
     }
 }
 
+/// Where a cut log's parts are read from: up to `limit` bytes of the head
+/// from an offset, and of the tail from an offset at or past its start
+/// (with whether the log ended within them).
+pub(crate) trait CutParts {
+    fn head(&self, at: u64, limit: u64) -> std::io::Result<Vec<u8>>;
+    fn tail(&self, at: u64, limit: u64) -> std::io::Result<(Vec<u8>, bool)>;
+}
+
+struct FileParts<'a> {
+    main: &'a Path,
+    tail_start: u64,
+    tail: &'a Tail,
+}
+
+impl CutParts for FileParts<'_> {
+    fn head(&self, at: u64, limit: u64) -> std::io::Result<Vec<u8>> {
+        read_at(self.main, at, limit).map(|(buf, _)| buf)
+    }
+    fn tail(&self, at: u64, limit: u64) -> std::io::Result<(Vec<u8>, bool)> {
+        self.tail.read(self.tail_start, at, limit)
+    }
+}
+
 /// A page of a cut log: the head, the marker standing for the bytes
 /// left out, the tail.
-fn read_cut(
-    main: &Path,
+pub(crate) fn read_cut(
+    parts: &dyn CutParts,
     head: u64,
     marker: &[u8],
     tail_start: u64,
-    tail: &Tail,
     offset: u64,
     limit: u64,
 ) -> std::io::Result<LogPage> {
@@ -302,7 +326,7 @@ fn read_cut(
     let mut at = offset;
     let mut room = limit;
     if at < head {
-        let (buf, _) = read_at(main, at, room.min(head - at))?;
+        let buf = parts.head(at, room.min(head - at))?;
         if at + (buf.len() as u64) < head {
             // The page ends in the head: as any page.
             return Ok(page(&buf, at, room as usize, false));
@@ -323,7 +347,7 @@ fn read_cut(
     if room == 0 && !out.is_empty() {
         return Ok(whole(out, at));
     }
-    let (buf, eof) = tail.read(tail_start, at, room.max(4))?;
+    let (buf, eof) = parts.tail(at, room.max(4))?;
     if out.is_empty() {
         return Ok(page(&buf, at, room.max(4) as usize, eof));
     }
@@ -463,15 +487,12 @@ fn read_once(files: &Files, offset: u64, limit: u64) -> std::io::Result<LogPage>
                 path: files.main.clone(),
                 at: state.head + marker_len,
             };
-            read_cut(
-                &files.main,
-                state.head,
-                &marker,
+            let parts = FileParts {
+                main: &files.main,
                 tail_start,
-                &tail,
-                offset,
-                limit,
-            )
+                tail: &tail,
+            };
+            read_cut(&parts, state.head, &marker, tail_start, offset, limit)
         }
         _ => {
             // Without the segments' folder the run has just ended and its
@@ -484,21 +505,38 @@ fn read_once(files: &Files, offset: u64, limit: u64) -> std::io::Result<LogPage>
             } else {
                 Vec::new()
             };
-            read_cut(
-                &files.main,
-                state.head,
-                &marker,
-                first,
-                &Tail::Segments(segments),
-                offset,
-                limit,
-            )
+            let tail = Tail::Segments(segments);
+            let parts = FileParts {
+                main: &files.main,
+                tail_start: first,
+                tail: &tail,
+            };
+            read_cut(&parts, state.head, &marker, first, offset, limit)
         }
     }
 }
 
+/// The run log store for a database: in it on Postgres, where instances
+/// share the database; files under the data dir (`files`) on SQLite.
+pub fn for_store(
+    store: &paperclip_store::Store,
+    files: LocalFileLogStore,
+) -> std::sync::Arc<dyn RunLogStore> {
+    match store.backend() {
+        paperclip_store::Backend::Postgres => {
+            std::sync::Arc::new(PostgresLogStore::new(store.clone(), files))
+        }
+        paperclip_store::Backend::Sqlite => std::sync::Arc::new(files),
+    }
+}
+
+mod db;
+mod db_writer;
 mod writer;
+pub use db::{PostgresLogStore, FLUSH_EVERY};
 use writer::{Bounds, FileWriter};
 
+#[cfg(test)]
+mod db_tests;
 #[cfg(test)]
 mod tests;

@@ -13,7 +13,7 @@ fn pages_end_on_lines_or_characters() {
     assert_eq!(page_len(&text[1..5], 4, false), 1);
 }
 
-fn store(max: u64) -> (LocalFileLogStore, PathBuf) {
+pub(super) fn store(max: u64) -> (LocalFileLogStore, PathBuf) {
     let root = std::env::temp_dir().join(format!("paperclip-logs-{}", uuid::Uuid::new_v4()));
     let store = LocalFileLogStore::new(root.clone());
     store.set_max_bytes(max);
@@ -21,7 +21,7 @@ fn store(max: u64) -> (LocalFileLogStore, PathBuf) {
 }
 
 /// Every page from `offset` to the end, `limit` bytes at a time.
-fn read_all(store: &LocalFileLogStore, offset: u64, limit: u64) -> (String, u64) {
+pub(super) fn read_all(store: &LocalFileLogStore, offset: u64, limit: u64) -> (String, u64) {
     let (mut out, mut at) = (String::new(), offset);
     loop {
         let page = store.read("c/r.ndjson", at, limit).unwrap();
@@ -34,7 +34,7 @@ fn read_all(store: &LocalFileLogStore, offset: u64, limit: u64) -> (String, u64)
     }
 }
 
-fn chunks(text: &str) -> Vec<String> {
+pub(super) fn chunks(text: &str) -> Vec<String> {
     text.lines()
         .map(|l| {
             serde_json::from_str::<serde_json::Value>(l).unwrap()["chunk"]
@@ -71,7 +71,7 @@ fn a_log_within_its_limit_is_kept_whole() {
 
 /// The head from the first line, the marker, then the tail up to the
 /// last line with no line missing.
-fn assert_head_marker_tail(file: &str, omitted: u64, n: usize, max: u64) {
+pub(super) fn assert_head_marker_tail(file: &str, omitted: u64, n: usize, max: u64) {
     let got = chunks(file);
     let at = got
         .iter()

@@ -101,27 +101,31 @@ impl FileWriter {
         Ok(())
     }
 
-    /// Lines of `chunk`: one unless it is too long for a tail segment.
     pub(super) fn lines(&self, stream: &str, chunk: &str, seq: u64) -> Vec<String> {
-        let line = |c: &str| {
-            let mut l =
-                json!({ "ts": paperclip_store::now(), "stream": stream, "chunk": c, "seq": seq })
-                    .to_string();
-            l.push('\n');
-            l
-        };
-        let whole = line(chunk);
-        if (whole.len() as u64) <= self.bounds.segment / 4 || chunk.len() < 2 {
-            return vec![whole];
-        }
-        let mut mid = chunk.len() / 2;
-        while !chunk.is_char_boundary(mid) {
-            mid += 1;
-        }
-        let mut out = self.lines(stream, &chunk[..mid], seq);
-        out.extend(self.lines(stream, &chunk[mid..], seq));
-        out
+        lines(&self.bounds, stream, chunk, seq)
     }
+}
+
+/// Lines of `chunk`: one unless it is too long for a tail segment.
+pub(super) fn lines(bounds: &Bounds, stream: &str, chunk: &str, seq: u64) -> Vec<String> {
+    let line = |c: &str| {
+        let mut l =
+            json!({ "ts": paperclip_store::now(), "stream": stream, "chunk": c, "seq": seq })
+                .to_string();
+        l.push('\n');
+        l
+    };
+    let whole = line(chunk);
+    if (whole.len() as u64) <= bounds.segment / 4 || chunk.len() < 2 {
+        return vec![whole];
+    }
+    let mut mid = chunk.len() / 2;
+    while !chunk.is_char_boundary(mid) {
+        mid += 1;
+    }
+    let mut out = lines(bounds, stream, &chunk[..mid], seq);
+    out.extend(lines(bounds, stream, &chunk[mid..], seq));
+    out
 }
 
 impl RunLogWriter for FileWriter {

@@ -20,10 +20,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use paperclip_adapters::Adapter;
-use paperclip_core::heartbeat::RunErrorCode;
+use paperclip_core::heartbeat::{RunErrorCode, RunStatus};
 use paperclip_core::model::HeartbeatRun;
 use paperclip_store::runs::Finish;
 use paperclip_store::Store;
+use tracing::field::Empty;
+use tracing::Instrument;
 
 use crate::live::LiveRun;
 use crate::sink::{RunSinkImpl, SinkDeps};
@@ -49,26 +51,71 @@ pub(crate) struct RunDeps<'a> {
 
 /// Drives a claimed run to its end; `Ok(None)` when it continues
 /// asynchronously (a callback finishes it). An error is the server's.
+///
+/// The run is one tracing span (exported over OTLP when configured) with
+/// its phases as children; only ids, the adapter type and the status go in
+/// it, never the prompt, the env or the output.
 pub(crate) async fn drive(
     deps: &RunDeps<'_>,
     run: &HeartbeatRun,
     live: &LiveRun,
 ) -> anyhow::Result<Option<Finish>> {
+    let span = tracing::info_span!(
+        "run",
+        otel.status_code = Empty,
+        paperclip.run_id = %run.id,
+        paperclip.agent_id = %run.agent_id,
+        paperclip.company_id = %run.company_id,
+        paperclip.invocation_source = %run.invocation_source,
+        paperclip.adapter_type = Empty,
+        paperclip.run_status = Empty,
+    );
+    let ended = drive_in(deps, run, live, &span)
+        .instrument(span.clone())
+        .await;
+    match &ended {
+        Ok(Some(finish)) => {
+            span.record("paperclip.run_status", finish.status.as_str());
+            if finish.status != RunStatus::Succeeded {
+                span.record("otel.status_code", "error");
+            }
+        }
+        // Still running: a callback will finish it.
+        Ok(None) => {
+            span.record("paperclip.run_status", RunStatus::Running.as_str());
+        }
+        Err(_) => {
+            span.record("otel.status_code", "error");
+        }
+    }
+    ended
+}
+
+async fn drive_in(
+    deps: &RunDeps<'_>,
+    run: &HeartbeatRun,
+    live: &LiveRun,
+    span: &tracing::Span,
+) -> anyhow::Result<Option<Finish>> {
     let mut plan = match prepare::prepare(deps, run)
+        .instrument(tracing::info_span!("prepare"))
         .await
         .context("Could not prepare the run (its agent, task or session)")?
     {
         Prepared::Ready(plan) => plan,
         Prepared::Refused(finish) => return Ok(Some(*finish)),
     };
-    let bound =
-        match workspace::bind(deps, run, &plan.agent.adapter_type, plan.issue.as_ref()).await {
-            Ok(bound) => bound,
-            Err(why) => {
-                let why = format!("Cannot start in the task's workspace: {why}");
-                return Ok(Some(finish::failed_by(RunErrorCode::SetupFailed, why)));
-            }
-        };
+    span.record("paperclip.adapter_type", plan.agent.adapter_type.as_str());
+    let bound = match workspace::bind(deps, run, &plan.agent.adapter_type, plan.issue.as_ref())
+        .instrument(tracing::info_span!("workspace"))
+        .await
+    {
+        Ok(bound) => bound,
+        Err(why) => {
+            let why = format!("Cannot start in the task's workspace: {why}");
+            return Ok(Some(finish::failed_by(RunErrorCode::SetupFailed, why)));
+        }
+    };
     if let Some(bound) = &bound {
         workspace::apply(bound, &mut plan);
     }
@@ -92,16 +139,23 @@ pub(crate) async fn drive(
         workspace::apply_to_invocation(bound, &mut invocation);
     }
     let adapter = plan.adapter.clone();
-    let ended = invoke::invoke_with_fresh_retry(&*adapter, invocation, sink.clone()).await;
-    let stats = sink.close().await;
+    let ended = invoke::invoke_with_fresh_retry(&*adapter, invocation, sink.clone())
+        .instrument(tracing::info_span!("invoke"))
+        .await;
+    let finishing = tracing::info_span!("finish");
+    let stats = sink.close().instrument(finishing.clone()).await;
     if let Some(bound) = &bound {
-        workspace_end::record(deps, run, bound, &plan.agent.name).await;
+        workspace_end::record(deps, run, bound, &plan.agent.name)
+            .instrument(finishing.clone())
+            .await;
     }
     let stop = Stop {
         reason: live.stop_reason(),
         code: live.stop_code(),
     };
-    match finish::finish(ended, stats, stop, &finish_plan(&plan, deps)) {
+    let done = finishing.in_scope(|| finish::finish(ended, stats, stop, &finish_plan(&plan, deps)));
+    drop(finishing);
+    match done {
         Some(done) => Ok(Some(done)),
         None => {
             // Bounded even if the adapter named no bound: a run must end.

@@ -5,7 +5,7 @@ use paperclip_core::input::{AgentPatch, NewAgent};
 use paperclip_core::model::{Agent, OrgNode};
 use paperclip_store::org::agent_levers::{self, Lever};
 use paperclip_store::org::agents;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -59,6 +59,7 @@ async fn create_agent(
             &app,
             input.adapter_type.as_deref().unwrap_or("process"),
             &Value::Object(config.clone()),
+            config.keys(),
         )?;
     }
     let agent = agents::create(&app.store, actor, &company_id, input).await?;
@@ -103,7 +104,15 @@ async fn update_agent(
             (Some(new), false) => agents::merge_config(&current.adapter_config, new.clone()),
             (None, _) => current.adapter_config.clone(),
         };
-        check_adapter_config(&app, &adapter_type, &config)?;
+        // Keys are checked where they are set: a merge leaves an older
+        // config's other keys alone, but a new type must know every key.
+        let empty = Map::new();
+        let set = if adapter_type != current.adapter_type {
+            config.as_object().unwrap_or(&empty)
+        } else {
+            patch.adapter_config.as_ref().unwrap_or(&empty)
+        };
+        check_adapter_config(&app, &adapter_type, &config, set.keys())?;
     }
     let agent = agents::update(&app.store, actor, &id, patch).await?;
     Ok(Json(agent_view::one(&app, agent).await?))
@@ -212,12 +221,15 @@ async fn org_tree(
 }
 
 /// Known adapters check their config when it is saved, so a broken agent is
-/// refused now rather than failing at its first heartbeat. Unknown adapter
-/// types (upstream has many) are stored as opaque JSON.
-pub(crate) fn check_adapter_config(
+/// refused now rather than failing at its first heartbeat: its values, and
+/// that the adapter knows each of the top-level keys being `set` (a key it
+/// neither reads nor accepts from upstream would do nothing). Unknown
+/// adapter types (upstream has many) are stored as opaque JSON.
+pub(crate) fn check_adapter_config<'k>(
     app: &AppState,
     adapter_type: &str,
     config: &Value,
+    set: impl IntoIterator<Item = &'k String>,
 ) -> ApiResult<()> {
     if let Some(template) = config.get("promptTemplate").and_then(Value::as_str) {
         if let Err(err) = paperclip_core::template::variables(template) {
@@ -232,21 +244,49 @@ pub(crate) fn check_adapter_config(
             );
         }
     }
-    if let Some(adapter) = app.runtime.adapter(adapter_type) {
-        if let Err(errors) = adapter.validate_config(config) {
-            let details: Vec<Value> = errors
-                .iter()
-                .map(|e| {
-                    let mut path = vec![Value::from("adapterConfig")];
-                    path.extend(e.path.iter().cloned().map(Value::from));
-                    json!({ "path": path, "message": e.message })
-                })
-                .collect();
-            return Err(
-                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid adapter config")
-                    .with_details(Value::Array(details)),
-            );
-        }
+    let Some(adapter) = app.runtime.adapter(adapter_type) else {
+        return Ok(());
+    };
+    let mut errors = adapter.validate_config(config).err().unwrap_or_default();
+    // A key refused for its value already says why (e.g. confinement on a
+    // Kubernetes agent); it is not named twice.
+    let unknown: Vec<_> = adapter
+        .known_keys()
+        .check(adapter_type, set.into_iter().map(String::as_str))
+        .err()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|u| !errors.iter().any(|e| e.path.first() == u.path.first()))
+        .collect();
+    if errors.is_empty() && unknown.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let message = if unknown.is_empty() {
+        "Invalid adapter config".to_string()
+    } else {
+        let names: Vec<&str> = unknown.iter().map(|u| u.path[0].as_str()).collect();
+        format!(
+            "Invalid adapter config: unknown key{} for {adapter_type}: {}",
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        )
+    };
+    let unknown_at = errors.len();
+    errors.extend(unknown);
+    let details: Vec<Value> = errors
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let mut path = vec![Value::from("adapterConfig")];
+            path.extend(e.path.iter().cloned().map(Value::from));
+            if i >= unknown_at {
+                // zod's code for a key a strict object does not define.
+                json!({ "code": "unrecognized_keys", "path": path, "message": e.message })
+            } else {
+                json!({ "path": path, "message": e.message })
+            }
+        })
+        .collect();
+    Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+        .with_details(Value::Array(details)))
 }

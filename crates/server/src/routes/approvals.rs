@@ -289,6 +289,7 @@ async fn hire(
             &app,
             spec.adapter_type.as_deref().unwrap_or("process"),
             &Value::Object(config.clone()),
+            config.keys(),
         )?;
     }
     let hire = if company.require_board_approval_for_new_agents || caller.agent_id().is_some() {

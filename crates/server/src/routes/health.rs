@@ -11,6 +11,7 @@ use crate::AppState;
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(health))
+        .routes(routes!(readiness))
         .routes(routes!(quiescence))
 }
 
@@ -145,6 +146,32 @@ async fn health(
         status: "ok",
         version: app.info.version,
     })))
+}
+
+/// Whether this instance takes new work.
+#[derive(Serialize, ToSchema)]
+struct Readiness {
+    /// `ok`, or `draining` while it finishes before a shutdown.
+    status: &'static str,
+}
+
+/// Readiness for a load balancer or Kubernetes: 200 while the instance takes
+/// new work, 503 from the moment it drains (SIGTERM with `--drain-seconds`),
+/// so traffic moves to the other replicas while it still answers what it
+/// was sent. No caller needed: it tells nothing about the instance's data.
+/// Not upstream's (which has only `/api/health`); liveness stays there.
+#[utoipa::path(get, path = "/api/health/ready", tag = "health",
+    responses((status = 200, body = Readiness, description = "Taking new work"),
+        (status = 503, body = Readiness, description = "Draining before a shutdown")))]
+async fn readiness(State(app): State<AppState>) -> (axum::http::StatusCode, Json<Readiness>) {
+    if app.lifecycle.is_draining() {
+        (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            Json(Readiness { status: "draining" }),
+        )
+    } else {
+        (axum::http::StatusCode::OK, Json(Readiness { status: "ok" }))
+    }
 }
 
 /// Whether the instance has come to rest: no run queued or running in the

@@ -1,12 +1,15 @@
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
-use axum::http::header::CONTENT_TYPE;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use paperclip_core::input::{Checkout, IssuePatch, NewIssue};
 use paperclip_core::issue::IssueStatus;
 use paperclip_core::limits::{ISSUE_PAGE_DEFAULT, ISSUE_PAGE_MAX};
 use paperclip_core::model::{Comment, Document, DocumentSummary, Goal, Issue, Project};
 use paperclip_store::issues;
+use paperclip_store::views::task_pages;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use utoipa::{IntoParams, ToSchema};
@@ -55,16 +58,19 @@ struct ListQuery {
 /// A page also ends early once its titles and descriptions pass 1 MiB.
 /// When more issues match, the response carries
 /// `X-Next-Cursor`; pass it back as `cursor` for the next page.
+/// Every page carries a weak `ETag` of its bytes: sent back in
+/// `If-None-Match`, an unchanged page is a 304 with no body.
 #[utoipa::path(get, path = "/api/companies/{companyId}/issues", tag = "issues",
     params(("companyId" = String, Path), ListQuery),
-    responses((status = 200, body = [Issue]), (status = 400, description = "Invalid filter", body = crate::error::ErrorBody),
+    responses((status = 200, body = [Issue]), (status = 304, description = "Unchanged since the `If-None-Match` ETag"), (status = 400, description = "Invalid filter", body = crate::error::ErrorBody),
         (status = 403, description = "Another company's (an agent key) or not a member's", body = crate::error::ErrorBody)))]
 async fn list_issues(
     State(app): State<AppState>,
     caller: Caller,
     Path(company_id): Path<String>,
     QueryParams(query): QueryParams<ListQuery>,
-) -> ApiResult<(HeaderMap, Vec<u8>)> {
+    request: HeaderMap,
+) -> ApiResult<Response> {
     access::company_scope(&app, &caller, &company_id).await?;
     let statuses = match &query.status {
         Some(csv) => csv
@@ -95,17 +101,44 @@ async fn list_issues(
         cursor,
         limit: parse_limit(query.limit.as_deref(), ISSUE_PAGE_DEFAULT, ISSUE_PAGE_MAX)?,
     };
-    let page = issues::list_json(&app.store, &company_id, &filter).await?;
+    let page = task_pages::list_json_kept(&app.store, &company_id, &filter).await?;
     let mut headers = HeaderMap::new();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    // Hex in quotes: always a valid header value.
+    if let Ok(tag) = HeaderValue::try_from(page.etag.as_str()) {
+        headers.insert(ETAG, tag);
+    }
+    // As upstream's lists: a client may keep the page but asks again first.
+    headers.insert(
+        CACHE_CONTROL,
+        HeaderValue::from_static("private, must-revalidate"),
+    );
     // Digits, letters and `~` only: always a valid header value.
     if let Some(Ok(next)) = page
         .next_cursor
+        .as_ref()
         .map(|n| HeaderValue::try_from(n.to_string()))
     {
         headers.insert("x-next-cursor", next);
     }
-    Ok((headers, page.body))
+    let revalidated = request
+        .get(IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| task_pages::none_match(v, &page.etag));
+    if revalidated {
+        return Ok((StatusCode::NOT_MODIFIED, headers).into_response());
+    }
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    // The kept bytes go out as they are, not copied per request.
+    Ok((headers, Body::from(Bytes::from_owner(Shared(page)))).into_response())
+}
+
+/// A kept page as a response body.
+struct Shared(std::sync::Arc<task_pages::KeptPage>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        &self.0.body
+    }
 }
 
 fn invalid_status(value: &str) -> ApiError {

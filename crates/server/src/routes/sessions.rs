@@ -174,6 +174,17 @@ async fn test_environment(
     };
     let workspace = workspace.unwrap_or_else(|| app.runtime.workspace_dir("new-agent"));
     let mut report = adapter.test_environment(&config, &workspace).await;
+    // A key a save would refuse is not "ready" (an older config may hold one).
+    let keys = config.as_object().into_iter().flat_map(|o| o.keys());
+    if let Err(unknown) = adapter.known_keys().check(&kind, keys.map(String::as_str)) {
+        use paperclip_adapters::environment::{Check, Level, Report};
+        let mut checks = std::mem::take(&mut report.checks);
+        checks.extend(unknown.iter().map(|u| {
+            Check::new("config_unknown_key", Level::Error, format!("adapterConfig.{}: {}", u.path[0], u.message))
+                .hint("Remove it in Advanced (JSON): saving the configuration is refused while it is there")
+        }));
+        report = Report::new(&report.adapter_type, checks);
+    }
     if input.agent_id.is_none() {
         // A hire has no id yet, so no workspace path to show: say where it will be.
         let root = workspace

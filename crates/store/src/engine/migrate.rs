@@ -273,6 +273,22 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../../migrations/0038_push.postgres.sql"),
         },
     ),
+    (
+        39,
+        "instances",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0039_instances.sqlite.sql"),
+            postgres: include_str!("../../migrations/0039_instances.postgres.sql"),
+        },
+    ),
+    (
+        40,
+        "run_log_chunks",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0040_run_log_chunks.sqlite.sql"),
+            postgres: include_str!("../../migrations/0040_run_log_chunks.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -142,8 +142,9 @@ pub async fn queued(store: &Store, limit: i64) -> Result<Vec<(HeartbeatRun, i64)
 
 /// Starts a queued run: the run becomes `running`, its wakeup `claimed`, its
 /// agent `running`. `None` if someone else claimed it first, it was cancelled,
-/// or the agent already runs `maxConcurrentRuns` runs.
-pub async fn claim(store: &Store, run_id: &str) -> Result<Option<HeartbeatRun>> {
+/// or the agent already runs `maxConcurrentRuns` runs. `owner` is the
+/// instance that drives it (`crate::fleet`).
+pub async fn claim(store: &Store, run_id: &str, owner: &str) -> Result<Option<HeartbeatRun>> {
     let mut tx = store.begin().await?;
     let ts = now();
     let queued = get_in(&mut tx, run_id).await?;
@@ -166,11 +167,12 @@ pub async fn claim(store: &Store, run_id: &str) -> Result<Option<HeartbeatRun>> 
         return Ok(None);
     }
     let claimed = crate::engine::db::query(
-        "UPDATE heartbeat_runs SET status = 'running', started_at = $2, updated_at = $2 \
-         WHERE id = $1 AND status = 'queued'",
+        "UPDATE heartbeat_runs SET status = 'running', started_at = $2, updated_at = $2, \
+         owner_instance_id = $3 WHERE id = $1 AND status = 'queued'",
     )
     .bind(run_id)
     .bind(&ts)
+    .bind(owner)
     .execute(tx.conn())
     .await?
     .rows_affected();

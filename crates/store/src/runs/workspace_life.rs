@@ -220,13 +220,16 @@ pub async fn rename(
     get(store, id).await
 }
 
-/// Marks every open `active` workspace idle: called at start, when no run
-/// of this process is in one. The number marked.
+/// Marks open `active` workspaces idle: called at start, once this
+/// instance's lost runs are settled, so a workspace whose task still has a
+/// running run is another live instance's and is left alone. The number
+/// marked.
 pub async fn settle_active(store: &Store) -> Result<u64> {
     let mut tx = store.begin().await?;
     let done = crate::engine::db::query(
         "UPDATE execution_workspaces SET status = $1, updated_at = $2 \
-         WHERE status = $3 AND closed_at IS NULL",
+         WHERE status = $3 AND closed_at IS NULL AND NOT EXISTS (SELECT 1 FROM heartbeat_runs r \
+         WHERE r.status = 'running' AND r.issue_id = execution_workspaces.source_issue_id)",
     )
     .bind(ExecutionWorkspaceStatus::Idle.as_str())
     .bind(now())

@@ -23,6 +23,8 @@ pub struct Scrape {
     /// Each company's spend this budget month, in cents.
     pub spend_month_cents: Vec<(String, i64)>,
     pub pool: PoolStats,
+    /// Control-plane instances holding a lease now (`crate::fleet`).
+    pub live_instances: i64,
 }
 
 /// The read pool (on SQLite, the writer's one connection is apart from it).
@@ -32,8 +34,12 @@ pub struct PoolStats {
 }
 
 pub async fn scrape(store: &Store) -> Result<Scrape> {
-    let (runs, skipped_wakes, spend_month_cents) =
-        tokio::try_join!(runs(store), skipped_wakes(store), spend(store))?;
+    let (runs, skipped_wakes, spend_month_cents, live_instances) = tokio::try_join!(
+        runs(store),
+        skipped_wakes(store),
+        spend(store),
+        crate::fleet::instances::live_count(store)
+    )?;
     let pool = match store.pool() {
         Pool::Sqlite(pool) => PoolStats {
             size: pool.size(),
@@ -49,6 +55,7 @@ pub async fn scrape(store: &Store) -> Result<Scrape> {
         skipped_wakes,
         spend_month_cents,
         pool,
+        live_instances,
     })
 }
 

@@ -62,7 +62,7 @@ async fn claims_beyond_max_concurrent_runs_are_refused_even_when_they_race() {
     let claims = queued.iter().map(|id| {
         let store = store.clone();
         let id = id.clone();
-        tokio::spawn(async move { runs::claim(&store, &id).await })
+        tokio::spawn(async move { runs::claim(&store, &id, "test-instance").await })
     });
     let mut started = 0;
     for claim in claims.collect::<Vec<_>>() {

@@ -143,6 +143,8 @@ pub(crate) fn editor(prefix: &str, selected: &str, skip: &[&str], config: &Value
                 textarea name="adapterConfig" rows="5" spellcheck="false" data-hire-json { (json) }
             }
             div.field-error data-json-error hidden {}
+            // The server's refusal of a key no field shows (hire.js).
+            div.field-error data-config-error role="alert" hidden {}
         }
         div.env-report #{(prefix) "-env"} data-env-report aria-live="polite" hidden {}
     }

@@ -338,7 +338,7 @@ macro_rules! k8s_adapter {
             f("retainJobs", "Retain Jobs", Kind::Bool, "Keep finished Jobs for debugging (no TTL, no delete).", ""),
             f("reattachOrphanedJobs", "Reattach after a restart", Kind::Bool, "On by default: a restarted control plane follows the task's running Job instead of starting another.", ""),
             f("inheritEnv", "Inherited variables", Kind::Lines, "More names of the control plane's own variables a Job may get (one per line).", ""),
-            f("inheritEnvFrom", "Inherit envFrom", Kind::Bool, "Copy the control plane's whole envFrom Secrets and ConfigMaps into Jobs.", ""),
+            f("inheritEnvFrom", "envFrom in any namespace", Kind::Bool, "Jobs in the control plane's namespace always get its envFrom Secrets and ConfigMaps by reference (no value copied; false in the config opts out). Check to pass them to Jobs in another namespace too.", ""),
             f("kubeconfig", "Kubeconfig file", Kind::Text, "Outside the cluster. Empty: KUBECONFIG, then the pod's service account.", ""),
             EXTRA_ARGS,
             ENV,

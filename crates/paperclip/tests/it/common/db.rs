@@ -143,6 +143,10 @@ fn on_postgres() -> bool {
 /// database an earlier release made: it had no such tables.
 pub fn before_secrets_and_teams() -> Vec<String> {
     [
+        // Migration 40 (run logs in the database) made new tables only.
+        "DROP TABLE IF EXISTS run_log_cuts",
+        "DROP TABLE IF EXISTS run_log_chunks",
+        "DELETE FROM schema_migrations WHERE version = 40",
         // Migration 38 (Web Push) made new tables only.
         "DROP TABLE IF EXISTS push_action_uses",
         "DROP TABLE IF EXISTS push_preferences",

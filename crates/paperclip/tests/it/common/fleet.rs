@@ -9,7 +9,9 @@ use super::TestServer;
 pub fn on_postgres(test: &str) -> bool {
     let pg = std::env::var("PAPERCLIP_TEST_PG_URL").is_ok_and(|u| !u.is_empty());
     if !pg {
-        eprintln!("{test}: several instances need Postgres (PAPERCLIP_TEST_PG_URL); not run on SQLite");
+        eprintln!(
+            "{test}: several instances need Postgres (PAPERCLIP_TEST_PG_URL); not run on SQLite"
+        );
     }
     pg
 }
@@ -51,4 +53,17 @@ pub fn fresh_dir() -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("paperclip-test-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// Starts `server` again on its data dir and the shared database `url`
+/// (after a SIGKILL or a SIGTERM it already finished): the instance that
+/// drops the database keeps doing so.
+pub async fn restart(server: TestServer, url: &str, extra: &[&str]) -> TestServer {
+    let owns_database = server.database_url.is_some();
+    let (data_dir, _) = server.stop_keeping_data();
+    let mut server = TestServer::start_instance(data_dir, url.to_string(), extra, &[]).await;
+    if !owns_database {
+        server.database_url = None;
+    }
+    server
 }

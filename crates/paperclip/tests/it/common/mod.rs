@@ -14,6 +14,7 @@ pub mod cli;
 pub mod fleet;
 pub mod repos;
 pub mod routine_clock;
+pub mod run_logs;
 pub mod secrets;
 pub mod spec;
 pub mod streams;

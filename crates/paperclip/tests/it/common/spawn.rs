@@ -195,6 +195,21 @@ impl TestServer {
             .is_some()
     }
 
+    /// Sends SIGTERM without waiting (a drain keeps the server up a while).
+    pub fn sigterm(&self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+    }
+
+    /// Waits up to `secs` for the server to exit; `true` if it did.
+    pub async fn exited_within(&mut self, secs: u64) -> bool {
+        let child = &mut self.child;
+        try_until(secs, async || child.try_wait().ok().flatten())
+            .await
+            .is_some()
+    }
+
     /// Stops the server the hard way (SIGKILL), as a crash would.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -1,0 +1,60 @@
+//! The fleet benchmark, short: a compressed day of a few agents on two
+//! instances sharing one Postgres database, each killed in turn (with its
+//! agents' processes) and started again, while the board acts, routines
+//! fire and a load client reads every board route through both. Then, from
+//! the database and the agents' logs, nothing may be lost, duplicated or
+//! left running. `paperclip-bench fleet` runs the same for a whole day of
+//! 100 agents (BENCHMARKS.md, "Fleet"). Postgres only: two instances
+//! cannot share a SQLite file.
+
+use crate::common;
+
+use paperclip_bench::fleet::{self, Config, FleetArgs};
+
+#[tokio::test]
+async fn a_short_fleet_day_loses_duplicates_and_strands_no_run() {
+    if !common::fleet::on_postgres("fleet_bench") {
+        return;
+    }
+    let admin = std::env::var("PAPERCLIP_TEST_PG_URL").unwrap();
+    let config = Config {
+        binary: env!("CARGO_BIN_EXE_paperclip").into(),
+        database_url: common::create_pg_database(&admin).await,
+        args: FleetArgs {
+            agents: 6,
+            minutes: 0.0,
+            secs: Some(14),
+            kill_every_secs: 5,
+            down_secs: 3,
+            load_rps: 10.0,
+            drain_secs: 60,
+            seed: std::env::var("PAPERCLIP_FLEET_SEED")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(38),
+        },
+    };
+    let report = fleet::run(&config)
+        .await
+        .expect("the fleet day itself failed");
+    let summary = report.summary();
+    println!("{summary}");
+    let f = &report.figures;
+    assert!(
+        report.drained && f.lost.is_empty() && f.duplicated == 0 && f.left_running == 0,
+        "{summary}\n{}\n(evidence in {})",
+        report.findings().join("\n"),
+        report.data_dir.display()
+    );
+    assert!(f.violations.is_empty(), "{}", f.violations.join("\n"));
+    // A day in which nothing happened would pass vacuously.
+    assert!(report.kills.len() >= 2, "{summary}");
+    assert!(
+        f.chaos.started_runs >= 15 && f.routine_runs >= 1,
+        "{summary}"
+    );
+    assert!(f.model_requests >= 15, "{summary}");
+    for (route, r) in &report.routes {
+        assert!(!r.latencies.is_empty(), "{route} never answered 2xx: {r:?}");
+    }
+}
