@@ -15,7 +15,7 @@ use setup::{pairs, setup, setup_kind, Setup};
 
 const SESSION: &str = "sess-k8s-1";
 
-fn claude_lines() -> Vec<String> {
+pub(crate) fn claude_lines() -> Vec<String> {
     vec![
         json!({"type": "system", "subtype": "init", "session_id": SESSION, "model": "claude-sonnet-4-5", "tools": ["Bash"]}).to_string(),
         "plain progress from the pod".to_string(),

@@ -60,6 +60,7 @@ mod interactions_agent;
 mod isolation;
 mod issues;
 mod k8s_authenticated;
+mod k8s_fleet;
 mod k8s_jobs;
 mod k8s_misses;
 mod k8s_worktrees;
