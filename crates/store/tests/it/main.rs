@@ -10,4 +10,5 @@ mod list_json;
 mod month_boundary;
 mod search_paths;
 mod strict_values;
+mod takeover;
 mod tidy;
