@@ -50,7 +50,9 @@ impl PostgresLogStore {
     /// The concrete writer (tests wait on its flushes).
     pub(crate) fn open(&self, company_id: &str, run_id: &str) -> std::io::Result<DbWriter> {
         let log_ref = format!("{company_id}/{run_id}.ndjson");
-        let run = run_of(&log_ref)?;
+        let run = run_of(&log_ref)
+            .filter(|_| !company_id.is_empty() && !company_id.contains('/'))
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "bad run id"))?;
         let handle = tokio::runtime::Handle::try_current().map_err(|_| outside())?;
         Ok(DbWriter::open(
             &handle,
@@ -84,15 +86,12 @@ pub(super) fn block<F: Future>(fut: F) -> std::io::Result<F::Output> {
     Ok(tokio::task::block_in_place(|| handle.block_on(fut)))
 }
 
-/// The run of a `logRef` (`<company>/<run>.ndjson`), refusing anything else.
-pub(super) fn run_of(log_ref: &str) -> std::io::Result<String> {
-    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidInput, "bad log ref");
-    let (company, file) = log_ref.split_once('/').ok_or_else(bad)?;
-    let run = file.strip_suffix(".ndjson").ok_or_else(bad)?;
-    if company.is_empty() || company.contains('/') || uuid::Uuid::parse_str(run).is_err() {
-        return Err(bad());
-    }
-    Ok(run.to_string())
+/// The run of a `logRef` (`<company>/<run>.ndjson`; upstream's file logs
+/// name the agent too), if its last part names one.
+pub(super) fn run_of(log_ref: &str) -> Option<String> {
+    let (_, file) = log_ref.rsplit_once('/')?;
+    let run = file.strip_suffix(".ndjson")?;
+    uuid::Uuid::parse_str(run).is_ok().then(|| run.to_string())
 }
 
 /// The chunks of one read: contiguous runs of bytes at their offsets.
@@ -168,7 +167,10 @@ impl RunLogStore for PostgresLogStore {
     }
 
     fn read(&self, log_ref: &str, offset: u64, limit: u64) -> std::io::Result<LogPage> {
-        let run = run_of(log_ref)?;
+        // A log this store never wrote (another `logRef` shape) is a file's.
+        let Some(run) = run_of(log_ref) else {
+            return self.files.read(log_ref, offset, limit);
+        };
         // At least one whole character, however small the limit.
         let limit = limit.max(4);
         let fetched = self.fetch(&run, offset, limit)?;
@@ -179,7 +181,9 @@ impl RunLogStore for PostgresLogStore {
     }
 
     fn cut(&self, log_ref: &str) -> std::io::Result<Option<LogCut>> {
-        let run = run_of(log_ref)?;
+        let Some(run) = run_of(log_ref) else {
+            return self.files.cut(log_ref);
+        };
         let fetched = self.fetch(&run, 0, 0)?;
         if fetched.is_local_file() {
             return self.files.cut(log_ref);
@@ -195,9 +199,11 @@ impl RunLogStore for PostgresLogStore {
     }
 
     fn remove(&self, log_ref: &str) -> std::io::Result<bool> {
-        let run = run_of(log_ref)?;
         // A log from before the switch is a file on this instance, if any.
         let file = self.files.remove(log_ref)?;
+        let Some(run) = run_of(log_ref) else {
+            return Ok(file);
+        };
         let rows = block(paperclip_store::runlogs::remove(&self.store, &run))?
             .map_err(std::io::Error::other)?;
         Ok(file || rows)

@@ -208,12 +208,3 @@ pub async fn remove(store: &Store, run_id: &str) -> Result<bool> {
     tx.commit().await?;
     Ok(chunks + cuts > 0)
 }
-
-/// How many chunks the log of `run_id` has (tests and operators' checks).
-pub async fn chunk_count(store: &Store, run_id: &str) -> Result<i64> {
-    let row = query("SELECT COUNT(*) AS n FROM run_log_chunks WHERE run_id = $1")
-        .bind(run_id)
-        .fetch_one(store.pool())
-        .await?;
-    Ok(row.int("n")?)
-}

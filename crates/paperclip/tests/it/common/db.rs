@@ -147,6 +147,17 @@ pub fn before_secrets_and_teams() -> Vec<String> {
         "DROP TABLE IF EXISTS run_log_cuts",
         "DROP TABLE IF EXISTS run_log_chunks",
         "DELETE FROM schema_migrations WHERE version = 40",
+        // Migration 39 (instances) made new tables, an index and a column.
+        "DROP TABLE IF EXISTS live_event_spill",
+        "DROP TABLE IF EXISTS singleton_leases",
+        "DROP TABLE IF EXISTS instances",
+        "DROP INDEX IF EXISTS heartbeat_runs_running_owner",
+        if on_postgres() {
+            "ALTER TABLE heartbeat_runs DROP COLUMN IF EXISTS owner_instance_id"
+        } else {
+            "ALTER TABLE heartbeat_runs DROP COLUMN owner_instance_id"
+        },
+        "DELETE FROM schema_migrations WHERE version = 39",
         // Migration 38 (Web Push) made new tables only.
         "DROP TABLE IF EXISTS push_action_uses",
         "DROP TABLE IF EXISTS push_preferences",
