@@ -81,6 +81,8 @@ async fn listen_loop(store: Store, mut listener: bus::Listener, hub: Arc<Hub>, m
             Err(err) => {
                 // PgListener reconnects on the next recv.
                 tracing::warn!(error = %err, "the live-event bus connection failed");
+                // Writes made elsewhere meanwhile go unheard.
+                store.changed_elsewhere(None);
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 continue;
             }
@@ -103,7 +105,12 @@ async fn listen_loop(store: Store, mut listener: bus::Listener, hub: Arc<Hub>, m
             (None, None) => None,
         };
         match event {
-            Some(event) => hub.publish_remote(event),
+            Some(event) => {
+                // Another instance wrote to the company: task pages kept
+                // here are stale.
+                store.changed_elsewhere(Some(&event.company_id));
+                hub.publish_remote(event)
+            }
             None => tracing::warn!("a live event from another instance could not be read"),
         }
     }
