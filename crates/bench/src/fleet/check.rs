@@ -47,6 +47,60 @@ pub struct Takeover {
     pub after_ms: Option<i64>,
     /// Ended before the killed instance was back: the survivor did it.
     pub by_survivor: bool,
+    /// Which kill (an index into the report's kills).
+    pub kill: usize,
+}
+
+fn time(t: Option<&str>) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::parse_from_rfc3339(t?)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+}
+
+/// Runs that died with a killed instance, and which kill: those whose
+/// processes the kill found, and those the database says the instance
+/// owned (`owner_instance_id`) from before the kill until after it (a
+/// process that exited as the host died is not in the first set).
+async fn died_with_instance<'a>(
+    db: &Db,
+    runs: &BTreeMap<&'a str, &RunRow>,
+    kills: &[Kill],
+) -> BTreeMap<&'a str, usize> {
+    let mut died = BTreeMap::new();
+    for (k, kill) in kills.iter().enumerate() {
+        for run in &kill.runs {
+            if let Some((id, _)) = runs.get_key_value(run.as_str()) {
+                died.insert(*id, k);
+            }
+        }
+    }
+    // An older binary has no owner column: the processes found are all.
+    let owned: Vec<(String, Option<String>, Option<String>)> = db
+        .rows(
+            "SELECT CAST(id AS TEXT), owner_instance_id, SUBSTR(started_at, 1, 24) \
+             FROM heartbeat_runs WHERE company_id = $1",
+        )
+        .await
+        .unwrap_or_default();
+    for (id, owner, started) in owned {
+        let (Some((id, row)), Some(owner), Some(started)) = (
+            runs.get_key_value(id.as_str()),
+            owner,
+            time(started.as_deref()),
+        ) else {
+            continue;
+        };
+        let finished = time(row.3.as_deref());
+        let hit = kills.iter().position(|k| {
+            owner == format!("fleet-{}", k.instance)
+                && started <= k.at
+                && finished.is_none_or(|f| f >= k.at)
+        });
+        if let Some(k) = hit {
+            died.entry(*id).or_insert(k);
+        }
+    }
+    died
 }
 
 /// id, status, error code, finished at, invocation source, wake reason.
@@ -91,6 +145,7 @@ pub async fn figures(
     for r in &rows {
         *f.runs_by_status.entry(r.1.clone()).or_default() += 1;
     }
+    let died = died_with_instance(db, &runs, kills).await;
     for a in agents {
         let log = read_log(&data_dir.join("agent-logs").join(format!("{}.log", a.name)));
         for (run, l) in &log.runs {
@@ -98,7 +153,10 @@ pub async fn figures(
             let status = runs.get(run.as_str()).map(|r| r.1.as_str());
             // A cancel is the board's word, not a loss.
             let kept = ["succeeded", "running", "cancelled"];
-            if ended_well && status.is_some_and(|s| !kept.contains(&s)) {
+            // A run of a killed instance may end its process just as the
+            // host dies, unrecorded: settling it is the takeover's part.
+            let killed = died.contains_key(run.as_str());
+            if ended_well && !killed && status.is_some_and(|s| !kept.contains(&s)) {
                 let code = runs[run.as_str()].2.as_deref().unwrap_or("-");
                 f.lost.push(format!(
                     "run {run} of {} ended its work but is {} ({code})",
@@ -135,23 +193,19 @@ pub async fn figures(
             }
         }
     }
-    for kill in kills {
-        for run in &kill.runs {
-            let row = runs.get(run.as_str());
-            let finished = row
-                .and_then(|r| r.3.as_deref())
-                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-                .map(|t| t.with_timezone(&chrono::Utc));
-            f.takeovers.push(Takeover {
-                instance: kill.instance.clone(),
-                run: run.clone(),
-                status: row.map_or("missing".into(), |r| r.1.clone()),
-                error_code: row.and_then(|r| r.2.clone()),
-                after_ms: finished.map(|t| (t - kill.at).num_milliseconds()),
-                by_survivor: finished
-                    .is_some_and(|t| kill.restarted_at.is_none_or(|back| t < back)),
-            });
-        }
+    for (run, &k) in &died {
+        let kill = &kills[k];
+        let row = runs.get(run);
+        let finished = row.and_then(|r| time(r.3.as_deref()));
+        f.takeovers.push(Takeover {
+            kill: k,
+            instance: kill.instance.clone(),
+            run: run.to_string(),
+            status: row.map_or("missing".into(), |r| r.1.clone()),
+            error_code: row.and_then(|r| r.2.clone()),
+            after_ms: finished.map(|t| (t - kill.at).num_milliseconds()),
+            by_survivor: finished.is_some_and(|t| kill.restarted_at.is_none_or(|back| t < back)),
+        });
     }
     Ok(f)
 }

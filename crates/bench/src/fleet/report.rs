@@ -182,13 +182,13 @@ impl Report {
                 i.cpu_secs / i.up_secs.max(1e-9) * 100.0
             ));
         }
-        s.push_str("\n| Kill | instance | runs live | settled by the survivor | by its restart | never | slowest |\n|---|---|---|---|---|---|---|\n");
+        s.push_str("\n| Kill | instance | runs it held | settled by the survivor | by its restart | never | slowest |\n|---|---|---|---|---|---|---|\n");
         for (n, k) in self.kills.iter().enumerate() {
             let ts: Vec<_> = self
                 .figures
                 .takeovers
                 .iter()
-                .filter(|t| k.runs.contains(&t.run) && t.instance == k.instance)
+                .filter(|t| t.kill == n)
                 .collect();
             let by = |survivor: bool| {
                 ts.iter()
@@ -201,7 +201,7 @@ impl Report {
                 "| {} | {} | {} | {} | {} | {never} | {} |\n",
                 n + 1,
                 k.instance,
-                k.runs.len(),
+                ts.len(),
                 by(true),
                 by(false),
                 slowest.map_or("-".into(), |ms| format!("{:.1} s", ms as f64 / 1000.0))

@@ -23,7 +23,7 @@ async fn a_short_fleet_day_loses_duplicates_and_strands_no_run() {
         args: FleetArgs {
             agents: 6,
             minutes: 0.0,
-            secs: Some(14),
+            secs: Some(12),
             kill_every_secs: 5,
             down_secs: 3,
             load_rps: 10.0,
