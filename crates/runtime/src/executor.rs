@@ -159,7 +159,12 @@ impl Runtime {
             self.inner.routine_clock.clone(),
         );
         let sweep_lease = crate::workspace_life::sweep_lease(&self.inner.data_dir)?;
-        let holder = self.inner.identity.get().map(|i| i.id.clone()).unwrap_or_default();
+        let holder = self
+            .inner
+            .identity
+            .get()
+            .map(|i| i.id.clone())
+            .unwrap_or_default();
         lifecycle.spawn_until_stopped(async move {
             crate::workspace_life::run(store, workspaces, clock, sweep_lease, holder).await
         });

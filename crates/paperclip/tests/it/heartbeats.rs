@@ -80,7 +80,9 @@ async fn an_assigned_process_agent_does_its_task_through_the_api() {
     let log = server
         .ok_get(&format!("/api/heartbeat-runs/{run_id}/log"))
         .await;
-    assert_eq!(log["store"], "local_file");
+    // Run logs live in the database on Postgres (any instance reads them).
+    let on_pg = std::env::var("PAPERCLIP_TEST_PG_URL").is_ok_and(|u| !u.is_empty());
+    assert_eq!(log["store"], if on_pg { "postgres" } else { "local_file" });
     let lines: Vec<Value> = log["content"]
         .as_str()
         .unwrap()

@@ -418,13 +418,26 @@ async fn a_task_waiting_on_the_board_spends_no_timer_wakes() {
     assert_eq!(status, 409, "{body}");
     let last = wakes(&server, &a.agent).await;
     assert_eq!(last[0]["skipReason"], "no_work", "{:?}", last[0]);
-    // The answer is work again.
+    // The answer is work again: it wakes the agent on the task, and while
+    // that run is queued or running a timer adds nothing (it would start
+    // after it with nothing left to do).
     server
         .ok_post(
             &format!("/api/issues/{}/interactions/{}/respond", a.issue, id(&card)),
             json!({ "answers": [{ "questionId": "db", "optionIds": ["lite"] }] }),
         )
         .await;
+    let (status, body) = server.post(&timer, tick.clone()).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(wakes(&server, &a.agent).await[0]["skipReason"], "no_work");
+    until(30, "the answer's run to end", async || {
+        let runs = server.runs_of(&a.cid, &a.agent).await;
+        runs.iter()
+            .all(|r| r["status"] != "queued" && r["status"] != "running")
+            .then_some(())
+    })
+    .await;
+    // Its task still open and no run on it, a timer runs the agent again.
     let (status, body) = server.post(&timer, tick).await;
     assert_eq!(status, 202, "{body}");
 }

@@ -10,6 +10,6 @@ pub mod detail;
 pub mod inbox;
 pub mod inbox_badge;
 pub mod metrics;
-pub mod task_pages;
 pub(crate) mod run_days;
+pub mod task_pages;
 pub mod ui;

@@ -7,8 +7,11 @@ use crate::{Result, Tx};
 /// What the agent could act on now, if anything: the first found of
 ///
 /// - `assigned_task`: an assigned task in `todo` or `in_progress` none of
-///   whose blockers is still open and that does not wait on the board (a
-///   card the agent put in its thread still pending);
+///   whose blockers is still open, that does not wait on the board (a
+///   card the agent put in its thread still pending) and that no run of the
+///   agent is queued for or working on already (that run does the work: a
+///   timer run queued behind it would start with nothing left, a model
+///   request spent on nothing; the fleet benchmark found it);
 /// - `new_comment`: a comment by someone else on one of its open tasks since
 ///   its last run started;
 /// - `missed_wake`: a wake with a cause (mention, approval result, ...) since
@@ -28,6 +31,8 @@ pub(crate) async fn work_for(tx: &mut Tx, agent_id: &str) -> Result<Option<&'sta
                          WHERE b.issue_id = i.id AND bi.status NOT IN ('done', 'cancelled')) \
          AND NOT EXISTS (SELECT 1 FROM issue_thread_interactions t WHERE t.issue_id = i.id \
                          AND t.status = 'pending' AND t.created_by_agent_id = $2) \
+         AND NOT EXISTS (SELECT 1 FROM heartbeat_runs r WHERE r.issue_id = i.id \
+                         AND r.agent_id = $2 AND r.status IN ('queued', 'running')) \
          LIMIT 1",
     )
     .bind(&company_id)
