@@ -57,19 +57,26 @@ async fn a_draining_instance_is_unready_serves_reads_claims_nothing_then_exits()
     // milliseconds after the wake's kick, the drain lasts seconds.
     let mut looks = 0;
     let run_url = server.url(&format!("/api/heartbeat-runs/{run_id}"));
-    while !server.exited_within(0).await {
-        // A refused connection: the shutdown after the drain has begun.
-        let Ok(answer) = server.client().get(&run_url).send().await else {
-            break;
+    let client = server.client().clone();
+    // Looked at on the shared poll until the process is on its way out: a
+    // refused connection means the shutdown after the drain has begun.
+    let ended = common::try_until(15, async || {
+        if server.exited_within(0).await {
+            return Some(());
+        }
+        let Ok(answer) = client.get(&run_url).send().await else {
+            return Some(());
         };
         if answer.status() != StatusCode::OK {
-            break;
+            return Some(());
         }
         let r: serde_json::Value = answer.json().await.unwrap();
         assert_eq!(r["status"], "queued", "claimed while draining: {r}");
         looks += 1;
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        None
+    })
+    .await;
+    assert!(ended.is_some(), "still serving 15 s after SIGTERM");
     assert!(
         looks >= 3,
         "the run was looked at while draining ({looks} times)"
