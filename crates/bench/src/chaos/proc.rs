@@ -27,7 +27,7 @@ impl ServerProc {
         data_dir: &Path,
         database_url: Option<&str>,
     ) -> anyhow::Result<ServerProc> {
-        let (child, base) = spawn(binary, data_dir, database_url, 0).await?;
+        let (child, base) = spawn(binary, data_dir, database_url, 0, &[], &[]).await?;
         let port = base
             .rsplit(':')
             .next()
@@ -59,14 +59,15 @@ impl ServerProc {
     /// so then any free port will do and `base` moves.
     pub async fn restart(&mut self) -> anyhow::Result<()> {
         let db = self.database_url.as_deref();
-        let (child, base) = match spawn(&self.binary, &self.data_dir, db, self.port).await {
+        let (child, base) = match spawn(&self.binary, &self.data_dir, db, self.port, &[], &[]).await
+        {
             Ok(started) => started,
             Err(err) => {
                 eprintln!(
                     "chaos: restart on port {} failed ({err:#}); any port",
                     self.port
                 );
-                spawn(&self.binary, &self.data_dir, db, 0).await?
+                spawn(&self.binary, &self.data_dir, db, 0, &[], &[]).await?
             }
         };
         self.child = child;
@@ -75,18 +76,24 @@ impl ServerProc {
     }
 }
 
-async fn spawn(
+/// Starts the binary (`run` with `extra` flags and `env`, its log appended
+/// to `server.log` in the data dir) and waits for the address it prints;
+/// the chaos driver's servers and the fleet's instances.
+pub(crate) async fn spawn(
     binary: &Path,
     data_dir: &Path,
     database_url: Option<&str>,
     port: u16,
+    extra: &[String],
+    env: &[(&str, String)],
 ) -> anyhow::Result<(Child, String)> {
     let mut cmd = Command::new(binary);
     cmd.arg("run")
         .arg("--port")
         .arg(port.to_string())
         .arg("--data-dir")
-        .arg(data_dir);
+        .arg(data_dir)
+        .args(extra);
     for var in [
         "DATABASE_URL",
         "PAPERCLIP_PORT",
@@ -98,6 +105,9 @@ async fn spawn(
     }
     if let Some(url) = database_url {
         cmd.env("DATABASE_URL", url);
+    }
+    for (name, value) in env {
+        cmd.env(name, value);
     }
     // Every incarnation's log in one file: the evidence when a check fails.
     let log = OpenOptions::new()

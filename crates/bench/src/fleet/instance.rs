@@ -3,17 +3,13 @@
 //! (SIGKILL of the server and of every process below it, agents included)
 //! and started again on the same port, data dir and test clock's day.
 
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use chrono::{DateTime, Utc};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
-
-const LISTENING: &str = "Paperclip listening on ";
+use tokio::process::Child;
 
 /// What one incarnation cost, read from /proc just before it died.
 #[derive(Debug, Default, Clone, Copy)]
@@ -93,67 +89,23 @@ impl Instance {
     }
 
     async fn spawn(&mut self, clock: DateTime<Utc>) -> anyhow::Result<()> {
-        let mut cmd = Command::new(&self.binary);
-        cmd.arg("run")
-            .arg("--port")
-            .arg(self.port.to_string())
-            .arg("--data-dir")
-            .arg(&self.data_dir)
-            .arg("--test-clock")
-            .arg(clock.to_rfc3339());
-        for var in [
-            "DATABASE_URL",
-            "PAPERCLIP_PORT",
-            "PAPERCLIP_BIND",
-            "PAPERCLIP_CONFIG",
-            "PAPERCLIP_DATA_DIR",
-        ] {
-            cmd.env_remove(var);
-        }
-        cmd.env("DATABASE_URL", &self.database_url)
-            .env("PAPERCLIP_INSTANCE_ID", format!("fleet-{}", self.name));
-        let log = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.data_dir.join("server.log"))?;
-        cmd.stdout(Stdio::piped())
-            .stderr(Stdio::from(log))
-            .kill_on_drop(true);
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("spawning {}", self.binary.display()))?;
-        let stdout = child.stdout.take().context("no stdout pipe")?;
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        // Keep draining: a closed pipe would fail the server's later prints.
-        tokio::spawn(async move {
-            let mut tx = Some(tx);
-            let mut lines = BufReader::new(stdout).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(url) = line.strip_prefix(LISTENING) {
-                    if let Some(tx) = tx.take() {
-                        let _ = tx.send(url.trim().to_string());
-                    }
-                }
-            }
-        });
-        match tokio::time::timeout(Duration::from_secs(60), rx).await {
-            Ok(Ok(base)) => {
-                self.pid = child.id();
-                self.child = Some(child);
-                self.base = base;
-                self.started = Instant::now();
-                Ok(())
-            }
-            _ => {
-                let _ = child.start_kill();
-                let _ = child.wait().await;
-                bail!(
-                    "{} did not report its address (see {}/server.log)",
-                    self.name,
-                    self.data_dir.display()
-                )
-            }
-        }
+        let extra = ["--test-clock".to_string(), clock.to_rfc3339()];
+        let env = [("PAPERCLIP_INSTANCE_ID", format!("fleet-{}", self.name))];
+        let (child, base) = crate::chaos::proc::spawn(
+            &self.binary,
+            &self.data_dir,
+            Some(&self.database_url),
+            self.port,
+            &extra,
+            &env,
+        )
+        .await
+        .with_context(|| format!("starting instance {}", self.name))?;
+        self.pid = child.id();
+        self.child = Some(child);
+        self.base = base;
+        self.started = Instant::now();
+        Ok(())
     }
 
     /// Reads RSS now (kept as a sample) from /proc.
