@@ -1,11 +1,12 @@
 // Guided agent setup. The hire dialog lists the coding CLIs the server has
-// (with versions, under PAPERCLIP_REQUIRE_AGENT_CLIS=1 all three); a process
+// (with versions, under PAPERCLIP_REQUIRE_AGENT_CLIS=1 all of them); a process
 // agent pointed at a script that is not there fails the check naming the
 // path, with "Hire anyway" offered; the example-agent preset fills the form
 // with the bundled script's real path and passes ("Hire anyway" gone); a
-// taken name is announced before hiring. Then a pending hire (made by the
-// Rust side, company requiring approval) shows Approve, not Run now, on its
-// page, and is approved from the inbox.
+// taken name is announced before hiring; the model field suggests what the
+// models route lists for the chosen type and still takes any id. Then a
+// pending hire (made by the Rust side, company requiring approval) shows
+// Approve, not Run now, on its page, and is approved from the inbox.
 // Usage: node hire_guided.mjs <base-url> <screenshot-dir>
 import { start } from "./lib.mjs";
 
@@ -23,8 +24,9 @@ await s.finish(async () => {
   await page.click("[data-open-dialog=hire]");
   const rows = page.locator("#hire [data-cli]");
   await page.locator("#hire [data-cli=opencode_local]").waitFor();
-  must(await rows.count() === 3, `expected 3 CLI rows, saw ${await rows.count()}`);
-  for (const kind of ["claude_local", "codex_local", "opencode_local"]) {
+  const kinds = ["claude_local", "codex_local", "opencode_local", "gemini_local", "pi_local"];
+  must(await rows.count() === kinds.length, `expected ${kinds.length} CLI rows, saw ${await rows.count()}`);
+  for (const kind of kinds) {
     const button = page.locator(`#hire [data-cli=${kind}] button[data-preset=${kind}]`);
     if (await button.count()) {
       const version = await button.locator(".version").innerText();
@@ -37,6 +39,25 @@ await s.finish(async () => {
   }
 
   await s.shotBoth("hire-presets");
+
+  s.step("the model field suggests the adapter's models and takes any id");
+  const claudeModel = page.locator("#hire-claude_local-model");
+  await claudeModel.focus();
+  await page.waitForFunction(() =>
+    document.querySelectorAll("#hire-claude_local-model-models option").length > 0);
+  const offered = await page.$$eval("#hire-claude_local-model-models option", (os) => os.map((o) => o.value));
+  must(offered.includes("claude-sonnet-4-6"), `claude models offered: ${offered}`);
+  await claudeModel.fill("my-own-model-id");
+  await page.waitForFunction(() =>
+    document.querySelector("#hire [data-hire-json]").value.includes('"my-own-model-id"'));
+  await claudeModel.fill("");
+  await page.selectOption("#hire select[name=adapterType]", "opencode_local");
+  await page.waitForFunction(() =>
+    document.querySelectorAll("#hire-opencode_local-model-models option").length > 0);
+  const ocIds = await page.$$eval("#hire-opencode_local-model-models option", (os) => os.map((o) => o.value));
+  must(ocIds.every((id) => id.includes("/")), `opencode models are provider/model: ${ocIds}`);
+  await page.locator("#hire-opencode_local-model").focus();
+  await s.shot("hire-model-suggestions");
 
   s.step("a script that does not exist fails the check, naming it");
   await page.selectOption("#hire select[name=adapterType]", "process");

@@ -290,7 +290,7 @@ impl<'a> Fields<'a> {
                     &[key],
                     format!(
                         "{key} applies only to agents Paperclip runs as local processes \
-                         (process, claude_local, codex_local, opencode_local), which it confines \
+                         (process and the coding CLIs: claude_local, gemini_local, ...), which it confines \
                          with bubblewrap; this adapter's agent runs elsewhere, so it would have \
                          no effect; remove it"
                     ),

@@ -17,6 +17,8 @@ pub const CLIS: &[(&str, &str)] = &[
     ("claude_local", "claude"),
     ("codex_local", "codex"),
     ("opencode_local", "opencode"),
+    ("gemini_local", "gemini"),
+    ("pi_local", "pi"),
 ];
 
 /// How a run of this CLI would authenticate.
@@ -51,6 +53,7 @@ pub fn key_var(kind: &str) -> Option<&'static str> {
     match kind {
         "claude_local" => Some("ANTHROPIC_API_KEY"),
         "codex_local" => Some("OPENAI_API_KEY"),
+        "gemini_local" => Some("GEMINI_API_KEY"),
         _ => None,
     }
 }
@@ -72,6 +75,12 @@ fn credential_files(kind: &str, home: &Path, env: &BTreeMap<String, String>) -> 
             let data = var("XDG_DATA_HOME").unwrap_or_else(|| home.join(".local/share"));
             vec![data.join("opencode/auth.json")]
         }
+        // What `gemini`'s Google login writes.
+        "gemini_local" => vec![home.join(".gemini/oauth_creds.json")],
+        "pi_local" => {
+            let dir = var("PI_CODING_AGENT_DIR").unwrap_or_else(|| home.join(".pi/agent"));
+            vec![dir.join("auth.json")]
+        }
         _ => Vec::new(),
     }
 }
@@ -80,6 +89,8 @@ fn login_command(kind: &str) -> &'static str {
     match kind {
         "claude_local" => "claude login",
         "codex_local" => "codex login",
+        "gemini_local" => "gemini",
+        "pi_local" => "pi` then `/login",
         _ => "opencode auth login",
     }
 }
@@ -96,7 +107,10 @@ pub fn auth(
     let key = key_var(kind);
     let in_agent = agent_env
         .keys()
-        .find(|k| Some(k.as_str()) == key || (key.is_none() && k.ends_with("_API_KEY")));
+        .find(|k| {
+            Some(k.as_str()) == key
+                || (key.is_none() && (k.ends_with("_API_KEY") || *k == "PAPERCLIP_PI_PROVIDERS"))
+        });
     if let Some(name) = in_agent {
         return Auth {
             ready: true,
@@ -156,6 +170,7 @@ pub fn server_env() -> BTreeMap<String, String> {
         "PATH",
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",
+        "GEMINI_API_KEY",
         "CLAUDE_CONFIG_DIR",
         "CODEX_HOME",
         "XDG_DATA_HOME",

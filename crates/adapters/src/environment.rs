@@ -236,8 +236,17 @@ pub async fn version_within(
         )),
         Ok(Err(e)) => Err(format!("could not start: {e}")),
         Ok(Ok(out)) if out.status.success() => {
-            let text = String::from_utf8_lossy(&out.stdout);
-            Ok(text.lines().next().unwrap_or("").trim().to_string())
+            // Some CLIs (`pi`) print their version on stderr.
+            let first = |b: &[u8]| {
+                let text = String::from_utf8_lossy(b);
+                text.lines().next().unwrap_or("").trim().to_string()
+            };
+            let version = first(&out.stdout);
+            Ok(if version.is_empty() {
+                first(&out.stderr)
+            } else {
+                version
+            })
         }
         Ok(Ok(out)) => {
             let err = String::from_utf8_lossy(&out.stderr);

@@ -171,6 +171,10 @@ impl Adapter for HttpAdapter {
         HttpConfig::known_keys()
     }
 
+    fn config_schema(&self, models: &[crate::models::Model]) -> Value {
+        crate::models::schema(&self.known_keys(), &["url"], models)
+    }
+
     fn limits(&self, config: &Value) -> RunLimits {
         HttpConfig::parse(config)
             .map(|c| RunLimits {

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 pub use tokio_util::sync::CancellationToken;
 
+pub mod acp;
 mod child_env;
 pub mod cli;
 pub mod config;
@@ -21,9 +22,12 @@ pub mod detect;
 pub mod environment;
 pub mod http;
 pub mod k8s;
+pub mod local_models;
+pub mod models;
 mod output;
 pub mod process;
 mod process_check;
+mod status_line;
 pub mod tree;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -112,6 +116,9 @@ pub enum ErrorCode {
     RateLimited,
     /// The conversation no longer fits the model's context window.
     ContextWindowExceeded,
+    /// The model cannot call tools (a small local model): no agent can work
+    /// a task on it.
+    ModelToolUseUnsupported,
     /// The Kubernetes API could not be read to check for a running Job of
     /// this agent; no Job is started on a guess (fail closed).
     K8sConcurrencyGuardUnreachable,
@@ -131,6 +138,9 @@ pub enum ErrorCode {
     /// The Job vanished (404) before its end while Paperclip had not
     /// cancelled it: someone or something else deleted it.
     K8sJobDeletedExternally,
+    /// An ACP agent asked for a permission its policy refuses, with
+    /// `nonInteractivePermissions: fail`.
+    PermissionDenied,
 }
 
 impl ErrorCode {
@@ -149,6 +159,7 @@ impl ErrorCode {
             ErrorCode::AuthRequired => "auth_required",
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::ContextWindowExceeded => "context_window_exceeded",
+            ErrorCode::ModelToolUseUnsupported => "model_tool_use_unsupported",
             ErrorCode::K8sConcurrencyGuardUnreachable => "k8s_concurrency_guard_unreachable",
             ErrorCode::K8sConcurrentRunBlocked => "k8s_concurrent_run_blocked",
             ErrorCode::K8sPromptSecretCreateFailed => "k8s_prompt_secret_create_failed",
@@ -158,6 +169,7 @@ impl ErrorCode {
             ErrorCode::K8sUnavailable => "k8s_unavailable",
             ErrorCode::K8sOomKilled => "k8s_oom_killed",
             ErrorCode::K8sJobDeletedExternally => "k8s_job_deleted_externally",
+            ErrorCode::PermissionDenied => "permission_denied",
         }
     }
 }
@@ -217,6 +229,8 @@ pub trait RunSink: Send + Sync {
     /// The run's usage so far, each time the agent's output carries more:
     /// what lets the runtime stop a run at a budget before it ends.
     fn usage(&self, _usage: &UsageSoFar) {}
+    /// A short status line for people watching (seed 004's status hook).
+    fn status(&self, _update: &paperclip_core::run_status::StatusUpdate) {}
 }
 
 /// A run's cumulative usage while it runs (not a delta).
@@ -311,6 +325,30 @@ pub trait Adapter: Send + Sync {
             environment::basic(self.kind(), self.validate_config(config), default_cwd)
         })
     }
+    /// The models a hire form can offer for this type (`GET
+    /// .../adapters/{type}/models`), from the CLI or a known list; empty
+    /// when the adapter has no model to choose.
+    fn models<'a>(&'a self, _config: &'a Value) -> BoxFuture<'a, Vec<models::Model>> {
+        Box::pin(async { Vec::new() })
+    }
+    /// The models known without asking anyone (upstream's static `models`,
+    /// counted in the adapter listing); [`Adapter::models`] falls back to it.
+    fn known_models(&self) -> Vec<models::Model> {
+        Vec::new()
+    }
+    /// The model a run with no `model` set would use, as the CLI's own
+    /// settings (in the agent's `HOME`) or environment say.
+    fn detect_model<'a>(
+        &'a self,
+        _config: &'a Value,
+    ) -> BoxFuture<'a, Option<models::DetectedModel>> {
+        Box::pin(async { None })
+    }
+    /// Upstream's `{fields: [...]}` for the keys this type reads, the model
+    /// field offering `models`.
+    fn config_schema(&self, models: &[models::Model]) -> Value {
+        models::schema(&self.known_keys(), &[], models)
+    }
 }
 
 /// The adapters this build knows, by `adapterType`.
@@ -329,6 +367,12 @@ pub fn registry() -> BTreeMap<&'static str, Arc<dyn Adapter>> {
     map.insert(
         "opencode_local",
         Arc::new(cli::CliAdapter::new(cli::opencode::OpenCode)),
+    );
+    map.insert("pi_local", Arc::new(cli::CliAdapter::new(cli::pi::Pi)));
+    map.insert("acpx_local", Arc::new(acp::acpx::AcpxAdapter));
+    map.insert(
+        "gemini_local",
+        Arc::new(cli::CliAdapter::new(cli::gemini::Gemini)),
     );
     map.insert(
         "claude_k8s",

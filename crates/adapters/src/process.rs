@@ -115,6 +115,10 @@ impl Adapter for ProcessAdapter {
         ProcessConfig::known_keys()
     }
 
+    fn config_schema(&self, models: &[crate::models::Model]) -> Value {
+        crate::models::schema(&self.known_keys(), &["command"], models)
+    }
+
     fn limits(&self, config: &Value) -> RunLimits {
         ProcessConfig::parse(config)
             .map(|c| RunLimits {
@@ -220,7 +224,8 @@ async fn run(inv: Invocation, sink: Arc<dyn RunSink>) -> Outcome {
         stop_now: inv.stop_now.clone(),
         confine: crate::confine::request(&inv.config, "process", Vec::new(), Vec::new()),
     };
-    match execute(&spawn, &inv.cancel, sink, None).await {
+    let status = Box::new(crate::status_line::StatusTap::new(sink.clone()));
+    match execute(&spawn, &inv.cancel, sink, Some(status)).await {
         Ok(exit) => outcome(&spawn, exit),
         Err(outcome) => outcome,
     }
@@ -236,11 +241,24 @@ pub(crate) async fn execute(
     sink: Arc<dyn RunSink>,
     tap: Option<Box<dyn Tap>>,
 ) -> Result<Exit, Outcome> {
+    execute_fed(spec, cancel, sink, tap, None).await
+}
+
+/// [`execute`] with stdin kept open and fed: each message from `feed` is
+/// written as it comes (a protocol over stdio such as ACP); stdin closes
+/// when every sender is dropped. `spec.stdin` must be `Some` (piped).
+pub(crate) async fn execute_fed(
+    spec: &Spawn,
+    cancel: &CancellationToken,
+    sink: Arc<dyn RunSink>,
+    tap: Option<Box<dyn Tap>>,
+    feed: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
+) -> Result<Exit, Outcome> {
     let Some(request) = &spec.confine else {
-        return execute_as(spec, spec, cancel, sink, tap).await;
+        return execute_as(spec, spec, cancel, sink, tap, feed).await;
     };
     let confined = crate::confine::prepare(request, spec, &*sink).await?;
-    let mut exit = execute_as(spec, &confined.spawn, cancel, sink.clone(), tap).await;
+    let mut exit = execute_as(spec, &confined.spawn, cancel, sink.clone(), tap, feed).await;
     confined.finish(&mut exit, &*sink);
     exit
 }
@@ -253,6 +271,7 @@ async fn execute_as(
     cancel: &CancellationToken,
     sink: Arc<dyn RunSink>,
     tap: Option<Box<dyn Tap>>,
+    feed: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
 ) -> Result<Exit, Outcome> {
     if cancel.is_cancelled() {
         return Err(Outcome::ended(
@@ -294,8 +313,16 @@ async fn execute_as(
         &format!("spawned {} (pid {pid})\n", spec.program),
     );
 
-    let stdin_task = match (child.stdin.take(), spec.stdin.clone()) {
-        (Some(mut stdin), Some(prompt)) => Some(tokio::spawn(async move {
+    let stdin_task = match (child.stdin.take(), spec.stdin.clone(), feed) {
+        (Some(mut stdin), Some(_), Some(mut feed)) => Some(tokio::spawn(async move {
+            while let Some(message) = feed.recv().await {
+                if stdin.write_all(message.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+                    break;
+                }
+            }
+            let _ = stdin.shutdown().await;
+        })),
+        (Some(mut stdin), Some(prompt), None) => Some(tokio::spawn(async move {
             // A child that never reads stdin closes it early; that is its business.
             let _ = stdin.write_all(prompt.as_bytes()).await;
             let _ = stdin.shutdown().await;

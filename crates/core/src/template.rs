@@ -17,6 +17,7 @@ pub const CATALOG: &[&str] = &[
     "run.id",
     "run.source",
     "run.triggerDetail",
+    "run.startedAt",
     "heartbeat.reason",
     "task.id",
     "task.identifier",
@@ -29,7 +30,33 @@ pub const CATALOG: &[&str] = &[
     "approval.id",
     "approval.status",
     "api.url",
+    "paperclip.skill",
+    "credentials.apiBaseUrl",
+    "credentials.apiKey",
 ];
+
+/// Variables whose values are credentials: allowed (the spec keeps them for
+/// simplicity) but flagged where a person picks them, and never shown in a
+/// preview. At run time the values are in the run's redaction set, so they
+/// never reach a log, an excerpt or a live event either.
+pub fn is_sensitive(name: &str) -> bool {
+    name.starts_with("credentials.")
+}
+
+/// What a preview shows in place of a sensitive value.
+pub fn masked(name: &str) -> String {
+    format!("[{name}: resolved at run time, hidden]")
+}
+
+/// [`render`] with every sensitive variable's value replaced by [`masked`]:
+/// what a person may see of a prompt.
+pub fn render_masked(template: &str, values: &BTreeMap<&str, String>) -> String {
+    let mut shown = values.clone();
+    for name in CATALOG.iter().filter(|n| is_sensitive(n)) {
+        shown.insert(name, masked(name));
+    }
+    render(template, &shown)
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TemplateError {
@@ -189,6 +216,34 @@ mod tests {
             Err(TemplateError::Unclosed(3))
         );
         assert_eq!(variables("no placeholders").unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn sensitive_values_are_masked_in_a_preview_only() {
+        let t = "Key {{credentials.apiKey}} at {{ credentials.apiBaseUrl }} for {{agent.name}}";
+        assert_eq!(
+            variables(t).unwrap(),
+            ["credentials.apiKey", "credentials.apiBaseUrl", "agent.name"]
+        );
+        let mut values = BTreeMap::new();
+        values.insert("credentials.apiKey", "eyJ.secret".to_string());
+        values.insert(
+            "credentials.apiBaseUrl",
+            "http://127.0.0.1:3100".to_string(),
+        );
+        values.insert("agent.name", "Coder".to_string());
+        let shown = render_masked(t, &values);
+        assert!(
+            !shown.contains("eyJ.secret") && !shown.contains("127.0.0.1"),
+            "{shown}"
+        );
+        assert!(shown.contains("[credentials.apiKey: resolved at run time, hidden]"));
+        assert!(shown.ends_with("for Coder"));
+        assert!(render(t, &values).contains("eyJ.secret"));
+        assert!(is_sensitive("credentials.apiKey") && !is_sensitive("run.startedAt"));
+        for v in ["run.startedAt", "paperclip.skill"] {
+            assert!(CATALOG.contains(&v), "{v}");
+        }
     }
 
     #[test]

@@ -54,6 +54,7 @@ pub fn adapter(kind: &str) -> &str {
         "claude_local" => "Claude Code",
         "codex_local" => "Codex",
         "opencode_local" => "OpenCode",
+        "gemini_local" => "Gemini CLI",
         "claude_k8s" => "Claude Code on Kubernetes",
         "opencode_k8s" => "OpenCode on Kubernetes",
         "process" => "local command",
@@ -118,9 +119,12 @@ pub fn action_verb(action: Action) -> &'static str {
         ExecutionWorkspaceCleanupFailed => "could not clean up",
         ExecutionWorkspaceUpdated => "updated",
         GoalCreated | IssueCreated | LabelCreated | ProjectCreated | RoutineCreated
-        | SecretCreated | InviteCreated => "created",
-        GoalDeleted | IssueDeleted | LabelDeleted | ProjectDeleted | SecretDeleted => "deleted",
-        GoalUpdated | IssueUpdated | ProjectUpdated | RoutineUpdated | SecretUpdated => "edited",
+        | SecretCreated | InviteCreated
+        | ModelServerCreated => "created",
+        GoalDeleted | IssueDeleted | LabelDeleted | ProjectDeleted | SecretDeleted
+        | ModelServerDeleted => "deleted",
+        GoalUpdated | IssueUpdated | ProjectUpdated | RoutineUpdated | SecretUpdated
+        | ModelServerUpdated => "edited",
         HeartbeatCancelled => "cancelled",
         HeartbeatCoalesced => "merged a wake of",
         HeartbeatContinued => "continued",

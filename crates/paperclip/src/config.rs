@@ -116,6 +116,10 @@ pub struct RunArgs {
     /// Deployment of several replicas sets it longer than its probe period.
     #[arg(long, env = "PAPERCLIP_DRAIN_SECONDS", default_value_t = 0)]
     drain_seconds: u64,
+    /// Where to look for Ollama on this machine: its models are offered
+    /// when hiring on a local model (default http://127.0.0.1:11434).
+    #[arg(long, env = "PAPERCLIP_OLLAMA_URL")]
+    ollama_url: Option<String>,
     /// Send OpenTelemetry traces (a span per HTTP request and per run) to
     /// this OTLP/HTTP collector base URL, e.g. http://127.0.0.1:4318 (spans
     /// go to `/v1/traces` under it). Off when unset. Without the flag,
@@ -163,6 +167,8 @@ pub struct Config {
     /// Where traces go; `None`: no exporter.
     pub otlp: Option<crate::telemetry::Otlp>,
     pub drain: std::time::Duration,
+    /// `--ollama-url`: where Ollama is detected.
+    pub ollama_url: Option<String>,
 }
 
 impl Config {
@@ -314,6 +320,7 @@ impl Config {
                 lease: std::time::Duration::from_secs(args.instance_lease_secs),
             },
             drain: std::time::Duration::from_secs(args.drain_seconds),
+            ollama_url: args.ollama_url,
         })
     }
 

@@ -79,6 +79,9 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => {
             let config = Config::resolve(args)?;
+            if let Some(url) = &config.ollama_url {
+                paperclip_adapters::local_models::set_ollama_url(url);
+            }
             tune_allocator();
             tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

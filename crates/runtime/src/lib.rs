@@ -38,6 +38,7 @@ mod live;
 mod log_retention;
 pub mod logs;
 pub mod next;
+pub mod prompt_preview;
 mod notes;
 mod outcome;
 pub mod recovery;

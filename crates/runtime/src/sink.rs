@@ -286,6 +286,27 @@ impl RunSink for RunSinkImpl {
         self.budget.observe(usage);
     }
 
+    /// On the timeline (the run page, the agent's card read the latest) and
+    /// live, as `heartbeat.run.status` with the message and its colour.
+    fn status(&self, update: &paperclip_core::run_status::StatusUpdate) {
+        let message = self.redactor.apply(&update.message);
+        let color = update.color.map(|c| c.as_str());
+        self.event(
+            paperclip_core::run_status::RunEventType::AdapterStatus.as_str(),
+            "info",
+            &message,
+            json!({ "color": color }),
+        );
+        self.deps.hub.publish(
+            &self.run.company_id,
+            "heartbeat.run.status",
+            "heartbeat_run",
+            &self.run.id,
+            json!({ "runId": self.run.id, "agentId": self.run.agent_id, "status": "running",
+                    "issueId": self.run.issue_id, "message": message, "color": color }),
+        );
+    }
+
     fn process_started(&self, pid: u32, process_group_id: u32) {
         let store = self.deps.store.clone();
         let run_id = self.run.id.clone();

@@ -50,6 +50,10 @@ fn shell_tool(body: &Value) -> String {
 }
 
 async fn completions(AxumState(state): AxumState<Arc<State>>, Json(body): Json<Value>) -> Response {
+    if let Some(refused) = crate::local::refuse_chat(&state, &body) {
+        state.record(Api::ChatCompletions, "/v1/chat/completions", body, None);
+        return refused;
+    }
     let is_turn = body
         .get("tools")
         .and_then(Value::as_array)

@@ -22,6 +22,8 @@ use serde_json::Value;
 
 pub mod anthropic;
 pub mod chat;
+pub mod gemini;
+pub mod local;
 pub mod responses;
 mod sse;
 
@@ -60,6 +62,7 @@ pub enum Api {
     AnthropicMessages,
     OpenAiResponses,
     ChatCompletions,
+    Gemini,
     Other,
 }
 
@@ -81,6 +84,7 @@ pub(crate) struct State {
     turns: Mutex<VecDeque<Turn>>,
     requests: Mutex<Vec<Recorded>>,
     usage: Mutex<Option<TurnUsage>>,
+    local: local::Models,
 }
 
 impl State {
@@ -132,6 +136,8 @@ impl ScriptedProvider {
             .merge(anthropic::routes())
             .merge(responses::routes())
             .merge(chat::routes())
+            .merge(gemini::routes())
+            .merge(local::routes())
             .fallback(unknown)
             .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

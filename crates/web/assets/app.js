@@ -590,6 +590,7 @@
     $, $$, api, act, toast, csrfHeader, refreshSoon, forms, value, optional, parseJson,
     openDialog, closeDialog, companyId, prefix,
     onEvent: (fn) => eventHandlers.push(fn),
+    reconnect: () => connect(),
   };
 
   document.addEventListener("DOMContentLoaded", () => {

@@ -305,6 +305,8 @@
     fail: "Not ready: the first run would fail. Fix what is marked ✗, then check again.",
   };
   const MARK = { info: "✓", warn: "!", error: "✗" };
+  // Said to a screen reader and on hover: a mark alone is a colour and a glyph.
+  const LEVEL = { info: "OK", warn: "Warning", error: "Error" };
 
   function showReport(form, report, scroll = true) {
     const box = $("[data-env-report]", form);
@@ -323,7 +325,10 @@
         }
       }
       const li = el("li", `lvl-${c.level}`);
-      li.append(el("span", "mark", MARK[c.level] || "•"), el("span", "msg", message));
+      const mark = el("span", "mark", MARK[c.level] || "•");
+      mark.title = LEVEL[c.level] || c.level;
+      mark.setAttribute("aria-label", `${mark.title}:`);
+      li.append(mark, el("span", "msg", message));
       if (c.hint) li.append(el("div", "hint", `How to fix: ${c.hint}`));
       if (c.detail) li.append(el("div", "detail", c.detail));
       list.append(li);

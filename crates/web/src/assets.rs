@@ -13,7 +13,9 @@ const CSS: &str = concat!(
     include_str!("../assets/thread.css"),
     include_str!("../assets/board.css"),
     include_str!("../assets/hire.css"),
+    include_str!("../assets/localmodels.css"),
     include_str!("../assets/push.css"),
+    include_str!("../assets/runs.css"),
 );
 
 /// The board's scripts, loaded in this order by every page. `app.js` is the
@@ -26,6 +28,8 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("notices.js", include_str!("../assets/notices.js")),
     ("sample.js", include_str!("../assets/sample.js")),
     ("hire.js", include_str!("../assets/hire.js")),
+    ("hire-models.js", include_str!("../assets/hire-models.js")),
+    ("localmodels.js", include_str!("../assets/localmodels.js")),
     ("settings.js", include_str!("../assets/settings.js")),
     ("detail.js", include_str!("../assets/detail.js")),
     ("palette.js", include_str!("../assets/palette.js")),
@@ -40,6 +44,8 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("thread.js", include_str!("../assets/thread.js")),
     ("board.js", include_str!("../assets/board.js")),
     ("push.js", include_str!("../assets/push.js")),
+    ("live-poll.js", include_str!("../assets/live-poll.js")),
+    ("prompt-preview.js", include_str!("../assets/prompt-preview.js")),
 ];
 
 /// Loaded blocking in `<head>`, outside [`SCRIPTS`]: it must set the theme

@@ -8,6 +8,13 @@ pub fn pill(status: &(impl AsRef<str> + ?Sized)) -> Markup {
     html! { span class={"pill s-" (status.replace('_', "-"))} data-status=(status) { (status.replace('_', " ")) } }
 }
 
+/// An adapter's status line: its message after a dot of its colour (grey
+/// when it named none); the colour's name is the dot's title.
+pub fn status_line(s: &paperclip_core::run_status::StatusUpdate) -> Markup {
+    let color = s.color.map_or("gray", |c| c.as_str());
+    html! { span class={"status-line c-" (color)} data-status-line=(color) { span.dot title=(color) {} " " (s.message) } }
+}
+
 /// `$12.34`; cents are the unit everywhere.
 pub fn money(cents: i64) -> String {
     let sign = if cents < 0 { "-" } else { "" };

@@ -6,6 +6,16 @@
 use crate::ErrorCode;
 
 const RULES: &[(ErrorCode, &[&str])] = &[
+    // First: a refusal that names a model and tools is about the model's
+    // kind, not its name or the request's size.
+    (
+        ErrorCode::ModelToolUseUnsupported,
+        &[
+            "does not support tools",
+            "does not support tool use",
+            "no endpoints found that support tool use",
+        ],
+    ),
     (
         ErrorCode::ContextWindowExceeded,
         &[
@@ -15,6 +25,7 @@ const RULES: &[(ErrorCode, &[&str])] = &[
             "prompt is too long",
             "maximum context",
             "too many tokens",
+            "exceeds the maximum number of tokens",
         ],
     ),
     (
@@ -44,6 +55,9 @@ const RULES: &[(ErrorCode, &[&str])] = &[
             "please run /login",
             "login required",
             "invalid bearer",
+            "auth method",
+            // gemini's last line after "you must specify the GEMINI_API_KEY ..."
+            "update your environment and try again",
         ],
     ),
     (
@@ -58,6 +72,9 @@ const RULES: &[(ErrorCode, &[&str])] = &[
             "does not exist or you do not have access",
             "not_found_error",
             "issue with the selected model",
+            "try pulling it first",
+            "unknown provider",
+            "is not found for api version",
         ],
     ),
 ];

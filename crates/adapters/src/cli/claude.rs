@@ -125,6 +125,10 @@ impl CliKind for Claude {
         Box::new(ClaudeParser::default())
     }
 
+    fn acp_command(&self) -> Option<&'static str> {
+        Some("claude-code-acp")
+    }
+
     fn resume_rejected(&self, text: &str) -> bool {
         let t = text.to_ascii_lowercase();
         t.contains("no conversation found") || t.contains("session id") && t.contains("not found")

@@ -140,6 +140,10 @@ impl CliKind for Codex {
         Box::new(CodexParser::default())
     }
 
+    fn acp_command(&self) -> Option<&'static str> {
+        Some("codex-acp")
+    }
+
     fn resume_rejected(&self, text: &str) -> bool {
         let t = text.to_ascii_lowercase();
         // 0.169: "thread/resume failed: no rollout found for thread id ..."

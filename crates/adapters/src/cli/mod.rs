@@ -4,10 +4,13 @@
 //! output into transcript events, failure classes, session resume); each
 //! [`CliKind`] says how to build its command line and read its output.
 
+pub mod catalog;
 pub mod classify;
 pub mod claude;
 pub mod codex;
+pub mod gemini;
 pub mod opencode;
+pub mod pi;
 pub mod pricing;
 mod run;
 use run::ParseTap;
@@ -22,6 +25,7 @@ use serde_json::Value;
 
 use crate::config::{Fields, KnownKeys, CONFINEMENT_KEYS};
 use crate::environment::Report;
+use crate::models::{DetectedModel, Model};
 use crate::process::{self, Exit};
 use crate::{
     Adapter, BoxFuture, Capabilities, ConfigError, Invocation, Outcome, RunLimits, RunSink,
@@ -71,9 +75,10 @@ pub const LOCAL_UPSTREAM_UNUSED: &[&str] = &[
 
 /// Upstream's engine choice for Claude and Codex (`engine`: `cli`, `acp` or
 /// `auto`) and its ACP engine's settings, with their older `acp`-prefixed
-/// names, and its Bubblewrap path (`filesystemSandboxCommand`). Accepted and
-/// unused: these agents always run the CLI, and confinement finds `bwrap`
-/// on PATH.
+/// names, and its Bubblewrap path (`filesystemSandboxCommand`). A kind with
+/// an ACP command ([`CliKind::acp_command`]) reads the engine's keys
+/// (`crate::acp::settings::KEYS`); the rest stay accepted and unused
+/// (confinement finds `bwrap` on PATH).
 pub const ENGINE_UPSTREAM_UNUSED: &[&str] = &[
     "engine",
     "agentCommand",
@@ -130,6 +135,18 @@ pub struct Built {
     pub notes: Vec<String>,
 }
 
+/// What [`CliKind::prepare`] set up for one run, beyond its command line.
+#[derive(Debug, Default)]
+pub struct Prepared {
+    /// Lines for the run log.
+    pub notes: Vec<String>,
+    /// Removed once the process has exited (files written for this run only).
+    pub remove_after: Vec<PathBuf>,
+    /// The session the run works in, when it is chosen before the run rather
+    /// than reported by the CLI (a session file named up front).
+    pub session_id: Option<String>,
+}
+
 pub trait CliKind: Clone + Send + Sync + 'static {
     type Extra: Send + Sync;
     fn kind(&self) -> &'static str;
@@ -147,6 +164,37 @@ pub trait CliKind: Clone + Send + Sync + 'static {
     fn resume_rejected(&self, text: &str) -> bool;
     /// Fills in what the CLI does not report itself (its model, a cost).
     fn complete(&self, _summary: &mut Summary, _config: &CliConfig) {}
+    /// The last say before the spawn, over the child's whole environment
+    /// (the config's `env` merged in): take out what only the adapter reads,
+    /// write files for this run only. `Err` ends the run with that outcome.
+    fn prepare(
+        &self,
+        _run: &RunSpec<'_, Self::Extra>,
+        _args: &[String],
+        _env: &mut BTreeMap<String, String>,
+    ) -> Result<Prepared, Box<Outcome>> {
+        Ok(Prepared::default())
+    }
+    /// The models the hire form offers for this CLI: by default
+    /// [`catalog::models`] for this kind (empty for a kind it does not know).
+    fn models<'a>(&'a self, config: &'a CliConfig) -> BoxFuture<'a, Vec<Model>> {
+        catalog::models(self.kind(), config)
+    }
+    /// The fallback list behind [`CliKind::models`], known without asking.
+    fn known_models(&self) -> Vec<Model> {
+        catalog::known_models(self.kind())
+    }
+    /// The model the CLI picks with no `model` set (its settings file under
+    /// the agent's `HOME`, an environment variable): by default
+    /// [`catalog::detect`] for this kind.
+    fn detect_model<'a>(&'a self, config: &'a CliConfig) -> BoxFuture<'a, Option<DetectedModel>> {
+        catalog::detect(self.kind(), config)
+    }
+    /// The agent's ACP bridge command line, for `engine: "acp"` (`None`: no
+    /// ACP engine for this CLI, and the engine keys stay unused).
+    fn acp_command(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 pub struct CliAdapter<K: CliKind> {
@@ -204,6 +252,9 @@ impl<K: CliKind> CliAdapter<K> {
             }
         }
         let extra = self.kind.parse_extra(&mut f);
+        if !self.acp_keys().is_empty() {
+            crate::acp::Settings::read(&mut f);
+        }
         f.finish((
             CliConfig {
                 command,
@@ -254,6 +305,7 @@ impl<K: CliKind> Adapter for CliAdapter<K> {
         KnownKeys::new(CLI_KEYS, LOCAL_UPSTREAM_UNUSED)
             .with(CONFINEMENT_KEYS, &[])
             .with(&own.read, &own.unused)
+            .with(self.acp_keys(), &[])
     }
 
     fn limits(&self, config: &Value) -> RunLimits {
@@ -272,6 +324,9 @@ impl<K: CliKind> Adapter for CliAdapter<K> {
         sink: Arc<dyn RunSink>,
     ) -> BoxFuture<'a, Outcome> {
         crate::config::note_ignored(&self.known_keys(), self.name, &invocation.config, &*sink);
+        if crate::acp::chosen(self.kind.acp_command(), &invocation, &*sink) {
+            return Box::pin(crate::acp::run(self, invocation, sink));
+        }
         Box::pin(self.run(invocation, sink))
     }
 
@@ -281,6 +336,44 @@ impl<K: CliKind> Adapter for CliAdapter<K> {
         default_cwd: &'a Path,
     ) -> BoxFuture<'a, Report> {
         Box::pin(self.probe(config, default_cwd))
+    }
+
+    fn models<'a>(&'a self, config: &'a Value) -> BoxFuture<'a, Vec<Model>> {
+        Box::pin(async move {
+            let Some((cfg, _)) = self.lenient(config) else {
+                return Vec::new();
+            };
+            self.kind.models(&cfg).await
+        })
+    }
+
+    fn known_models(&self) -> Vec<Model> {
+        self.kind.known_models()
+    }
+
+    fn detect_model<'a>(&'a self, config: &'a Value) -> BoxFuture<'a, Option<DetectedModel>> {
+        Box::pin(async move {
+            let (cfg, _) = self.lenient(config)?;
+            self.kind.detect_model(&cfg).await
+        })
+    }
+}
+
+impl<K: CliKind> CliAdapter<K> {
+    fn acp_keys(&self) -> &'static [&'static str] {
+        // A Kubernetes twin runs the CLI in its pod: no ACP engine there.
+        match self.kind.acp_command() {
+            Some(_) if self.name == self.kind.kind() => crate::acp::settings::KEYS,
+            _ => &[],
+        }
+    }
+
+    /// The config to list or detect models with: the one given when it is
+    /// valid, else the defaults (a form asks before its config is complete).
+    fn lenient(&self, config: &Value) -> Option<(CliConfig, K::Extra)> {
+        self.parse(config)
+            .ok()
+            .or_else(|| self.parse(&Value::Object(Default::default())).ok())
     }
 }
 

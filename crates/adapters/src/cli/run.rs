@@ -74,6 +74,22 @@ impl<K: CliKind> CliAdapter<K> {
         }
         let mut full_env = built.env;
         full_env.extend(env);
+        let prepared = match self.kind.prepare(&run, &built.args, &mut full_env) {
+            Ok(prepared) => prepared,
+            Err(outcome) => return *outcome,
+        };
+        for note in &prepared.notes {
+            sink.log(Stream::System, &format!("{note}\n"));
+        }
+        if let Some(id) = &prepared.session_id {
+            // Known before the CLI prints anything: a restart finds it here.
+            stream::Item::Init {
+                session_id: Some(id.clone()),
+                model: cfg.model.clone(),
+                tools: Vec::new(),
+            }
+            .emit(&*sink);
+        }
         let spawn = Spawn {
             program: program.display().to_string(),
             args: built.args,
@@ -99,6 +115,11 @@ impl<K: CliKind> CliAdapter<K> {
             ),
         };
         let parser = Arc::new(Mutex::new(self.kind.parser()));
+        let waiting = paperclip_core::run_status::StatusUpdate::new(
+            "waiting on the model",
+            Some(paperclip_core::run_status::StatusColor::Blue),
+        );
+        waiting.iter().for_each(|w| sink.status(w));
         let exit = process::execute(
             &spawn,
             &inv.cancel,
@@ -113,7 +134,13 @@ impl<K: CliKind> CliAdapter<K> {
             })),
         )
         .await;
+        for path in &prepared.remove_after {
+            let _ = std::fs::remove_dir_all(path);
+        }
         let mut summary = parser.lock().unwrap().summary();
+        if summary.session_id.is_none() {
+            summary.session_id = prepared.session_id;
+        }
         self.kind.complete(&mut summary, &cfg);
         self.outcome(&cfg, exit, summary, inv.session_id.is_some())
     }
@@ -316,6 +343,8 @@ fn install_hint(kind: &str) -> &'static str {
         "claude_local" => "npm install -g @anthropic-ai/claude-code",
         "codex_local" => "npm install -g @openai/codex",
         "opencode_local" => "npm install -g opencode-ai",
+        "gemini_local" => "npm install -g @google/gemini-cli",
+        "pi_local" => "npm install -g @mariozechner/pi-coding-agent",
         _ => "Install the CLI or set adapterConfig.command",
     }
 }
@@ -350,6 +379,14 @@ impl<K: CliKind> ParseTap<K> {
             item.emit(&*self.sink);
         }
         if let Some((model, usage, finished)) = running {
+            // The first usage is the model's first answer: no longer waiting.
+            if self.reported.is_none() && !finished {
+                let working = paperclip_core::run_status::StatusUpdate::new(
+                    "the model answered; working",
+                    Some(paperclip_core::run_status::StatusColor::Green),
+                );
+                working.iter().for_each(|w| self.sink.status(w));
+            }
             self.reported = Some(usage.clone());
             self.sink.usage(&self.so_far(model, usage, finished));
         }

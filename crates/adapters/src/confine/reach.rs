@@ -60,6 +60,12 @@ fn provider_entries(adapter: &str, env: &EnvFn<'_>) -> Vec<Entry> {
             }
             out
         }
+        "gemini_local" => from_url(
+            "GOOGLE_GEMINI_BASE_URL",
+            "generativelanguage.googleapis.com:443",
+        )
+        .into_iter()
+        .collect(),
         "opencode_local" => {
             let mut text = env("OPENCODE_CONFIG_CONTENT").unwrap_or_default();
             if let Some(path) = env("OPENCODE_CONFIG") {

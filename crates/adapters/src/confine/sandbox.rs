@@ -133,6 +133,8 @@ fn session_paths(adapter: &str, env: &EnvFn<'_>) -> (Vec<PathBuf>, Vec<PathBuf>,
                     .or_else(|| under_home(".codex")),
             );
         }
+        // Settings, chats per project, linked skills.
+        "gemini_local" => dirs.extend(under_home(".gemini")),
         "opencode_local" => {
             for (var, rel) in [
                 ("XDG_DATA_HOME", ".local/share"),

@@ -323,6 +323,16 @@ impl<K: CliKind> Adapter for K8sAdapter<K> {
         config::known_keys(self.kind, &self.cli.cli().known_keys().read)
     }
 
+    fn known_models(&self) -> Vec<crate::models::Model> {
+        self.cli.cli().known_models()
+    }
+
+    /// The known list only: the Job's CLI is in an image, not on this
+    /// server, so asking the local one would describe another machine.
+    fn models<'a>(&'a self, _config: &'a Value) -> BoxFuture<'a, Vec<crate::models::Model>> {
+        Box::pin(async move { self.known_models() })
+    }
+
     fn limits(&self, config: &Value) -> RunLimits {
         self.parse(config)
             .map(|(c, _, _)| RunLimits {

@@ -75,6 +75,7 @@ pub async fn run(args: RunArgs, as_json: bool) -> anyhow::Result<i32> {
         ("claude", "claude_local"),
         ("codex", "codex_local"),
         ("opencode", "opencode_local"),
+        ("gemini", "gemini_local"),
     ] {
         findings.push(agent_cli(cli, adapter).await);
     }

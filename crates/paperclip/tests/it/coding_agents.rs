@@ -537,3 +537,5 @@ macro_rules! cli_tests {
 cli_tests!(claude, "claude_local");
 cli_tests!(codex, "codex_local");
 cli_tests!(opencode, "opencode_local");
+cli_tests!(pi, "pi_local");
+cli_tests!(gemini, "gemini_local");

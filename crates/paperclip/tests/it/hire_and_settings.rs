@@ -186,6 +186,7 @@ async fn the_hire_dialog_offers_each_adapters_fields() {
         "claude_local",
         "codex_local",
         "opencode_local",
+        "gemini_local",
         "claude_k8s",
         "opencode_k8s",
     ] {
@@ -203,6 +204,7 @@ async fn the_hire_dialog_offers_each_adapters_fields() {
         "maxTurnsPerRun",
         "modelReasoningEffort",
         "variant",
+        "sandbox",
     ] {
         assert!(html.contains(&format!("data-key=\"{key}\"")), "{key}");
     }

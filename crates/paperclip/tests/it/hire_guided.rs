@@ -116,7 +116,16 @@ async fn the_server_lists_its_coding_clis_to_the_board_only() {
         .iter()
         .map(|c| c["adapterType"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["claude_local", "codex_local", "opencode_local"]);
+    assert_eq!(
+        kinds,
+        [
+            "claude_local",
+            "codex_local",
+            "opencode_local",
+            "gemini_local",
+            "pi_local"
+        ]
+    );
     let required = std::env::var("PAPERCLIP_REQUIRE_AGENT_CLIS").as_deref() == Ok("1");
     for c in clis {
         let auth = &c["auth"];

@@ -7,7 +7,7 @@ mod env;
 pub(crate) mod finish;
 mod invoke;
 mod prepare;
-mod prompt;
+pub(crate) mod prompt;
 mod secrets;
 mod wake;
 mod workspace;

@@ -76,6 +76,7 @@ pub(crate) async fn prepare(deps: &RunDeps<'_>, run: &HeartbeatRun) -> anyhow::R
         run,
         issue: issue.as_ref(),
         wake: &wake,
+        token: &token,
         needs_prompt: caps.needs_prompt,
     };
     let prompt = super::prompt::prompt(deps.store, &input, saved.as_ref()).await;

@@ -20,6 +20,8 @@ pub(crate) struct PromptInput<'a> {
     pub run: &'a HeartbeatRun,
     pub issue: Option<&'a Issue>,
     pub wake: &'a WakeContext,
+    /// The run's API key (`credentials.apiKey`): in the run's redaction set.
+    pub token: &'a str,
     /// Whether the adapter needs a prompt even without a template.
     pub needs_prompt: bool,
 }
@@ -56,6 +58,33 @@ pub(crate) fn template_values<'a>(input: &PromptInput<'_>) -> BTreeMap<&'a str, 
         ..
     } = input;
     let mut v = BTreeMap::new();
+    identity_values(&mut v, company, agent, input.api_url);
+    v.insert("run.id", run.id.clone());
+    let started = run.started_at.clone().unwrap_or_default();
+    v.insert("run.startedAt", started);
+    v.insert("credentials.apiKey", input.token.to_string());
+    v.insert("run.source", run.invocation_source.clone());
+    let detail = run.trigger_detail.clone().unwrap_or_default();
+    v.insert("run.triggerDetail", detail);
+    v.insert(
+        "heartbeat.reason",
+        run.wake_reason.clone().unwrap_or_default(),
+    );
+    if let Some(issue) = input.issue {
+        task_values(&mut v, issue);
+    }
+    wake_values(&mut v, input.wake);
+    v
+}
+
+/// The values that do not depend on the run: who, where, the skill. Shared
+/// with the prompt preview, so a preview shows what a run would get.
+pub(crate) fn identity_values(
+    v: &mut BTreeMap<&str, String>,
+    company: &Company,
+    agent: &Agent,
+    api_url: &str,
+) {
     v.insert("company.id", company.id.clone());
     v.insert("company.name", company.name.clone());
     v.insert("company.issuePrefix", company.issue_prefix.clone());
@@ -64,25 +93,21 @@ pub(crate) fn template_values<'a>(input: &PromptInput<'_>) -> BTreeMap<&'a str, 
     v.insert("agent.role", agent.role.to_string());
     v.insert("agent.title", agent.title.clone().unwrap_or_default());
     v.insert("agent.urlKey", agent.url_key.clone());
-    v.insert("run.id", run.id.clone());
-    v.insert("run.source", run.invocation_source.clone());
-    let detail = run.trigger_detail.clone().unwrap_or_default();
-    v.insert("run.triggerDetail", detail);
+    v.insert("api.url", api_url.to_string());
+    v.insert("credentials.apiBaseUrl", api_url.to_string());
     v.insert(
-        "heartbeat.reason",
-        run.wake_reason.clone().unwrap_or_default(),
+        "paperclip.skill",
+        crate::skills::PAPERCLIP_SKILL.to_string(),
     );
-    v.insert("api.url", input.api_url.to_string());
-    if let Some(issue) = input.issue {
-        v.insert("task.id", issue.id.clone());
-        v.insert("task.identifier", issue.identifier.clone());
-        v.insert("task.title", issue.title.clone());
-        v.insert("task.status", issue.status.to_string());
-        let description = issue.description.clone().unwrap_or_default();
-        v.insert("task.description", description);
-    }
-    wake_values(&mut v, input.wake);
-    v
+}
+
+pub(crate) fn task_values(v: &mut BTreeMap<&str, String>, issue: &Issue) {
+    v.insert("task.id", issue.id.clone());
+    v.insert("task.identifier", issue.identifier.clone());
+    v.insert("task.title", issue.title.clone());
+    v.insert("task.status", issue.status.to_string());
+    let description = issue.description.clone().unwrap_or_default();
+    v.insert("task.description", description);
 }
 
 fn wake_values(v: &mut BTreeMap<&str, String>, wake: &WakeContext) {

@@ -28,11 +28,12 @@ pub(crate) const MAX_PATCH_BYTES: usize = 256 * 1024;
 /// the ones on this machine, and the Kubernetes Jobs, which reach the
 /// worktree on the shared volume at the same path (their adapter refuses
 /// the run, saying what to change, when the worktree is not on it).
-const WORKTREE_ADAPTERS: [&str; 6] = [
+const WORKTREE_ADAPTERS: [&str; 7] = [
     "process",
     "claude_local",
     "codex_local",
     "opencode_local",
+    "gemini_local",
     "claude_k8s",
     "opencode_k8s",
 ];

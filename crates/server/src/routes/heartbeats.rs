@@ -398,6 +398,16 @@ pub struct RunLog {
     /// `content` is empty).
     #[serde(skip_serializing_if = "Option::is_none")]
     removed_at: Option<String>,
+    /// `log_unavailable` when a finished run's log is gone (retention, a
+    /// deleted file, missing chunks, never written): then the excerpts the
+    /// run row kept are all there is, and they are included.
+    status: paperclip_core::run_status::RunLogStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unavailable_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stdout_excerpt: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stderr_excerpt: Option<String>,
 }
 
 /// The full run log (NDJSON), a byte range at a time.
@@ -445,7 +455,32 @@ async fn run_log(
         let page = logs.read(&log_ref, offset, limit).map_err(failed)?;
         (page, logs.cut(&log_ref).map_err(failed)?)
     };
+    let why = paperclip_core::run_status::log_unavailable(paperclip_core::run_status::LogFacts {
+        live: matches!(run.status, RunStatus::Queued | RunStatus::Running),
+        started: run.started_at.is_some(),
+        has_ref: run.log_ref.is_some(),
+        bytes: run.log_bytes,
+        removed: run.log_removed_at.is_some(),
+        offset,
+        read_empty: page.content.is_empty(),
+    });
+    let (status, stdout_excerpt, stderr_excerpt) = match why {
+        Some(_) => (
+            paperclip_core::run_status::RunLogStatus::LogUnavailable,
+            run.stdout_excerpt,
+            run.stderr_excerpt,
+        ),
+        None => (
+            paperclip_core::run_status::RunLogStatus::Available,
+            None,
+            None,
+        ),
+    };
     Ok(Json(RunLog {
+        status,
+        unavailable_reason: why.map(str::to_string),
+        stdout_excerpt,
+        stderr_excerpt,
         next_offset: page.next_offset,
         run_id: run.id,
         store: run

@@ -4,6 +4,7 @@
 mod accounts;
 mod activity;
 mod adapter_detect;
+mod adapters;
 mod agents;
 mod approvals;
 mod attachments;
@@ -27,7 +28,9 @@ mod issues;
 mod keys;
 mod labels;
 mod members;
+mod model_servers;
 mod projects;
+mod prompt_preview;
 mod push;
 mod revisions;
 mod routine_triggers;
@@ -82,7 +85,10 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(routine_triggers::router())
         .merge(push::router())
         .merge(sessions::router())
+        .merge(prompt_preview::router())
         .merge(adapter_detect::router())
+        .merge(model_servers::router())
+        .merge(adapters::router())
         .merge(wakes::router())
         .merge(attachments::router())
         .merge(work_products::router())

@@ -108,6 +108,48 @@ pub struct TestEnvironment {
     /// The name typed for a hire not made yet (ours, not upstream's): the
     /// report says whose workspace a run without a cwd would use.
     pub agent_name: Option<String>,
+    /// Upstream's provider keys for this test only (never stored): they
+    /// are added to the config's `env` for the probe.
+    #[schema(value_type = Option<Object>)]
+    pub test_credentials: Option<Map<String, Value>>,
+}
+
+/// The provider keys upstream lets a test carry (its schema's names).
+const TEST_CREDENTIALS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GEMINI_API_KEY",
+    "XAI_API_KEY",
+    "GROQ_API_KEY",
+    "OPENCODE_API_KEY",
+    "CURSOR_API_KEY",
+    "KIMI_MODEL_API_KEY",
+    "API_SERVER_KEY",
+    "ZAI_API_KEY",
+    "KIMI_API_KEY",
+    "MINIMAX_API_KEY",
+];
+
+fn test_credentials(given: &Map<String, Value>) -> ApiResult<Map<String, Value>> {
+    let mut bad = Vec::new();
+    for (key, value) in given {
+        let message = if !TEST_CREDENTIALS.contains(&key.as_str()) {
+            format!("not a provider key; one of {}", TEST_CREDENTIALS.join(", "))
+        } else if !value.as_str().is_some_and(|v| v.len() <= 16384) {
+            "must be a string of at most 16384 characters".to_string()
+        } else {
+            continue;
+        };
+        bad.push(serde_json::json!({
+            "code": "invalid_value", "path": ["testCredentials", key], "message": message,
+        }));
+    }
+    if bad.is_empty() {
+        Ok(given.clone())
+    } else {
+        Err(ApiError::validation(Value::Array(bad)))
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -125,20 +167,24 @@ pub struct EnvironmentReport {
 /// (and which version), is the working directory valid, is auth configured.
 #[utoipa::path(post, path = "/api/companies/{companyId}/adapters/{type}/test-environment", tag = "agents",
     params(("companyId" = String, Path), ("type" = String, Path)), request_body = TestEnvironment,
-    responses((status = 200, body = EnvironmentReport), (status = 404, description = "Unknown adapter type")))]
+    responses((status = 200, body = EnvironmentReport), (status = 403, description = "Neither the board nor an agent with canCreateAgents"), (status = 422, description = "Unknown adapter type")))]
 async fn test_environment(
     State(app): State<AppState>,
     caller: Caller,
     Path((company_id, kind)): Path<(String, String)>,
     JsonBody(input): JsonBody<TestEnvironment>,
 ) -> ApiResult<Json<EnvironmentReport>> {
-    caller.require_board()?;
     access::company_scope(&app, &caller, &company_id).await?;
+    super::adapters::may_hire(&app, &caller).await?;
     let Some(adapter) = app.runtime.adapter(&kind) else {
         return Err(ApiError::new(
-            axum::http::StatusCode::NOT_FOUND,
-            format!("Unknown adapter type {kind:?}"),
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            format!("Unknown adapter type: {kind}"),
         ));
+    };
+    let credentials = match &input.test_credentials {
+        Some(given) => test_credentials(given)?,
+        None => Map::new(),
     };
     let (config, workspace) = match (&input.adapter_config, &input.agent_id) {
         (Some(config), agent) => {
@@ -173,7 +219,19 @@ async fn test_environment(
         (None, None) => (Value::Object(Map::new()), None),
     };
     let workspace = workspace.unwrap_or_else(|| app.runtime.workspace_dir("new-agent"));
+    let mut config = config;
+    if !credentials.is_empty() {
+        if let Some(obj) = config.as_object_mut() {
+            let env = obj
+                .entry("env")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Some(env) = env.as_object_mut() {
+                env.extend(credentials);
+            }
+        }
+    }
     let mut report = adapter.test_environment(&config, &workspace).await;
+    report = super::model_servers::with_checks(&app, &company_id, &kind, &config, report).await;
     // A key a save would refuse is not "ready" (an older config may hold one).
     let keys = config.as_object().into_iter().flat_map(|o| o.keys());
     if let Err(unknown) = adapter.known_keys().check(&kind, keys.map(String::as_str)) {

@@ -289,6 +289,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../../migrations/0040_run_log_chunks.postgres.sql"),
         },
     ),
+    (
+        41,
+        "model_servers",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0041_model_servers.sqlite.sql"),
+            postgres: include_str!("../../migrations/0041_model_servers.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -5,5 +5,6 @@ pub mod budgets;
 pub(crate) mod cost_totals;
 pub mod cost_views;
 pub mod costs;
+pub mod local_spend;
 pub(crate) mod spend;
 pub mod thrift;

@@ -11,6 +11,7 @@ pub mod company_of;
 pub mod goals;
 pub mod keys;
 pub mod members;
+pub mod model_servers;
 pub mod people;
 pub mod projects;
 pub mod secrets;

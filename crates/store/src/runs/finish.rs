@@ -214,6 +214,7 @@ pub(crate) async fn finish_in(
         Some(json!({ "status": finish.status, "errorCode": finish.error_code })),
     )
     .await?;
+    runtime_state_updated(tx, &run, &finish).await?;
     activity::record(
         tx,
         &Actor::system(),
@@ -234,6 +235,55 @@ pub(crate) async fn finish_in(
     .await?;
     // Re-read: the run as finished, for whoever settles its task.
     Ok(Some(get_in(tx, run_id).await?))
+}
+
+/// What the run's end changed in its agent's runtime state (its last run
+/// and status, its session, the usage it adds to the totals), on the run's
+/// timeline in the transaction that changes it.
+async fn runtime_state_updated(tx: &mut Tx, run: &HeartbeatRun, finish: &Finish) -> Result<()> {
+    let usage = finish.usage.as_ref();
+    let int = |keys: &[&str]| {
+        usage.and_then(|u| keys.iter().find_map(|k| u.get(*k).and_then(Value::as_i64)))
+    };
+    let session_changed =
+        finish.session_id_after.is_some() && finish.session_id_after != finish.session_id_before;
+    let mut changed = vec!["lastRunId", "lastRunStatus"];
+    if session_changed {
+        changed.push("sessionId");
+    }
+    let added = json!({
+        "inputTokens": int(&["inputTokens", "input_tokens"]),
+        "cachedInputTokens": int(&["cachedInputTokens", "cached_input_tokens"]),
+        "outputTokens": int(&["outputTokens", "output_tokens"]),
+    });
+    if added
+        .as_object()
+        .is_some_and(|a| a.values().any(|v| !v.is_null()))
+    {
+        changed.push("usageTotals");
+    }
+    if finish.error.is_some() {
+        changed.push("lastError");
+    }
+    append_event_in(
+        tx,
+        run,
+        paperclip_core::run_status::RunEventType::RuntimeStateUpdated.as_str(),
+        None,
+        "info",
+        &format!("runtime state updated: {}", changed.join(", ")),
+        Some(json!({
+            "changed": changed,
+            "lastRunId": run.id,
+            "lastRunStatus": finish.status,
+            "sessionIdBefore": finish.session_id_before,
+            "sessionIdAfter": finish.session_id_after,
+            "usageAdded": added,
+            "lastError": finish.error,
+        })),
+    )
+    .await?;
+    Ok(())
 }
 
 /// After a run, a running agent with no other run in flight becomes idle

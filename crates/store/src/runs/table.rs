@@ -195,6 +195,23 @@ pub async fn claim(store: &Store, run_id: &str, owner: &str) -> Result<Option<He
         None,
     )
     .await?;
+    // Seed 004's own kind for the start, with why the run woke.
+    append_event_in(
+        &mut tx,
+        &run,
+        paperclip_core::run_status::RunEventType::HeartbeatStarted.as_str(),
+        None,
+        "info",
+        "heartbeat started",
+        Some(serde_json::json!({
+            "invocationSource": run.invocation_source,
+            "triggerDetail": run.trigger_detail,
+            "wakeReason": run.wake_reason,
+            "issueId": run.issue_id,
+            "startedAt": run.started_at,
+        })),
+    )
+    .await?;
     tx.commit().await?;
     Ok(Some(run))
 }

@@ -11,5 +11,6 @@ pub mod inbox;
 pub mod inbox_badge;
 pub mod metrics;
 pub(crate) mod run_days;
+pub mod run_status;
 pub mod task_pages;
 pub mod ui;

@@ -9,7 +9,7 @@ use maud::{html, Markup};
 use paperclip_core::agent::AgentStatus;
 use paperclip_core::heartbeat::HeartbeatPolicy;
 use paperclip_core::heartbeat::RunStatus;
-use paperclip_core::template::CATALOG;
+use paperclip_core::template::{is_sensitive, CATALOG};
 use paperclip_store::{audit::revisions, issues, org::agents, org::keys, runs, runs::sessions};
 
 use super::hire;
@@ -142,7 +142,7 @@ pub async fn page(
                 }
                 // Only the coding CLIs keep sessions; an overflowing or confused
                 // one is otherwise resumed on every run of its task.
-                @if matches!(agent.adapter_type.as_str(), "claude_local" | "codex_local" | "opencode_local") {
+                @if matches!(agent.adapter_type.as_str(), "claude_local" | "codex_local" | "opencode_local" | "gemini_local") {
                     button type="button" data-action="POST" data-url={"/api/agents/" (id) "/runtime-state/reset-session"} data-body="{}" data-confirm={"Forget " (agent.name) "'s saved sessions? Its next run on each task starts a fresh conversation."} data-done="Sessions reset" { "Reset session" }
                 }
                 @if agent.status != AgentStatus::Terminated {
@@ -231,7 +231,7 @@ pub async fn page(
                 label { "Adapter" (hire::adapter_select(&agent.adapter_type)) }
                 // The hire form's fields; the template has its own editor below.
                 (hire::editor("cfg", &agent.adapter_type, &["promptTemplate"], &config))
-                (template_editor(template))
+                (template_editor(template, id))
                 fieldset {
                     legend { "Heartbeat policy" }
                     label.inline { input type="checkbox" name="hb.enabled" checked[policy.enabled]; " Timer heartbeats" }
@@ -262,15 +262,31 @@ pub async fn page(
 }
 
 /// The prompt template with the catalog's variables as pills that insert
-/// `{{name}}`; unknown variables are flagged before saving (and refused by
-/// the server).
-fn template_editor(template: &str) -> Markup {
+/// `{{name}}` (credentials marked: they work, but an environment variable is
+/// the better way), and beside it a preview of the prompt for a sample wake
+/// with credentials masked. Unknown variables are flagged before saving (and
+/// refused by the server).
+fn template_editor(template: &str, agent_id: &str) -> Markup {
     html! {
-        div.template-editor {
-            label { "Prompt template" textarea name="promptTemplate" rows="5" data-template data-catalog=(CATALOG.join(" ")) { (template) } }
-            div.pills { @for v in CATALOG { button.var type="button" data-insert-var=(v) { (v) } } }
-            p.template-error.error-text hidden {}
-            p.muted { "Leave empty to use the default prompt (the task, why the agent woke, new comments, approval results)." }
+        div.template-editor data-preview-url={"/api/agents/" (agent_id) "/prompt-preview"} {
+            div.template-edit {
+                label { "Prompt template" textarea name="promptTemplate" rows="8" data-template data-catalog=(CATALOG.join(" ")) { (template) } }
+                div.pills { @for v in CATALOG {
+                    @if is_sensitive(v) {
+                        button.var.sensitive type="button" data-insert-var=(v) data-sensitive
+                            title="A credential: resolved when the run starts, masked in the preview and redacted from logs. Prefer the PAPERCLIP_API_KEY environment variable every run already has." {
+                            (v) " " span.sensitive-badge { "sensitive" }
+                        }
+                    } @else { button.var type="button" data-insert-var=(v) { (v) } }
+                } }
+                p.template-error.error-text hidden {}
+                p.template-warning.warn-text data-sensitive-warning hidden {}
+                p.muted { "Leave empty to use the default prompt (the task, why the agent woke, new comments, approval results)." }
+            }
+            div.template-preview {
+                div.preview-head { strong { "Preview" } span.muted { " for a sample wake; credentials are masked" } }
+                pre.prompt-preview data-prompt-preview aria-live="polite" { "Loading the preview…" }
+            }
         }
     }
 }

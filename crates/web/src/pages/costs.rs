@@ -102,6 +102,9 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let incidents = budgets::incidents(store, cid, Some("open"))
         .await
         .map_err(store_failure)?;
+    let local = paperclip_store::money::local_spend::split(store, cid, &window)
+        .await
+        .map_err(store_failure)?;
     // A model row's key is the model and its label the provider; other rows
     // are named by their label (agent or project name).
     let table = |title: &str, column: &str, (rows, more): &(Vec<costs::Breakdown>, usize)| {
@@ -146,6 +149,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
             }
             @for i in &incidents { p class={"incident " (i.kind)} { strong { (i.kind) } " incident on " (i.scope_type) ": " (money(i.spend_cents)) " of " (money(i.budget_cents)) " in " (i.window_month) } }
         }
+        (super::costs_local::section(&local))
         section {
             h2 { "Agent budgets" }
             table.data {

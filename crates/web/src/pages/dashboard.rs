@@ -26,14 +26,20 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         limit: 8,
         ..issues::Filter::default()
     };
-    let (d, agents, recent, worktrees, (_, disk_budget)) = tokio::try_join!(
+    let (d, agents, recent, worktrees, (_, disk_budget), statuses) = tokio::try_join!(
         dashboard::get(store, cid, now),
         agents::list(store, cid),
         issues::list(store, cid, &recent_filter),
         workspace_life::usage(store, cid),
         workspace_life::bounds(store, cid),
+        paperclip_store::views::run_status::running(store, cid),
     )
     .map_err(store_failure)?;
+    // An agent with several runs shows its newest run's line.
+    let statuses: HashMap<&str, &paperclip_core::run_status::StatusUpdate> = statuses
+        .iter()
+        .map(|l| (l.agent_id.as_str(), &l.status))
+        .collect();
     let cards = cards(&agents);
     let card_ids: Vec<&str> = cards.iter().map(|a| a.id.as_str()).collect();
     let working = ui::working_on_of(store, cid, &card_ids)
@@ -128,6 +134,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                                 None => span.muted { "Not working on a task" }
                             }
                         }
+                        @if let Some(line) = statuses.get(agent.id.as_str()) { div.card-status { (crate::fmt::status_line(line)) } }
                         @if let Some(reason) = &agent.error_reason { div.error-text { (reason) } }
                     }
                 }

@@ -47,6 +47,14 @@ fn field(prefix: &str, kind_name: &str, fd: &Field, value: Option<&Value>) -> Ma
                             input #(id) type="number" min="0" step="any" placeholder=(fd.placeholder)
                                 aria-describedby=(help_id) value=(text);
                         }
+                        // Any id may be typed; the list offers what the
+                        // adapter's models route answers (hire-models.js).
+                        _ if fd.key == "model" => {
+                            @let list = format!("{id}-models");
+                            input #(id) type="text" placeholder=(fd.placeholder) aria-describedby=(help_id)
+                                list=(list) data-model-input autocomplete="off" value=(text);
+                            datalist #(list) {}
+                        }
                         _ => {
                             input #(id) type="text" placeholder=(fd.placeholder) aria-describedby=(help_id)
                                 required[fd.required] autocomplete="off" value=(text);
@@ -160,6 +168,7 @@ pub(crate) fn dialog(ctx: &Ctx, agents: &[Agent]) -> Markup {
                     p.muted { "This company requires board approval: the hire waits in Approvals." }
                 }
                 (presets())
+                (super::hire_local::section())
                 div.row {
                     label { "Name" span.required title="Required" { " *" } input name="name" required autocomplete="off";
                         span.help data-name-note hidden {} }

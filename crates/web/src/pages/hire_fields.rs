@@ -316,6 +316,31 @@ const OPENCODE: &[Field] = &[
     PROMPT,
 ];
 
+const GEMINI: &[Field] = &[
+    CWD,
+    f(
+        "model",
+        "Model",
+        Kind::Text,
+        "A Gemini model id, e.g. gemini-2.5-pro. Empty or auto: the CLI chooses.",
+        "gemini-2.5-flash",
+    ),
+    f(
+        "sandbox",
+        "Sandbox",
+        Kind::Bool,
+        "Runs tools in Gemini's container sandbox (needs Docker or Podman).",
+        "",
+    ),
+    command("gemini"),
+    INSTRUCTIONS,
+    EXTRA_ARGS,
+    ENV,
+    CLI_TIMEOUT,
+    CLI_GRACE,
+    PROMPT,
+];
+
 /// A Kubernetes agent's fields: its CLI's (given), then where its Job runs;
 /// every Job field defaults to the control plane's own pod (namespace,
 /// image, pull secrets, placement).
@@ -369,6 +394,7 @@ pub(super) const ADAPTERS: &[(&str, &str, &[Field], usize)] = &[
     ("claude_local", "Claude Code on this machine", CLAUDE, 5),
     ("codex_local", "Codex CLI on this machine", CODEX, 5),
     ("opencode_local", "OpenCode on this machine", OPENCODE, 3),
+    ("gemini_local", "Gemini CLI on this machine", GEMINI, 3),
     (
         "claude_k8s",
         "Claude Code as a Kubernetes Job",

@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use maud::{html, Markup};
 use paperclip_core::heartbeat::RunStatus;
 use paperclip_core::model::{Agent, HeartbeatRun};
+use paperclip_core::run_status::{RunEventType, StatusUpdate};
 use paperclip_store::{issues, runs, views::detail};
 
 use super::links::agent_by_key;
@@ -141,6 +142,11 @@ pub async fn page(
             div.muted { a href={"/" (p) "/agents"} { "Agents" } " / " a href=(base) { (agent.name) } " / " a href={(base) "/runs"} { "Runs" } }
             h1 { "Run of " (agent.name) @if let Some(t) = &task { " on " span.ident { (t.identifier) } } " " (pill(&run.status)) }
             p.run-outcome data-run-id=(run.id) data-run-status=(run.status) { strong { (status_words(run.status)) } " " (summary(&run, now)) }
+            @if let Some(line) = status_line(&events) {
+                p.run-status-line data-status-color=(line.color.map_or("none", |c| c.as_str())) {
+                    (crate::fmt::status_line(&line)) @if !live { span.muted { " (its last status)" } }
+                }
+            }
             div.actions {
                 @if retryable(run.status) {
                     button.primary type="button" data-retry-run=(run.id) data-agent-id=(agent.id) data-agent-key=(agent.url_key) { "Retry" }
@@ -221,11 +227,17 @@ pub async fn page(
                 Ok(tail) => {
                     @if tail.skipped > 0 { p.muted { "Showing the last " (kib(LOG_SHOWN)) " of " (kib(tail.total)) "." } }
                     @if tail.more_after { p.muted { "Showing the first " (kib(LOG_SHOWN)) "; the run is still writing, and the full log has the rest." } }
-                    @if tail.lines.is_empty() { p.muted { @if live { "Nothing logged yet." } @else { "The run logged nothing." } } }
+                    @if tail.lines.is_empty() { @match unavailable(&run) {
+                        Some(why) => p.run-note data-log-unavailable { strong { "Log unavailable. " } (why) " The excerpts kept on the run are below." }
+                        None => p.muted { @if live { "Nothing logged yet." } @else { "The run logged nothing." } }
+                    } }
                     @else { pre.log { @for (stream, text) in &tail.lines { @if stream == "stderr" { span.log-err { (text) } } @else { (text) } } } }
                 }
                 Err(e) => p.run-error { "The log could not be read: " (e) }
             } }
+            @if let Some(out) = run.stdout_excerpt.as_ref().filter(|_| run.log_removed_at.is_none() && log.as_ref().is_ok_and(|t| t.lines.is_empty()) && unavailable(&run).is_some()) {
+                h3 { "stdout (excerpt)" } pre data-excerpt="stdout" { (out) }
+            }
             @if let Some(err) = run.stderr_excerpt.as_ref().filter(|_| log.as_ref().map(|t| t.lines.is_empty()).unwrap_or(true)) {
                 h3 { "stderr (excerpt)" } pre { (err) }
             }
@@ -238,6 +250,27 @@ pub async fn page(
         None => format!("Run of {}", agent.name),
     };
     html(layout::page(&ctx, "agents", &title, body))
+}
+
+/// The newest status line the adapter reported, if any.
+fn status_line(events: &[paperclip_core::model::RunEvent]) -> Option<StatusUpdate> {
+    let kind = RunEventType::AdapterStatus.as_str();
+    let e = events.iter().rev().find(|e| e.event_type == kind)?;
+    let color = paperclip_store::views::run_status::color_of(e.payload.as_ref()).ok()?;
+    StatusUpdate::new(e.message.as_deref().unwrap_or(""), color)
+}
+
+/// Why the finished run's log cannot be read, when the page found it empty.
+fn unavailable(run: &HeartbeatRun) -> Option<&'static str> {
+    paperclip_core::run_status::log_unavailable(paperclip_core::run_status::LogFacts {
+        live: run.status.is_live(),
+        started: run.started_at.is_some(),
+        has_ref: run.log_ref.is_some(),
+        bytes: run.log_bytes,
+        removed: run.log_removed_at.is_some(),
+        offset: 0,
+        read_empty: true,
+    })
 }
 
 /// The run's whole log as plain text (stdout and stderr as they came),
@@ -412,6 +445,7 @@ pub(crate) fn what_to_do(code: Option<&str>) -> &'static str {
         "http_error" => "the agent's endpoint answered with an error: check its URL and that the service is up, then retry.",
         "resume_session_invalid" | "context_window_exceeded" => "the saved conversation cannot be continued: reset the agent's session on its page, then retry.",
         "model_unavailable" => "the provider refused the model: choose another model in the agent's configuration, then retry.",
+        "model_tool_use_unsupported" => "the model cannot call tools, which an agent needs: choose a larger model or one tuned for tool use in the agent's configuration, then retry.",
         "auth_required" => "the agent has no working credentials: log its CLI in or set its API key, then retry.",
         "rate_limited" => "the provider's rate or usage limit was reached: retry once it resets.",
         "budget_exceeded" | "budget_blocked" => "the budget is spent: raise the agent's or the company's monthly budget, then retry.",

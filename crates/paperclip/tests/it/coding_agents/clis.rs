@@ -1,6 +1,6 @@
 //! How each real CLI is pointed at the scripted provider, in a home of its
-//! own so tests never read or write the user's `~/.claude`, `~/.codex` or
-//! OpenCode state.
+//! own so tests never read or write the user's `~/.claude`, `~/.codex`,
+//! `~/.gemini` or OpenCode state.
 
 use std::path::PathBuf;
 
@@ -21,6 +21,8 @@ impl Cli {
             "claude_local" => "claude",
             "codex_local" => "codex",
             "opencode_local" => "opencode",
+            "pi_local" => "pi",
+            "gemini_local" => "gemini",
             _ => unreachable!(),
         };
         let found = std::env::var_os("PATH")
@@ -121,6 +123,39 @@ impl Cli {
                     },
                 })
             }
+            // Gemini refuses a custom base URL unless its home's settings
+            // choose the API key (see the gemini adapter's notes).
+            "gemini_local" => {
+                let dir = self.home.join(".gemini");
+                std::fs::create_dir_all(&dir).unwrap();
+                let auth = json!({ "selectedAuthType": "gemini-api-key",
+                                   "security": { "auth": { "selectedType": "gemini-api-key" } } });
+                std::fs::write(dir.join("settings.json"), auth.to_string()).unwrap();
+                json!({
+                    "model": "gemini-2.5-flash",
+                    "timeoutSec": 300,
+                    "graceSec": 5,
+                    "env": {
+                        "HOME": home,
+                        "GEMINI_API_KEY": "gm-test-key",
+                        "GOOGLE_GEMINI_BASE_URL": base,
+                    },
+                })
+            }
+            // Pi knows a custom provider only from a models.json: the
+            // original's PAPERCLIP_PI_PROVIDERS, priced like OpenCode's mock.
+            "pi_local" => json!({
+                "model": "mock/mock-model",
+                "timeoutSec": 300,
+                "graceSec": 5,
+                "env": {
+                    "HOME": home,
+                    "PI_OFFLINE": "1",
+                    "PI_CODING_AGENT_SESSION_DIR": format!("{home}/sessions"),
+                    "PAPERCLIP_PI_PROVIDERS": crate::pi_agents::providers(
+                        "mock", &base, &[("mock-model", json!({ "input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 0 }))]),
+                },
+            }),
             _ => unreachable!(),
         }
     }
@@ -140,6 +175,9 @@ impl Cli {
                 }
                 found
             }
+            // Gemini keeps each project's chats under ~/.gemini/tmp.
+            "gemini_local" => std::fs::remove_dir_all(self.home.join(".gemini/tmp")).is_ok(),
+            "pi_local" => std::fs::remove_dir_all(self.home.join("sessions")).is_ok(),
             _ => false,
         }
     }
