@@ -9,6 +9,7 @@
 //! retired, runs here on this engine.
 
 pub mod acpx;
+mod memory;
 mod rpc;
 mod session;
 pub mod settings;
@@ -201,6 +202,12 @@ pub(crate) async fn run_agent(
         settings: settings.clone(),
         state_dir,
         grace: cfg.grace,
+        full_access: [
+            "dangerouslyBypassApprovalsAndSandbox",
+            "dangerouslySkipPermissions",
+        ]
+        .iter()
+        .any(|k| inv.config.get(*k) == Some(&json!(true))),
     };
     let (to_agent, feed) = tokio::sync::mpsc::unbounded_channel();
     let (from_tx, from_agent) = tokio::sync::mpsc::unbounded_channel();

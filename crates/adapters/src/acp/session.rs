@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
+use super::memory;
 use super::rpc::{self, CallError, Connection, Incoming, RpcError};
 use super::settings::Settings;
 use super::updates::{self, Mapper};
@@ -23,7 +24,7 @@ const PROTOCOL_VERSION: u64 = 1;
 
 /// How long the agent may take to exit on its own once its stdin closes
 /// after its turn, before it is stopped (most bridges wait for more input).
-const EXIT_AFTER_TURN: Duration = Duration::from_secs(2);
+const EXIT_AFTER_TURN: Duration = Duration::from_secs(1);
 
 /// What the driver needs for one run.
 pub(crate) struct Plan {
@@ -41,6 +42,10 @@ pub(crate) struct Plan {
     pub settings: Settings,
     pub state_dir: PathBuf,
     pub grace: Duration,
+    /// The config asks the agent to act without its own sandbox or
+    /// approvals (Codex's `dangerouslyBypassApprovalsAndSandbox`, Claude's
+    /// `dangerouslySkipPermissions`): the session's most permissive mode.
+    pub full_access: bool,
 }
 
 /// How the conversation went.
@@ -107,7 +112,9 @@ impl Driver {
         let mut report = self.converse(cancel, stop_now).await;
         report.session_id = self.session.clone();
         if let (Some(id), true) = (&report.session_id, report.answered) {
-            self.remember(id, &report);
+            if let Err(e) = memory::remember(&self.plan.state_dir, id, &report) {
+                self.log(&e);
+            }
         }
         // Its stdin closed, an agent may exit by itself; whatever is left
         // is stopped so the run ends (its session is on disk by now).
@@ -186,7 +193,7 @@ impl Driver {
                     &message,
                     json!({"sessionId": saved, "reason": why}),
                 );
-                fresh_note = Some(self.summary_of(&saved));
+                fresh_note = Some(memory::summary_of(&self.plan.state_dir, &saved));
             }
         }
         if self.session.is_none() {
@@ -212,6 +219,9 @@ impl Driver {
         }
         let session = self.session.clone().unwrap_or_default();
         self.choose_model(&session, &session_result, cancel).await;
+        if self.plan.full_access {
+            self.choose_mode(&session, &session_result, cancel).await;
+        }
         report.model = self
             .plan
             .configured_model
@@ -321,6 +331,32 @@ impl Driver {
                 "the agent refused model {model} ({method}: {}); running its default",
                 e.text()
             )),
+            Err(_) => {}
+        }
+    }
+
+    /// The agent's own "no sandbox, no approvals" mode, where it offers one
+    /// (codex-acp's `full-access`; claude-code-acp offers `bypassPermissions`
+    /// only when not run as root).
+    async fn choose_mode(&mut self, session: &str, result: &Value, cancel: &CancellationToken) {
+        let modes = result
+            .pointer("/modes/availableModes")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let Some(mode) = ["full-access", "bypassPermissions"]
+            .into_iter()
+            .find(|m| modes.iter().any(|o| o["id"] == *m))
+        else {
+            self.log("the agent offers no unsandboxed mode; its permission requests are answered by permissionMode");
+            return;
+        };
+        let params = json!({"sessionId": session, "modeId": mode});
+        match self.call("session/set_mode", params, cancel).await {
+            Ok(_) => self.log(&format!("session mode {mode} (session/set_mode)")),
+            Err(CallError::Rpc(e)) => {
+                self.log(&format!("the agent refused mode {mode}: {}", e.text()))
+            }
             Err(_) => {}
         }
     }
@@ -480,75 +516,6 @@ impl Driver {
         for extra in extras {
             extra.emit(&*self.sink);
         }
-    }
-
-    fn state_file(&self, session: &str) -> PathBuf {
-        let safe: String = session
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        self.plan
-            .state_dir
-            .join("sessions")
-            .join(format!("{safe}.json"))
-    }
-
-    /// What the next run needs if this session cannot be loaded again.
-    fn remember(&self, session: &str, report: &Report) {
-        let file = self.state_file(session);
-        let record = json!({
-            "sessionId": session,
-            "stopReason": report.stop_reason,
-            "lastMessage": report.text.as_deref().map(|t| truncate(t, 2000)),
-            "at": chrono::Utc::now().to_rfc3339(),
-        });
-        let written = file
-            .parent()
-            .map(std::fs::create_dir_all)
-            .unwrap_or(Ok(()))
-            .and_then(|_| std::fs::write(&file, record.to_string()));
-        if let Err(e) = written {
-            self.log(&format!(
-                "could not record the session's outcome in {}: {e}",
-                file.display()
-            ));
-        }
-    }
-
-    /// The note that opens a fresh session's prompt in place of the lost one.
-    fn summary_of(&self, session: &str) -> String {
-        let record: Option<Value> = std::fs::read_to_string(self.state_file(session))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok());
-        let mut note = String::from(
-            "Note from Paperclip: your previous session on this task could not be resumed, so this is a fresh session.",
-        );
-        match record {
-            Some(r) => {
-                if let Some(stop) = r["stopReason"].as_str() {
-                    note.push_str(&format!(
-                        " The previous run ended with stop reason `{stop}`"
-                    ));
-                    if let Some(at) = r["at"].as_str() {
-                        note.push_str(&format!(" at {at}"));
-                    }
-                    note.push('.');
-                }
-                if let Some(last) = r["lastMessage"].as_str() {
-                    note.push_str("\nIts last message was:\n> ");
-                    note.push_str(&last.replace('\n', "\n> "));
-                }
-            }
-            None => note.push_str(" No record of how the previous run ended was kept."),
-        }
-        note.push_str("\nCheck the task's current state and comments before acting again.");
-        note
     }
 }
 

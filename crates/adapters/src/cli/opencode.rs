@@ -1,13 +1,22 @@
 //! `adapterType: "opencode_local"`: OpenCode, `opencode run --format json`.
 //! OpenCode prices the models it knows in its `step_finish` parts.
+//!
+//! The instructions and the Paperclip skill reach OpenCode through
+//! `OPENCODE_CONFIG_CONTENT`, the variable an agent hired on a local model
+//! also carries its provider in: the agent's is kept and ours merged into it
+//! (see [`merge`]), since the agent's `env` would otherwise replace ours.
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::stream::{json_line, str_at, u64_at, Item, StreamParser, Summary, Usage};
-use super::{Built, CliConfig, CliKind, RunSpec};
+use super::{Built, CliConfig, CliKind, Prepared, RunSpec};
 use crate::config::{Fields, KnownKeys};
+use crate::{ErrorCode, Outcome};
+
+/// A whole OpenCode config, which OpenCode merges over its config files.
+pub const CONFIG_VAR: &str = "OPENCODE_CONFIG_CONTENT";
 
 #[derive(Clone, Copy)]
 pub struct OpenCode;
@@ -27,12 +36,20 @@ impl CliKind for OpenCode {
         "opencode"
     }
 
+    /// The model's `provider/` prefix: whoever serves it bills it, so a
+    /// local server's tokens are counted under its own name (`ollama`).
+    /// OpenCode's own gateway and an odd name are `opencode`.
     fn provider(&self, model: Option<&str>) -> &'static str {
         match model.and_then(|m| m.split_once('/')).map(|(p, _)| p) {
             Some("anthropic") => "anthropic",
             Some("openai") => "openai",
             Some("google") => "google",
             Some("openrouter") => "openrouter",
+            // `intern` answers `pi` for a name it will not keep.
+            Some(p) if p != "pi" => match super::pi::intern(p) {
+                "pi" => "opencode",
+                name => name,
+            },
             _ => "opencode",
         }
     }
@@ -53,6 +70,19 @@ impl CliKind for OpenCode {
                 );
             }
         }
+        // Checked here so a config OpenCode could not read is refused at
+        // hire rather than failing every run (a secret's value is checked
+        // as the run starts).
+        let content = match f.get("env").and_then(|e| e.get(CONFIG_VAR)) {
+            Some(Value::String(s)) => Some(s.as_str()),
+            Some(Value::Object(o)) if o.get("type").and_then(Value::as_str) == Some("plain") => {
+                o.get("value").and_then(Value::as_str)
+            }
+            _ => None,
+        };
+        if let Some(Err(why)) = content.map(read_config) {
+            f.error(&["env", CONFIG_VAR], why);
+        }
         OpenCodeExtra {
             variant: f.string("variant").filter(|s| !s.is_empty()),
         }
@@ -71,30 +101,46 @@ impl CliKind for OpenCode {
         }
         args.extend(run.config.extra_args.iter().cloned());
         let mut env = BTreeMap::new();
-        let mut instructions = Vec::new();
-        if let Some(file) = &run.config.instructions_file {
-            instructions.push(file.display().to_string());
-        }
-        if let Some(skills) = run.skills_dir {
-            instructions.push(
-                skills
-                    .join("paperclip")
-                    .join("SKILL.md")
-                    .display()
-                    .to_string(),
-            );
-        }
-        if !instructions.is_empty() {
-            // Merged over the user's own config, so their providers and
-            // keys still apply.
-            let content = serde_json::json!({ "instructions": instructions });
-            env.insert("OPENCODE_CONFIG_CONTENT".into(), content.to_string());
+        // OpenCode merges it over the user's own config files, so their
+        // providers and keys still apply.
+        if let Some(own) = own_config(run) {
+            env.insert(CONFIG_VAR.into(), own.to_string());
         }
         Ok(Built {
             args,
             prompt_on_stdin: true,
             env,
             notes: Vec::new(),
+        })
+    }
+
+    /// The agent's own `OPENCODE_CONFIG_CONTENT` (secrets resolved) has
+    /// replaced ours in `env`: ours is merged back into it.
+    fn prepare(
+        &self,
+        run: &RunSpec<'_, OpenCodeExtra>,
+        _args: &[String],
+        env: &mut BTreeMap<String, String>,
+    ) -> Result<Prepared, Box<Outcome>> {
+        let (Some(own), Some(raw)) = (own_config(run), env.get(CONFIG_VAR)) else {
+            return Ok(Prepared::default());
+        };
+        if *raw == own.to_string() {
+            return Ok(Prepared::default());
+        }
+        let mut theirs = read_config(raw).map_err(|why| {
+            Box::new(Outcome::failed(
+                ErrorCode::SpawnFailed,
+                format!("env.{CONFIG_VAR} {why}"),
+            ))
+        })?;
+        merge(&mut theirs, own);
+        env.insert(CONFIG_VAR.into(), theirs.to_string());
+        Ok(Prepared {
+            notes: vec![format!(
+                "{CONFIG_VAR}: the agent's own, with Paperclip's instructions added"
+            )],
+            ..Prepared::default()
         })
     }
 
@@ -111,7 +157,85 @@ impl CliKind for OpenCode {
         if summary.model.is_none() {
             summary.model = config.model.clone();
         }
+        // OpenCode reports 0 for a model it has no price for: a zero is a
+        // price only when the agent's config declares the model's cost (a
+        // local model hired at $0), otherwise the cost is unknown.
+        if summary.usage.cost_usd == Some(0.0) {
+            let declared = summary.model.as_deref().is_some_and(|model| {
+                config
+                    .env
+                    .get(CONFIG_VAR)
+                    .and_then(|raw| read_config(raw).ok())
+                    .is_some_and(|c| declares_cost(&c, model))
+            });
+            if !declared {
+                summary.usage.cost_usd = None;
+            }
+        }
     }
+}
+
+/// What the adapter must set in OpenCode's config: the instructions files
+/// (the agent's own, then the Paperclip skill); `None` when there are none.
+fn own_config(run: &RunSpec<'_, OpenCodeExtra>) -> Option<Value> {
+    let mut instructions = Vec::new();
+    if let Some(file) = &run.config.instructions_file {
+        instructions.push(file.display().to_string());
+    }
+    if let Some(skills) = run.skills_dir {
+        let skill = skills.join("paperclip").join("SKILL.md");
+        instructions.push(skill.display().to_string());
+    }
+    (!instructions.is_empty()).then(|| serde_json::json!({ "instructions": instructions }))
+}
+
+fn read_config(raw: &str) -> Result<Value, String> {
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v) if v.is_object() => Ok(v),
+        Ok(_) => Err("must be a JSON object (an OpenCode config)".into()),
+        Err(e) => Err(format!("is not JSON: {e}")),
+    }
+}
+
+/// Merges `ours` into `theirs`: objects key by key, lists joined without
+/// repeats (as OpenCode joins `instructions` across its config files), and
+/// elsewhere ours wins, since it only holds what the adapter must set.
+pub fn merge(theirs: &mut Value, ours: Value) {
+    match (theirs, ours) {
+        (Value::Object(t), Value::Object(o)) => {
+            for (k, v) in o {
+                match t.get_mut(&k) {
+                    Some(slot) => merge(slot, v),
+                    None => {
+                        t.insert(k, v);
+                    }
+                }
+            }
+        }
+        (Value::Array(t), Value::Array(o)) => {
+            for v in o {
+                if !t.contains(&v) {
+                    t.push(v);
+                }
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+/// Whether `config` gives `provider/model` a `cost`.
+fn declares_cost(config: &Value, model: &str) -> bool {
+    let Some((provider, id)) = model.split_once('/') else {
+        return false;
+    };
+    config
+        .get("provider")
+        .and_then(|p| p.get(provider))
+        .and_then(|p| p.get("models"))
+        .and_then(|m| m.get(id))
+        .and_then(|m| m.get("cost"))
+        .and_then(Value::as_object)
+        .is_some_and(|cost: &Map<String, Value>| !cost.is_empty())
 }
 
 #[derive(Default)]
@@ -174,10 +298,8 @@ impl StreamParser for OpenCodeParser {
                     cached_input_tokens: u64_at(&part, &["tokens", "cache", "read"]),
                     output_tokens: u64_at(&part, &["tokens", "output"])
                         + u64_at(&part, &["tokens", "reasoning"]),
-                    cost_usd: part
-                        .get("cost")
-                        .and_then(Value::as_f64)
-                        .filter(|c| *c > 0.0),
+                    // A zero is kept for `complete` to judge.
+                    cost_usd: part.get("cost").and_then(Value::as_f64),
                 });
                 Vec::new()
             }
@@ -227,6 +349,117 @@ mod tests {
             !adapter.known_keys().knows("engine"),
             "no ACP engine upstream"
         );
+    }
+
+    /// What `local_models::agent_config` writes for a model at $0.
+    fn local_content() -> String {
+        serde_json::json!({
+            "provider": { "ollama": { "npm": "@ai-sdk/openai-compatible",
+                "options": { "baseURL": "http://127.0.0.1:11434/v1", "apiKey": "ollama" },
+                "models": { "qwen3:8b": { "name": "qwen3:8b", "cost": { "input": 0, "output": 0 } } } } },
+            "model": "ollama/qwen3:8b",
+            "instructions": ["/home/me/STYLE.md"],
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn the_agents_config_content_keeps_its_provider_and_gains_the_instructions() {
+        let adapter = super::super::CliAdapter::new(OpenCode);
+        let (config, extra) = adapter
+            .parse_config(&serde_json::json!({ "model": "ollama/qwen3:8b",
+                "instructionsFilePath": "/a/AGENTS.md",
+                "env": { CONFIG_VAR: local_content() } }))
+            .unwrap();
+        let skills = std::path::Path::new("/s");
+        let run = RunSpec {
+            config: &config,
+            extra: &extra,
+            prompt: "go",
+            session_id: None,
+            cwd: std::path::Path::new("/tmp"),
+            skills_dir: Some(skills),
+            scratch: std::path::Path::new("/tmp"),
+        };
+        // As the runner does: the agent's env over the built one.
+        let mut env = OpenCode.build(&run).unwrap().env;
+        env.extend(config.env.clone());
+        let prepared = OpenCode.prepare(&run, &[], &mut env).unwrap();
+        assert_eq!(prepared.notes.len(), 1);
+        let merged: Value = serde_json::from_str(&env[CONFIG_VAR]).unwrap();
+        assert_eq!(merged["model"], "ollama/qwen3:8b");
+        assert_eq!(
+            merged["provider"]["ollama"]["options"]["baseURL"],
+            "http://127.0.0.1:11434/v1"
+        );
+        assert_eq!(
+            merged["instructions"],
+            serde_json::json!(["/home/me/STYLE.md", "/a/AGENTS.md", "/s/paperclip/SKILL.md"])
+        );
+        // Merging again adds nothing; with no agent's content ours stands.
+        let mut again = merged.clone();
+        merge(&mut again, own_config(&run).unwrap());
+        assert_eq!(again, merged);
+        let (plain, extra) = adapter.parse_config(&serde_json::json!({})).unwrap();
+        let run = RunSpec {
+            config: &plain,
+            extra: &extra,
+            ..run
+        };
+        let mut env = OpenCode.build(&run).unwrap().env;
+        assert!(OpenCode
+            .prepare(&run, &[], &mut env)
+            .unwrap()
+            .notes
+            .is_empty());
+        assert_eq!(env[CONFIG_VAR], own_config(&run).unwrap().to_string());
+        // Content OpenCode could not read is refused at hire, by its path.
+        for bad in ["{not json", "[1]"] {
+            let errors = adapter
+                .parse_config(&serde_json::json!({ "env": { CONFIG_VAR: bad } }))
+                .err()
+                .unwrap();
+            assert_eq!(errors[0].path, ["env", CONFIG_VAR], "{errors:?}");
+        }
+        let mut resolved = BTreeMap::from([(CONFIG_VAR.to_string(), "7".to_string())]);
+        let out = OpenCode.prepare(&run, &[], &mut resolved).unwrap_err();
+        assert_eq!(out.error_code, Some(ErrorCode::SpawnFailed));
+    }
+
+    #[test]
+    fn the_model_prefix_bills_and_a_declared_zero_is_free() {
+        let biller = |m: &str| OpenCode.provider(Some(m));
+        assert_eq!(biller("ollama/qwen3:8b"), "ollama");
+        assert_eq!(biller("lm-studio/qwen2.5-coder-7b"), "lm-studio");
+        assert_eq!(biller("anthropic/claude-sonnet-4-5"), "anthropic");
+        assert_eq!(biller("opencode/grok-code"), "opencode");
+        assert_eq!(biller("we ird/m"), "opencode");
+        assert_eq!(OpenCode.provider(None), "opencode");
+
+        let adapter = super::super::CliAdapter::new(OpenCode);
+        let zero = || Summary {
+            usage: Usage {
+                input_tokens: 10,
+                cost_usd: Some(0.0),
+                ..Usage::default()
+            },
+            ..Summary::default()
+        };
+        let (local, _) = adapter
+            .parse_config(&serde_json::json!({ "model": "ollama/qwen3:8b",
+                "env": { CONFIG_VAR: local_content() } }))
+            .unwrap();
+        let mut s = zero();
+        OpenCode.complete(&mut s, &local);
+        assert_eq!(s.usage.cost_usd, Some(0.0), "priced at zero by the hire");
+        // The same model without a declared price: unknown, not free.
+        let (bare, _) = adapter
+            .parse_config(&serde_json::json!({ "model": "ollama/qwen3:8b" }))
+            .unwrap();
+        let mut s = zero();
+        OpenCode.complete(&mut s, &bare);
+        assert_eq!(s.usage.cost_usd, None);
+        assert_eq!(s.model.as_deref(), Some("ollama/qwen3:8b"));
     }
 
     #[test]

@@ -328,7 +328,7 @@ fn resumable(file: &Path, cwd: &Path) -> Result<(), String> {
 /// A provider's name as the `'static` biller name usage reports carry. The
 /// set of names is the agents' configs', so small; past a bound (or for an
 /// odd name) the biller is plain `pi`.
-fn intern(name: &str) -> &'static str {
+pub(super) fn intern(name: &str) -> &'static str {
     static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
     let ok = !name.is_empty()
         && name.len() <= 64

@@ -368,9 +368,12 @@ async fn acp_permissions_follow_policy_and_stop_cancels() {
 }
 
 /// Upstream's retired `acpx_local` JSON, unchanged, runs Codex over ACP
-/// here: it works the task, and the run records the tokens Codex reports.
+/// here and works the task; Codex reports its context, not billed tokens,
+/// and none are invented. Then `codex_local` with `engine: "acp"` and the
+/// CLI tests' config: its sandbox bypass becomes the session's
+/// `full-access` mode, so its commands reach the API as on the CLI.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn acpx_local_json_runs_codex_over_acp() {
+async fn codex_over_acp_from_acpx_local_json_and_as_codex_local() {
     let Some(cli) = bridge("codex_local", "codex-acp") else {
         return;
     };
@@ -422,6 +425,27 @@ async fn acpx_local_json_runs_codex_over_acp() {
         "{log}"
     );
     assert!(log.contains("thinkingEffort"), "{log}");
+
+    let Some(cli) = bridge("codex_local", "codex-acp") else {
+        return;
+    };
+    let provider = ScriptedProvider::start(work_turns()).await;
+    let mut config = cli.config(&provider);
+    config["engine"] = json!("acp");
+    let aid = c.hire("Codex 2", "codex_local", config).await;
+    let issue = c.task(&aid, "Add the ready endpoint").await;
+    let runs = c.runs(&aid, 1).await;
+    let run = &runs[0];
+    assert_eq!(run["status"], "succeeded", "{run}");
+    let log = c.log(run).await;
+    assert!(
+        log.contains("session mode full-access (session/set_mode)"),
+        "{log}"
+    );
+    let issue =
+        c.s.ok_get(&format!("/api/issues/{}", issue["id"].as_str().unwrap()))
+            .await;
+    assert_eq!(issue["status"], "done", "{issue}");
 }
 
 /// Gemini CLI's own ACP mode (`gemini --acp`): it works the task; on the

@@ -363,3 +363,108 @@ async fn a_local_model_hired_through_the_form_works_a_task_at_zero_cost() {
     };
     assert!(at("finishedAt") - at("startedAt") < 30, "{run}");
 }
+
+/// OpenCode hired on the detected Ollama through the built config: its
+/// provider (in `OPENCODE_CONFIG_CONTENT`) and the Paperclip skill both
+/// reach the real `opencode`, which works a task; its tokens are counted
+/// under `ollama` at $0, as local spend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opencode_agent_on_the_detected_ollama_works_a_task_at_zero_cost() {
+    let Some(cli) = Cli::find("opencode_local") else {
+        return;
+    };
+    let provider = ScriptedProvider::start(work_turns()).await;
+    provider.serve_models(&["qwen3:8b"]);
+    provider.report_usage(TurnUsage {
+        input_tokens: 900,
+        cached_input_tokens: 0,
+        output_tokens: 30,
+    });
+    let s = TestServer::start_env(&[("PAPERCLIP_OLLAMA_URL", &provider.base_url())]).await;
+    let cid = s.company("Acme").await["id"].as_str().unwrap().to_string();
+    let hire = s
+        .ok_get(&format!(
+            "/api/companies/{cid}/model-servers/detected-ollama/agent-config?adapterType=opencode_local&model=qwen3:8b"
+        ))
+        .await;
+    assert_eq!(hire["adapterType"], "opencode_local", "{hire}");
+    let mut config = hire["adapterConfig"].clone();
+    // OpenCode's state in a home of the test's own; its settings file there
+    // is merged by OpenCode under the hire's config.
+    let home = cli.home.display().to_string();
+    let settings = cli.home.join("config/opencode");
+    std::fs::create_dir_all(&settings).unwrap();
+    std::fs::write(
+        settings.join("opencode.json"),
+        json!({ "autoupdate": false, "share": "disabled" }).to_string(),
+    )
+    .unwrap();
+    for (k, v) in [
+        ("HOME", home.clone()),
+        ("XDG_CONFIG_HOME", format!("{home}/config")),
+        ("XDG_DATA_HOME", format!("{home}/data")),
+        ("XDG_STATE_HOME", format!("{home}/state")),
+    ] {
+        config["env"][k] = json!(v);
+    }
+    config["timeoutSec"] = json!(120);
+    let agent = s
+        .ok_post(
+            &format!("/api/companies/{cid}/agents"),
+            json!({ "name": "Qwen", "role": "engineer", "adapterType": "opencode_local",
+                    "adapterConfig": config }),
+        )
+        .await;
+    let aid = agent["id"].as_str().unwrap().to_string();
+    let issue = s
+        .issue(
+            &cid,
+            json!({ "title": "Work it locally", "status": "todo", "assigneeAgentId": aid }),
+        )
+        .await;
+    let run = until(120, "the opencode run to end", async || {
+        let runs = s.runs_of(&cid, &aid).await;
+        runs.first()
+            .filter(|r| r["status"] != "queued" && r["status"] != "running")
+            .cloned()
+    })
+    .await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    let identifier = issue["identifier"].as_str().unwrap();
+    let done = s.ok_get(&format!("/api/issues/{identifier}")).await;
+    assert_eq!(done["status"], "done", "{done}");
+    let comments = s
+        .ok_get(&format!("/api/issues/{identifier}/comments"))
+        .await;
+    assert!(
+        comments.to_string().contains("Done on a local model."),
+        "{comments}"
+    );
+    // The hire's provider and the adapter's instructions both applied.
+    let first = &provider.turn_requests()[0];
+    assert_eq!(first.body["model"], "qwen3:8b");
+    assert!(
+        first
+            .body
+            .to_string()
+            .contains("How to work as an agent of a Paperclip company"),
+        "the Paperclip skill is not in the model request"
+    );
+
+    let usage = &run["usageJson"];
+    assert_eq!(usage["provider"], "ollama", "{usage}");
+    assert_eq!(usage["costUsd"], 0.0, "{usage}");
+    let split = s
+        .wait_for(
+            &format!("/api/companies/{cid}/costs/local-models"),
+            20,
+            |b| b["local"]["inputTokens"].as_i64() >= Some(900),
+        )
+        .await;
+    assert_eq!(split["local"]["costCents"], 0, "{split}");
+    assert_eq!(split["paid"]["inputTokens"], 0, "{split}");
+    let ollama = &split["providers"][0];
+    assert_eq!(ollama["provider"], "ollama", "{split}");
+    assert_eq!(ollama["local"], true, "{split}");
+    assert_eq!(ollama["unpricedEventCount"], 0, "priced at $0: {split}");
+}
