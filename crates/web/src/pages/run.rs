@@ -446,6 +446,7 @@ pub(crate) fn what_to_do(code: Option<&str>) -> &'static str {
         "resume_session_invalid" | "context_window_exceeded" => "the saved conversation cannot be continued: reset the agent's session on its page, then retry.",
         "model_unavailable" => "the provider refused the model: choose another model in the agent's configuration, then retry.",
         "model_tool_use_unsupported" => "the model cannot call tools, which an agent needs: choose a larger model or one tuned for tool use in the agent's configuration, then retry.",
+        "permission_denied" => "the agent asked to do something its permission mode does not allow and could not ask anyone: widen permissionMode (or set nonInteractivePermissions to deny) in the agent's configuration, then retry.",
         "auth_required" => "the agent has no working credentials: log its CLI in or set its API key, then retry.",
         "rate_limited" => "the provider's rate or usage limit was reached: retry once it resets.",
         "budget_exceeded" | "budget_blocked" => "the budget is spent: raise the agent's or the company's monthly budget, then retry.",

@@ -142,6 +142,7 @@ pub fn code_words(code: &str) -> String {
         "auth_required" => "its CLI has no working credentials".into(),
         "rate_limited" => "the provider's rate limit was reached".into(),
         "model_tool_use_unsupported" => "its model cannot call tools".into(),
+        "permission_denied" => "it asked for a permission its policy refuses".into(),
         "k8s_oom_killed" => "its pod ran out of memory".into(),
         "k8s_job_deleted_externally" => "its Job was deleted outside Paperclip".into(),
         other => other.replace('_', " "),
