@@ -2,7 +2,8 @@
 //! `GOOGLE_GEMINI_BASE_URL` points here:
 //! `POST /v1beta/models/{model}:streamGenerateContent?alt=sse` (SSE, one
 //! `GenerateContentResponse` per `data:` frame), `:generateContent` (one
-//! JSON answer) and `:countTokens`.
+//! JSON answer) and `:countTokens`; `GET /v1beta/models` lists
+//! [`LISTED`] to a caller with a key, as a hire form's model list asks.
 //!
 //! Which requests are the conversation: the CLI's agent turns always offer
 //! its tools (`functionDeclarations`); its own small requests (the next
@@ -14,8 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use axum::extract::{Path, State as AxumState};
+use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 
@@ -30,7 +32,53 @@ fn next_id() -> String {
 
 pub(crate) fn routes() -> Router<Arc<State>> {
     // One segment holds `model:method` (Google's custom-method syntax).
-    Router::new().route("/v1beta/models/{call}", post(call))
+    Router::new()
+        .route("/v1beta/models", get(list))
+        .route("/v1beta/models/{call}", post(call))
+}
+
+/// What `GET /v1beta/models` lists: model id, display name, whether it
+/// generates content (an embedding model does not, and a form offering
+/// it would offer a model that cannot run an agent).
+pub const LISTED: &[(&str, &str, bool)] = &[
+    ("gemini-2.5-flash", "Gemini 2.5 Flash", true),
+    ("gemini-2.5-pro", "Gemini 2.5 Pro", true),
+    (
+        "gemini-2.5-flash-preview-09-2025",
+        "Gemini 2.5 Flash Preview Sep 2025",
+        true,
+    ),
+    ("text-embedding-004", "Text Embedding 004", false),
+];
+
+/// Google's `ListModels`: `{models: [{name: "models/<id>", displayName,
+/// supportedGenerationMethods}]}`. Like Google, it refuses a caller
+/// without a key (`x-goog-api-key` or `?key=`) with a 403.
+async fn list(AxumState(state): AxumState<Arc<State>>, headers: HeaderMap, uri: Uri) -> Response {
+    state.record(Api::Gemini, uri.path(), Value::Null, None);
+    let keyed = headers.get("x-goog-api-key").is_some_and(|k| !k.is_empty())
+        || uri
+            .query()
+            .is_some_and(|q| q.split('&').any(|p| p.starts_with("key=") && p.len() > 4));
+    if !keyed {
+        return json_error(
+            403,
+            google_error(403, "Method doesn't allow unregistered callers."),
+        );
+    }
+    let models: Vec<Value> = LISTED
+        .iter()
+        .map(|(id, name, generates)| {
+            let methods: &[&str] = if *generates {
+                &["generateContent", "countTokens"]
+            } else {
+                &["embedContent"]
+            };
+            json!({ "name": format!("models/{id}"), "displayName": name,
+                    "supportedGenerationMethods": methods })
+        })
+        .collect();
+    Json(json!({ "models": models })).into_response()
 }
 
 /// The name of the CLI's shell tool among the offered declarations.
@@ -347,6 +395,30 @@ mod tests {
             .map(|r| r.turn.is_some())
             .collect();
         assert_eq!(turns, [true, true, false]);
+    }
+
+    #[tokio::test]
+    async fn the_model_list_needs_a_key_and_names_models_as_google_does() {
+        let state = Arc::new(State::default());
+        let uri: Uri = "/v1beta/models?pageSize=1000".parse().unwrap();
+        let refused = list(AxumState(state.clone()), HeaderMap::new(), uri.clone()).await;
+        assert_eq!(refused.status(), 403);
+        let mut headers = HeaderMap::new();
+        headers.insert("x-goog-api-key", "k".parse().unwrap());
+        let listed: Value = serde_json::from_str(
+            &body_of(list(AxumState(state.clone()), headers, uri).await).await,
+        )
+        .unwrap();
+        assert_eq!(listed["models"][0]["name"], "models/gemini-2.5-flash");
+        assert_eq!(listed["models"].as_array().unwrap().len(), LISTED.len());
+        let by_query = list(
+            AxumState(state.clone()),
+            HeaderMap::new(),
+            "/v1beta/models?key=k".parse().unwrap(),
+        )
+        .await;
+        assert_eq!(by_query.status(), 200);
+        assert_eq!(state.requests.lock().unwrap().len(), 3);
     }
 
     #[test]

@@ -269,12 +269,19 @@ fn judge(
 ) -> Outcome {
     let mut summary = Summary {
         session_id: report.session_id.clone(),
-        model: cfg.model.clone().or_else(|| report.model.clone()),
+        model: report.model.clone().or_else(|| cfg.model.clone()),
         usage: report.usage.clone(),
         ..Summary::default()
     };
     if !summary.usage.is_empty() {
         (agent.complete)(&mut summary, cfg);
+        // gemini's CLI stream prices each turn as it is parsed; over ACP
+        // the tokens come once, at the end, with the model that answered.
+        if summary.usage.cost_usd.is_none() && agent.kind == "gemini_local" {
+            if let Some(model) = &summary.model {
+                summary.usage.cost_usd = crate::cli::gemini::price(model, &summary.usage);
+            }
+        }
     }
     let name = agent.name;
     let mut out = match exit {

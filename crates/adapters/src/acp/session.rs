@@ -258,6 +258,11 @@ impl Driver {
         let (items, extras) = self.mapper.finish(answer);
         self.emit(items, extras);
         report.usage = self.mapper.usage.clone();
+        // The model the agent says answered beats the configured one
+        // (`auto` names none).
+        if let Some(m) = self.mapper.reported_model.clone() {
+            report.model = Some(m);
+        }
         report.text = self.mapper.last_message.clone();
         report.context = self.mapper.context;
         if report.usage.is_empty() {

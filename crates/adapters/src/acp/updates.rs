@@ -42,6 +42,8 @@ pub(crate) struct Mapper {
     /// Tokens in the session's context and its window (`usage_update`):
     /// not billed tokens, so never counted as usage.
     pub context: Option<(u64, u64)>,
+    /// The model the agent said answered (gemini's `_meta.quota`).
+    pub reported_model: Option<String>,
 }
 
 pub(crate) enum Extra {
@@ -116,6 +118,20 @@ impl Mapper {
             self.usage.input_tokens = n("inputTokens") + n("cachedWriteTokens");
             self.usage.cached_input_tokens = n("cachedReadTokens");
             self.usage.output_tokens = n("outputTokens") + n("thoughtTokens");
+        } else if let Some(q) = prompt_result.and_then(|r| r.pointer("/_meta/quota")) {
+            // gemini --acp (0.61) reports the turn's tokens outside the
+            // protocol's `usage`, in `_meta.quota`, with the model that
+            // answered.
+            let n = |k: &str| q.pointer(k).and_then(Value::as_u64).unwrap_or(0);
+            self.usage.input_tokens = n("/token_count/input_tokens");
+            self.usage.output_tokens = n("/token_count/output_tokens");
+            if let Some(model) = q
+                .pointer("/model_usage/0/model")
+                .and_then(Value::as_str)
+                .filter(|m| !m.is_empty())
+            {
+                self.reported_model = Some(model.to_string());
+            }
         }
         if let (Some(first), Some(last)) = (self.cost_first, self.cost_last) {
             self.usage.cost_usd = Some((last - first).max(0.0));
@@ -376,6 +392,18 @@ mod tests {
             json!({"kind": "allow_once", "name": "Allow", "optionId": "allow"}),
             json!({"kind": "reject_once", "name": "Reject", "optionId": "reject"}),
         ]
+    }
+
+    #[test]
+    fn geminis_quota_meta_is_the_turns_usage_and_model() {
+        let mut m = Mapper::default();
+        m.finish(Some(&json!({"stopReason": "end_turn", "_meta": {"quota": {
+            "token_count": {"input_tokens": 120, "output_tokens": 7},
+            "model_usage": [{"model": "gemini-2.5-flash",
+                "token_count": {"input_tokens": 120, "output_tokens": 7}}]}}})));
+        assert_eq!(m.usage.input_tokens, 120);
+        assert_eq!(m.usage.output_tokens, 7);
+        assert_eq!(m.reported_model.as_deref(), Some("gemini-2.5-flash"));
     }
 
     #[test]

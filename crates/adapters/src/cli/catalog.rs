@@ -224,6 +224,7 @@ static OPENCODE_CACHE: Mutex<Vec<(String, Instant, Vec<Model>)>> = Mutex::new(Ve
 /// Forgets every CLI's cached list (upstream's `?refresh=true`).
 pub fn forget_cached() {
     OPENCODE_CACHE.lock().unwrap().clear();
+    super::pi::forget_cached();
 }
 
 async fn opencode_models(config: &CliConfig) -> Vec<Model> {

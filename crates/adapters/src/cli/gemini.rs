@@ -10,6 +10,7 @@
 //!
 //! The CLI prices nothing; [`price`] uses Google's list prices.
 
+mod models;
 mod parse;
 
 use std::collections::BTreeMap;
@@ -20,6 +21,8 @@ pub use parse::GeminiParser;
 use super::stream::{Summary, Usage};
 use super::{Built, CliConfig, CliKind, RunSpec, ENGINE_UPSTREAM_UNUSED};
 use crate::config::{Fields, KnownKeys};
+use crate::models::{DetectedModel, Model};
+use crate::BoxFuture;
 
 /// Upstream's model id for "let the CLI choose": no `--model` flag.
 pub const AUTO_MODEL: &str = "auto";
@@ -100,6 +103,18 @@ impl CliKind for Gemini {
 
     fn acp_command(&self) -> Option<&'static str> {
         Some("gemini --acp")
+    }
+
+    fn models<'a>(&'a self, config: &'a CliConfig) -> BoxFuture<'a, Vec<Model>> {
+        Box::pin(models::list(config))
+    }
+
+    fn known_models(&self) -> Vec<Model> {
+        models::known()
+    }
+
+    fn detect_model<'a>(&'a self, config: &'a CliConfig) -> BoxFuture<'a, Option<DetectedModel>> {
+        Box::pin(async move { models::detect(config) })
     }
 
     /// 0.61: `Error resuming session: Invalid session identifier "<id>".`

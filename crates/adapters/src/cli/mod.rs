@@ -339,12 +339,7 @@ impl<K: CliKind> Adapter for CliAdapter<K> {
     }
 
     fn models<'a>(&'a self, config: &'a Value) -> BoxFuture<'a, Vec<Model>> {
-        Box::pin(async move {
-            let Some((cfg, _)) = self.lenient(config) else {
-                return Vec::new();
-            };
-            self.kind.models(&cfg).await
-        })
+        Box::pin(async move { self.kind.models(&self.lenient(config)).await })
     }
 
     fn known_models(&self) -> Vec<Model> {
@@ -352,10 +347,7 @@ impl<K: CliKind> Adapter for CliAdapter<K> {
     }
 
     fn detect_model<'a>(&'a self, config: &'a Value) -> BoxFuture<'a, Option<DetectedModel>> {
-        Box::pin(async move {
-            let (cfg, _) = self.lenient(config)?;
-            self.kind.detect_model(&cfg).await
-        })
+        Box::pin(async move { self.kind.detect_model(&self.lenient(config)).await })
     }
 }
 
@@ -369,11 +361,25 @@ impl<K: CliKind> CliAdapter<K> {
     }
 
     /// The config to list or detect models with: the one given when it is
-    /// valid, else the defaults (a form asks before its config is complete).
-    fn lenient(&self, config: &Value) -> Option<(CliConfig, K::Extra)> {
-        self.parse(config)
-            .ok()
-            .or_else(|| self.parse(&Value::Object(Default::default())).ok())
+    /// valid, else the defaults with its `env` (a form asks before its
+    /// config is complete, and pi_local's is not valid without a model).
+    fn lenient(&self, config: &Value) -> CliConfig {
+        if let Ok((cfg, _)) = self.parse(config) {
+            return cfg;
+        }
+        let env = Fields::new(config)
+            .map(|mut f| f.string_map("env"))
+            .unwrap_or_default();
+        CliConfig {
+            command: self.kind.default_command().to_string(),
+            cwd: None,
+            env,
+            model: None,
+            extra_args: Vec::new(),
+            instructions_file: None,
+            timeout: None,
+            grace: Duration::from_secs(20),
+        }
     }
 }
 

@@ -19,6 +19,7 @@
 //! Sessions: a file per agent and task, chosen before the run (the session
 //! id is its path), resumed with `--session` on the task's next run.
 
+mod models;
 mod parse;
 mod providers;
 
@@ -31,8 +32,10 @@ use serde_json::Value;
 use super::stream::{StreamParser, Summary};
 use super::{Built, CliConfig, CliKind, Prepared, RunSpec};
 use crate::config::{Fields, KnownKeys};
-use crate::{ErrorCode, Outcome};
+use crate::models::{DetectedModel, Model};
+use crate::{BoxFuture, ErrorCode, Outcome};
 
+pub use models::forget_cached;
 pub use parse::PiParser;
 
 /// The variable holding the original's custom providers (Pi's `providers`).
@@ -235,6 +238,14 @@ impl CliKind for Pi {
 
     fn parser(&self) -> Box<dyn StreamParser> {
         Box::new(PiParser::default())
+    }
+
+    fn models<'a>(&'a self, config: &'a CliConfig) -> BoxFuture<'a, Vec<Model>> {
+        Box::pin(models::list(config))
+    }
+
+    fn detect_model<'a>(&'a self, config: &'a CliConfig) -> BoxFuture<'a, Option<DetectedModel>> {
+        Box::pin(async move { models::detect(config) })
     }
 
     fn resume_rejected(&self, text: &str) -> bool {

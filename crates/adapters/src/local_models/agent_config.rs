@@ -3,8 +3,10 @@
 //! `env.PAPERCLIP_PI_PROVIDERS` (Pi's models.json `providers` shape) and
 //! `model: "<provider>/<id>"`, so a config made here also runs on the
 //! original; `opencode_local` gets an `@ai-sdk/openai-compatible` provider in
-//! `OPENCODE_CONFIG_CONTENT`. A key is never written in: the CLI reads it
-//! from a variable bound to the server's company secret.
+//! `OPENCODE_CONFIG_CONTENT` (the adapter merges its instructions into it)
+//! with the model's `cost`, which makes its zero a price rather than unknown.
+//! A key is never written in: the CLI reads it from a variable bound to the
+//! server's company secret.
 
 use serde_json::{json, Map, Value};
 

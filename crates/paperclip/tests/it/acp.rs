@@ -472,6 +472,14 @@ async fn gemini_over_acp_works_and_resumes_or_starts_fresh() {
         "{events:?}"
     );
     assert!(has(&events, "acp.permission", "approved"), "{events:?}");
+    // Beyond the original (whose ACP runs record none): gemini reports the
+    // turn's tokens in the prompt answer's `_meta.quota`, with the model.
+    let usage = &run["usageJson"];
+    assert!(
+        usage["inputTokens"].as_u64().unwrap_or(0) > 0
+            && usage["outputTokens"].as_u64().unwrap_or(0) > 0,
+        "{run}"
+    );
     let done =
         c.s.ok_get(&format!("/api/issues/{}", issue["id"].as_str().unwrap()))
             .await;
