@@ -125,7 +125,7 @@ impl CliKind for OpenCode {
         let (Some(own), Some(raw)) = (own_config(run), env.get(CONFIG_VAR)) else {
             return Ok(Prepared::default());
         };
-        if *raw == own.to_string() {
+        if serde_json::from_str::<Value>(raw).is_ok_and(|v| v == own) {
             return Ok(Prepared::default());
         }
         let mut theirs = read_config(raw).map_err(|why| {

@@ -5,10 +5,11 @@
 //! Pi has no base-URL flag: a custom provider (an Ollama, LM Studio or vLLM
 //! server, a gateway) exists only in a `models.json` of its agent directory.
 //! The original's `env.PAPERCLIP_PI_PROVIDERS` (that file's `providers`
-//! object) is written to a directory of this run's own, which
-//! `PI_CODING_AGENT_DIR` points at; the variable itself never reaches Pi,
-//! since it may hold keys. The user's own agent directory stays visible
-//! through links, so their logins and settings keep working.
+//! object; the server's own variable when the agent's env has none) is
+//! written to a directory of this run's own, which `PI_CODING_AGENT_DIR`
+//! points at; the variable itself never reaches Pi, since it may hold keys.
+//! The user's own agent directory stays visible through links, so their
+//! logins and settings keep working.
 //!
 //! No `pi --list-models` gate before a run, unlike the original: Pi sends an
 //! unlisted id to the provider as it is (a model pulled on the server since
@@ -195,7 +196,12 @@ impl CliKind for Pi {
             session_id: session,
             ..Prepared::default()
         };
-        let Some(raw) = env.remove(PROVIDERS_VAR) else {
+        // The server's own variable is the default for every pi_local
+        // agent, as in the original (and what the models route lists).
+        let Some(raw) = env
+            .remove(PROVIDERS_VAR)
+            .or_else(|| std::env::var(PROVIDERS_VAR).ok())
+        else {
             return Ok(prepared);
         };
         let spawn_failed = |why: String| Box::new(Outcome::failed(ErrorCode::SpawnFailed, why));
@@ -267,7 +273,9 @@ impl CliKind for Pi {
                 config
                     .env
                     .get(PROVIDERS_VAR)
-                    .and_then(|raw| providers::parse(raw).ok())
+                    .cloned()
+                    .or_else(|| std::env::var(PROVIDERS_VAR).ok())
+                    .and_then(|raw| providers::parse(&raw).ok())
                     .is_some_and(|list| providers::declares_cost(&list, provider, id))
             });
             if !declared {

@@ -2,8 +2,9 @@
 //! config schema, the models a type offers and the model its CLI would pick,
 //! the configuration notes for hiring agents, who may call each, and the
 //! upstream CLI's `adapter` commands against them. The server runs with a
-//! HOME holding each CLI's settings, a fake `opencode` on its PATH and an
-//! OpenAI-compatible model list on loopback, so nothing leaves the machine.
+//! HOME holding each CLI's settings, a fake `opencode` on its PATH, an
+//! OpenAI-compatible model list and the scripted provider's Gemini model
+//! list on loopback, so nothing leaves the machine.
 
 use crate::common;
 
@@ -11,6 +12,7 @@ use std::path::Path;
 
 use common::upstream::{upstream_cli, Cli};
 use common::TestServer;
+use paperclip_scripted_provider::ScriptedProvider;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -48,6 +50,18 @@ fn cli_home(home: &Path, bin: &Path) {
         "{\n  // mine\n  \"model\": \"fakeprov/alpha\"\n}\n",
     )
     .unwrap();
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(
+        home.join(".gemini/settings.json"),
+        r#"{"model":{"name":"gemini-2.5-flash-lite"}}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(home.join(".pi/agent")).unwrap();
+    std::fs::write(
+        home.join(".pi/agent/settings.json"),
+        r#"{"defaultProvider":"ollama","defaultModel":"qwen3:8b"}"#,
+    )
+    .unwrap();
     std::fs::create_dir_all(bin).unwrap();
     let fake = bin.join("opencode");
     std::fs::write(
@@ -83,6 +97,13 @@ async fn adapter_routes_answer_in_upstreams_shapes_and_permissions() {
     let (home, bin) = (dir.join("home"), dir.join("bin"));
     cli_home(&home, &bin);
     let openai = model_list_server().await;
+    // Google's model list for gemini_local (with the key); pi_local's
+    // custom providers as the original reads them from the server's env.
+    let google = ScriptedProvider::start([]).await;
+    let pi_providers = json!({ "ollama": { "baseUrl": "http://127.0.0.1:9/v1",
+        "api": "openai-completions", "apiKey": "none",
+        "models": [{ "id": "qwen3:8b" }, { "id": "gemma:2b" }] } })
+    .to_string();
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -93,6 +114,9 @@ async fn adapter_routes_answer_in_upstreams_shapes_and_permissions() {
         ("PATH", &path),
         ("OPENAI_API_KEY", "sk-test-not-a-real-key"),
         ("OPENAI_BASE_URL", &openai),
+        ("GEMINI_API_KEY", "gemini-test-not-a-real-key"),
+        ("GOOGLE_GEMINI_BASE_URL", &google.base_url()),
+        ("PAPERCLIP_PI_PROVIDERS", &pi_providers),
     ])
     .await;
     let company = s.company("Acme").await;
@@ -263,6 +287,55 @@ async fn adapter_routes_answer_in_upstreams_shapes_and_permissions() {
         (Some("fakeprov/alpha"), Some("fakeprov"))
     );
     assert_eq!(s.ok_get(&detect("process")).await, Value::Null);
+
+    // Gemini: Google's list (generating models only) before the known one,
+    // the model from the home's settings; Pi: the declared providers' ids,
+    // the default from its settings.
+    let gemini = s.ok_get(&models("gemini_local")).await;
+    let ids: Vec<&str> = gemini
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        &ids[..4],
+        [
+            "gemini-2.5-flash",
+            "gemini-2.5-pro",
+            "gemini-2.5-flash-preview-09-2025",
+            "auto"
+        ],
+        "{ids:?}"
+    );
+    assert!(!ids.contains(&"text-embedding-004"), "{ids:?}");
+    assert_eq!(ids.len(), 9, "the known list after, deduplicated: {ids:?}");
+    assert!(google.requests().iter().any(|r| r.path == "/v1beta/models"));
+    let found = s.ok_get(&detect("gemini_local")).await;
+    assert_eq!(
+        (found["model"].as_str(), found["provider"].as_str()),
+        (Some("gemini-2.5-flash-lite"), Some("google"))
+    );
+    assert!(
+        found["source"]
+            .as_str()
+            .unwrap()
+            .ends_with(".gemini/settings.json"),
+        "{found}"
+    );
+    let pi = s.ok_get(&models("pi_local")).await;
+    let ids: Vec<&str> = pi
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(&ids[..2], ["ollama/qwen3:8b", "ollama/gemma:2b"], "{ids:?}");
+    let found = s.ok_get(&detect("pi_local")).await;
+    assert_eq!(
+        (found["model"].as_str(), found["provider"].as_str()),
+        (Some("ollama/qwen3:8b"), Some("ollama"))
+    );
     let (status, _) = s.get(&detect("nope_local")).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
 

@@ -97,18 +97,12 @@ async fn listed(config: &CliConfig, declared: Option<&Map<String, Value>>) -> Ve
     // Only the adapter reads it (it may hold keys); Pi gets a models.json.
     env.remove(PROVIDERS_VAR);
     let scratch = std::env::temp_dir().join("paperclip-pi-models");
-    let agent_dir = match declared {
-        Some(list) => {
-            let user = agent_dir(config);
-            match providers::write_agent_dir(&scratch, list, user.as_deref()) {
-                Ok(dir) => Some(dir),
-                // Pi still lists the rest; the declared ones are there already.
-                Err(_) => None,
-            }
-        }
-        None => None,
-    };
-    if let Some(dir) = &agent_dir {
+    // When the directory cannot be written Pi still lists the rest (and
+    // the declared models are there already).
+    let run_dir = declared.and_then(|list| {
+        providers::write_agent_dir(&scratch, list, agent_dir(config).as_deref()).ok()
+    });
+    if let Some(dir) = &run_dir {
         env.insert(AGENT_DIR_VAR.into(), dir.display().to_string());
     }
     let mut cmd = tokio::process::Command::new(&config.command);
@@ -119,7 +113,7 @@ async fn listed(config: &CliConfig, declared: Option<&Map<String, Value>>) -> Ve
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true);
     let out = tokio::time::timeout(LIST_TIMEOUT, cmd.output()).await;
-    if let Some(dir) = &agent_dir {
+    if let Some(dir) = &run_dir {
         let _ = std::fs::remove_dir_all(dir);
     }
     let out = match out {
@@ -253,6 +247,44 @@ mod tests {
         c.command = "/nonexistent/pi".into();
         let ids: Vec<String> = list(&c).await.into_iter().map(|m| m.id).collect();
         assert_eq!(ids, ["lm/m1"]);
+    }
+
+    #[tokio::test]
+    async fn pi_lists_with_the_declared_providers_and_is_asked_once_a_minute() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("pi-list-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake = dir.join("pi");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh
+[ \"$1\" = --list-models ] || exit 2
+[ -z \"$PAPERCLIP_PI_PROVIDERS\" ] || exit 3
+\
+             grep -q '\"lm\"' \"$PI_CODING_AGENT_DIR/models.json\" || exit 4
+\
+             printf 'provider   model     context\\nlm         m1        1K\\nanthropic  claude-x  2K\\n' >&2
+",
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut c = config(&[(
+            PROVIDERS_VAR,
+            r#"{"lm":{"baseUrl":"http://127.0.0.1:1/v1","models":[{"id":"m1"}]}}"#,
+        )]);
+        c.command = fake.display().to_string();
+        let ids =
+            |models: Vec<Model>| -> Vec<String> { models.into_iter().map(|m| m.id).collect() };
+        assert_eq!(ids(list(&c).await), ["lm/m1", "anthropic/claude-x"]);
+        std::fs::remove_file(&fake).unwrap();
+        assert_eq!(
+            ids(list(&c).await),
+            ["lm/m1", "anthropic/claude-x"],
+            "cached"
+        );
+        forget_cached();
+        assert_eq!(ids(list(&c).await), ["lm/m1"]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
