@@ -143,6 +143,9 @@ fn on_postgres() -> bool {
 /// database an earlier release made: it had no such tables.
 pub fn before_secrets_and_teams() -> Vec<String> {
     [
+        // Migration 41 (model servers) made a new table only.
+        "DROP TABLE IF EXISTS model_servers",
+        "DELETE FROM schema_migrations WHERE version = 41",
         // Migration 40 (run logs in the database) made new tables only.
         "DROP TABLE IF EXISTS run_log_cuts",
         "DROP TABLE IF EXISTS run_log_chunks",
