@@ -434,7 +434,13 @@ async fn doctor_checks_what_run_would_use() {
     // A data dir that is a file: broken, with a fix, exit 1.
     let file = s.data_dir.join("not-a-dir");
     std::fs::write(&file, "x").unwrap();
-    let out = doctor(&["--data-dir", file.to_str().unwrap(), "--port", "0"], &[]);
+    // The checks below are about the data dir and the port: a PATH without
+    // the coding CLIs spares asking each its version again (seconds each).
+    let no_clis = [("PATH", "/nonexistent")];
+    let out = doctor(
+        &["--data-dir", file.to_str().unwrap(), "--port", "0"],
+        &no_clis,
+    );
     let (stdout, _) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
@@ -448,7 +454,7 @@ async fn doctor_checks_what_run_would_use() {
     let fresh = s.data_dir.join("fresh");
     let out = doctor(
         &["--data-dir", fresh.to_str().unwrap(), "--port", &busy],
-        &[],
+        &no_clis,
     );
     let (stdout, _) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}");

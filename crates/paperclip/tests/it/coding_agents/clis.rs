@@ -40,6 +40,9 @@ impl Cli {
             uuid::Uuid::new_v4().simple()
         ));
         std::fs::create_dir_all(&home).unwrap();
+        if kind == "opencode_local" {
+            settle_opencode_plugin_deps(&home.join("config/opencode"));
+        }
         Some(Cli { kind, home })
     }
 
@@ -181,6 +184,27 @@ impl Cli {
             _ => false,
         }
     }
+}
+
+/// OpenCode installs `@opencode-ai/plugin` (about 95 MB with npm, from the
+/// network) in the background into every config folder that has no
+/// `node_modules`, on every start in a fresh HOME: in CI that was most of an
+/// OpenCode test's CPU. A folder whose manifest and lockfile already name it
+/// is left alone (OpenCode's own check); no test uses a plugin.
+fn settle_opencode_plugin_deps(dir: &std::path::Path) {
+    let version = "1.18.33";
+    std::fs::create_dir_all(dir.join("node_modules")).unwrap();
+    let deps = json!({ "@opencode-ai/plugin": version });
+    std::fs::write(
+        dir.join("package.json"),
+        json!({ "dependencies": deps }).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("package-lock.json"),
+        json!({ "lockfileVersion": 3, "packages": { "": { "dependencies": deps } } }).to_string(),
+    )
+    .unwrap();
 }
 
 impl Drop for Cli {
