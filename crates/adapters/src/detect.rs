@@ -105,12 +105,10 @@ pub fn auth(
     server_env: &BTreeMap<String, String>,
 ) -> Auth {
     let key = key_var(kind);
-    let in_agent = agent_env
-        .keys()
-        .find(|k| {
-            Some(k.as_str()) == key
-                || (key.is_none() && (k.ends_with("_API_KEY") || *k == "PAPERCLIP_PI_PROVIDERS"))
-        });
+    let in_agent = agent_env.keys().find(|k| {
+        Some(k.as_str()) == key
+            || (key.is_none() && (k.ends_with("_API_KEY") || *k == "PAPERCLIP_PI_PROVIDERS"))
+    });
     if let Some(name) = in_agent {
         return Auth {
             ready: true,

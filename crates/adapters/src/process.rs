@@ -316,7 +316,9 @@ async fn execute_as(
     let stdin_task = match (child.stdin.take(), spec.stdin.clone(), feed) {
         (Some(mut stdin), Some(_), Some(mut feed)) => Some(tokio::spawn(async move {
             while let Some(message) = feed.recv().await {
-                if stdin.write_all(message.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+                if stdin.write_all(message.as_bytes()).await.is_err()
+                    || stdin.flush().await.is_err()
+                {
                     break;
                 }
             }

@@ -119,8 +119,7 @@ pub fn action_verb(action: Action) -> &'static str {
         ExecutionWorkspaceCleanupFailed => "could not clean up",
         ExecutionWorkspaceUpdated => "updated",
         GoalCreated | IssueCreated | LabelCreated | ProjectCreated | RoutineCreated
-        | SecretCreated | InviteCreated
-        | ModelServerCreated => "created",
+        | SecretCreated | InviteCreated | ModelServerCreated => "created",
         GoalDeleted | IssueDeleted | LabelDeleted | ProjectDeleted | SecretDeleted
         | ModelServerDeleted => "deleted",
         GoalUpdated | IssueUpdated | ProjectUpdated | RoutineUpdated | SecretUpdated

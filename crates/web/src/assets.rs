@@ -45,7 +45,10 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("board.js", include_str!("../assets/board.js")),
     ("push.js", include_str!("../assets/push.js")),
     ("live-poll.js", include_str!("../assets/live-poll.js")),
-    ("prompt-preview.js", include_str!("../assets/prompt-preview.js")),
+    (
+        "prompt-preview.js",
+        include_str!("../assets/prompt-preview.js"),
+    ),
 ];
 
 /// Loaded blocking in `<head>`, outside [`SCRIPTS`]: it must set the theme

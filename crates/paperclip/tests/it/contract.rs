@@ -35,9 +35,18 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/companies/{companyId}/adapters/detect"),
     ("get", "/api/companies/{companyId}/model-servers"),
     ("post", "/api/companies/{companyId}/model-servers"),
-    ("patch", "/api/companies/{companyId}/model-servers/{serverId}"),
-    ("delete", "/api/companies/{companyId}/model-servers/{serverId}"),
-    ("get", "/api/companies/{companyId}/model-servers/{serverId}/agent-config"),
+    (
+        "patch",
+        "/api/companies/{companyId}/model-servers/{serverId}",
+    ),
+    (
+        "delete",
+        "/api/companies/{companyId}/model-servers/{serverId}",
+    ),
+    (
+        "get",
+        "/api/companies/{companyId}/model-servers/{serverId}/agent-config",
+    ),
     ("get", "/api/companies/{companyId}/costs/local-models"),
     // Upstream's adapter registry and per-company adapter routes.
     ("get", "/api/adapters"),
@@ -48,7 +57,10 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/adapters/{type}/reload"),
     ("post", "/api/adapters/{type}/reinstall"),
     ("get", "/api/companies/{companyId}/adapters/{type}/models"),
-    ("get", "/api/companies/{companyId}/adapters/{type}/detect-model"),
+    (
+        "get",
+        "/api/companies/{companyId}/adapters/{type}/detect-model",
+    ),
     ("get", "/api/llms/agent-configuration.txt"),
     ("get", "/api/llms/agent-configuration/{file}"),
     ("get", "/api/skills/paperclip"),
