@@ -5,7 +5,7 @@
 //! row, activity entry or error here carries the key.
 
 use paperclip_core::activity::{Action, EntityType};
-use paperclip_core::actor::{Actor, ActorKind};
+use paperclip_core::actor::Actor;
 use paperclip_core::company_secret::{normalize_key, SecretProvider, SecretStatus};
 use paperclip_core::model_server::{
     check_price, normalize_base_url, provider_key, ModelServer, ModelServerKind, ModelServerPatch,
@@ -17,7 +17,7 @@ use serde_json::json;
 use crate::audit::activity::{self, Entry};
 use crate::engine::db::DbRow;
 use crate::engine::row::{one_by_id, RowExt};
-use crate::org::secrets::Seal;
+use crate::org::secrets::{creator, required_name, Seal};
 use crate::{new_id, now, Error, Result, Store, Tx};
 
 const COLUMNS: &str = "id, company_id, name, kind, base_url, provider_key, api_key_secret_id, \
@@ -436,22 +436,6 @@ fn taken(err: sqlx::Error) -> Error {
         }
         e => e,
     }
-}
-
-fn creator(actor: &Actor) -> (Option<&str>, Option<&str>) {
-    match actor.kind {
-        ActorKind::Agent => (Some(actor.id.as_str()), None),
-        ActorKind::User => (None, Some(actor.id.as_str())),
-        ActorKind::System => (None, None),
-    }
-}
-
-fn required_name(name: &str) -> Result<String> {
-    let name = name.trim();
-    if name.is_empty() {
-        return Err(Error::invalid("name", "Name is required"));
-    }
-    Ok(name.to_string())
 }
 
 fn checked_url(url: &str) -> Result<String> {

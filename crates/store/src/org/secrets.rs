@@ -360,7 +360,8 @@ fn taken(err: sqlx::Error) -> Error {
     }
 }
 
-fn creator(actor: &Actor) -> (Option<&str>, Option<&str>) {
+/// Who made a row, as its `created_by_agent_id` / `created_by_user_id`.
+pub(crate) fn creator(actor: &Actor) -> (Option<&str>, Option<&str>) {
     match actor.kind {
         ActorKind::Agent => (Some(actor.id.as_str()), None),
         ActorKind::User => (None, Some(actor.id.as_str())),
@@ -368,7 +369,7 @@ fn creator(actor: &Actor) -> (Option<&str>, Option<&str>) {
     }
 }
 
-fn required_name(name: &str) -> Result<String> {
+pub(crate) fn required_name(name: &str) -> Result<String> {
     let name = name.trim();
     if name.is_empty() {
         return Err(Error::invalid("name", "Name is required"));
