@@ -396,7 +396,7 @@
 
   // ---- presets and what the server has installed ----------------------------------------
 
-  const CLI_NAMES = { claude_local: "Claude Code", codex_local: "Codex", opencode_local: "OpenCode" };
+  const CLI_NAMES = { claude_local: "Claude Code", codex_local: "Codex", opencode_local: "OpenCode", gemini_local: "Gemini CLI", pi_local: "Pi" };
   const PRESET_NAMES = { example: "Example agent", claude_local: "Claude", codex_local: "Codex", opencode_local: "OpenCode" };
   // Upstream's defaults for a new agent of each CLI: nobody is there to
   // answer a permission prompt. Model and working directory stay empty: the
