@@ -91,6 +91,7 @@ vocabulary! {
         HeartbeatSkipped = "heartbeat.skipped",
         InboxDismissed = "inbox.dismissed",
         InboxRestored = "inbox.restored",
+        IssueReadMarked = "issue.read_marked", IssueReadUnmarked = "issue.read_unmarked", IssueInboxArchived = "issue.inbox_archived", IssueInboxUnarchived = "issue.inbox_unarchived", AgentInstructionsPathUpdated = "agent.instructions_path_updated", AgentInstructionsFileUpdated = "agent.instructions_file_updated", AgentInstructionsFileDeleted = "agent.instructions_file_deleted",
         InviteCreated = "invite.created",
         InviteRevoked = "invite.revoked",
         IssueAdminForceRelease = "issue.admin_force_release",
@@ -146,6 +147,7 @@ vocabulary! {
         RoutineTriggerSecretRotated = "routine.trigger_secret_rotated",
         RoutineTriggerUpdated = "routine.trigger_updated",
         RoutineUpdated = "routine.updated",
+        SecretProposalCreated = "secret_proposal.created", SecretProposalApproved = "secret_proposal.approved", SecretProposalRejected = "secret_proposal.rejected", SecretProposalWithdrawn = "secret_proposal.withdrawn", SecretBindingCreated = "secret.binding_created", SecretAccessListed = "secret.access.listed", SecretValueRead = "secret.value.read",
         SecretCreated = "secret.created",
         SecretDeleted = "secret.deleted",
         SecretRotated = "secret.rotated",
@@ -172,6 +174,7 @@ vocabulary! {
         RoutineRun = "routine_run",
         RoutineTrigger = "routine_trigger",
         Secret = "secret",
+        SecretProposal = "secret_proposal",
         User = "user",
     }
 }

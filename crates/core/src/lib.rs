@@ -13,6 +13,7 @@ pub mod attachment;
 pub mod budget;
 pub mod company;
 pub mod company_secret;
+pub mod secret_proposal;
 pub mod cron;
 pub mod goal;
 pub mod heartbeat;

@@ -134,6 +134,7 @@ pub fn action_verb(action: Action) -> &'static str {
         HeartbeatSkipped => "skipped a wake of",
         InboxDismissed => "dismissed from the inbox",
         InboxRestored => "restored to the inbox",
+        IssueReadMarked => "read", IssueReadUnmarked => "marked unread", IssueInboxArchived => "archived from the inbox", IssueInboxUnarchived => "brought back to the inbox", AgentInstructionsPathUpdated => "set the instructions path of", AgentInstructionsFileUpdated => "edited the instructions of", AgentInstructionsFileDeleted => "deleted an instructions file of",
         InviteRevoked => "revoked",
         IssueAdminForceRelease => "force-released",
         IssueAttachmentAdded => "attached a file to",
@@ -178,6 +179,7 @@ pub fn action_verb(action: Action) -> &'static str {
         RoutineTriggerSecretRotated => "rotated the webhook secret of",
         RoutineTriggerUpdated => "changed a trigger of",
         SecretRotated => "rotated",
+        SecretProposalCreated => "proposed the secret", SecretProposalApproved => "approved the secret proposal", SecretProposalRejected => "rejected the secret proposal", SecretProposalWithdrawn => "withdrew the secret proposal", SecretBindingCreated => "granted a secret to", SecretAccessListed => "listed the secrets of", SecretValueRead => "read the secret",
     }
 }
 

@@ -223,6 +223,12 @@ impl Runtime {
         &self.inner.tokens
     }
 
+    /// Adds a value the server handed a live run of this process (a granted
+    /// secret) to that run's redaction set; false when not driven here.
+    pub fn redact_in_run(&self, run_id: &str, value: &str) -> bool {
+        self.inner.live.redact(run_id, value)
+    }
+
     /// Ids of the runs whose processes may be alive right now. The server
     /// uses it to recognise a request coming from inside a run.
     pub fn live_run_ids(&self) -> Vec<String> {

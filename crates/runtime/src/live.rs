@@ -48,6 +48,9 @@ struct Entry {
     settled: watch::Receiver<bool>,
     abandon: CancellationToken,
     finishing: Arc<AtomicBool>,
+    /// The run's redaction set once prepared, so a value the server hands
+    /// the run later (a granted secret) is redacted from its output too.
+    redactor: Option<crate::redact::Redactor>,
 }
 
 /// The executor's hold on a live run. Dropping it removes the run from the
@@ -96,6 +99,7 @@ impl LiveRuns {
                 settled: watcher,
                 abandon: abandon.clone(),
                 finishing: finishing.clone(),
+                redactor: None,
             },
         );
         Some(LiveRun {
@@ -108,6 +112,19 @@ impl LiveRuns {
             abandon,
             finishing,
         })
+    }
+
+    /// Adds `value` to a live run's redaction set; false if this process
+    /// does not drive the run or it is not prepared yet.
+    pub(crate) fn redact(&self, run_id: &str, value: &str) -> bool {
+        let runs = self.runs.lock().expect("live runs lock");
+        match runs.get(run_id).and_then(|e| e.redactor.as_ref()) {
+            Some(r) => {
+                r.add(value);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Cancels a run owned here; `None` if this process does not drive it.
@@ -197,6 +214,14 @@ pub struct RunProcesses {
 }
 
 impl LiveRun {
+    /// Hands the run's redaction set to the owner (see [`LiveRuns::redact`]).
+    pub(crate) fn set_redactor(&self, redactor: crate::redact::Redactor) {
+        let mut runs = self.owner.runs.lock().expect("live runs lock");
+        if let Some(entry) = runs.get_mut(&self.run_id) {
+            entry.redactor = Some(redactor);
+        }
+    }
+
     /// Says the run's end is being recorded from now on: the run is no
     /// longer abandoned, whatever another instance does.
     pub(crate) fn finishing(&self) {

@@ -4,9 +4,11 @@ use serde_json::Value;
 
 /// Replaces every occurrence of any secret with `[REDACTED]`. Secrets shorter
 /// than 6 characters are ignored: redacting `1` or `true` would shred logs.
+/// Clones share one set, so a value added during a run (a granted secret
+/// the agent read) is redacted by every stream of that run from then on.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
-    secrets: Vec<String>,
+    secrets: std::sync::Arc<std::sync::RwLock<Vec<String>>>,
 }
 
 pub const MARK: &str = "[REDACTED]";
@@ -17,12 +19,30 @@ impl Redactor {
         // Longest first, so a secret that contains another is removed whole.
         secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         secrets.dedup();
-        Redactor { secrets }
+        Redactor {
+            secrets: std::sync::Arc::new(std::sync::RwLock::new(secrets)),
+        }
+    }
+
+    /// Adds a value to the set (and to every clone of this redactor).
+    pub fn add(&self, secret: &str) {
+        if secret.len() < 6 {
+            return;
+        }
+        let mut secrets = self.secrets.write().unwrap_or_else(|e| e.into_inner());
+        if !secrets.iter().any(|s| s == secret) {
+            secrets.push(secret.to_string());
+            secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        }
+    }
+
+    fn set(&self) -> std::sync::RwLockReadGuard<'_, Vec<String>> {
+        self.secrets.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Redacts a complete text (one that will never be continued).
     pub fn apply(&self, text: &str) -> String {
-        if self.secrets.is_empty() {
+        if self.set().is_empty() {
             return text.to_string();
         }
         let (out, used) = self.scan(text, true);
@@ -34,7 +54,7 @@ impl Redactor {
     /// than re-parsing redacted JSON text means there is no failure path that
     /// could hand back the original.
     pub fn apply_json(&self, value: &Value) -> Value {
-        if self.secrets.is_empty() {
+        if self.set().is_empty() {
             return value.clone();
         }
         match value {
@@ -99,7 +119,7 @@ impl Redactor {
     /// End of the longest secret that occurs at byte `i` of `text`.
     fn match_at(&self, text: &str, i: usize) -> Option<usize> {
         let rest = &text.as_bytes()[i..];
-        self.secrets
+        self.set()
             .iter()
             .find(|s| rest.starts_with(s.as_bytes()))
             .map(|s| i + s.len())
@@ -108,7 +128,7 @@ impl Redactor {
     /// Whether `rest` is a proper prefix of some secret, i.e. the text that
     /// follows could complete it.
     fn may_start(&self, rest: &str) -> bool {
-        self.secrets
+        self.set()
             .iter()
             .any(|s| s.len() > rest.len() && s.as_bytes().starts_with(rest.as_bytes()))
     }
@@ -128,7 +148,7 @@ pub struct StreamRedactor {
 impl StreamRedactor {
     /// Adds text; returns what can be released now, redacted (maybe empty).
     pub fn push(&mut self, text: &str) -> String {
-        if self.redactor.secrets.is_empty() {
+        if self.redactor.set().is_empty() {
             return text.to_string();
         }
         self.held.push_str(text);
@@ -250,6 +270,21 @@ mod tests {
                 assert_eq!(out, "é→[REDACTED]←ß", "cuts {a} {b}");
             }
         }
+    }
+
+    #[test]
+    fn a_value_added_later_is_redacted_by_every_clone_and_stream() {
+        let r = redactor(&["first-secret"]);
+        let mut stream = r.stream();
+        assert_eq!(stream.push("late-value-1 "), "late-value-1 ");
+        r.add("late-value-1");
+        r.add("short");
+        assert_eq!(
+            stream.push("then late-value-1 and short"),
+            "then [REDACTED] and short"
+        );
+        assert_eq!(stream.finish(), "");
+        assert_eq!(r.clone().apply("late-value-1"), MARK);
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub enum Access {
     Person(Box<Person>),
 }
 
+#[derive(Clone)]
 pub struct Person {
     pub user: paperclip_store::org::people::BoardUser,
     pub memberships: Vec<paperclip_store::org::members::Membership>,

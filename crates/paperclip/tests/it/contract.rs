@@ -163,6 +163,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("delete", "/api/agents/{id}/keys/{keyId}"),
     ("get", "/api/agents/me"),
     ("get", "/api/agents/me/inbox-lite"),
+    ("get", "/api/agents/me/inbox/mine"), ("post", "/api/issues/{id}/read"), ("delete", "/api/issues/{id}/read"), ("post", "/api/issues/{id}/inbox-archive"), ("delete", "/api/issues/{id}/inbox-archive"), ("get", "/api/agents/{id}/instructions-path"), ("patch", "/api/agents/{id}/instructions-path"), ("get", "/api/agents/{id}/instructions-bundle"), ("get", "/api/agents/{id}/instructions-bundle/file"), ("put", "/api/agents/{id}/instructions-bundle/file"), ("delete", "/api/agents/{id}/instructions-bundle/file"),
     ("post", "/api/agents/{id}/wakeup"),
     ("post", "/api/agents/{id}/heartbeat/invoke"),
     ("get", "/api/companies/{companyId}/heartbeat-runs"),
@@ -267,6 +268,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("patch", "/api/secrets/{id}"),
     ("delete", "/api/secrets/{id}"),
     ("post", "/api/secrets/{id}/rotate"),
+    ("post", "/api/agents/me/secret-proposals"), ("get", "/api/agents/me/secret-proposals"), ("get", "/api/agents/me/secret-proposals/{id}"), ("delete", "/api/agents/me/secret-proposals/{id}"), ("get", "/api/companies/{companyId}/secret-proposals"), ("post", "/api/companies/{companyId}/secret-proposals/{id}/approve"), ("post", "/api/companies/{companyId}/secret-proposals/{id}/reject"), ("get", "/api/agents/me/secrets"), ("post", "/api/agents/me/secrets/{key}/value"),
     // Routines.
     ("get", "/api/companies/{companyId}/routines"),
     ("post", "/api/companies/{companyId}/routines"),

@@ -130,6 +130,7 @@ async fn drive_in(
     let budget =
         crate::budget::RunBudget::start(deps.store, live_runs, run, &plan.agent, issue).await;
     let redactor = plan.redactor.clone();
+    live.set_redactor(redactor.clone());
     let sink = Arc::new(
         RunSinkImpl::new(deps.sink.clone(), run.clone(), redactor, budget)
             .context("Could not open the run's log in the data directory")?,

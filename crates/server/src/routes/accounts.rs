@@ -380,12 +380,15 @@ struct CurrentSession {
 #[utoipa::path(get, path = "/api/auth/get-session", tag = "auth",
     responses((status = 200, description = "The session and its user", body = CurrentSession),
         (status = 401, description = "Board authentication required", body = ErrorBody)))]
-async fn get_session(caller: Caller) -> ApiResult<Json<CurrentSession>> {
-    let person = signed_in(&caller)?;
-    let source = if person.key.is_some() {
-        "board_key"
-    } else {
-        "session"
+async fn get_session(
+    State(app): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<CurrentSession>> {
+    let person = crate::signin::board_person(&app, &caller).await?;
+    let source = match (&person.key, &person.session_id) {
+        (Some(_), _) => "board_key",
+        (None, Some(_)) => "session",
+        (None, None) => "local_implicit",
     };
     let id = person
         .session_id
@@ -403,8 +406,9 @@ async fn get_session(caller: Caller) -> ApiResult<Json<CurrentSession>> {
 #[utoipa::path(get, path = "/api/auth/profile", tag = "auth",
     responses((status = 200, description = "The signed-in user", body = PersonRecord),
         (status = 401, description = "Board authentication required", body = ErrorBody)))]
-async fn profile(caller: Caller) -> ApiResult<Json<PersonRecord>> {
-    Ok(Json(PersonRecord::from(&signed_in(&caller)?.user)))
+async fn profile(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<PersonRecord>> {
+    let person = crate::signin::board_person(&app, &caller).await?;
+    Ok(Json(PersonRecord::from(&person.user)))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -422,7 +426,7 @@ async fn update_profile(
     caller: Caller,
     JsonBody(body): JsonBody<ProfilePatch>,
 ) -> ApiResult<Json<PersonRecord>> {
-    let person = signed_in(&caller)?;
+    let person = crate::signin::board_person(&app, &caller).await?;
     // The name shows in every company: not for a key that acts in some only.
     if person.company_scoped() {
         return Err(ApiError::forbidden(

@@ -128,13 +128,16 @@ fn subtree<'a>(all: &'a [BoardKey], root: &str) -> Vec<&'a BoardKey> {
     all.iter().filter(|k| ids.contains(&k.id)).collect()
 }
 
-fn person(caller: &Caller) -> ApiResult<&crate::auth::Person> {
-    caller.person().ok_or_else(|| {
-        ApiError::new(
+/// Board API keys belong to a person: the signed-in one, or in local trusted
+/// mode the local board's person (`local-board`), as upstream.
+async fn person(app: &AppState, caller: &Caller) -> ApiResult<crate::auth::Person> {
+    if caller.agent_id().is_some() {
+        return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
-            "Board authentication required: board API keys belong to a signed-in person",
-        )
-    })
+            "Board authentication required: board API keys belong to a person",
+        ));
+    }
+    crate::signin::board_person(app, caller).await
 }
 
 #[utoipa::path(post, path = "/api/board-api-keys", tag = "auth", request_body = NewKey,
@@ -148,7 +151,7 @@ async fn create_key(
     caller: Caller,
     JsonBody(body): JsonBody<NewKey>,
 ) -> ApiResult<(StatusCode, Json<CreatedKey>)> {
-    let who = person(&caller)?;
+    let who = person(&app, &caller).await?;
     let name = body
         .name
         .as_deref()
@@ -251,7 +254,7 @@ async fn create_key(
     responses((status = 200, description = "The person's keys, without tokens (with a key: itself and the keys made from it)", body = [KeyRecord]),
         (status = 401, description = "Board authentication required", body = ErrorBody)))]
 async fn list_keys(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<KeyRecord>>> {
-    let who = person(&caller)?;
+    let who = person(&app, &caller).await?;
     let keys = paperclip_store::org::board_keys::list(&app.store, &who.user.id).await?;
     let seen: Vec<&BoardKey> = match &who.key {
         Some(key) => subtree(&keys, &key.id),
@@ -270,7 +273,7 @@ async fn revoke_key(
     caller: Caller,
     Path(key_id): Path<String>,
 ) -> ApiResult<Json<RevokedKey>> {
-    let who = person(&caller)?;
+    let who = person(&app, &caller).await?;
     // A key revokes itself and the keys made from it, not its parent or
     // siblings (a leaked key cannot end the person's other keys).
     if let Some(own) = &who.key {

@@ -22,13 +22,13 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BoardIdentity {
-    /// The signed-in person (`null` for the local board).
+    /// The person (for the local board, its `local-board` person).
     user: Option<IdentityUser>,
     user_id: String,
     is_instance_admin: bool,
     /// Every company it can act in.
     company_ids: Vec<String>,
-    /// Its memberships (none for the local board, which reaches every company).
+    /// Its memberships (the local board: an owner of every company).
     memberships: Vec<IdentityMembership>,
     /// How the request was recognised: `local_implicit` (a loopback request
     /// with no credentials), `session` or `board_key`.
@@ -62,14 +62,27 @@ async fn me(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<Board
             StatusCode::UNAUTHORIZED,
             "Board authentication required",
         )),
+        // The local board's person, an owner of every company, as upstream.
         Access::Everything => {
-            let companies = paperclip_store::org::companies::list(&app.store).await?;
+            let p = crate::signin::board_person(&app, &caller).await?;
             Ok(Json(BoardIdentity {
-                user: None,
-                user_id: caller.actor().id.clone(),
+                user: Some(IdentityUser {
+                    email: p.user.email.clone(),
+                    id: p.user.id.clone(),
+                    name: p.user.name.clone(),
+                }),
+                user_id: p.user.id.clone(),
                 is_instance_admin: true,
-                company_ids: companies.into_iter().map(|c| c.id).collect(),
-                memberships: Vec::new(),
+                company_ids: p.memberships.iter().map(|m| m.company_id.clone()).collect(),
+                memberships: p
+                    .memberships
+                    .iter()
+                    .map(|m| IdentityMembership {
+                        company_id: m.company_id.clone(),
+                        membership_role: m.role,
+                        status: m.status,
+                    })
+                    .collect(),
                 source: "local_implicit",
                 key_id: None,
             }))

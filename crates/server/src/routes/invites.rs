@@ -137,7 +137,7 @@ struct NewInvite {
     responses((status = 201, description = "The invite with its token, once", body = InviteRecord),
         (status = 400, description = "Invalid role", body = ErrorBody),
         (status = 403, description = "Not allowed to invite (or to invite an owner)", body = ErrorBody),
-        (status = 422, description = "Local trusted mode, or an agent join", body = ErrorBody),
+        (status = 422, description = "An agent join", body = ErrorBody),
         (status = 429, description = "Too many invites", body = ErrorBody)))]
 async fn create_invite(
     State(app): State<AppState>,
@@ -145,8 +145,9 @@ async fn create_invite(
     Path(company_id): Path<String>,
     JsonBody(body): JsonBody<NewInvite>,
 ) -> ApiResult<(StatusCode, Json<InviteRecord>)> {
-    person_only(&caller)?;
     let actor = caller.require_board()?.clone();
+    // In local trusted mode the local board invites as its person, as upstream.
+    let who = crate::signin::board_person(&app, &caller).await?;
     let company = access::company(&app, &caller, &company_id).await?;
     if body
         .allowed_join_types
@@ -168,9 +169,7 @@ async fn create_invite(
         })?,
     };
     // Only an owner can hand out ownership.
-    if role == Role::Owner
-        && caller.person().and_then(|p| p.role_in(&company_id)) != Some(Role::Owner)
-    {
+    if role == Role::Owner && who.role_in(&company_id) != Some(Role::Owner) {
         return Err(ApiError::forbidden("Only an owner can invite an owner"));
     }
     app.security
@@ -188,9 +187,9 @@ async fn create_invite(
         })?;
     let token = people::new_token(INVITE_PREFIX);
     // An invite made with a board API key is usable no longer than the key.
-    let key_expiry = caller
-        .person()
-        .and_then(|p| p.key.as_ref())
+    let key_expiry = who
+        .key
+        .as_ref()
         .and_then(|k| k.expires_at.as_deref())
         .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
     let expires = match key_expiry {

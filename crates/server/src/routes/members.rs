@@ -14,7 +14,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::access;
-use crate::auth::{Access, Caller};
+use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::JsonBody;
 use crate::AppState;
@@ -96,18 +96,6 @@ impl From<&Membership> for CompanyMember {
                 name: m.user_name.clone(),
             },
         }
-    }
-}
-
-/// Refusal for people-only routes called in local trusted mode or by an agent.
-pub(crate) fn person_only(caller: &Caller) -> ApiResult<()> {
-    match caller.access() {
-        Access::Person(_) => Ok(()),
-        Access::Everything => Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "People and invites need an authenticated deployment (--deployment-mode authenticated)",
-        )),
-        Access::Agent => Err(ApiError::forbidden("Board access required")),
     }
 }
 

@@ -21,6 +21,8 @@ mod health;
 mod heartbeats;
 mod identity;
 mod inbox;
+mod inbox_state;
+mod instructions;
 mod interactions;
 mod interrupt;
 mod invites;
@@ -36,6 +38,7 @@ mod revisions;
 mod routine_triggers;
 mod routines;
 mod run_links;
+mod agent_secrets;
 mod secrets;
 mod sessions;
 mod wakes;
@@ -72,6 +75,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(activity::router())
         .merge(keys::router())
         .merge(heartbeats::router())
+        .merge(inbox_state::router())
+        .merge(instructions::router())
         .merge(interrupt::router())
         .merge(context::router())
         .merge(events::router())
@@ -80,7 +85,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(cost_views::router())
         .merge(revisions::router())
         .merge(run_links::router())
-        .merge(secrets::router())
+        .merge(secrets::router()).merge(agent_secrets::router())
         .merge(routines::router())
         .merge(routine_triggers::router())
         .merge(push::router())

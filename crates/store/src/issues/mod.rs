@@ -6,6 +6,7 @@ pub(crate) mod create;
 pub(crate) mod edit;
 pub(crate) mod gate;
 pub(crate) mod graph;
+pub mod inbox_state;
 pub mod labels;
 pub(crate) mod list;
 pub(crate) mod ownership;

@@ -14,5 +14,7 @@ pub mod members;
 pub mod model_servers;
 pub mod people;
 pub mod projects;
+pub mod secret_grants;
+pub mod secret_proposals;
 pub mod secrets;
 pub mod workspaces;

@@ -84,6 +84,38 @@ pub async fn get(store: &Store, id: &str) -> Result<BoardUser> {
         .ok_or_else(|| Error::not_found("User"))
 }
 
+/// Upstream's address for its local board person.
+pub const LOCAL_BOARD_EMAIL: &str = "local@paperclip.local";
+
+/// The person behind the local board of a local trusted instance (upstream's
+/// `local-board`, "Board"), made the first time a route bound to a person
+/// needs it. It has no password, so no one signs in as it, and it is no
+/// instance administrator in the table: an instance later switched to
+/// authenticated mode still needs its own bootstrap.
+pub async fn local_board(store: &Store) -> Result<BoardUser> {
+    let id = paperclip_core::actor::LOCAL_BOARD_USER_ID;
+    match get(store, id).await {
+        Err(Error::NotFound(_)) => {}
+        found => return found,
+    }
+    let mut tx = store.begin().await?;
+    let ts = now();
+    // Two first requests at once: the second one's insert does nothing.
+    crate::engine::db::query(
+        "INSERT INTO board_users (id, email, name, password_hash, is_instance_admin, created_at, updated_at) \
+         VALUES ($1, $2, $3, '', $4, $5, $5) ON CONFLICT DO NOTHING",
+    )
+    .bind(id)
+    .bind(LOCAL_BOARD_EMAIL)
+    .bind("Board")
+    .bind(0i64)
+    .bind(&ts)
+    .execute(tx.conn())
+    .await?;
+    tx.commit().await?;
+    get(store, id).await
+}
+
 /// The user with this address and their password hash.
 pub async fn by_email(store: &Store, email: &str) -> Result<Option<(BoardUser, String)>> {
     let row = crate::engine::db::query("SELECT * FROM board_users WHERE email = $1")

@@ -44,8 +44,26 @@ pub async fn create(
     }
     let value = required_value(input.value.as_deref())?;
     let mut tx = store.begin().await?;
-    crate::org::companies::exists_in(&mut tx, company_id).await?;
-    ensure_unique(&mut tx, company_id, None, &name, &key).await?;
+    let secret = create_in(&mut tx, actor, company_id, &name, &key, input, value, seal).await?;
+    tx.commit().await?;
+    Ok(secret)
+}
+
+/// [`create`] inside the caller's transaction (an approved proposal).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn create_in(
+    tx: &mut Tx,
+    actor: &Actor,
+    company_id: &str,
+    name: &str,
+    key: &str,
+    input: &NewSecret,
+    value: &str,
+    seal: Seal<'_>,
+) -> Result<CompanySecret> {
+    let (name, key) = (name.to_string(), key.to_string());
+    crate::org::companies::exists_in(tx, company_id).await?;
+    ensure_unique(tx, company_id, None, &name, &key).await?;
     let id = new_id();
     let ts = now();
     let (agent_id, user_id) = creator(actor);
@@ -66,9 +84,9 @@ pub async fn create(
     .execute(tx.conn())
     .await
     .map_err(taken)?;
-    insert_version(&mut tx, actor, &id, 1, seal(&id, 1, value.as_bytes()), &ts).await?;
+    insert_version(tx, actor, &id, 1, seal(&id, 1, value.as_bytes()), &ts).await?;
     record(
-        &mut tx,
+        tx,
         actor,
         company_id,
         Action::SecretCreated,
@@ -76,9 +94,7 @@ pub async fn create(
         json!({ "name": name, "key": key, "provider": SecretProvider::LocalEncrypted.as_str() }),
     )
     .await?;
-    let secret = get_in(&mut tx, &id).await?;
-    tx.commit().await?;
-    Ok(secret)
+    get_in(tx, &id).await
 }
 
 /// The company's secrets, newest first (as upstream lists them).

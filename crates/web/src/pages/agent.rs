@@ -225,6 +225,7 @@ pub async fn page(
             }
             div #new-key-token hidden {}
         }
+        (super::agent_instructions::section(&agent))
         section {
             h2 { "Configuration" }
             form.config data-api-form="config" data-url={"/api/agents/" (id)} data-agent-id=(id) data-runtime-config=(agent.redacted_runtime_config().to_string()) novalidate {

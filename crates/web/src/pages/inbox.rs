@@ -83,6 +83,9 @@ pub async fn page(
     let held = paperclip_store::wakes::loops::held(store, cid)
         .await
         .map_err(store_failure)?;
+    let mine = super::inbox_mine::section(store, cid, crate::viewer::current().user_id(), p)
+        .await
+        .map_err(store_failure)?;
     let body = html! {
         header.page-head { h1 { "Inbox" } }
         (tabs)
@@ -99,6 +102,7 @@ pub async fn page(
                 div.actions { a.button.small href={"/" (p) "/tasks/" (ident) "#interaction-" (card.id)} { "Answer" } }
             } } }
         }
+        (mine)
         section data-failures { h2 { "Failed runs" }
             @if failures.is_empty() { p.empty { "No failures waiting for you." } }
             ul.inbox-items { @for f in &failures { (failure(f, p, cid, &names, now, false)) } }

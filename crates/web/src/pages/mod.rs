@@ -19,6 +19,8 @@ pub mod hire;
 mod hire_fields;
 mod hire_local;
 pub mod inbox;
+pub(crate) mod inbox_mine;
+pub(crate) mod agent_instructions;
 pub mod links;
 pub mod members;
 pub mod misc;
