@@ -45,7 +45,10 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("board.js", include_str!("../assets/board.js")),
     ("push.js", include_str!("../assets/push.js")),
     ("live-poll.js", include_str!("../assets/live-poll.js")),
-    ("agent-instructions.js", include_str!("../assets/agent-instructions.js")),
+    (
+        "agent-instructions.js",
+        include_str!("../assets/agent-instructions.js"),
+    ),
     (
         "prompt-preview.js",
         include_str!("../assets/prompt-preview.js"),

@@ -5,6 +5,7 @@ mod accounts;
 mod activity;
 mod adapter_detect;
 mod adapters;
+mod agent_secrets;
 mod agents;
 mod approvals;
 mod attachments;
@@ -38,7 +39,6 @@ mod revisions;
 mod routine_triggers;
 mod routines;
 mod run_links;
-mod agent_secrets;
 mod secrets;
 mod sessions;
 mod wakes;
@@ -85,7 +85,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(cost_views::router())
         .merge(revisions::router())
         .merge(run_links::router())
-        .merge(secrets::router()).merge(agent_secrets::router())
+        .merge(secrets::router())
+        .merge(agent_secrets::router())
         .merge(routines::router())
         .merge(routine_triggers::router())
         .merge(push::router())

@@ -297,8 +297,22 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../../migrations/0041_model_servers.postgres.sql"),
         },
     ),
-    (42, "secret_proposals", Sql::Each { sqlite: include_str!("../../migrations/0042_secret_proposals.sqlite.sql"), postgres: include_str!("../../migrations/0042_secret_proposals.postgres.sql") }),
-    (43, "inbox_state", Sql::Each { sqlite: include_str!("../../migrations/0043_inbox_state.sqlite.sql"), postgres: include_str!("../../migrations/0043_inbox_state.postgres.sql") }),
+    (
+        42,
+        "secret_proposals",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0042_secret_proposals.sqlite.sql"),
+            postgres: include_str!("../../migrations/0042_secret_proposals.postgres.sql"),
+        },
+    ),
+    (
+        43,
+        "inbox_state",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0043_inbox_state.sqlite.sql"),
+            postgres: include_str!("../../migrations/0043_inbox_state.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

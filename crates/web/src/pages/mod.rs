@@ -4,6 +4,7 @@
 pub mod account;
 pub mod activity;
 pub mod agent;
+pub(crate) mod agent_instructions;
 pub mod agents;
 pub mod approval;
 pub mod approvals;
@@ -20,7 +21,6 @@ mod hire_fields;
 mod hire_local;
 pub mod inbox;
 pub(crate) mod inbox_mine;
-pub(crate) mod agent_instructions;
 pub mod links;
 pub mod members;
 pub mod misc;

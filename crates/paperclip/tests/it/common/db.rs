@@ -143,8 +143,12 @@ fn on_postgres() -> bool {
 /// database an earlier release made: it had no such tables.
 pub fn before_secrets_and_teams() -> Vec<String> {
     [
-        "DROP TABLE IF EXISTS company_secret_bindings", "DROP TABLE IF EXISTS company_secret_proposals", "DELETE FROM schema_migrations WHERE version = 42",
-        "DROP TABLE IF EXISTS issue_inbox_archives", "DROP TABLE IF EXISTS issue_read_states", "DELETE FROM schema_migrations WHERE version = 43",
+        "DROP TABLE IF EXISTS company_secret_bindings",
+        "DROP TABLE IF EXISTS company_secret_proposals",
+        "DELETE FROM schema_migrations WHERE version = 42",
+        "DROP TABLE IF EXISTS issue_inbox_archives",
+        "DROP TABLE IF EXISTS issue_read_states",
+        "DELETE FROM schema_migrations WHERE version = 43",
         // Migration 41 (model servers) made a new table only.
         "DROP TABLE IF EXISTS model_servers",
         "DELETE FROM schema_migrations WHERE version = 41",
