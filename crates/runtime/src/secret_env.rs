@@ -30,35 +30,64 @@ pub(crate) async fn resolve(
             VersionSelector::Latest => None,
             VersionSelector::Exact(n) => Some(n),
         };
-        let id = &reference.secret_id;
-        // Another company's secret is answered as a missing one, as every
-        // cross-company reference is.
-        let missing = || format!("env {var}: secret {id} not found in this company");
-        let sealed = match paperclip_store::org::secrets::sealed_version(store, id, exact).await {
-            Ok(Some(sealed)) if sealed.company_id == agent.company_id => sealed,
-            Ok(Some(_)) | Err(paperclip_store::Error::NotFound(_)) => return Err(missing()),
-            Ok(None) => {
-                return Err(format!(
-                    "env {var}: secret {id} has no version {}",
-                    exact.unwrap_or_default()
-                ))
-            }
-            Err(err) => return Err(format!("env {var}: reading secret {id} failed: {err}")),
-        };
-        if sealed.status != SecretStatus::Active {
-            return Err(format!(
-                "env {var}: secret \"{}\" is {}, not active",
-                sealed.name, sealed.status
-            ));
+        let value = reveal(store, vault, agent, &var, &reference.secret_id, exact).await?;
+        config["env"][var.as_str()] = resolved_binding(value.clone());
+        values.push(value);
+    }
+    // Secrets the agent asked for and the board granted at `env.NAME`
+    // (approved binding proposals), under a variable the config does not
+    // set itself: the config's own binding wins.
+    let granted = paperclip_store::org::secret_grants::env_bindings(store, &agent.id)
+        .await
+        .map_err(|err| format!("reading the agent's granted secrets failed: {err}"))?;
+    for (var, id) in granted {
+        if config.pointer(&format!("/env/{var}")).is_some() {
+            continue;
         }
-        let value = vault.reveal(&sealed).map_err(|why| {
-            format!(
-                "env {var}: secret \"{}\" version {}: {why}",
-                sealed.name, sealed.version
-            )
-        })?;
+        let value = reveal(store, vault, agent, &var, &id, None).await?;
+        if !config["env"].is_object() {
+            config["env"] = Value::Object(Default::default());
+        }
         config["env"][var.as_str()] = resolved_binding(value.clone());
         values.push(value);
     }
     Ok((config, values))
+}
+
+/// The value of secret `id` (version `exact`, else its latest) for the
+/// variable `var` of `agent`'s run; an error names both, never a value.
+async fn reveal(
+    store: &Store,
+    vault: &Vault,
+    agent: &Agent,
+    var: &str,
+    id: &str,
+    exact: Option<i64>,
+) -> Result<String, String> {
+    // Another company's secret is answered as a missing one, as every
+    // cross-company reference is.
+    let missing = || format!("env {var}: secret {id} not found in this company");
+    let sealed = match paperclip_store::org::secrets::sealed_version(store, id, exact).await {
+        Ok(Some(sealed)) if sealed.company_id == agent.company_id => sealed,
+        Ok(Some(_)) | Err(paperclip_store::Error::NotFound(_)) => return Err(missing()),
+        Ok(None) => {
+            return Err(format!(
+                "env {var}: secret {id} has no version {}",
+                exact.unwrap_or_default()
+            ))
+        }
+        Err(err) => return Err(format!("env {var}: reading secret {id} failed: {err}")),
+    };
+    if sealed.status != SecretStatus::Active {
+        return Err(format!(
+            "env {var}: secret \"{}\" is {}, not active",
+            sealed.name, sealed.status
+        ));
+    }
+    vault.reveal(&sealed).map_err(|why| {
+        format!(
+            "env {var}: secret \"{}\" version {}: {why}",
+            sealed.name, sealed.version
+        )
+    })
 }

@@ -28,6 +28,8 @@ else
   echo "read=$(call POST /api/agents/me/secrets/deploy-token/value '{{}}')"
   v=$(sed -n 's/.*"value":"\([^"]*\)".*/\1/p' "$B")
   echo "len=${{#v}} sha=$(printf %s "$v" | sha256sum | cut -c1-64)"
+  t="${{DEPLOY_TOKEN:-}}"
+  echo "envlen=${{#t}} envsha=$(printf %s "$t" | sha256sum | cut -c1-64)"
   echo "careless: $v"
 fi
 rm -f "$B"
@@ -162,6 +164,12 @@ async fn a_run_proposes_the_board_approves_and_a_later_run_reads_the_value() {
     assert!(
         log2.contains(&format!("len={} sha={hash}", value.len())),
         "the run read the right value: {log2}"
+    );
+    // The approved binding at `env.DEPLOY_TOKEN` is delivered in the run's
+    // environment too.
+    assert!(
+        log2.contains(&format!("envlen={} envsha={hash}", value.len())),
+        "{log2}"
     );
     assert!(log2.contains("careless: "), "{log2}");
 

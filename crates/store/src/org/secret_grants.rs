@@ -55,6 +55,29 @@ pub async fn grants(store: &Store, agent_id: &str) -> Result<Vec<(GrantedSecret,
     Ok(out)
 }
 
+/// The agent's approved bindings delivered in its environment
+/// (`env.NAME`): (the variable, the secret's id), of active secrets only
+/// (a disabled one is not delivered, as it is not listed to the agent).
+pub async fn env_bindings(store: &Store, agent_id: &str) -> Result<Vec<(String, String)>> {
+    let rows = crate::engine::db::query(
+        "SELECT b.config_path, s.id, s.status FROM company_secret_bindings b \
+         JOIN company_secrets s ON s.id = b.secret_id \
+         WHERE b.agent_id = $1 ORDER BY b.config_path",
+    )
+    .bind(agent_id)
+    .fetch_all(store.pool())
+    .await?;
+    let mut out = Vec::new();
+    for row in &rows {
+        let status: SecretStatus = row.stored("status")?;
+        let path = row.text("config_path")?;
+        if let (SecretStatus::Active, Some(var)) = (status, path.strip_prefix("env.")) {
+            out.push((var.to_string(), row.text("id")?));
+        }
+    }
+    Ok(out)
+}
+
 /// An agent's secret access, audited: the list, or a value read (the key
 /// and the outcome, never the value).
 pub async fn record_access(
