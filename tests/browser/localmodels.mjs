@@ -87,6 +87,13 @@ await s.finish(async () => {
   await s.shot("task-done-locally");
 
   s.step("the costs page shows local tokens at $0 apart from paid spend");
+  // The agent marks its task done before its run ends and its usage is
+  // recorded: wait for the tokens, not for the task.
+  const deadline = Date.now() + 30000;
+  while (!((await get(`/api/companies/${cid}/costs/local-models`)).local?.inputTokens > 0)) {
+    must(Date.now() < deadline, "the local run's tokens were never recorded");
+    await new Promise((r) => setTimeout(r, 200));
+  }
   await page.goto(`${base}/${p}/costs`);
   const local = page.locator("[data-local-spend] [data-spend=local]");
   await local.waitFor();
