@@ -11,13 +11,12 @@ use paperclip_core::model_server::{
     check_price, normalize_base_url, provider_key, ModelServer, ModelServerKind, ModelServerPatch,
     NewModelServer, Price,
 };
-use paperclip_core::secret_box;
 use serde_json::json;
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::db::DbRow;
 use crate::engine::row::{one_by_id, RowExt};
-use crate::org::secrets::{creator, required_name, Seal};
+use crate::org::secrets::{self, creator, required_name, Seal};
 use crate::{new_id, now, Error, Result, Store, Tx};
 
 const COLUMNS: &str = "id, company_id, name, kind, base_url, provider_key, api_key_secret_id, \
@@ -296,7 +295,7 @@ async fn new_key_secret(
     .bind(ts)
     .execute(tx.conn())
     .await?;
-    insert_version(tx, actor, &id, 1, seal, value, ts).await?;
+    secrets::insert_version(tx, actor, &id, 1, seal(&id, 1, value.as_bytes()), ts).await?;
     let details =
         json!({ "name": name, "key": key, "provider": SecretProvider::LocalEncrypted.as_str() });
     activity::record(
@@ -333,7 +332,15 @@ async fn rotate_key_secret(
     .await?
     .ok_or_else(|| Error::not_found("Secret"))?;
     let version = row.int("latest_version")?;
-    insert_version(tx, actor, secret_id, version, seal, value, ts).await?;
+    secrets::insert_version(
+        tx,
+        actor,
+        secret_id,
+        version,
+        seal(secret_id, version, value.as_bytes()),
+        ts,
+    )
+    .await?;
     activity::record(
         tx,
         actor,
@@ -346,33 +353,6 @@ async fn rotate_key_secret(
         },
     )
     .await
-}
-
-async fn insert_version(
-    tx: &mut Tx,
-    actor: &Actor,
-    secret_id: &str,
-    version: i64,
-    seal: Seal<'_>,
-    value: &str,
-    ts: &str,
-) -> Result<()> {
-    let sealed = seal(secret_id, version, value.as_bytes());
-    let (agent_id, user_id) = creator(actor);
-    crate::engine::db::query(
-        "INSERT INTO company_secret_versions (secret_id, version, nonce, ciphertext, \
-         created_by_agent_id, created_by_user_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-    )
-    .bind(secret_id)
-    .bind(version)
-    .bind(secret_box::encode(&sealed.nonce))
-    .bind(secret_box::encode(&sealed.ciphertext))
-    .bind(agent_id)
-    .bind(user_id)
-    .bind(ts)
-    .execute(tx.conn())
-    .await?;
-    Ok(())
 }
 
 async fn record(

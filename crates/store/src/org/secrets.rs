@@ -274,7 +274,8 @@ pub async fn sealed_version(
     .transpose()
 }
 
-async fn insert_version(
+/// Writes version `version` of a secret, sealed, with who made it.
+pub(crate) async fn insert_version(
     tx: &mut Tx,
     actor: &Actor,
     secret_id: &str,
