@@ -30,6 +30,22 @@
         `${rotate.dataset.name} rotated`);
       return;
     }
+    const yes = t.closest && t.closest("[data-proposal-approve]");
+    if (yes) {
+      await act(yes, () => api("POST",
+        `/api/companies/${yes.dataset.companyId}/secret-proposals/${yes.dataset.proposalApprove}/approve`, {}),
+        "Approved: the agent can use it from its next run");
+      return;
+    }
+    const no = t.closest && t.closest("[data-proposal-reject]");
+    if (no) {
+      const reason = prompt("Why not? The agent reads this.");
+      if (!reason || !reason.trim()) return;
+      await act(no, () => api("POST",
+        `/api/companies/${no.dataset.companyId}/secret-proposals/${no.dataset.proposalReject}/reject`, { reason }),
+        "Rejected");
+      return;
+    }
     const del = t.closest && t.closest("[data-secret-delete]");
     if (del) {
       if (del.dataset.confirm && !confirm(del.dataset.confirm)) return;

@@ -103,6 +103,22 @@ async fn a_run_proposes_the_board_approves_and_a_later_run_reads_the_value() {
     };
     let (secret_pid, binding_pid) = (of("secret"), of("binding"));
     let base = format!("/api/companies/{cid}/secret-proposals");
+    // The board sees both on the secrets page, with their buttons, and
+    // never the proposed value.
+    let prefix = server.ok_get(&format!("/api/companies/{cid}")).await["issuePrefix"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let page = server.page(&format!("/{prefix}/company/secrets")).await;
+    assert!(page.contains("id=\"secret-proposals\""), "{page}");
+    for id in [&secret_pid, &binding_pid] {
+        assert!(
+            page.contains(&format!("data-proposal-approve=\"{id}\"")),
+            "{page}"
+        );
+    }
+    assert!(page.contains("deploy/token") && page.contains("Deploys need it"));
+    assert!(!page.contains(&value), "the proposed value is on the page");
     let (status, body) = server
         .post(&format!("{base}/{secret_pid}/reject"), json!({}))
         .await;
@@ -150,6 +166,11 @@ async fn a_run_proposes_the_board_approves_and_a_later_run_reads_the_value() {
         )
         .await;
     assert_eq!(status, 409, "deciding twice");
+    let page = server.page(&format!("/{prefix}/company/secrets")).await;
+    assert!(
+        !page.contains("secret-proposals"),
+        "decided ones leave the page"
+    );
     let secrets = server
         .ok_get(&format!("/api/companies/{cid}/secrets"))
         .await;

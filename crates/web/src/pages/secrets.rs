@@ -5,7 +5,8 @@
 //! refers to a secret.
 
 use axum::extract::{Path, State};
-use maud::html;
+use maud::{html, Markup};
+use paperclip_core::secret_proposal::{ProposalKind, ProposalStatus, SecretProposal};
 use paperclip_core::team::Permission;
 
 use crate::fmt::pill;
@@ -23,10 +24,20 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     let secrets = paperclip_store::org::secrets::list(&web.store, &c.id)
         .await
         .map_err(store_failure)?;
+    let pending = paperclip_store::org::secret_proposals::list_for_board(
+        &web.store,
+        &c.id,
+        Some(ProposalStatus::Pending),
+    )
+    .await
+    .map_err(store_failure)?;
     let body = html! {
         header.page-head {
             h1 { "Secrets" }
             p.muted { "Stored encrypted (AES-256-GCM) with this instance's master key; values are never shown again, here or through the API." }
+        }
+        @if !pending.is_empty() {
+            (proposals(&pending, can_manage))
         }
         section.card {
             @if secrets.is_empty() {
@@ -81,4 +92,49 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         body,
         fixed,
     ))
+}
+
+/// What agents asked for and the board has not answered: a new secret (its
+/// value already sealed, never shown) or access to an existing one. Approve
+/// and Reject call upstream's proposal routes; a rejection needs a reason,
+/// which the agent reads.
+fn proposals(pending: &[SecretProposal], can_manage: bool) -> Markup {
+    let text = |v: &serde_json::Value, key: &str| v[key].as_str().unwrap_or("").to_string();
+    html! {
+        section.card #secret-proposals {
+            h2 { "Asked for by agents" }
+            p.muted { "An agent proposes a secret it needs, or access to one the company has. Nothing is usable until you approve it." }
+            ul.plain {
+                @for p in pending {
+                    li data-proposal-id=(p.id) {
+                        strong { (text(&p.proposed_by, "name")) }
+                        @match p.kind {
+                            ProposalKind::Secret => {
+                                " proposes a new secret "
+                                code { (p.proposed_name.as_deref().unwrap_or("")) }
+                            }
+                            ProposalKind::Binding => {
+                                " asks for "
+                                code { (p.secret_name.as_deref().or(p.secret_proposal_name.as_deref()).unwrap_or("a secret")) }
+                                @if let Some(path) = &p.config_path { " as " code { (path) } }
+                                @let target = text(&p.target, "name");
+                                @if !target.is_empty() { " for " (target) }
+                            }
+                        }
+                        @let issue = text(&p.origin_issue, "key");
+                        @if !issue.is_empty() { " (on " (issue) ")" }
+                        p { (p.justification) }
+                        p.muted { "Expires " (p.expires_at.get(..10).unwrap_or(&p.expires_at)) }
+                        @if can_manage {
+                            div.actions {
+                                button.small.primary type="button" data-proposal-approve=(p.id) data-company-id=(p.company_id) { "Approve" }
+                                " "
+                                button.small.danger type="button" data-proposal-reject=(p.id) data-company-id=(p.company_id) { "Reject" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
