@@ -284,7 +284,10 @@ async fn execute_as(
         "adapter.invoke",
         "info",
         &format!("started {}", spec.program),
-        json!({"command": spec.program, "args": spec.args, "cwd": spec.cwd.display().to_string()}),
+        // `commandArgs` is upstream's name, which its clients read; `args`
+        // stays for ours.
+        json!({"command": spec.program, "args": spec.args, "commandArgs": spec.args,
+            "cwd": spec.cwd.display().to_string()}),
     );
 
     let run_id = spec.env.get("PAPERCLIP_RUN_ID").map_or("", String::as_str);

@@ -238,6 +238,10 @@ pub struct IssuePatch {
     /// from reopening it. Without it, a person's comment on closed work an
     /// agent owns reopens it (upstream's rule).
     pub reopen: Option<bool>,
+    /// Upstream's execution policy; only its `monitor` is kept (`null` clears it).
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<Object>)]
+    pub execution_policy: Option<Option<Value>>,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]

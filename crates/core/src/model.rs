@@ -144,6 +144,8 @@ pub struct Project {
     pub goal_ids: Vec<String>,
     /// The goals of `goalIds`, named.
     pub goals: Vec<GoalRef>,
+    /// The project's tasks, whatever their status.
+    pub task_count: i64,
     /// null: a task of the project gets its own worktree when the project
     /// declares a git repository.
     pub execution_workspace_policy: Option<crate::workspace_ops::ExecutionWorkspacePolicy>,
@@ -209,12 +211,28 @@ pub struct Issue {
     pub updated_at: String,
     /// How many times the status has changed since the task was created.
     pub status_version: i64,
+    /// Upstream's execution policy: here only a scheduled monitor (`monitor`).
+    #[schema(value_type = Option<Object>)]
+    pub execution_policy: Option<serde_json::Value>,
+    /// Upstream's execution state: the monitor's state (scheduled, triggered, cleared).
+    #[schema(value_type = Option<Object>)]
+    pub execution_state: Option<serde_json::Value>,
+    pub monitor_next_check_at: Option<String>,
+    pub monitor_wake_requested_at: Option<String>,
+    pub monitor_last_triggered_at: Option<String>,
+    pub monitor_attempt_count: i64,
+    pub monitor_notes: Option<String>,
+    pub monitor_scheduled_by: Option<String>,
+    /// The person answerable for the task: its creator, else its parent's.
+    pub responsible_user_id: Option<String>,
     /// Upstream's kind of work; always `standard` here (we have no others).
     pub work_mode: String,
     pub labels: Vec<Label>,
     pub label_ids: Vec<String>,
     pub blocked_by: Vec<IssueRef>,
     pub blocks: Vec<IssueRef>,
+    pub blocker_attention: crate::issue_attention::BlockerAttention,
+    pub review_attention: crate::issue_attention::ReviewAttention,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -334,6 +352,8 @@ pub struct HeartbeatRun {
     pub session_id_after: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    #[serde(flatten)]
+    pub upstream: crate::run_shape::RunUpstreamKeys,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]

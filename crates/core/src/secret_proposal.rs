@@ -8,8 +8,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::stored::Stored;
-
 /// A value is at most 64 KiB, as upstream bounds it.
 pub const MAX_VALUE_BYTES: usize = 64 * 1024;
 /// A justification is at most this long (upstream's bound).
@@ -19,21 +17,7 @@ pub const MAX_PENDING_PER_AGENT: i64 = 20;
 /// A pending proposal expires after 14 days.
 pub const PENDING_DAYS: i64 = 14;
 
-macro_rules! words {
-    ($t:ident, $what:literal, [$($v:ident = $s:literal),*]) => {
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-        #[serde(rename_all = "snake_case")]
-        pub enum $t { $($v),* }
-        impl $t {
-            pub fn as_str(self) -> &'static str { match self { $($t::$v => $s),* } }
-        }
-        impl Stored for $t {
-            const WHAT: &'static str = $what;
-            const ALL: &'static [$t] = &[$($t::$v),*];
-            fn as_str(self) -> &'static str { $t::as_str(self) }
-        }
-    };
-}
+use crate::stored::stored_words as words;
 
 words!(
     ProposalKind,
@@ -165,6 +149,7 @@ pub struct SecretValue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stored::Stored;
 
     #[test]
     fn names_and_paths_follow_upstreams_rules() {

@@ -26,6 +26,27 @@ pub trait Stored: Sized + Copy + 'static {
     }
 }
 
+/// An enum kept as text, its words its variants in snake_case: the type,
+/// its `as_str`, and its strict reading back.
+macro_rules! stored_words {
+    ($t:ident, $what:literal, [$($v:ident = $s:literal),* $(,)?]) => {
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+        )]
+        #[serde(rename_all = "snake_case")]
+        pub enum $t { $($v),* }
+        impl $t {
+            pub fn as_str(self) -> &'static str { match self { $($t::$v => $s),* } }
+        }
+        impl $crate::stored::Stored for $t {
+            const WHAT: &'static str = $what;
+            const ALL: &'static [$t] = &[$($t::$v),*];
+            fn as_str(self) -> &'static str { $t::as_str(self) }
+        }
+    };
+}
+pub(crate) use stored_words;
+
 macro_rules! stored {
     ($($t:ident: $what:literal [$($v:ident),* $(,)?];)*) => {
         $(impl Stored for $t {

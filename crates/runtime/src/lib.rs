@@ -27,6 +27,7 @@
 //! inside the transaction that caused them; the runtime learns of them from
 //! the store's commit events and, as a backstop, by polling.
 
+mod agent_skills;
 mod budget;
 mod callbacks;
 pub mod executor;
@@ -37,6 +38,7 @@ pub mod lifecycle;
 mod live;
 mod log_retention;
 pub mod logs;
+pub mod monitors;
 pub mod next;
 mod notes;
 mod outcome;

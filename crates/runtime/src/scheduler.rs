@@ -25,6 +25,9 @@ pub(crate) async fn run(store: Store, clock: Arc<Clock>) {
         if let Err(err) = tick(&store, clock.now()).await {
             tracing::warn!(error = %err, "timer tick failed");
         }
+        if let Err(err) = crate::monitors::tick(&store, clock.now()).await {
+            tracing::warn!(error = %err, "issue monitor tick failed");
+        }
         if let Err(err) =
             paperclip_store::money::budget_changes::rollover(&store, chrono::Utc::now()).await
         {

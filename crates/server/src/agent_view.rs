@@ -6,10 +6,12 @@
 
 use std::collections::HashMap;
 
+use paperclip_core::heartbeat::HeartbeatPolicy;
 use paperclip_core::model::Agent;
 use paperclip_core::org_chain::{self, Member, OrgChainHealth, Superior};
 use paperclip_store::org::agent_chain;
 use serde::Serialize;
+use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use crate::error::ApiResult;
@@ -20,6 +22,9 @@ use crate::AppState;
 pub struct AgentView {
     #[serde(flatten)]
     agent: Agent,
+    /// Upstream's execution environment: we run every agent in the one
+    /// environment of its adapter, so there is no default to name.
+    default_environment_id: Option<String>,
     org_chain_health: OrgChainHealth,
     /// The managers above, nearest first (only on the agent's own read).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -36,7 +41,8 @@ async fn build(app: &AppState, agent: Agent, with_superiors: bool) -> ApiResult<
     let health = org_chain::health(&agent_chain::member(&agent), lookup);
     let chain_of_command = with_superiors.then(|| org_chain::superiors(&health, lookup));
     Ok(AgentView {
-        agent,
+        agent: with_defaults(agent),
+        default_environment_id: None,
         org_chain_health: health,
         chain_of_command,
     })
@@ -63,10 +69,39 @@ pub fn many(agents: Vec<Agent>) -> Vec<AgentView> {
         .map(|agent| {
             let health = org_chain::health(&members[&agent.id], |id| members.get(id).cloned());
             AgentView {
-                agent,
+                agent: with_defaults(agent),
+                default_environment_id: None,
                 org_chain_health: health,
                 chain_of_command: None,
             }
         })
         .collect()
+}
+
+/// The agent with the permissions and heartbeat limit in force written out,
+/// as upstream answers them: a key the agent never set reads as the value
+/// we apply (a permission not granted is false; the run limit is the
+/// heartbeat policy's).
+pub fn with_defaults(mut agent: Agent) -> Agent {
+    let limit = HeartbeatPolicy::from_runtime_config(&agent.runtime_config).max_concurrent_runs;
+    let permissions = object(&mut agent.permissions);
+    for key in ["canCreateAgents", "canCreateSkills"] {
+        permissions.entry(key).or_insert(Value::Bool(false));
+    }
+    let runtime = object(&mut agent.runtime_config);
+    let heartbeat = runtime
+        .entry("heartbeat")
+        .or_insert_with(|| Value::Object(Map::new()));
+    object(heartbeat)
+        .entry("maxConcurrentRuns")
+        .or_insert(Value::from(limit));
+    agent
+}
+
+/// `v` as an object, a non-object (null: never set) replaced by `{}`.
+fn object(v: &mut Value) -> &mut Map<String, Value> {
+    if !v.is_object() {
+        *v = Value::Object(Map::new());
+    }
+    v.as_object_mut().expect("an object")
 }

@@ -55,7 +55,10 @@ pub fn need(method: &Method, route: &str) -> Permission {
         | "/api/companies/{companyId}/agent-hires"
         | "/api/companies/{companyId}/adapters/{type}/test-environment"
         | "/api/agents/{agentId}/budgets" => AgentsCreate,
-        "/api/companies/{companyId}/approvals" => ApprovalsDecide,
+        "/api/companies/{companyId}/approvals"
+        | "/api/decisions/{id}/decide"
+        | "/api/decisions/{id}/dismiss"
+        | "/api/decisions/{id}/cancel" => ApprovalsDecide,
         "/api/companies/{companyId}/secrets" | "/api/secrets/{id}" | "/api/secrets/{id}/rotate" => {
             SecretsManage
         }

@@ -30,11 +30,13 @@ macro_rules! capped {
 
 pub mod approvals;
 pub mod audit;
+pub mod decisions;
 pub mod engine;
 pub mod fleet;
 pub mod issues;
 pub mod money;
 pub mod org;
+pub mod port;
 pub mod push;
 pub mod routines;
 pub mod runlogs;

@@ -34,6 +34,7 @@ const SECTIONS: &[(&str, &[(&str, &str)])] = &[
             ("costs", "Costs"),
             ("activity", "Activity"),
             ("company/secrets", "Secrets"),
+            ("skills", "Skills"),
             ("company/settings", "Settings"),
         ],
     ),
@@ -288,6 +289,7 @@ fn new_company_dialog() -> Markup {
                     button type="button" data-close-dialog { "Cancel" }
                     button.primary type="submit" { "Create company" }
                 }
+                (crate::pages::company_port::templates_row())
             }
         }
     }
@@ -326,6 +328,7 @@ pub fn welcome() -> Markup {
                         label { "Goal / description" textarea name="description" rows="3" {} }
                         button.primary type="submit" { "Create company" }
                     }
+                    (crate::pages::company_port::templates_row())
                     section.card {
                         h2 { "Or look around first" }
                         p { "A sample company with a goal, a CEO and an engineer, and three tasks. Its agents run Paperclip's example agent, a shell script, so you watch Casey and Eli pick the tasks up, work a few seconds on each (their steps show on the task page), comment and finish them, all within about ten seconds. No model or API key needed." }

@@ -115,6 +115,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(
         .route("/{prefix}/company/settings", get(pages::settings::page))
         .route("/{prefix}/company/members", get(pages::members::page))
         .route("/{prefix}/company/secrets", get(pages::secrets::page))
+        .route("/{prefix}/skills", get(pages::skills::page))
         .route("/{prefix}/account", get(pages::account::page))
         .layer(axum::middleware::from_fn(server_timing))
         .layer(tower_http::compression::CompressionLayer::new())

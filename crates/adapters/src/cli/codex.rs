@@ -179,6 +179,7 @@ fn instructions_file(run: &RunSpec<'_, CodexExtra>) -> std::io::Result<Option<st
         if let Ok(skill) = std::fs::read_to_string(skills.join("paperclip").join("SKILL.md")) {
             text.push_str(&skill);
         }
+        text.extend(super::skill_index::company_skills_note(skills));
     }
     if text.trim().is_empty() {
         return Ok(None);

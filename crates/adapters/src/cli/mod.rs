@@ -13,6 +13,7 @@ pub mod opencode;
 pub mod pi;
 pub mod pricing;
 mod run;
+mod skill_index;
 use run::ParseTap;
 pub mod stream;
 

@@ -185,6 +185,8 @@ fn own_config(run: &RunSpec<'_, OpenCodeExtra>) -> Option<Value> {
     if let Some(skills) = run.skills_dir {
         let skill = skills.join("paperclip").join("SKILL.md");
         instructions.push(skill.display().to_string());
+        let company = super::skill_index::company_skill_files(skills);
+        instructions.extend(company.iter().map(|f| f.display().to_string()));
     }
     (!instructions.is_empty()).then(|| serde_json::json!({ "instructions": instructions }))
 }

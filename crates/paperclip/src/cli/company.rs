@@ -15,10 +15,16 @@ pub enum Cmd {
     Show { company: Option<String> },
     /// Make this company (and this server) the default for later commands.
     Use { company: String },
+    /// Write a company as a package (the original's markdown format).
+    Export(super::company_port::ExportArgs),
+    /// Import a package (a folder, a `.json` export or --template) as a new company or --into one.
+    Import(super::company_port::ImportArgs),
 }
 
 pub async fn run(ctx: &Ctx, cmd: Cmd) -> anyhow::Result<()> {
     match cmd {
+        Cmd::Export(args) => return super::company_port::export(ctx, args).await,
+        Cmd::Import(args) => return super::company_port::import(ctx, args).await,
         Cmd::List => {
             let companies = ctx.api.get("/companies").await?;
             if ctx.json {

@@ -9,6 +9,7 @@
 mod agent;
 mod client;
 mod company;
+mod company_port;
 mod context;
 pub(crate) mod doctor;
 mod issue;

@@ -490,7 +490,11 @@ async fn config_changes_are_revisions_with_secrets_redacted_and_can_be_rolled_ba
         restored["adapterConfig"]["env"]["OPENAI_API_KEY"], "[REDACTED]",
         "{restored}"
     );
-    assert_eq!(restored["runtimeConfig"], json!({}));
+    // Nothing stored: only the run limit in force, written out as upstream does.
+    assert_eq!(
+        restored["runtimeConfig"],
+        json!({ "heartbeat": { "maxConcurrentRuns": 1 } })
+    );
     assert_eq!(
         server
             .ok_get(&format!("/api/agents/{aid}/config-revisions"))

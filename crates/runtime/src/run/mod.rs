@@ -136,6 +136,7 @@ async fn drive_in(
             .context("Could not open the run's log in the data directory")?,
     );
     let mut invocation = invoke::invocation(&mut plan, run, prompt, live, &deps.dirs);
+    crate::agent_skills::apply(deps.store, &plan.agent, &mut invocation, &*sink).await;
     if let Some(bound) = &bound {
         workspace::apply_to_invocation(bound, &mut invocation);
     }

@@ -38,6 +38,8 @@ pub struct CompactIssue {
     checkout_run_id: Option<String>,
     blocked_by: Vec<paperclip_core::model::IssueRef>,
     blocks: Vec<paperclip_core::model::IssueRef>,
+    blocker_attention: paperclip_core::issue_attention::BlockerAttention,
+    review_attention: paperclip_core::issue_attention::ReviewAttention,
     updated_at: String,
 }
 
@@ -59,6 +61,8 @@ impl From<Issue> for CompactIssue {
             checkout_run_id: i.checkout_run_id,
             blocked_by: i.blocked_by,
             blocks: i.blocks,
+            blocker_attention: i.blocker_attention,
+            review_attention: i.review_attention,
             updated_at: i.updated_at,
         }
     }

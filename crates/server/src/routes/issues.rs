@@ -60,9 +60,26 @@ struct ListQuery {
 /// `X-Next-Cursor`; pass it back as `cursor` for the next page.
 /// Every page carries a weak `ETag` of its bytes: sent back in
 /// `If-None-Match`, an unchanged page is a 304 with no body.
+/// A task as the list answers it (written by the store's list, so this
+/// only declares it): the task and upstream's list rollups.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedIssue {
+    #[serde(flatten)]
+    issue: Issue,
+    /// The run holding the task's execution lock while it is queued or
+    /// running: id, status, agentId, invocationSource, triggerDetail, times.
+    #[schema(value_type = Option<Object>)]
+    active_run: Option<Value>,
+    /// The later of the task's last update and its last comment.
+    last_activity_at: String,
+    /// Always false: the list sends descriptions whole.
+    description_truncated: bool,
+}
+
 #[utoipa::path(get, path = "/api/companies/{companyId}/issues", tag = "issues",
     params(("companyId" = String, Path), ListQuery),
-    responses((status = 200, body = [Issue]), (status = 304, description = "Unchanged since the `If-None-Match` ETag"), (status = 400, description = "Invalid filter", body = crate::error::ErrorBody),
+    responses((status = 200, body = [ListedIssue]), (status = 304, description = "Unchanged since the `If-None-Match` ETag"), (status = 400, description = "Invalid filter", body = crate::error::ErrorBody),
         (status = 403, description = "Another company's (an agent key) or not a member's", body = crate::error::ErrorBody)))]
 async fn list_issues(
     State(app): State<AppState>,
@@ -279,6 +296,9 @@ async fn update_issue(
     check_run_ownership(&app, &caller, &issue).await?;
     let assignee = patch.assignee_agent_id.as_ref().and_then(|a| a.as_deref());
     check_can_assign(&app, &caller, assignee).await?;
+    if patch.execution_policy.is_some() {
+        super::tree_control::can_manage_monitor(&caller, &issue)?;
+    }
     let updated = issues::update(&app.store, actor, &issue.id, patch).await?;
     Ok(Json(UpdatedIssue {
         issue: updated.issue,

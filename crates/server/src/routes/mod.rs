@@ -9,12 +9,16 @@ mod agent_secrets;
 mod agents;
 mod approvals;
 mod attachments;
+mod attention;
 mod board_keys;
 mod comments;
 mod companies;
+mod company_port;
+mod company_port_export;
 mod context;
 mod cost_views;
 mod costs;
+mod decisions;
 mod documents;
 mod events;
 mod goals;
@@ -41,6 +45,8 @@ mod routines;
 mod run_links;
 mod secrets;
 mod sessions;
+pub(crate) mod skills;
+mod tree_control;
 mod wakes;
 mod work_products;
 mod workspace_ops;
@@ -62,6 +68,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(invites::router())
         .merge(board_keys::router())
         .merge(companies::router())
+        .merge(company_port::router())
         .merge(agents::router())
         .merge(goals::router())
         .merge(projects::router())
@@ -70,12 +77,15 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(issues::router())
         .merge(comments::router())
         .merge(interactions::router())
+        .merge(decisions::router())
+        .merge(attention::router())
         .merge(labels::router())
         .merge(documents::router())
         .merge(activity::router())
         .merge(keys::router())
         .merge(heartbeats::router())
         .merge(inbox_state::router())
+        .merge(tree_control::router())
         .merge(instructions::router())
         .merge(interrupt::router())
         .merge(context::router())
@@ -94,6 +104,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(prompt_preview::router())
         .merge(adapter_detect::router())
         .merge(model_servers::router())
+        .merge(skills::router())
         .merge(adapters::router())
         .merge(wakes::router())
         .merge(attachments::router())

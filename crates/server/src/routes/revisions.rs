@@ -91,6 +91,7 @@ pub struct Configuration {
 
 impl Configuration {
     fn of(agent: Agent) -> Configuration {
+        let agent = crate::agent_view::with_defaults(agent);
         let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
         Configuration {
             adapter_config: agent.redacted_config(),

@@ -76,6 +76,22 @@ pub struct IssueRun {
     usage_json: Option<Value>,
     #[schema(value_type = Option<Object>)]
     result_json: Option<Value>,
+    log_bytes: i64,
+    retry_of_run_id: Option<String>,
+    liveness_state: Option<paperclip_core::run_liveness::Liveness>,
+    liveness_reason: Option<String>,
+    continuation_attempt: i64,
+    last_useful_action_at: Option<String>,
+    /// The task the run was woken for (null: it touched this one while
+    /// working on another).
+    context_issue_id: Option<String>,
+    /// The comments that woke it (null: none did), and the latest of them.
+    wake_comment_ids: Option<Vec<String>>,
+    wake_comment_id: Option<String>,
+    /// Who answers for the run: no person is recorded on runs here.
+    responsible_user_id: Option<String>,
+    #[serde(flatten)]
+    upstream: paperclip_core::run_shape::RunUpstreamKeys,
 }
 
 /// A task a run worked on or touched.
@@ -208,6 +224,20 @@ async fn issue_runs(
                 error_code: r.error_code,
                 usage_json: r.usage_json,
                 result_json: r.result_json,
+                log_bytes: r.log_bytes,
+                retry_of_run_id: r.retry_of_run_id,
+                liveness_state: r.liveness_state,
+                liveness_reason: r.liveness_reason,
+                continuation_attempt: r.continuation_attempt,
+                last_useful_action_at: r.last_useful_action_at,
+                wake_comment_ids: serde_json::from_value(r.context_snapshot["commentIds"].clone())
+                    .ok(),
+                wake_comment_id: r.context_snapshot["commentIds"]
+                    .as_array()
+                    .and_then(|ids| ids.last()?.as_str().map(str::to_string)),
+                context_issue_id: r.issue_id,
+                responsible_user_id: None,
+                upstream: r.upstream,
             })
             .collect(),
     ))

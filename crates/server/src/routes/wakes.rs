@@ -73,6 +73,10 @@ async fn list(
     ))
 }
 
+/// How far back, and how many wakes, the diagnosis reads.
+const LOOKBACK_DAYS: i64 = 14;
+const MAX_WAKES: i64 = 50;
+
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct WakeDiagnostics {
@@ -81,6 +85,80 @@ struct WakeDiagnostics {
     /// Agents waking each other on the task since its last progress; none
     /// when they have not.
     wake_loop: Option<LoopState>,
+    issue: DiagnosedIssue,
+    /// One sentence: what became of the task's latest wake.
+    diagnosis: String,
+    likely_reason: String,
+    /// The task's wakes, newest first.
+    events: Vec<WakeEvent>,
+    wake_request_count: i64,
+    /// Activity is not part of the diagnosis here (the task's activity is
+    /// at `/issues/{id}/activity`): always 0.
+    activity_record_count: i64,
+    truncated: bool,
+    #[schema(value_type = Object)]
+    truncated_sections: serde_json::Value,
+    #[schema(value_type = Object)]
+    caps: serde_json::Value,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct DiagnosedIssue {
+    id: String,
+    identifier: String,
+    title: String,
+    status: paperclip_core::issue::IssueStatus,
+    priority: paperclip_core::issue::IssuePriority,
+    assignee_agent_id: Option<String>,
+    assignee_user_id: Option<String>,
+}
+
+/// One wake of the task (upstream's `wake_request` event).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct WakeEvent {
+    kind: &'static str,
+    agent_id: String,
+    source: paperclip_core::heartbeat::WakeSource,
+    reason: Option<String>,
+    status: WakeStatus,
+    skip_reason: Option<paperclip_core::heartbeat::WakeSkipReason>,
+    coalesced_count: i64,
+    run_id: Option<String>,
+    requested_at: String,
+    claimed_at: Option<String>,
+    finished_at: Option<String>,
+    /// The run's error code when it failed.
+    failure_class: Option<String>,
+}
+
+/// The sentence for the latest wake (`None`: no wake in the window).
+fn diagnose(identifier: &str, held: bool, latest: Option<&WakeEvent>) -> String {
+    if held {
+        return format!("Wakes on {identifier} are held: its agents kept waking each other.");
+    }
+    let Some(wake) = latest else {
+        return format!("No agent was woken for {identifier} in the last {LOOKBACK_DAYS} days.");
+    };
+    let why = wake.reason.as_deref().unwrap_or(wake.source.as_str());
+    match wake.skip_reason {
+        Some(skip) => format!(
+            "The most recent wake for {identifier} was skipped ({}) for {why}.",
+            skip.as_str()
+        ),
+        None => format!(
+            "The most recent wake for {identifier} {} for {why}.",
+            match wake.status {
+                WakeStatus::Queued => "is queued",
+                WakeStatus::Coalesced => "was folded into a waiting run",
+                WakeStatus::Claimed => "is running",
+                WakeStatus::Failed => "failed",
+                WakeStatus::Cancelled => "was cancelled",
+                WakeStatus::Skipped | WakeStatus::Completed => "completed",
+            }
+        ),
+    }
 }
 
 /// Why agents are (or are not) being woken on a task.
@@ -93,8 +171,53 @@ async fn diagnostics(
     Path(id): Path<String>,
 ) -> ApiResult<Json<WakeDiagnostics>> {
     let issue = access::issue(&app, &caller, &id).await?;
+    let since = (chrono::Utc::now() - chrono::Duration::days(LOOKBACK_DAYS))
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string();
+    let (found, count) = wakes::for_issue(&app.store, &issue.id, &since, MAX_WAKES).await?;
+    let events: Vec<WakeEvent> = found
+        .into_iter()
+        .map(|w| {
+            let r = w.record.request;
+            WakeEvent {
+                kind: "wake_request",
+                agent_id: r.agent_id,
+                source: r.source,
+                reason: r.reason,
+                status: r.status,
+                skip_reason: r.skip_reason,
+                coalesced_count: r.coalesced_count,
+                run_id: r.run_id,
+                requested_at: r.created_at,
+                claimed_at: w.run_started_at,
+                finished_at: w.run_finished_at,
+                failure_class: w.record.run_error_code,
+            }
+        })
+        .collect();
+    let wake_loop = wake_loops::state(&app.store, &issue.id).await?;
+    let held = wake_loop.as_ref().is_some_and(|l| l.held_at.is_some());
+    let diagnosis = diagnose(&issue.identifier, held, events.first());
+    let truncated = count > events.len() as i64;
     Ok(Json(WakeDiagnostics {
-        wake_loop: wake_loops::state(&app.store, &issue.id).await?,
+        wake_loop,
+        issue: DiagnosedIssue {
+            id: issue.id.clone(),
+            identifier: issue.identifier.clone(),
+            title: issue.title,
+            status: issue.status,
+            priority: issue.priority,
+            assignee_agent_id: issue.assignee_agent_id,
+            assignee_user_id: issue.assignee_user_id,
+        },
+        likely_reason: diagnosis.clone(),
+        diagnosis,
+        events,
+        wake_request_count: count,
+        activity_record_count: 0,
+        truncated,
+        truncated_sections: json!({ "wakeRequests": truncated, "activityRecords": false }),
+        caps: json!({ "maxWakeRequests": MAX_WAKES, "maxActivityRecords": 0, "lookbackDays": LOOKBACK_DAYS }),
         issue_id: issue.id,
         identifier: issue.identifier,
     }))

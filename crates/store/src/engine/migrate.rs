@@ -313,6 +313,38 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../../migrations/0043_inbox_state.postgres.sql"),
         },
     ),
+    (
+        44,
+        "company_skills",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0044_company_skills.sqlite.sql"),
+            postgres: include_str!("../../migrations/0044_company_skills.postgres.sql"),
+        },
+    ),
+    (
+        45,
+        "tree_control",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0045_tree_control.sqlite.sql"),
+            postgres: include_str!("../../migrations/0045_tree_control.postgres.sql"),
+        },
+    ),
+    (
+        46,
+        "decisions",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0046_decisions.sqlite.sql"),
+            postgres: include_str!("../../migrations/0046_decisions.postgres.sql"),
+        },
+    ),
+    (
+        47,
+        "shape_indexes",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0047_shape_indexes.sqlite.sql"),
+            postgres: include_str!("../../migrations/0047_shape_indexes.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -177,6 +177,9 @@ pub(crate) async fn create_in(
         // A new issue blocks nothing yet; labels and blockers are its own.
         attach_relations(tx.conn(), std::slice::from_mut(&mut issue)).await?;
     }
+    if let Some(parent) = issue.parent_id.as_deref() {
+        crate::issues::tree_holds::join_parent_holds(tx, &issue, parent).await?;
+    }
     wake_assignee(tx, actor, &issue).await?;
     Ok(issue)
 }
@@ -200,10 +203,13 @@ struct Row<'a> {
 const INSERT: &str = "INSERT INTO issues (id, company_id, project_id, goal_id, parent_id, title, \
      description, status, priority, assignee_agent_id, assignee_user_id, created_by_agent_id, \
      created_by_user_id, request_depth, billing_code, started_at, completed_at, cancelled_at, \
-     created_at, updated_at, origin_kind, issue_number, identifier)";
+     created_at, updated_at, responsible_user_id, origin_kind, issue_number, identifier)";
 
+/// The responsible person (upstream's `responsibleUserId`) is the person who
+/// created the task, else the parent's responsible person or creator.
 const VALUES: &str = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-     $17, $18, $19, $19, 'manual'";
+     $17, $18, $19, $19, COALESCE($13, (SELECT COALESCE(p.responsible_user_id, \
+     p.created_by_user_id) FROM issues p WHERE p.id = $5)), 'manual'";
 
 impl Row<'_> {
     fn bind<'q>(&'q self, query: Query<'q>) -> Query<'q> {

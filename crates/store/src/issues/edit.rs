@@ -251,6 +251,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
         }
         None => (None, Vec::new()),
     };
+    crate::issues::monitors::after_update(&mut tx, actor, &after, patch.execution_policy).await?;
     let issue = load_in(&mut tx, &id).await?;
     tx.commit().await?;
     Ok(Updated {

@@ -7,6 +7,9 @@ use std::sync::LazyLock;
 
 use crate::engine::db::Conn;
 use paperclip_core::issue::{parse_identifier, IssueStatus};
+use paperclip_core::issue_attention::{
+    review_attention, Blocker, BlockerAttention, ReviewAttention, ReviewFacts,
+};
 use paperclip_core::model::{Issue, IssueRef, Label};
 
 use crate::engine::row::RowExt;
@@ -164,14 +167,17 @@ pub(crate) async fn set_blockers(
 /// owners matched by each branch's `{owner}` condition, in one statement:
 /// labels by name, issues by number.
 const RELATIONS: &str = "SELECT 0 AS kind, il.issue_id AS owner_id, l.id, CAST(l.company_id AS TEXT) AS company_id, l.name, \
-     l.color, l.created_at, l.updated_at, l.name AS sort_name, NULL AS sort_number \
+     l.color, l.created_at, l.updated_at, l.name AS sort_name, NULL AS sort_number, \
+     NULL AS blocker_user, NULL AS blocker_flags \
      FROM issue_labels il JOIN issues o ON o.id = il.issue_id JOIN labels l ON l.id = il.label_id \
      WHERE {owner} \
      UNION ALL SELECT 1, b.issue_id, i.id, i.identifier, i.title, i.status, NULL, NULL, NULL, \
-     i.issue_number FROM issue_blockers b JOIN issues o ON o.id = b.issue_id \
+     i.issue_number, i.assignee_user_id, \
+     CASE WHEN i.execution_run_id IS NOT NULL THEN 'l' ELSE '' END || \
+     CASE WHEN i.parent_id = o.id THEN 'c' ELSE '' END FROM issue_blockers b JOIN issues o ON o.id = b.issue_id \
      JOIN issues i ON i.id = b.blocked_by_issue_id WHERE {owner} \
      UNION ALL SELECT 2, b.blocked_by_issue_id, i.id, i.identifier, i.title, i.status, NULL, NULL, \
-     NULL, i.issue_number FROM issue_blockers b JOIN issues o ON o.id = b.blocked_by_issue_id \
+     NULL, i.issue_number, NULL, NULL FROM issue_blockers b JOIN issues o ON o.id = b.blocked_by_issue_id \
      JOIN issues i ON i.id = b.issue_id WHERE {owner} \
      ORDER BY kind, sort_name, sort_number";
 
@@ -208,6 +214,7 @@ pub(crate) async fn attach_relations_where(
         .map(|(i, issue)| (issue.id.as_str(), i))
         .collect();
     let mut found: Vec<(usize, Relation)> = Vec::with_capacity(rows.len());
+    let mut blockers: HashMap<usize, Vec<Blocker>> = HashMap::new();
     for (owner, relation) in rows {
         if let Some(&at) = index.get(owner.as_str()) {
             found.push((at, relation));
@@ -221,9 +228,15 @@ pub(crate) async fn attach_relations_where(
                 issue.label_ids.push(label.id.clone());
                 issue.labels.push(label);
             }
-            Relation::BlockedBy(r) => issue.blocked_by.push(r),
+            Relation::BlockedBy(r, facts) => {
+                issue.blocked_by.push(r);
+                blockers.entry(at).or_default().push(facts);
+            }
             Relation::Blocks(r) => issue.blocks.push(r),
         }
+    }
+    for (at, facts) in blockers {
+        issues[at].blocker_attention = blocker_attention(&issues[at], &facts);
     }
     Ok(())
 }
@@ -248,7 +261,18 @@ fn relation<R: RowExt>(row: &R) -> Result<(String, Relation)> {
                 status: row.stored(5)?,
             };
             if kind == 1 {
-                Relation::BlockedBy(r)
+                // The blocker's facts for the attention rules (columns 10, 11).
+                let flags = row.opt_text(11)?.unwrap_or_default();
+                let facts = Blocker {
+                    id: r.id.clone(),
+                    identifier: r.identifier.clone(),
+                    title: r.title.clone(),
+                    status: r.status,
+                    has_user: row.opt_text(10)?.is_some(),
+                    live: flags.contains('l'),
+                    child: flags.contains('c'),
+                };
+                Relation::BlockedBy(r, facts)
             } else {
                 Relation::Blocks(r)
             }
@@ -259,7 +283,7 @@ fn relation<R: RowExt>(row: &R) -> Result<(String, Relation)> {
 
 enum Relation {
     Label(Label),
-    BlockedBy(IssueRef),
+    BlockedBy(IssueRef, Blocker),
     Blocks(IssueRef),
 }
 
@@ -350,8 +374,10 @@ pub(crate) const COLUMNS: &str =
      status, priority, assignee_agent_id, assignee_user_id, checkout_run_id, execution_run_id, \
      execution_locked_at, created_by_agent_id, created_by_user_id, issue_number, identifier, \
      origin_kind, request_depth, billing_code, started_at, completed_at, cancelled_at, \
-     created_at, updated_at, status_version";
-const COLUMN_COUNT: usize = 27;
+     created_at, updated_at, status_version, execution_policy, execution_state, \
+     monitor_next_check_at, monitor_wake_requested_at, monitor_last_triggered_at, \
+     monitor_attempt_count, monitor_notes, monitor_scheduled_by, responsible_user_id";
+const COLUMN_COUNT: usize = 36;
 
 /// An issue from a row of [`COLUMNS`] and [`HAS_RELATIONS`], with that flag.
 pub(crate) fn flagged<R: RowExt>(row: &R) -> Result<(Issue, bool)> {
@@ -398,12 +424,53 @@ pub(crate) fn map<R: RowExt>(row: &R) -> Result<Issue> {
         created_at: row.text(24)?,
         updated_at: row.text(25)?,
         status_version: row.int(26)?,
+        execution_policy: row.opt_json(27)?,
+        execution_state: row.opt_json(28)?,
+        monitor_next_check_at: row.opt_text(29)?,
+        monitor_wake_requested_at: row.opt_text(30)?,
+        monitor_last_triggered_at: row.opt_text(31)?,
+        monitor_attempt_count: row.int(32)?,
+        monitor_notes: row.opt_text(33)?,
+        monitor_scheduled_by: row.opt_text(34)?,
+        responsible_user_id: row.opt_text(35)?,
         work_mode: STANDARD_WORK.to_string(),
         labels: Vec::new(),
         label_ids: Vec::new(),
         blocked_by: Vec::new(),
         blocks: Vec::new(),
+        blocker_attention: BlockerAttention::none(),
+        review_attention: ReviewAttention::none(),
     })
+    .map(|mut issue| {
+        issue.blocker_attention = blocker_attention(&issue, &[]);
+        if issue.status == IssueStatus::InReview {
+            issue.review_attention = review_attention(&review_facts(&issue), &now());
+        }
+        issue
+    })
+}
+
+fn blocker_attention(issue: &Issue, blockers: &[Blocker]) -> BlockerAttention {
+    let (id, identifier, title) = (&issue.id, &issue.identifier, &issue.title);
+    paperclip_core::issue_attention::blocker_attention(
+        id,
+        identifier,
+        title,
+        issue.status,
+        blockers,
+    )
+}
+
+fn review_facts(issue: &Issue) -> ReviewFacts<'_> {
+    ReviewFacts {
+        status: issue.status,
+        assignee_user_id: issue.assignee_user_id.as_deref(),
+        assignee_agent_id: issue.assignee_agent_id.as_deref(),
+        execution_run_id: issue.execution_run_id.as_deref(),
+        execution_locked_at: issue.execution_locked_at.as_deref(),
+        monitor_next_check_at: issue.monitor_next_check_at.as_deref(),
+        updated_at: &issue.updated_at,
+    }
 }
 
 /// Whether the company exists (without loading it).

@@ -17,4 +17,7 @@ pub mod projects;
 pub mod secret_grants;
 pub mod secret_proposals;
 pub mod secrets;
+pub mod skills;
+pub mod skills_edit;
+pub mod skills_sync;
 pub mod workspaces;

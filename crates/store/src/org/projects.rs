@@ -88,9 +88,11 @@ pub async fn create(
     Ok(project)
 }
 
-/// A project with its goal's title (upstream's `goals`), in the same read.
-const SELECT: &str =
-    "SELECT p.*, g.title AS goal_title FROM projects p LEFT JOIN goals g ON g.id = p.goal_id";
+/// A project with its goal's title (upstream's `goals`) and its task count,
+/// in the same read.
+const SELECT: &str = "SELECT p.*, g.title AS goal_title, \
+     (SELECT COUNT(*) FROM issues i WHERE i.project_id = p.id) AS task_count \
+     FROM projects p LEFT JOIN goals g ON g.id = p.goal_id";
 static BY_ID: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| format!("{SELECT} WHERE p.id = $1"));
 
@@ -287,6 +289,7 @@ fn map(row: &DbRow) -> Result<Project> {
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
         url_key: row.text("url_key")?,
+        task_count: row.int("task_count")?,
         execution_workspace_policy: row
             .opt_json("execution_workspace_policy")?
             .map(serde_json::from_value)

@@ -207,6 +207,14 @@ pub async fn restore(
     let mut tx = store.begin().await?;
     let routine = get_in(&mut tx, routine_id).await?;
     let revision = revision_in(&mut tx, routine_id, revision_id).await?;
+    // Restoring what is already current would write a revision that changes
+    // nothing (upstream refuses it the same way).
+    if routine.latest_revision_id.as_deref() == Some(revision.id.as_str()) {
+        return Err(Error::conflict(
+            "Selected revision is already the latest revision",
+            Some(json!({ "currentRevisionId": revision.id })),
+        ));
+    }
     restore_fields_in(&mut tx, actor, &routine, &revision.snapshot).await?;
     // Triggers made again are checked against the restored variables.
     let restored = get_in(&mut tx, routine_id).await?;

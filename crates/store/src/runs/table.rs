@@ -127,14 +127,17 @@ pub async fn active_for_issue(store: &Store, issue_id: &str) -> Result<Option<He
 
 /// Queued runs, oldest first, with how many runs their agent has running.
 pub async fn queued(store: &Store, limit: i64) -> Result<Vec<(HeartbeatRun, i64)>> {
-    let rows = crate::engine::db::query(
+    // A run of a task under a pause waits (not listed) until the hold goes.
+    let sql = format!(
         "SELECT r.*, (SELECT COUNT(*) FROM heartbeat_runs x WHERE x.agent_id = r.agent_id \
          AND x.status = 'running') AS running_count FROM heartbeat_runs r \
-         WHERE r.status = 'queued' ORDER BY r.id LIMIT $1",
-    )
-    .bind(limit)
-    .fetch_all(store.pool())
-    .await?;
+         WHERE r.status = 'queued' AND NOT {} ORDER BY r.id LIMIT $1",
+        crate::issues::tree_holds::HELD
+    );
+    let rows = crate::engine::db::query(&sql)
+        .bind(limit)
+        .fetch_all(store.pool())
+        .await?;
     rows.iter()
         .map(|r| Ok((map(r)?, r.int("running_count")?)))
         .collect()
@@ -166,16 +169,20 @@ pub async fn claim(store: &Store, run_id: &str, owner: &str) -> Result<Option<He
     if runnable == 0 || !crate::runs::limit::has_free_slot(&mut tx, &queued.agent_id).await? {
         return Ok(None);
     }
-    let claimed = crate::engine::db::query(
+    // Not under a pause made since the queue was read.
+    let claim_sql = format!(
         "UPDATE heartbeat_runs SET status = 'running', started_at = $2, updated_at = $2, \
-         owner_instance_id = $3 WHERE id = $1 AND status = 'queued'",
-    )
-    .bind(run_id)
-    .bind(&ts)
-    .bind(owner)
-    .execute(tx.conn())
-    .await?
-    .rows_affected();
+         owner_instance_id = $3 WHERE id = $1 AND status = 'queued' AND NOT EXISTS \
+         (SELECT 1 FROM heartbeat_runs r WHERE r.id = $1 AND {})",
+        crate::issues::tree_holds::HELD
+    );
+    let claimed = crate::engine::db::query(&claim_sql)
+        .bind(run_id)
+        .bind(&ts)
+        .bind(owner)
+        .execute(tx.conn())
+        .await?
+        .rows_affected();
     if claimed == 0 {
         return Ok(None);
     }
@@ -430,6 +437,7 @@ pub(crate) fn map(row: &DbRow) -> Result<HeartbeatRun> {
         coalesced_count: row.int("coalesced_count")?,
         session_id_before: row.opt_text("session_id_before")?,
         session_id_after: row.opt_text("session_id_after")?,
+        upstream: Default::default(),
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
     })

@@ -25,10 +25,39 @@ const SCAN: i64 = 200;
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Dismissal {
+    pub company_id: String,
+    /// The person whose inbox it is.
+    pub user_id: String,
     pub item_key: String,
     pub kind: Kind,
+    /// When it was dismissed for good; null for a snooze.
+    pub dismissed_at: Option<String>,
     pub snoozed_until: Option<String>,
     pub created_at: String,
+    /// Dismissing again rewrites the row: the last time it was set.
+    pub updated_at: String,
+}
+
+impl Dismissal {
+    fn new(
+        company_id: &str,
+        user_id: &str,
+        item_key: String,
+        kind: Kind,
+        snoozed_until: Option<String>,
+        at: String,
+    ) -> Dismissal {
+        Dismissal {
+            company_id: company_id.to_string(),
+            user_id: user_id.to_string(),
+            item_key,
+            kind,
+            dismissed_at: (kind == Kind::Dismiss).then(|| at.clone()),
+            snoozed_until,
+            created_at: at.clone(),
+            updated_at: at,
+        }
+    }
 }
 
 /// How a dismissal hides its item: for good, or until a time.
@@ -130,12 +159,14 @@ pub async fn dismiss(
     )
     .await?;
     tx.commit().await?;
-    Ok(Dismissal {
-        item_key: item_key.to_string(),
+    Ok(Dismissal::new(
+        company_id,
+        user_id,
+        item_key.to_string(),
         kind,
         snoozed_until,
-        created_at: ts,
-    })
+        ts,
+    ))
 }
 
 /// Brings a dismissed item back; `NotFound` when it was not dismissed.
@@ -185,12 +216,14 @@ pub async fn list(store: &Store, company_id: &str, user_id: &str) -> Result<Vec<
     .await?;
     rows.iter()
         .map(|r| {
-            Ok(Dismissal {
-                item_key: r.text("item_key")?,
-                kind: r.stored("kind")?,
-                snoozed_until: r.opt_text("snoozed_until")?,
-                created_at: r.text("created_at")?,
-            })
+            Ok(Dismissal::new(
+                company_id,
+                user_id,
+                r.text("item_key")?,
+                r.stored("kind")?,
+                r.opt_text("snoozed_until")?,
+                r.text("created_at")?,
+            ))
         })
         .collect()
 }

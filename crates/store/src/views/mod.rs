@@ -2,6 +2,7 @@
 //! They read many tables and write none (except the inbox's own state).
 
 pub mod activity_feed;
+pub mod attention;
 pub mod board;
 pub mod dashboard;
 pub(crate) mod dashboard_runs;

@@ -339,3 +339,58 @@ pub async fn release(store: &Store, actor: &Actor, issue_id: &str) -> Result<Vec
     tx.commit().await?;
     Ok(woken)
 }
+
+/// One wake of a task, with when its run started and ended.
+#[derive(Debug, Clone)]
+pub struct IssueWake {
+    pub record: WakeRecord,
+    pub run_started_at: Option<String>,
+    pub run_finished_at: Option<String>,
+}
+
+/// A task's wakes since `since`, newest first (at most `limit`), and how
+/// many there were in all.
+pub async fn for_issue(
+    store: &Store,
+    issue_id: &str,
+    since: &str,
+    limit: i64,
+) -> Result<(Vec<IssueWake>, i64)> {
+    let rows = crate::engine::db::query(
+        "SELECT w.*, r.status AS run_status, r.error_code AS run_error_code, i.identifier AS issue_identifier, \
+         r.started_at AS run_started_at, r.finished_at AS run_finished_at \
+         FROM agent_wakeup_requests w \
+         LEFT JOIN heartbeat_runs r ON r.id = w.run_id \
+         LEFT JOIN issues i ON i.id = w.issue_id \
+         WHERE w.issue_id = $1 AND w.created_at >= $2 \
+         ORDER BY w.created_at DESC, w.id DESC LIMIT $3",
+    )
+    .bind(issue_id)
+    .bind(since)
+    .bind(limit)
+    .fetch_all(store.pool())
+    .await?;
+    let (count,): (i64,) = crate::engine::db::query_as(
+        "SELECT COUNT(*) FROM agent_wakeup_requests WHERE issue_id = $1 AND created_at >= $2",
+    )
+    .bind(issue_id)
+    .bind(since)
+    .fetch_one(store.pool())
+    .await?;
+    let wakes = rows
+        .iter()
+        .map(|row| {
+            Ok(IssueWake {
+                record: WakeRecord {
+                    request: map(row)?,
+                    run_status: row.opt_stored("run_status")?,
+                    run_error_code: row.opt_text("run_error_code")?,
+                    issue_identifier: row.opt_text("issue_identifier")?,
+                },
+                run_started_at: row.opt_text("run_started_at")?,
+                run_finished_at: row.opt_text("run_finished_at")?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok((wakes, count))
+}

@@ -27,6 +27,9 @@ pub(crate) enum Placed {
 pub(crate) fn context(wake: &Wake) -> Value {
     let mut context = json!({
         "issueId": wake.issue_id,
+        // Upstream's names for the task a run is keyed by.
+        "taskId": wake.issue_id,
+        "taskKey": wake.issue_id,
         "wakeReason": wake.reason,
         "wakeSource": wake.source.as_str(),
         "triggerDetail": wake.trigger_detail,

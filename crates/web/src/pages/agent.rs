@@ -109,6 +109,7 @@ pub async fn page(
     } else {
         None
     };
+    let skills_section = super::skills::agent_section(&web, &agent).await;
     let id = &agent.id;
     let body = html! {
         header.page-head {
@@ -226,6 +227,7 @@ pub async fn page(
             div #new-key-token hidden {}
         }
         (super::agent_instructions::section(&agent))
+        (skills_section)
         section {
             h2 { "Configuration" }
             form.config data-api-form="config" data-url={"/api/agents/" (id)} data-agent-id=(id) data-runtime-config=(agent.redacted_runtime_config().to_string()) novalidate {

@@ -83,6 +83,9 @@ pub async fn page(
     let held = paperclip_store::wakes::loops::held(store, cid)
         .await
         .map_err(store_failure)?;
+    let decisions = super::inbox_decisions::section(store, cid, p)
+        .await
+        .map_err(store_failure)?;
     let mine = super::inbox_mine::section(store, cid, crate::viewer::current().user_id(), p)
         .await
         .map_err(store_failure)?;
@@ -102,6 +105,7 @@ pub async fn page(
                 div.actions { a.button.small href={"/" (p) "/tasks/" (ident) "#interaction-" (card.id)} { "Answer" } }
             } } }
         }
+        (decisions)
         (mine)
         section data-failures { h2 { "Failed runs" }
             @if failures.is_empty() { p.empty { "No failures waiting for you." } }

@@ -69,6 +69,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                 button.small type="button" data-copy="#company-id" { "Copy" }
             }
         }
+        (crate::pages::company_port::card(&c.id))
         section.card.settings-card.danger-zone {
             h2 { "Danger zone" }
             @if archived {

@@ -83,6 +83,9 @@ pub async fn page(
         .await
         .map_err(store_failure)?
         .filter(|l| l.held_at.is_some());
+    let tree_hold = super::task_control::load(store, &issue)
+        .await
+        .map_err(store_failure)?;
     let cards = paperclip_store::thread::interactions::list(store, &issue)
         .await
         .map_err(store_failure)?;
@@ -168,6 +171,7 @@ pub async fn page(
                     }
                 }
                 (super::cards::section(&issue.id, &cards, &names, &people, can_answer, now))
+                (super::task_control::section(&issue, tree_hold.as_ref()))
                 @if let Some(held) = &wake_loop {
                     div.run-error.wake-loop data-wake-loop-held=(held.held_at.as_deref().unwrap_or("")) {
                         p { strong { "Agents are waiting on the board: " }

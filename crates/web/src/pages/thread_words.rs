@@ -339,6 +339,7 @@ pub(crate) fn tests_run(status: &str) -> HeartbeatRun {
         coalesced_count: 0,
         session_id_before: None,
         session_id_after: None,
+        upstream: Default::default(),
         created_at: "2026-12-02T12:00:00Z".into(),
         updated_at: "2026-12-02T12:00:00Z".into(),
     }

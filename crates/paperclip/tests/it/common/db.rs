@@ -143,6 +143,64 @@ fn on_postgres() -> bool {
 /// database an earlier release made: it had no such tables.
 pub fn before_secrets_and_teams() -> Vec<String> {
     [
+        "DROP TABLE IF EXISTS decision_effect_executions",
+        "DROP TABLE IF EXISTS decision_target_issues",
+        "DROP TABLE IF EXISTS decisions",
+        "DROP TABLE IF EXISTS decision_bundles",
+        "DELETE FROM schema_migrations WHERE version = 46",
+        "DROP TABLE IF EXISTS issue_tree_hold_members",
+        "DROP TABLE IF EXISTS issue_tree_holds",
+        "DROP TABLE IF EXISTS issue_watchdogs",
+        "DROP INDEX IF EXISTS issues_monitor_due_idx",
+        if on_postgres() {
+            "ALTER TABLE issues DROP COLUMN IF EXISTS execution_policy"
+        } else {
+            "ALTER TABLE issues DROP COLUMN execution_policy"
+        },
+        if on_postgres() {
+            "ALTER TABLE issues DROP COLUMN IF EXISTS execution_state"
+        } else {
+            "ALTER TABLE issues DROP COLUMN execution_state"
+        },
+        if on_postgres() {
+            "ALTER TABLE issues DROP COLUMN IF EXISTS monitor_next_check_at"
+        } else {
+            "ALTER TABLE issues DROP COLUMN monitor_next_check_at"
+        },
+        if on_postgres() {
+            "ALTER TABLE issues DROP COLUMN IF EXISTS monitor_wake_requested_at"
+        } else {
+            "ALTER TABLE issues DROP COLUMN monitor_wake_requested_at"
+        },
+        if on_postgres() {
+            "ALTER TABLE issues DROP COLUMN IF EXISTS monitor_last_triggered_at"
+        } else {
+            "ALTER TABLE issues DROP COLUMN monitor_last_triggered_at"
+        },
+        if on_postgres() {
+            "ALTER TABLE issues DROP COLUMN IF EXISTS monitor_attempt_count"
+        } else {
+            "ALTER TABLE issues DROP COLUMN monitor_attempt_count"
+        },
+        if on_postgres() {
+            "ALTER TABLE issues DROP COLUMN IF EXISTS monitor_notes"
+        } else {
+            "ALTER TABLE issues DROP COLUMN monitor_notes"
+        },
+        if on_postgres() {
+            "ALTER TABLE issues DROP COLUMN IF EXISTS monitor_scheduled_by"
+        } else {
+            "ALTER TABLE issues DROP COLUMN monitor_scheduled_by"
+        },
+        if on_postgres() {
+            "ALTER TABLE issues DROP COLUMN IF EXISTS monitor_external_ref"
+        } else {
+            "ALTER TABLE issues DROP COLUMN monitor_external_ref"
+        },
+        "DELETE FROM schema_migrations WHERE version = 45",
+        "DROP TABLE IF EXISTS company_skill_versions",
+        "DROP TABLE IF EXISTS company_skills",
+        "DELETE FROM schema_migrations WHERE version = 44",
         "DROP TABLE IF EXISTS company_secret_bindings",
         "DROP TABLE IF EXISTS company_secret_proposals",
         "DELETE FROM schema_migrations WHERE version = 42",

@@ -13,26 +13,18 @@ pub struct Exception {
 // The reasons, one per kind of difference.
 const USERS: &str =
     "responsibleUserId: upstream defaults it to the acting user; we record none (the local board of a recording is no person)";
-const RUNTIME_MODE: &str = "upstream's runtime-mode fields: we have no runtime modes";
 const CONTROLLER: &str =
     "upstream's run controller (boot id, lease, stage, runner profile, identity contexts): we run one in-process executor";
 const LIVENESS: &str =
     "outputSilence (upstream's silence watch: age, level, thresholds, snooze): not implemented; lastOutputAt is there";
-const RETRY: &str =
-    "upstream's scheduled and process-loss retry counters: our retries are only linked by retryOfRunId";
 const COMMENT_STATUS: &str =
     "issueCommentStatus (a run's duty to comment on its task): not implemented";
 const SNAPSHOT: &str =
     "contextSnapshot holds what our runtime hands the agent; upstream's wake bookkeeping keys are not in it";
-const LOG_SHA: &str = "logSha256: we do not hash run logs";
 const EVENT_ID: &str =
     "run events are identified by UUID here, by a serial number upstream (seq orders both); never renumbered";
 const EXECUTION: &str =
     "a run's execution block (upstream's recovery phase, attempts, permitted actions): not implemented";
-const PERMS: &str =
-    "permissions are stored as given; upstream writes role defaults into them (canCreateAgents) and canCreateSkills (we have no skills API)";
-const RUNTIME_CONFIG: &str =
-    "runtimeConfig is stored as given; upstream writes its heartbeat defaults into it (ours default differently)";
 const ACCESS: &str =
     "an agent's access (memberships and grants): people have memberships here, agents none (an agent acts in its own company)";
 const KEY_SCOPE: &str = "API key scope: our keys have no scopes";
@@ -42,16 +34,10 @@ const HEALTH: &str =
 const CONVERSATION: &str =
     "upstream's issue conversations, monitors and origin fingerprints: not implemented";
 const RELATED: &str = "relatedWork (tasks that mention each other): not implemented";
-const ATTENTION: &str =
-    "blockerAttention / reviewAttention (upstream's attention rollups): not implemented";
-const LIST_EXTRAS: &str =
-    "issue list extras (lastActivityAt, descriptionTruncated): not implemented; our list carries whole descriptions";
 const ORIGIN_RUN: &str =
     "originRunId: the creating run is in the activity log (runId), not on the task";
 const CODEBASE: &str =
     "a project's codebase (managed folders, repos): we have no project workspaces";
-const TASK_COUNT: &str =
-    "project taskCount: which tasks upstream counts is not in the recording (0 there); not implemented";
 const BILLING: &str =
     "cost billing type and biller (api vs subscription): we record provider and model only";
 const APPROVAL_WAKE: &str =
@@ -70,24 +56,6 @@ pub const EXCEPTIONS: &[Exception] = &[
     x("agent.me", "$.access", ACCESS),
     x("activity", "$[0].details.requesterAgentId", APPROVAL_WAKE),
     x("activity", "$[0].details.wakeRunId", APPROVAL_WAKE),
-    x("issue.get", "$.blockerAttention", ATTENTION),
-    x("issue.get", "$.reviewAttention", ATTENTION),
-    x("issue.get.identifier", "$.blockerAttention", ATTENTION),
-    x("issue.get.identifier", "$.reviewAttention", ATTENTION),
-    x(
-        "issue.heartbeat_context",
-        "$.issue.blockerAttention",
-        ATTENTION,
-    ),
-    x(
-        "issue.heartbeat_context",
-        "$.issue.reviewAttention",
-        ATTENTION,
-    ),
-    x("issue.list", "$[0].blockerAttention", ATTENTION),
-    x("issue.list", "$[0].reviewAttention", ATTENTION),
-    x("issue.list.filtered", "$[0].blockerAttention", ATTENTION),
-    x("issue.list.filtered", "$[0].reviewAttention", ATTENTION),
     x("comment.create.agent", "$.code", AUTH_NO_RUN),
     x("comment.create.agent", "$.details.boundary", AUTH_NO_RUN),
     x("comment.create.agent", "$.details.code", AUTH_NO_RUN),
@@ -136,37 +104,24 @@ pub const EXCEPTIONS: &[Exception] = &[
         "$.conversationSessionGeneration",
         CONVERSATION,
     ),
-    x(
-        "issue.checkout.agent",
-        "$.monitorAttemptCount",
-        CONVERSATION,
-    ),
     x("issue.checkout.agent", "$.originFingerprint", CONVERSATION),
     x(
         "issue.create",
         "$.conversationSessionGeneration",
         CONVERSATION,
     ),
-    x("issue.create", "$.monitorAttemptCount", CONVERSATION),
     x("issue.create", "$.originFingerprint", CONVERSATION),
     x(
         "issue.create.child",
         "$.conversationSessionGeneration",
         CONVERSATION,
     ),
-    x("issue.create.child", "$.monitorAttemptCount", CONVERSATION),
     x("issue.create.child", "$.originFingerprint", CONVERSATION),
     x("issue.get", "$.conversationSessionGeneration", CONVERSATION),
-    x("issue.get", "$.monitorAttemptCount", CONVERSATION),
     x("issue.get", "$.originFingerprint", CONVERSATION),
     x(
         "issue.get.identifier",
         "$.conversationSessionGeneration",
-        CONVERSATION,
-    ),
-    x(
-        "issue.get.identifier",
-        "$.monitorAttemptCount",
         CONVERSATION,
     ),
     x("issue.get.identifier", "$.originFingerprint", CONVERSATION),
@@ -175,16 +130,10 @@ pub const EXCEPTIONS: &[Exception] = &[
         "$[0].conversationSessionGeneration",
         CONVERSATION,
     ),
-    x("issue.list", "$[0].monitorAttemptCount", CONVERSATION),
     x("issue.list", "$[0].originFingerprint", CONVERSATION),
     x(
         "issue.list.filtered",
         "$[0].conversationSessionGeneration",
-        CONVERSATION,
-    ),
-    x(
-        "issue.list.filtered",
-        "$[0].monitorAttemptCount",
         CONVERSATION,
     ),
     x(
@@ -197,7 +146,6 @@ pub const EXCEPTIONS: &[Exception] = &[
         "$.conversationSessionGeneration",
         CONVERSATION,
     ),
-    x("issue.update", "$.monitorAttemptCount", CONVERSATION),
     x("issue.update", "$.originFingerprint", CONVERSATION),
     x("issue.block", "$.details", ENDED_RUN_OWNERSHIP),
     x("issue.block", "$.error", ENDED_RUN_OWNERSHIP),
@@ -219,116 +167,13 @@ pub const EXCEPTIONS: &[Exception] = &[
     x("agent.key.create", "$.scope", KEY_SCOPE),
     x("agent.key.create.cto", "$.scope", KEY_SCOPE),
     x("agent.key.list", "$[0].scope", KEY_SCOPE),
-    x("issue.list", "$[0].descriptionTruncated", LIST_EXTRAS),
-    x("issue.list", "$[0].lastActivityAt", LIST_EXTRAS),
-    x(
-        "issue.list.filtered",
-        "$[0].descriptionTruncated",
-        LIST_EXTRAS,
-    ),
-    x("issue.list.filtered", "$[0].lastActivityAt", LIST_EXTRAS),
     x("run.get", "$.outputSilence", LIVENESS),
-    x("run.get", "$.logSha256", LOG_SHA),
-    x("runs.list", "$[0].logSha256", LOG_SHA),
-    x("runs.list.agent", "$[0].logSha256", LOG_SHA),
-    x("runs.list.agent.cto", "$[0].logSha256", LOG_SHA),
     x("issue.create.child", "$.originRunId", ORIGIN_RUN),
-    x("agent.create.ceo", "$.permissions.canCreateAgents", PERMS),
-    x("agent.create.ceo", "$.permissions.canCreateSkills", PERMS),
-    x("agent.create.cto", "$.permissions.canCreateAgents", PERMS),
-    x("agent.create.cto", "$.permissions.canCreateSkills", PERMS),
-    x("agent.get", "$.permissions.canCreateAgents", PERMS),
-    x("agent.get", "$.permissions.canCreateSkills", PERMS),
-    x("agent.list", "$[0].permissions.canCreateAgents", PERMS),
-    x("agent.list", "$[0].permissions.canCreateSkills", PERMS),
-    x("agent.me", "$.permissions.canCreateAgents", PERMS),
-    x("agent.me", "$.permissions.canCreateSkills", PERMS),
-    x("agent.pause", "$.permissions.canCreateAgents", PERMS),
-    x("agent.pause", "$.permissions.canCreateSkills", PERMS),
-    x("agent.resume", "$.permissions.canCreateAgents", PERMS),
-    x("agent.resume", "$.permissions.canCreateSkills", PERMS),
-    x("agent.terminate", "$.permissions.canCreateAgents", PERMS),
-    x("agent.terminate", "$.permissions.canCreateSkills", PERMS),
-    x("agent.update", "$.permissions.canCreateAgents", PERMS),
-    x("agent.update", "$.permissions.canCreateSkills", PERMS),
-    x("budget.agent", "$.permissions.canCreateAgents", PERMS),
-    x("budget.agent", "$.permissions.canCreateSkills", PERMS),
     x("issue.create", "$.relatedWork", RELATED),
     x("issue.create.child", "$.relatedWork", RELATED),
     x("issue.get", "$.relatedWork", RELATED),
     x("issue.get.identifier", "$.relatedWork", RELATED),
     x("issue.update", "$.relatedWork", RELATED),
-    x("agent.wakeup", "$.processLossRetryCount", RETRY),
-    x("agent.wakeup", "$.scheduledRetryAttempt", RETRY),
-    x("agent.wakeup.for_run", "$.processLossRetryCount", RETRY),
-    x("agent.wakeup.for_run", "$.scheduledRetryAttempt", RETRY),
-    x("agent.wakeup.for_run.cto", "$.processLossRetryCount", RETRY),
-    x("agent.wakeup.for_run.cto", "$.scheduledRetryAttempt", RETRY),
-    x("run.get", "$.processLossRetryCount", RETRY),
-    x("run.get", "$.scheduledRetryAttempt", RETRY),
-    x("runs.list", "$[0].processLossRetryCount", RETRY),
-    x("runs.list", "$[0].scheduledRetryAttempt", RETRY),
-    x("runs.list.agent", "$[0].processLossRetryCount", RETRY),
-    x("runs.list.agent", "$[0].scheduledRetryAttempt", RETRY),
-    x("runs.list.agent.cto", "$[0].processLossRetryCount", RETRY),
-    x("runs.list.agent.cto", "$[0].scheduledRetryAttempt", RETRY),
-    x(
-        "agent.create.ceo",
-        "$.runtimeConfig.heartbeat.maxConcurrentRuns",
-        RUNTIME_CONFIG,
-    ),
-    x(
-        "agent.create.cto",
-        "$.runtimeConfig.heartbeat.maxConcurrentRuns",
-        RUNTIME_CONFIG,
-    ),
-    x(
-        "agent.get",
-        "$.runtimeConfig.heartbeat.maxConcurrentRuns",
-        RUNTIME_CONFIG,
-    ),
-    x(
-        "agent.list",
-        "$[0].runtimeConfig.heartbeat.maxConcurrentRuns",
-        RUNTIME_CONFIG,
-    ),
-    x(
-        "agent.me",
-        "$.runtimeConfig.heartbeat.maxConcurrentRuns",
-        RUNTIME_CONFIG,
-    ),
-    x(
-        "agent.pause",
-        "$.runtimeConfig.heartbeat.maxConcurrentRuns",
-        RUNTIME_CONFIG,
-    ),
-    x(
-        "agent.resume",
-        "$.runtimeConfig.heartbeat.maxConcurrentRuns",
-        RUNTIME_CONFIG,
-    ),
-    x(
-        "agent.terminate",
-        "$.runtimeConfig.heartbeat.maxConcurrentRuns",
-        RUNTIME_CONFIG,
-    ),
-    x(
-        "agent.update",
-        "$.runtimeConfig.heartbeat.maxConcurrentRuns",
-        RUNTIME_CONFIG,
-    ),
-    x(
-        "budget.agent",
-        "$.runtimeConfig.heartbeat.maxConcurrentRuns",
-        RUNTIME_CONFIG,
-    ),
-    x("agent.wakeup", "$.runtimeMode", RUNTIME_MODE),
-    x("agent.wakeup.for_run", "$.runtimeMode", RUNTIME_MODE),
-    x("agent.wakeup.for_run.cto", "$.runtimeMode", RUNTIME_MODE),
-    x("run.get", "$.runtimeMode", RUNTIME_MODE),
-    x("run.get", "$.runtimeModeReason", RUNTIME_MODE),
-    x("run.get", "$.runtimeModeResolvedAt", RUNTIME_MODE),
-    x("run.get", "$.runtimeModeResolverVersion", RUNTIME_MODE),
     x("agent.wakeup", "$.contextSnapshot.actorId", SNAPSHOT),
     x(
         "agent.wakeup",
@@ -403,7 +248,6 @@ pub const EXCEPTIONS: &[Exception] = &[
     x("run.get", "$.contextSnapshot.paperclipWorkspace", SNAPSHOT),
     x("run.get", "$.contextSnapshot.responsibleUserId", SNAPSHOT),
     x("run.get", "$.contextSnapshot.triggeredBy", SNAPSHOT),
-    x("project.list", "$[0].taskCount", TASK_COUNT),
     x("activity", "$[0].responsibleUserId", USERS),
     x("agent.key.create", "$.responsibleUserId", USERS),
     x("agent.key.create.cto", "$.responsibleUserId", USERS),
@@ -411,14 +255,6 @@ pub const EXCEPTIONS: &[Exception] = &[
     x("agent.wakeup", "$.responsibleUserId", USERS),
     x("agent.wakeup.for_run", "$.responsibleUserId", USERS),
     x("agent.wakeup.for_run.cto", "$.responsibleUserId", USERS),
-    x("issue.checkout.agent", "$.responsibleUserId", USERS),
-    x("issue.create", "$.responsibleUserId", USERS),
-    x("issue.create.child", "$.responsibleUserId", USERS),
-    x("issue.get", "$.responsibleUserId", USERS),
-    x("issue.get.identifier", "$.responsibleUserId", USERS),
-    x("issue.list", "$[0].responsibleUserId", USERS),
-    x("issue.list.filtered", "$[0].responsibleUserId", USERS),
-    x("issue.update", "$.responsibleUserId", USERS),
     x("run.get", "$.responsibleUserId", USERS),
 ];
 

@@ -41,6 +41,19 @@ const LATER_JSON_COLUMNS: &[(&str, &str)] = &[
     ("workspace_task_changes", "files"),
     ("workspace_task_changes", "commits"),
     ("projects", "execution_workspace_policy"),
+    ("company_skills", "categories"),
+    ("company_skills", "metadata"),
+    ("company_skill_versions", "files"),
+    ("issue_tree_holds", "release_policy"),
+    ("issue_tree_holds", "release_metadata"),
+    ("issues", "execution_policy"),
+    ("issues", "execution_state"),
+    ("decisions", "options"),
+    ("decisions", "inputs"),
+    ("decisions", "input_values"),
+    ("decisions", "target_snapshots"),
+    ("decisions", "metadata"),
+    ("decision_effect_executions", "result"),
 ];
 
 /// Postgres columns of a type, as `(table, column)`.

@@ -3,7 +3,7 @@
 //! behind it (`instructions-bundle`, its files). Reads are the company's;
 //! changes are the board's (an agent may not rewrite its own instructions).
 
-mod files;
+pub(crate) mod files;
 
 use std::path::{Path as FsPath, PathBuf};
 

@@ -20,6 +20,7 @@ use crate::engine::sql::Bind;
 use crate::issues::list::filter::{check_cursor, filtered, Filter, Position, Reach, Use};
 use crate::issues::list::matching::{matching, Matching};
 use crate::issues::list::query::list;
+use crate::issues::list::rollup::{self, Listed, LAST_ACTIVITY};
 use crate::issues::table::{attach_relations_where, map, COLUMNS};
 use crate::{Error, Result, Store};
 
@@ -38,9 +39,11 @@ enum Kind {
     Int,
     Status,
     Priority,
+    /// Stored JSON text, written as it is (the store writes it compact).
+    OptJson,
 }
 
-const FIELDS: [(&str, Kind); 27] = [
+const FIELDS: [(&str, Kind); 36] = [
     ("id", Kind::Text),
     ("companyId", Kind::Text),
     ("projectId", Kind::OptText),
@@ -68,17 +71,41 @@ const FIELDS: [(&str, Kind); 27] = [
     ("createdAt", Kind::Text),
     ("updatedAt", Kind::Text),
     ("statusVersion", Kind::Int),
+    ("executionPolicy", Kind::OptJson),
+    ("executionState", Kind::OptJson),
+    ("monitorNextCheckAt", Kind::OptText),
+    ("monitorWakeRequestedAt", Kind::OptText),
+    ("monitorLastTriggeredAt", Kind::OptText),
+    ("monitorAttemptCount", Kind::Int),
+    ("monitorNotes", Kind::OptText),
+    ("monitorScheduledBy", Kind::OptText),
+    ("responsibleUserId", Kind::OptText),
 ];
 
 const TITLE: usize = 5;
 const DESCRIPTION: usize = 6;
+const STATUS: usize = 7;
 const NUMBER: usize = 16;
+const EXECUTION_RUN: usize = 12;
 const FLAG: usize = FIELDS.len();
+/// [`rollup::LAST_ACTIVITY`], after the flag.
+const LAST: usize = FLAG + 1;
 
-/// What follows the columns in every task without relations: `workMode`
-/// (always standard work here) and the empty relation lists.
-const TAIL: &[u8] =
-    br#","workMode":"standard","labels":[],"labelIds":[],"blockedBy":[],"blocks":[]}"#;
+/// What follows the columns in every task without relations (then the
+/// list's rollups, [`rollup::write_idle`]): `workMode`
+/// (always standard work here), the empty relation lists and no attention
+/// (a blocked task or one in review is built as an `Issue`, as those with
+/// relations are).
+const TAIL: &[u8] = concat!(
+    r#","workMode":"standard","labels":[],"labelIds":[],"blockedBy":[],"blocks":[],"#,
+    r#""blockerAttention":{"state":"none","reason":null,"unresolvedBlockerCount":0,"#,
+    r#""coveredBlockerCount":0,"stalledBlockerCount":0,"attentionBlockerCount":0,"#,
+    r#""pendingFinalizeBlockerIssueIds":[],"sampleBlockerIdentifier":null,"#,
+    r#""sampleStalledBlockerIdentifier":null,"blockingTreeLive":false,"#,
+    r#""directBlockerIssueId":null,"terminalBlockerIssueId":null,"terminalBlocker":null},"#,
+    r#""reviewAttention":{"state":"none","paths":[],"reason":null}"#
+)
+.as_bytes();
 
 /// The page of `filter` as JSON. On SQLite one pass over the statement that
 /// walks the filter's index to the page (a search, matched a range of numbers
@@ -88,8 +115,9 @@ pub async fn list_json(store: &Store, company_id: &str, filter: &Filter) -> Resu
     let search = filter.q.as_deref().is_some_and(|q| !q.trim().is_empty());
     if store.backend() != crate::Backend::Sqlite || search {
         let page = list(store, company_id, filter).await?;
+        let mut conn = store.pool().acquire().await?;
         return Ok(JsonPage {
-            body: to_json(&page.issues)?,
+            body: rollup::to_json(&mut conn, &page.issues).await?,
             next_cursor: page.next_cursor,
         });
     }
@@ -126,13 +154,13 @@ pub async fn list_json(store: &Store, company_id: &str, filter: &Filter) -> Resu
             .collect();
         args.push(Arg::from(filter.limit.saturating_add(1)));
         let sql = format!(
-            "SELECT {COLUMNS}, relation_count {from} ORDER BY issue_number DESC LIMIT ${}",
+            "SELECT {COLUMNS}, relation_count, {LAST_ACTIVITY} {from} ORDER BY issue_number DESC LIMIT ${}",
             args.len()
         );
         (sql, args)
     } else {
         let sql = format!(
-            "SELECT {COLUMNS}, relation_count FROM issues WHERE company_id = $1 \
+            "SELECT {COLUMNS}, relation_count, {LAST_ACTIVITY} FROM issues WHERE company_id = $1 \
              AND issue_number < $2 ORDER BY issue_number DESC LIMIT $3"
         );
         let args = vec![
@@ -161,7 +189,7 @@ struct Writer {
     last: Option<i64>,
     more: bool,
     /// Rows with relations, built as issues, and where each goes in `body`.
-    holes: Vec<(usize, Issue)>,
+    holes: Vec<(usize, Issue, String)>,
 }
 
 impl Writer {
@@ -187,8 +215,12 @@ impl Writer {
             return Ok(false);
         }
         self.body.push(if self.count == 0 { b'[' } else { b',' });
-        if int(row, FLAG)? != 0 {
-            self.holes.push((self.body.len(), map(row)?));
+        // Attention to work out or a run to name: built as an `Issue`.
+        let attention = matches!(row.str_at(STATUS)?, Some("blocked" | "in_review"))
+            || row.str_at(EXECUTION_RUN)?.is_some();
+        if int(row, FLAG)? != 0 || attention {
+            let last = row.text(LAST)?;
+            self.holes.push((self.body.len(), map(row)?, last));
         } else {
             write_row(&mut self.body, row)?;
         }
@@ -213,13 +245,27 @@ impl Writer {
                 next_cursor,
             });
         }
-        let (at, mut issues): (Vec<usize>, Vec<Issue>) = self.holes.into_iter().unzip();
+        let mut at = Vec::with_capacity(self.holes.len());
+        let mut issues = Vec::with_capacity(self.holes.len());
+        let mut last = Vec::with_capacity(self.holes.len());
+        for (place, issue, activity) in self.holes {
+            at.push(place);
+            issues.push(issue);
+            last.push(activity);
+        }
         attach_relations_where(conn, &mut issues, |_| true).await?;
+        let runs = rollup::active_runs(conn, issues.iter()).await?;
         let mut body = Vec::with_capacity(self.body.len() + issues.len() * 1024);
         let mut from = 0;
-        for (at, issue) in at.into_iter().zip(&issues) {
+        for ((at, issue), last) in at.into_iter().zip(&issues).zip(&last) {
             body.extend_from_slice(&self.body[from..at]);
-            serde_json::to_writer(&mut body, issue).map_err(json_error)?;
+            let listed = Listed {
+                issue,
+                active_run: issue.execution_run_id.as_ref().and_then(|id| runs.get(id)),
+                last_activity_at: last,
+                description_truncated: false,
+            };
+            serde_json::to_writer(&mut body, &listed).map_err(json_error)?;
             from = at;
         }
         body.extend_from_slice(&self.body[from..]);
@@ -227,13 +273,7 @@ impl Writer {
     }
 }
 
-fn to_json(issues: &[Issue]) -> Result<Vec<u8>> {
-    let mut body = Vec::with_capacity(issues.len() * 768 + 2);
-    serde_json::to_writer(&mut body, issues).map_err(json_error)?;
-    Ok(body)
-}
-
-fn json_error(err: serde_json::Error) -> Error {
+pub(crate) fn json_error(err: serde_json::Error) -> Error {
     Error::Database(sqlx::Error::Protocol(format!("writing JSON: {err}")))
 }
 
@@ -264,10 +304,19 @@ fn write_row(out: &mut Vec<u8>, row: &RawRow) -> Result<()> {
             },
             Kind::Status => enum_value::<IssueStatus>(out, row, at)?,
             Kind::Priority => enum_value::<IssuePriority>(out, row, at)?,
+            // Re-serialised, so the bytes are serde's as on the typed path.
+            Kind::OptJson => match row.str_at(at)? {
+                Some(text) => {
+                    let value: serde_json::Value =
+                        serde_json::from_str(text).map_err(json_error)?;
+                    serde_json::to_writer(&mut *out, &value).map_err(json_error)?
+                }
+                None => out.extend_from_slice(b"null"),
+            },
         }
     }
     out.extend_from_slice(TAIL);
-    Ok(())
+    rollup::write_idle(out, &row.text(LAST)?).map_err(json_error)
 }
 
 /// A status or priority, checked against its enum: an unknown value in the

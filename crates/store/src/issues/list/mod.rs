@@ -10,3 +10,4 @@ pub(crate) mod json;
 pub(crate) mod matching;
 pub(crate) mod page;
 pub(crate) mod query;
+pub(crate) mod rollup;
