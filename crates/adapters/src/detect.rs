@@ -192,11 +192,14 @@ pub async fn detect() -> Vec<Detected> {
                 Path::new("/"),
             );
             let (version, error) = match &program {
-                // Generous: OpenCode's runtime can take seconds to start on
-                // a busy machine, and a slow answer is still an answer.
-                Some(p) => match version_within(p, &[], Duration::from_secs(30)).await {
-                    Ok(v) => (Some(v), None),
-                    Err(e) => (None, Some(e)),
+                Some(p) => match package_version(p) {
+                    Some(v) => (Some(v), None),
+                    // Generous: OpenCode's runtime can take seconds to start
+                    // on a busy machine, and a slow answer is still an answer.
+                    None => match version_within(p, &[], Duration::from_secs(30)).await {
+                        Ok(v) => (Some(v), None),
+                        Err(e) => (None, Some(e)),
+                    },
                 },
                 None => (None, None),
             };
@@ -215,9 +218,55 @@ pub async fn detect() -> Vec<Detected> {
     futures::future::join_all(probes).await
 }
 
+/// The version an npm-installed CLI declares: its command resolves (through
+/// the `bin` link) into the package, whose `package.json` names it. Reading
+/// it costs a file read, where `--version` starts a Node runtime: seconds
+/// of CPU each on a busy machine, for every CLI, on every hire dialog.
+fn package_version(program: &Path) -> Option<String> {
+    let real = std::fs::canonicalize(program).ok()?;
+    for dir in real.ancestors().skip(1).take(6) {
+        let Ok(text) = std::fs::read_to_string(dir.join("package.json")) else {
+            continue;
+        };
+        let in_node_modules = dir
+            .parent()
+            .and_then(|p| p.file_name())
+            .is_some_and(|n| n == "node_modules" || n.to_string_lossy().starts_with('@'));
+        let manifest: serde_json::Value = serde_json::from_str(&text).ok()?;
+        return manifest["version"]
+            .as_str()
+            .filter(|v| in_node_modules && v.chars().any(|c| c.is_ascii_digit()))
+            .map(str::to_string);
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_npm_cli_reports_its_package_version_and_a_bare_binary_none() {
+        let root = std::env::temp_dir().join(format!("pkgver-{}", std::process::id()));
+        let pkg = root.join("lib/node_modules/@acme/tool");
+        std::fs::create_dir_all(pkg.join("dist")).unwrap();
+        std::fs::write(
+            pkg.join("package.json"),
+            r#"{"name":"@acme/tool","version":"1.2.3"}"#,
+        )
+        .unwrap();
+        std::fs::write(pkg.join("dist/cli.js"), "").unwrap();
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        let link = root.join("bin/tool");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(pkg.join("dist/cli.js"), &link).unwrap();
+        assert_eq!(package_version(&link).as_deref(), Some("1.2.3"));
+        // A project's own package.json above a plain binary is not its version.
+        std::fs::write(root.join("package.json"), r#"{"version":"9.9.9"}"#).unwrap();
+        std::fs::write(root.join("bin/plain"), "").unwrap();
+        assert_eq!(package_version(&root.join("bin/plain")), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
