@@ -47,8 +47,8 @@ pub async fn update(
     .await?;
     let details = json!({ "slug": current.skill.slug, "categories": categories,
         "sharingScope": "company" });
-    record(
-        &mut tx,
+    let skill = commit_recorded(
+        tx,
         actor,
         company_id,
         Action::CompanySkillUpdated,
@@ -56,8 +56,6 @@ pub async fn update(
         details,
     )
     .await?;
-    let skill = get_in(&mut tx, company_id, &id).await?;
-    tx.commit().await?;
     Ok(skill)
 }
 
@@ -94,8 +92,8 @@ pub async fn write_file(
         .cloned()
         .expect("written");
     let details = json!({ "path": path, "markdown": written.path.ends_with(".md") });
-    record(
-        &mut tx,
+    let skill = commit_recorded(
+        tx,
         actor,
         company_id,
         Action::CompanySkillFileUpdated,
@@ -103,8 +101,6 @@ pub async fn write_file(
         details,
     )
     .await?;
-    let skill = get_in(&mut tx, company_id, &id).await?;
-    tx.commit().await?;
     Ok((skill, written))
 }
 
@@ -143,8 +139,8 @@ pub async fn delete_file(
     let deleted: Vec<String> = gone.into_iter().map(|f| f.path).collect();
     let target = if folder { "folder" } else { "file" };
     let details = json!({ "path": path, "target": target, "deletedPaths": deleted });
-    record(
-        &mut tx,
+    let skill = commit_recorded(
+        tx,
         actor,
         company_id,
         Action::CompanySkillFileDeleted,
@@ -152,8 +148,6 @@ pub async fn delete_file(
         details,
     )
     .await?;
-    let skill = get_in(&mut tx, company_id, &id).await?;
-    tx.commit().await?;
     Ok((skill, deleted))
 }
 
@@ -216,8 +210,8 @@ pub async fn reset_to(
         }
     }
     let details = json!({ "slug": current.skill.slug, "toRevision": target.revision_number });
-    record(
-        &mut tx,
+    let skill = commit_recorded(
+        tx,
         actor,
         company_id,
         Action::CompanySkillReset,
@@ -225,8 +219,6 @@ pub async fn reset_to(
         details,
     )
     .await?;
-    let skill = get_in(&mut tx, company_id, &id).await?;
-    tx.commit().await?;
     Ok(skill)
 }
 
@@ -311,4 +303,19 @@ async fn modified(
         .execute(tx.conn())
         .await?;
     Ok(())
+}
+
+/// Ends an edit: its activity row, the skill as it now reads, the commit.
+async fn commit_recorded(
+    mut tx: Tx,
+    actor: &Actor,
+    company_id: &str,
+    action: Action,
+    id: &str,
+    details: Value,
+) -> Result<Skill> {
+    record(&mut tx, actor, company_id, action, id, details).await?;
+    let skill = get_in(&mut tx, company_id, id).await?;
+    tx.commit().await?;
+    Ok(skill)
 }
