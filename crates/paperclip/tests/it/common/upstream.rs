@@ -76,6 +76,9 @@ pub struct Cli {
     /// The CLI's own home (`context.json`, stored board logins): empty, so
     /// nothing from the machine's `~/.paperclip` takes part.
     pub home: PathBuf,
+    /// One Node process running this CLI's commands (`upstream_batch.mjs`),
+    /// started by the first command.
+    batch: tokio::sync::Mutex<Option<Batch>>,
 }
 
 pub struct Outcome {
@@ -91,6 +94,37 @@ impl Outcome {
     }
 }
 
+/// The environment every command runs in: the person, no key, no run, our URL.
+fn person_env(cmd: &mut Command, cli: &Cli) {
+    cmd.env("PATH", path_with(&cli.path))
+        .env("PAPERCLIP_API_URL", &cli.base)
+        .env("PAPERCLIP_HOME", &cli.home)
+        .env("NO_COLOR", "1")
+        .env("PAPERCLIP_TELEMETRY_DISABLED", "1")
+        .env("NODE_COMPILE_CACHE", node_compile_cache())
+        .env_remove("PAPERCLIP_API_KEY")
+        .env_remove("PAPERCLIP_RUN_ID")
+        .env_remove("PAPERCLIP_COMPANY_ID")
+        .env_remove("PAPERCLIP_CONTEXT")
+        .kill_on_drop(true);
+}
+
+/// A command may take this long (a loaded CI machine included).
+const COMMAND_LIMIT: Duration = Duration::from_secs(60);
+
+struct Batch {
+    _child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::io::BufReader<tokio::process::ChildStdout>,
+}
+
+#[derive(serde::Deserialize)]
+struct BatchAnswer {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
 impl Cli {
     pub fn new(cli: PathBuf, server: &TestServer) -> Cli {
         let home = server.data_dir.join("upstream-cli-home");
@@ -99,32 +133,87 @@ impl Cli {
             path: cli,
             base: server.base.clone(),
             home,
+            batch: tokio::sync::Mutex::new(None),
         }
     }
 
     /// Runs `paperclipai <args>` as the person: no key, no run, our URL.
     pub async fn run(&self, args: &[&str]) -> Outcome {
+        let ran = if std::env::var("PAPERCLIP_UPSTREAM_CLI_PROCESSES").as_deref() == Ok("1") {
+            tokio::time::timeout(COMMAND_LIMIT, self.run_process(args)).await
+        } else {
+            tokio::time::timeout(COMMAND_LIMIT, self.run_batched(args)).await
+        };
+        ran.unwrap_or_else(|_| panic!("paperclipai {args:?} did not finish within 60 s"))
+    }
+
+    async fn run_process(&self, args: &[&str]) -> Outcome {
         let mut cmd = Command::new(&self.path);
-        cmd.args(args)
-            .env("PATH", path_with(&self.path))
-            .env("PAPERCLIP_API_URL", &self.base)
-            .env("PAPERCLIP_HOME", &self.home)
-            .env("NO_COLOR", "1")
-            .env("NODE_COMPILE_CACHE", node_compile_cache())
-            .env_remove("PAPERCLIP_API_KEY")
-            .env_remove("PAPERCLIP_RUN_ID")
-            .env_remove("PAPERCLIP_COMPANY_ID")
-            .env_remove("PAPERCLIP_CONTEXT")
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
-        let output = tokio::time::timeout(Duration::from_secs(60), cmd.output())
-            .await
-            .unwrap_or_else(|_| panic!("paperclipai {args:?} did not finish within 60 s"))
-            .expect("spawn the upstream CLI");
+        cmd.args(args).stdin(Stdio::null());
+        person_env(&mut cmd, self);
+        let output = cmd.output().await.expect("spawn the upstream CLI");
         Outcome {
             ok: output.status.success(),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    async fn run_batched(&self, args: &[&str]) -> Outcome {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let mut batch = self.batch.lock().await;
+        if batch.is_none() {
+            *batch = Some(self.start_batch());
+        }
+        let b = batch.as_mut().unwrap();
+        let mut line = serde_json::to_string(&serde_json::json!({ "args": args })).unwrap();
+        line.push('\n');
+        b.stdin
+            .write_all(line.as_bytes())
+            .await
+            .expect("send a command to the upstream CLI");
+        let mut answer = String::new();
+        b.stdout
+            .read_line(&mut answer)
+            .await
+            .expect("read the upstream CLI's answer");
+        assert!(
+            !answer.is_empty(),
+            "the upstream CLI's process ended during paperclipai {args:?}"
+        );
+        let answer: BatchAnswer = serde_json::from_str(&answer)
+            .unwrap_or_else(|e| panic!("the upstream CLI's batch answered {answer:?}: {e}"));
+        Outcome {
+            ok: answer.code == 0,
+            stdout: answer.stdout,
+            stderr: answer.stderr,
+        }
+    }
+
+    fn start_batch(&self) -> Batch {
+        // The bin is a link to the CLI's bundle; Node 24 sits beside it
+        // (`Command` looks a program up in our PATH, not the child's).
+        let entry = std::fs::canonicalize(&self.path).expect("resolve the upstream CLI");
+        let node = std::env::split_paths(&path_with(&self.path))
+            .map(|dir| dir.join("node"))
+            .find(|p| p.is_file())
+            .expect("node beside the upstream CLI or on PATH");
+        let script =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/it/common/upstream_batch.mjs");
+        let mut cmd = Command::new(node);
+        person_env(&mut cmd, self);
+        cmd.arg(script)
+            .arg(entry)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = cmd.spawn().expect("start the upstream CLI's batch");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
+        Batch {
+            _child: child,
+            stdin,
+            stdout,
         }
     }
 
