@@ -18,6 +18,11 @@ export async function launch() {
     ],
   });
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  // Playwright's 30 s default is a hang detector; CI runs these beside a
+  // hundred other tests on two cores, where one step has taken longer. A real
+  // failure is still a wrong page, found by the step's own check.
+  context.setDefaultTimeout(90_000);
+  context.setDefaultNavigationTimeout(90_000);
   const page = await context.newPage();
   const problems = [];
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));

@@ -52,9 +52,10 @@ pub fn shots_dir(name: &str) -> PathBuf {
 }
 
 /// Runs `tests/browser/<name>.mjs` against `base` to its end (at most
-/// `limit`), panicking with its output and screenshot folder on failure.
-/// Returns its stdout.
+/// `limit`, and never less than [`HANG_FLOOR`]), panicking with its output
+/// and screenshot folder on failure. Returns its stdout.
 pub async fn run(name: &str, base: &str, limit: Duration) -> String {
+    let limit = limit.max(HANG_FLOOR);
     let _slot = BrowserSlot::take().await;
     let shots = shots_dir(name);
     let _ = std::fs::remove_dir_all(&shots);
@@ -82,6 +83,12 @@ pub async fn run(name: &str, base: &str, limit: Duration) -> String {
     );
     stdout
 }
+
+/// The least time a scenario gets before it counts as hung. Its own limit is
+/// what it takes on a quiet machine with room to spare; a CI run on two
+/// loaded cores took three times that (a 60 s limit failed three scenarios
+/// that pass alone in 20 s). nextest kills a test at 300 s regardless.
+const HANG_FLOOR: Duration = Duration::from_secs(240);
 
 /// How many Chromium scenarios run at once across the whole suite. Each is a
 /// browser plus Node, CPU-heavy on CI's two cores; the suite runs many tests
