@@ -168,12 +168,18 @@ fn home_of(config: &CliConfig) -> Option<PathBuf> {
 /// prompting: a colour terminal (it warns on a dumb one), no browser for
 /// a login. Gemini 0.61 refuses to run headless in a folder not trusted
 /// (exit 55); the run's folder is one the board gave the agent, so it is
-/// trusted for the run. The agent's `env` overrides any of these.
+/// trusted for the run. Gemini starts a second Node process of itself to
+/// raise its heap limit to half the machine's memory; a run is one prompt
+/// and the default heap is gigabytes, so the run keeps the first process
+/// (measured: 1.7 s of CPU per start against 1.0 s, and one Node process
+/// fewer per turn). The agent's `env` overrides any of these
+/// (`GEMINI_CLI_NO_RELAUNCH: ""` brings the second process back).
 fn headless_env(server_term: Option<&str>) -> BTreeMap<String, String> {
     let mut env = BTreeMap::from([
         ("COLORTERM".to_string(), "truecolor".to_string()),
         ("NO_BROWSER".to_string(), "1".to_string()),
         ("GEMINI_CLI_TRUST_WORKSPACE".to_string(), "true".to_string()),
+        ("GEMINI_CLI_NO_RELAUNCH".to_string(), "true".to_string()),
     ]);
     let term = server_term.unwrap_or("").trim().to_ascii_lowercase();
     if term.is_empty() || term == "dumb" || term == "vt100" {

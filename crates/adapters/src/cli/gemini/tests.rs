@@ -203,6 +203,7 @@ fn the_command_line_is_upstreams() {
     assert!(!b.prompt_on_stdin);
     assert_eq!(b.env["NO_BROWSER"], "1");
     assert_eq!(b.env["GEMINI_CLI_TRUST_WORKSPACE"], "true");
+    assert_eq!(b.env["GEMINI_CLI_NO_RELAUNCH"], "true");
     // "auto" lets the CLI choose: no --model; a sandbox asked for is passed.
     let b = built(json!({ "model": "auto", "sandbox": true }), None);
     assert!(!b.args.iter().any(|a| a == "--model" || a == "--resume"));
