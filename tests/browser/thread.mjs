@@ -3,8 +3,10 @@
 // live re-renders), then the card says how long it ran and what it changed;
 // a person's @mention wakes a run that did nothing, and its line says so.
 // Then a real `claude` run (started by the Rust test, if the CLI is here)
-// reads as a transcript: tool calls folded to a line, the final reply set
-// apart. Usage: node thread.mjs <base-url> <screenshot-dir>
+// reads as a transcript: tool calls folded to a line of a verb and its
+// object (a failed one with ✗ and its error), a subagent's calls nested
+// under its Delegated row, one final reply set apart,
+// and the task's identifier where the agent wrote its UUID. Usage: node thread.mjs <base-url> <screenshot-dir>
 import { start } from "./lib.mjs";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -114,17 +116,39 @@ await s.finish(async () => {
   if ((await cliRun.getAttribute("data-run-status")) !== "succeeded") {
     throw new Error(`the claude run failed: ${await cliRun.innerText()}`);
   }
-  // Folded, the card leads with the final reply.
-  await cliRun.locator("summary .reply-excerpt", { hasText: "Wrote the changelog and marked the task done." }).waitFor();
+  // Folded, the card leads with the final reply, the task's UUID in it
+  // named by its identifier.
+  const ident = cliTask.identifier;
+  await cliRun.locator("summary .reply-excerpt", { hasText: `Wrote the changelog for ${ident} and marked the task done.` }).waitFor();
   await cliRun.locator(":scope > summary").click();
   const reply = cliRun.locator("li.final-reply");
+  if ((await reply.count()) !== 1) throw new Error(`${await reply.count()} final replies`);
   await reply.locator("strong", { hasText: "changelog" }).waitFor();
-  // Each tool call is one line: its name and its command, closed.
+  await reply.locator(`a[href="/${cli.issuePrefix}/tasks/${ident}"]`, { hasText: ident }).waitFor();
+  // Each tool call is one line: a verb and its object, closed.
   const tools = cliRun.locator("details.tool");
-  if ((await tools.count()) < 3) throw new Error(`${await tools.count()} tool lines`);
+  if ((await tools.count()) < 4) throw new Error(`${await tools.count()} tool lines`);
   const first = tools.first();
-  if ((await first.locator(".tool-name").innerText()) !== "Bash") throw new Error("the tool is not named");
+  if ((await first.locator(".tool-verb").innerText()) !== "Ran") throw new Error("the call has no verb");
   if (!(await first.locator(".tool-arg").innerText()).includes("/checkout")) throw new Error("the tool line lacks its command");
+  const tall = await tools.locator(":scope > summary").evaluateAll((rows) => rows
+    .filter((r) => r.getBoundingClientRect().height > 1.8 * r.querySelector(".tool-verb").getBoundingClientRect().height)
+    .map((r) => r.textContent));
+  if (tall.length) throw new Error(`tool rows over a line: ${JSON.stringify(tall)}`);
+  // The read of a missing file failed: ✗ and the error's first line.
+  const read = cliRun.locator("details.tool[data-verb=Read]");
+  await read.locator(".tool-arg", { hasText: "/nonexistent-paperclip-dir/NOTES.md" }).waitFor();
+  const failedRow = await read.locator(".tool-state.failed").innerText();
+  if (!failedRow.startsWith("✗ ") || failedRow.length < 4) throw new Error(`the failed read reads "${failedRow}"`);
+  // The subagent's calls are nested under its Delegated row.
+  const delegated = cliRun.locator("details.tool[data-verb=Delegated]");
+  await delegated.locator(":scope > summary .tool-place", { hasText: "Check the notes" }).waitFor();
+  if (await delegated.locator("ol.substeps").isVisible()) throw new Error("the subagent's steps should start folded");
+  await delegated.locator(":scope > summary").click();
+  await delegated.locator("ol.substeps details.tool[data-verb=Ran] .tool-arg", { hasText: "echo subagent checked" }).waitFor();
+  // The subagent's prompt is not something it said; its report is the call's output.
+  if (await delegated.locator("ol.substeps li.transcript-assistant", { hasText: "Check the notes." }).count()) throw new Error("the subagent's prompt reads as its words");
+  await delegated.locator(":scope > .tool-io > pre", { hasText: "The notes are missing." }).waitFor();
   if (await first.locator(".tool-io").isVisible()) throw new Error("a tool call should start folded");
   await first.locator(":scope > summary").click();
   await first.locator(".tool-io pre", { hasText: "curl" }).first().waitFor();
@@ -133,8 +157,13 @@ await s.finish(async () => {
   // The CLI's JSON lines are not the thread: they stay folded under "Raw log".
   const raw = cliRun.locator("details.raw");
   if (await raw.evaluate((d) => d.open)) throw new Error("the raw JSON log should be folded");
-  const steps = await cliRun.locator("ol.steps").innerText();
+  const steps = await cliRun.locator("ol.steps:not(.substeps)").innerText();
   if (steps.includes('"type":')) throw new Error(`raw JSON in the transcript: ${steps}`);
+  // The agent's comment named its task by UUID: the thread shows the identifier.
+  const comment = page.locator("article.comment", { hasText: `Changelog written for ${ident}.` });
+  await comment.locator(`a[href="/${cli.issuePrefix}/tasks/${ident}"]`).waitFor();
+  const prose = (await page.locator("section.comments").innerText()) + (await reply.innerText()) + (await cliRun.locator("summary .reply-excerpt").textContent());
+  if (prose.includes(cliTask.id)) throw new Error(`a UUID in agent text: ${prose}`);
   await s.shot("cli-transcript");
   await page.emulateMedia({ colorScheme: "dark" });
   await s.shotBoth("cli-transcript-dark");

@@ -103,6 +103,8 @@ vocabulary! {
         IssueCheckedOut = "issue.checked_out",
         IssueCommentAdded = "issue.comment_added",
         IssueCommentDeleted = "issue.comment_deleted",
+        IssueConversationOpened = "issue.conversation_opened",
+        IssueConversationSessionStarted = "issue.conversation_session_started",
         IssueCreated = "issue.created",
         IssueDeleted = "issue.deleted",
         IssueDocumentCreated = "issue.document_created",

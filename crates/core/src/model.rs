@@ -225,6 +225,14 @@ pub struct Issue {
     pub monitor_scheduled_by: Option<String>,
     /// The person answerable for the task: its creator, else its parent's.
     pub responsible_user_id: Option<String>,
+    /// Agent Chat (upstream's conversation columns): the agent and person of
+    /// a chat, its state and session generation, and the `/new` comment
+    /// that began the current session. All none (generation 0) on a task.
+    pub conversation_agent_id: Option<String>,
+    pub conversation_user_id: Option<String>,
+    pub conversation_state: Option<crate::chat::ConversationState>,
+    pub conversation_session_generation: i64,
+    pub conversation_boundary_comment_id: Option<String>,
     /// Upstream's kind of work; always `standard` here (we have no others).
     pub work_mode: String,
     pub labels: Vec<Label>,
@@ -247,6 +255,8 @@ pub struct Comment {
     pub created_by_run_id: Option<String>,
     /// The id the client sent to make the comment safe to retry.
     pub client_request_id: Option<String>,
+    /// On a chat's `/new` comment: the session generation it began.
+    pub conversation_session_generation: Option<i64>,
     pub body: String,
     pub deleted_at: Option<String>,
     pub created_at: String,

@@ -159,6 +159,8 @@ pub fn action_verb(action: Action) -> &'static str {
         IssueAttachmentRemoved => "removed a file from",
         IssueCheckedOut => "started work on",
         IssueCommentAdded => "commented on",
+        IssueConversationOpened => "opened the chat",
+        IssueConversationSessionStarted => "started a new session in",
         IssueCommentDeleted => "deleted a comment on",
         IssueDocumentCreated => "added a document to",
         IssueDocumentDeleted => "deleted a document of",

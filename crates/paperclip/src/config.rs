@@ -96,6 +96,9 @@ pub struct RunArgs {
     /// Accounts only through invites: nobody may sign up on their own.
     #[arg(long, env = "PAPERCLIP_AUTH_DISABLE_SIGN_UP")]
     disable_sign_up: bool,
+    /// Serve MCP (`/api/mcp`) on an authenticated instance: people's assistants act as them.
+    #[arg(long, env = "PAPERCLIP_MCP_ENABLED")]
+    mcp: bool,
     /// Seconds a sign-in lasts (default 7 days).
     #[arg(long, env = "PAPERCLIP_SESSION_TTL", default_value_t = 7 * 24 * 3600)]
     session_ttl: u64,
@@ -253,6 +256,7 @@ impl Config {
                 .filter(|h| !h.is_empty())
                 .collect(),
             sign_up: !args.disable_sign_up,
+            mcp: args.mcp,
             session_ttl: std::time::Duration::from_secs(args.session_ttl),
             secure_cookies: args
                 .public_url

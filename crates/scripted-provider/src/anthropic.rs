@@ -97,6 +97,12 @@ async fn messages(AxumState(state): AxumState<Arc<State>>, Json(body): Json<Valu
             })],
             "tool_use",
         ),
+        Turn::Tool { name, input } => (
+            vec![
+                json!({ "type": "tool_use", "id": next_id("toolu"), "name": name, "input": input }),
+            ],
+            "tool_use",
+        ),
         Turn::Hang => (Vec::new(), "end_turn"),
     };
     let usage = state.usage(
@@ -170,4 +176,41 @@ async fn messages(AxumState(state): AxumState<Arc<State>>, Json(body): Json<Valu
         &json!({ "type": "message_stop" }),
     ));
     response(frames, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_tool_turn_is_a_tool_use_of_that_name_and_input() {
+        let state = Arc::new(State::default());
+        state.turns.lock().unwrap().push_back(Turn::Tool {
+            name: "mcp__paperclip__create_task".into(),
+            input: json!({ "title": "Ship it" }),
+        });
+        let body =
+            json!({ "model": "claude-sonnet-4-5", "tools": [{ "name": "Bash" }], "messages": [] });
+        let r = messages(AxumState(state.clone()), Json(body)).await;
+        let bytes = axum::body::to_bytes(r.into_body(), 1 << 20).await.unwrap();
+        let message: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(message["stop_reason"], "tool_use");
+        assert_eq!(message["content"][0]["type"], "tool_use");
+        assert_eq!(message["content"][0]["name"], "mcp__paperclip__create_task");
+        assert_eq!(
+            message["content"][0]["input"],
+            json!({ "title": "Ship it" })
+        );
+        // As a script's JSON, too.
+        let turn: Turn =
+            serde_json::from_value(json!({ "kind": "tool", "name": "x", "input": { "a": 1 } }))
+                .unwrap();
+        assert_eq!(
+            turn,
+            Turn::Tool {
+                name: "x".into(),
+                input: json!({ "a": 1 })
+            }
+        );
+    }
 }

@@ -119,6 +119,19 @@ async fn completions(AxumState(state): AxumState<Arc<State>>, Json(body): Json<V
             "stop",
             json!({ "role": "assistant", "content": text }),
         ),
+        Turn::Tool { name, input } => {
+            let call = json!({
+                "id": next_id("call"), "type": "function",
+                "function": { "name": name, "arguments": input.to_string() },
+            });
+            let mut indexed = call.clone();
+            indexed["index"] = json!(0);
+            (
+                json!({ "role": "assistant", "content": null, "tool_calls": [indexed] }),
+                "tool_calls",
+                json!({ "role": "assistant", "content": null, "tool_calls": [call] }),
+            )
+        }
         Turn::Bash { command } => {
             let call = json!({
                 "id": next_id("call"), "type": "function",

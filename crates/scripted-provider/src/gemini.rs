@@ -241,6 +241,10 @@ fn generate(state: &State, path: &str, model: &str, body: Value, stream: bool) -
             }})],
             "STOP",
         ),
+        Turn::Tool { name, input } => (
+            vec![json!({ "functionCall": { "name": name, "args": input } })],
+            "STOP",
+        ),
         Turn::Hang => (Vec::new(), "STOP"),
     };
     let usage = state.usage(

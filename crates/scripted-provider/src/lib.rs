@@ -36,6 +36,10 @@ pub enum Turn {
     /// A call of the CLI's shell tool running `command`; the CLI runs it and
     /// sends the result in its next request.
     Bash { command: String },
+    /// A call of any tool the CLI offers, by its name as the CLI sends it
+    /// (e.g. `mcp__paperclip__create_task` for an MCP server's tool), with
+    /// this JSON input; the CLI runs it and sends the result next.
+    Tool { name: String, input: Value },
     /// The provider refuses the request with this HTTP status and message,
     /// in the wire format's error shape (e.g. 404 for an unknown model).
     Error { status: u16, message: String },

@@ -84,6 +84,7 @@ async fn responses(AxumState(state): AxumState<Arc<State>>, Json(body): Json<Val
     let (input_tokens, output_tokens) = (usage.input_tokens, usage.output_tokens);
     let call = match &turn {
         Turn::Bash { command } => Some(shell_call(&body, command)),
+        Turn::Tool { name, input } => Some((name.clone(), input.to_string())),
         _ => None,
     };
     state.record(

@@ -37,6 +37,8 @@ pub struct TeamConfig {
     pub secure_cookies: bool,
     /// The URL invites are printed with.
     pub base_url: String,
+    /// `/api/mcp` on an authenticated instance (`--mcp`); local trusted always serves it.
+    pub mcp: bool,
 }
 
 impl Default for TeamConfig {
@@ -49,6 +51,7 @@ impl Default for TeamConfig {
             session_ttl: Duration::from_secs(7 * 24 * 3600),
             secure_cookies: false,
             base_url: "http://127.0.0.1:3100".into(),
+            mcp: false,
         }
     }
 }

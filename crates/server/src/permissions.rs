@@ -30,6 +30,7 @@ pub fn need(method: &Method, route: &str) -> Permission {
         | "/api/companies/{companyId}/labels"
         | "/api/companies/{companyId}/inbox-dismissals"
         | "/api/companies/{companyId}/inbox-dismissals/{itemKey}"
+        | "/api/companies/{companyId}/chats/{agentRef}"
         | "/api/goals/{id}"
         | "/api/projects/{id}"
         | "/api/labels/{labelId}"

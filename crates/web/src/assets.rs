@@ -16,6 +16,7 @@ const CSS: &str = concat!(
     include_str!("../assets/localmodels.css"),
     include_str!("../assets/push.css"),
     include_str!("../assets/runs.css"),
+    include_str!("../assets/chat.css"),
 );
 
 /// The board's scripts, loaded in this order by every page. `app.js` is the
@@ -44,6 +45,7 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("routines.js", include_str!("../assets/routines.js")),
     ("workspaces.js", include_str!("../assets/workspaces.js")),
     ("thread.js", include_str!("../assets/thread.js")),
+    ("chat.js", include_str!("../assets/chat.js")),
     ("board.js", include_str!("../assets/board.js")),
     ("push.js", include_str!("../assets/push.js")),
     ("live-poll.js", include_str!("../assets/live-poll.js")),

@@ -8,7 +8,14 @@ use crate::Ctx;
 /// The sidebar's sections in groups (a heading, then `(path, label)`); each
 /// path's icon is drawn by the stylesheet (`.nav a[data-icon]`).
 const SECTIONS: &[(&str, &[(&str, &str)])] = &[
-    ("", &[("dashboard", "Dashboard"), ("inbox", "Inbox")]),
+    (
+        "",
+        &[
+            ("dashboard", "Dashboard"),
+            ("inbox", "Inbox"),
+            ("chats", "Chat"),
+        ],
+    ),
     (
         "Work",
         &[

@@ -77,6 +77,8 @@ pub fn router<S: Clone + Send + Sync + 'static>(
         .route("/{prefix}", get(company_root))
         .route("/{prefix}/dashboard", get(pages::dashboard::page))
         .route("/{prefix}/inbox", get(pages::inbox::page))
+        .route("/{prefix}/chats", get(pages::chat::list))
+        .route("/{prefix}/chats/{agent_key}", get(pages::chat::page))
         .route("/{prefix}/tasks", get(pages::tasks::list))
         .route("/{prefix}/tasks/{identifier}", get(pages::task::page))
         .route("/{prefix}/projects", get(pages::misc::projects))

@@ -230,11 +230,21 @@ impl StreamParser for ClaudeParser {
                     tools,
                 }]
             }
+            Some("system") if str_at(&v, &["subtype"]).as_deref() == Some("compact_boundary") => {
+                vec![Item::Compacted {
+                    trigger: str_at(&v, &["compact_metadata", "trigger"]),
+                    pre_tokens: v
+                        .pointer("/compact_metadata/pre_tokens")
+                        .and_then(Value::as_u64),
+                }]
+            }
             Some("assistant") => {
                 self.turn_usage(&v);
-                content_items(&v)
+                nested(&v, content_items(&v, true))
             }
-            Some("user") => content_items(&v),
+            // A user line's text is the prompt (a subagent's is echoed), not
+            // what the model said; its tool results are the steps.
+            Some("user") => nested(&v, content_items(&v, false)),
             Some("result") => {
                 s.completed = true;
                 s.result_text = str_at(&v, &["result"]);
@@ -299,15 +309,30 @@ fn errors_text(v: &Value) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
+/// A subagent's lines name the `Task` call that started it
+/// (`parent_tool_use_id`); its steps are kept under that call.
+fn nested(v: &Value, items: Vec<Item>) -> Vec<Item> {
+    match str_at(v, &["parent_tool_use_id"]).filter(|p| !p.is_empty()) {
+        Some(parent) => items
+            .into_iter()
+            .map(|item| Item::Nested {
+                parent: parent.clone(),
+                item: Box::new(item),
+            })
+            .collect(),
+        None => items,
+    }
+}
+
 /// Text, tool calls and tool results in an assistant or user message.
-fn content_items(v: &Value) -> Vec<Item> {
+fn content_items(v: &Value, model: bool) -> Vec<Item> {
     let Some(blocks) = v.pointer("/message/content").and_then(Value::as_array) else {
         return Vec::new();
     };
     blocks
         .iter()
         .filter_map(|b| match b.get("type").and_then(Value::as_str) {
-            Some("text") => {
+            Some("text") if model => {
                 let text = str_at(b, &["text"])?;
                 (!text.trim().is_empty()).then_some(Item::Assistant { text })
             }
@@ -394,6 +419,29 @@ mod tests {
         assert_eq!(s.usage.cached_input_tokens, 100);
         assert_eq!(s.usage.cost_usd, Some(0.0123));
         assert_eq!(s.result_text.as_deref(), Some("Done."));
+    }
+
+    #[test]
+    fn a_subagents_steps_name_their_task_call_and_compaction_is_noted() {
+        let (items, _) = parse(&[
+            r#"{"type":"assistant","parent_tool_use_id":null,"message":{"content":[{"type":"tool_use","id":"task1","name":"Task","input":{"description":"Look"}}]}}"#,
+            r#"{"type":"assistant","parent_tool_use_id":"task1","message":{"content":[{"type":"tool_use","id":"t2","name":"Read","input":{"file_path":"a"}}]}}"#,
+            r#"{"type":"user","parent_tool_use_id":"task1","message":{"content":[{"type":"text","text":"Look."}]}}"#,
+            r#"{"type":"user","parent_tool_use_id":"task1","message":{"content":[{"type":"tool_result","tool_use_id":"t2","content":"x"}]}}"#,
+            r#"{"type":"system","subtype":"compact_boundary","session_id":"s","compact_metadata":{"trigger":"auto","pre_tokens":160000}}"#,
+        ]);
+        assert!(matches!(&items[0], Item::ToolCall { name, .. } if name == "Task"));
+        assert!(
+            matches!(&items[1], Item::Nested { parent, item } if parent == "task1" && matches!(**item, Item::ToolCall { .. }))
+        );
+        assert!(matches!(&items[2], Item::Nested { parent, .. } if parent == "task1"));
+        assert_eq!(
+            items[3],
+            Item::Compacted {
+                trigger: Some("auto".into()),
+                pre_tokens: Some(160_000)
+            }
+        );
     }
 
     #[test]

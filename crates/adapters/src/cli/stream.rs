@@ -32,6 +32,15 @@ pub enum Item {
     },
     /// An error the CLI reported inside its stream.
     Error { message: String },
+    /// The CLI compacted its conversation to fit its context window
+    /// (`trigger`: `auto` or `manual`).
+    Compacted {
+        trigger: Option<String>,
+        pre_tokens: Option<u64>,
+    },
+    /// A subagent's step: `item` happened inside the tool call `parent`
+    /// (Claude Code's `Task`); the page nests it under that call.
+    Nested { parent: String, item: Box<Item> },
 }
 
 /// Largest tool output kept in a timeline event; the run log has all of it.
@@ -40,41 +49,46 @@ const TOOL_OUTPUT_BYTES: usize = 8 * 1024;
 impl Item {
     /// Reports the item as a run event (`transcript.*`).
     pub fn emit(&self, sink: &dyn RunSink) {
+        let (kind, level, message, payload) = self.event();
+        sink.event(kind, level, &message, payload);
+    }
+
+    fn event(&self) -> (&'static str, &'static str, String, Value) {
         match self {
             Item::Init {
                 session_id,
                 model,
                 tools,
-            } => sink.event(
+            } => (
                 "transcript.init",
                 "info",
-                &format!(
+                format!(
                     "session {} on {}",
                     session_id.as_deref().unwrap_or("(new)"),
                     model.as_deref().unwrap_or("the default model")
                 ),
                 json!({"sessionId": session_id, "model": model, "tools": tools}),
             ),
-            Item::Assistant { text } => sink.event(
+            Item::Assistant { text } => (
                 "transcript.assistant",
                 "info",
-                first_line(text, 300),
+                first_line(text, 300).to_string(),
                 json!({ "text": text }),
             ),
-            Item::ToolCall { id, name, input } => sink.event(
+            Item::ToolCall { id, name, input } => (
                 "transcript.tool_call",
                 "info",
-                &format!("{name}: {}", describe_input(input)),
+                format!("{name}: {}", describe_input(input)),
                 json!({"id": id, "name": name, "input": input}),
             ),
             Item::ToolResult {
                 id,
                 output,
                 is_error,
-            } => sink.event(
+            } => (
                 "transcript.tool_result",
                 if *is_error { "warn" } else { "info" },
-                first_line(output, 300),
+                first_line(output, 300).to_string(),
                 json!({
                     "id": id,
                     "output": truncate(output, TOOL_OUTPUT_BYTES),
@@ -82,12 +96,28 @@ impl Item {
                     "isError": is_error,
                 }),
             ),
-            Item::Error { message } => sink.event(
+            Item::Error { message } => (
                 "transcript.error",
                 "error",
-                first_line(message, 500),
+                first_line(message, 500).to_string(),
                 json!({ "message": message }),
             ),
+            Item::Compacted {
+                trigger,
+                pre_tokens,
+            } => (
+                "transcript.compacted",
+                "info",
+                "compacted the conversation".to_string(),
+                json!({ "trigger": trigger, "preTokens": pre_tokens }),
+            ),
+            Item::Nested { parent, item } => {
+                let (kind, level, message, mut payload) = item.event();
+                if let Value::Object(map) = &mut payload {
+                    map.insert("parentToolUseId".into(), Value::String(parent.clone()));
+                }
+                (kind, level, message, payload)
+            }
         }
     }
 }
@@ -275,6 +305,23 @@ mod tests {
         });
         assert_eq!(u.cost_usd, Some(0.5));
         assert_eq!(u.input_tokens, 3);
+    }
+
+    #[test]
+    fn a_subagents_step_carries_its_parent_call() {
+        let call = Item::ToolCall {
+            id: "t2".into(),
+            name: "Read".into(),
+            input: json!({}),
+        };
+        let (kind, _, _, payload) = Item::Nested {
+            parent: "task1".into(),
+            item: Box::new(call),
+        }
+        .event();
+        assert_eq!(kind, "transcript.tool_call");
+        assert_eq!(payload["parentToolUseId"], "task1");
+        assert_eq!(payload["id"], "t2");
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod company_port;
 mod context;
 pub(crate) mod doctor;
 mod issue;
+mod mcp;
 mod misc;
 mod org;
 mod plan;
@@ -79,6 +80,8 @@ pub enum ClientCommand {
     Budget(org::BudgetCmd),
     /// The org chart: who reports to whom.
     Org,
+    /// Paperclip's MCP tools over stdio for an assistant (Claude Code, Codex …): JSON-RPC lines go to /api/mcp as you.
+    Mcp,
     /// What happened lately, newest first.
     Activity(misc::ActivityArgs),
     /// The company at a glance: agents, tasks, spend, approvals, runs.
@@ -136,6 +139,9 @@ async fn dispatch(global: Global, cmd: ClientCommand) -> anyhow::Result<i32> {
     if let ClientCommand::Doctor(args) = cmd {
         return doctor::run(args, global.json).await;
     }
+    if let ClientCommand::Mcp = cmd {
+        return mcp::run(global).await;
+    }
     let ctx = Ctx::new(global)?;
     match cmd {
         ClientCommand::Company(c) => company::run(&ctx, c).await?,
@@ -150,7 +156,9 @@ async fn dispatch(global: Global, cmd: ClientCommand) -> anyhow::Result<i32> {
         ClientCommand::Cost(c) => misc::cost(&ctx, c).await?,
         ClientCommand::Activity(a) => misc::activity(&ctx, a).await?,
         ClientCommand::Dashboard => misc::dashboard(&ctx).await?,
-        ClientCommand::Doctor(_) | ClientCommand::Completions { .. } => unreachable!(),
+        ClientCommand::Doctor(_) | ClientCommand::Completions { .. } | ClientCommand::Mcp => {
+            unreachable!()
+        }
     }
     Ok(0)
 }

@@ -46,11 +46,14 @@ async fn the_run_engine_keeps_its_invariants_through_kills_cancels_and_budget_st
         report.data_dir.display(),
         shown.join("\n")
     );
-    // A run in which nothing happened would pass the checks vacuously.
+    // A run in which nothing happened would pass the checks vacuously. The
+    // chaos lasts a fixed time, so a loaded CI machine starts fewer runs in
+    // it (18 once, with 11 killed by restarts): the floor asks for work, not
+    // for speed.
     let f = &report.figures;
     assert!(report.restarts >= 3, "{}", report.summary());
     assert!(
-        f.started_runs >= 20 && f.deliveries >= 10,
+        f.started_runs >= 12 && f.deliveries >= 10,
         "{}",
         report.summary()
     );

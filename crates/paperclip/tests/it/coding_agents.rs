@@ -318,7 +318,7 @@ async fn cancel_mid_turn_stops_the_cli(kind: &'static str) {
     )
     .await;
     assert!(
-        t.provider.wait_for_turns(1, Duration::from_secs(120)).await,
+        t.provider.wait_for_turns(1, Duration::from_secs(240)).await,
         "the CLI never reached the provider"
     );
     let runs =
@@ -467,7 +467,7 @@ async fn a_restart_continues_the_task_in_the_same_session(kind: &'static str) {
         .await;
     let task = task["id"].as_str().unwrap().to_string();
     assert!(
-        t.provider.wait_for_turns(2, Duration::from_secs(120)).await,
+        t.provider.wait_for_turns(2, Duration::from_secs(240)).await,
         "the CLI never reached the hanging turn"
     );
     let runs = t.runs_of_agent().await;

@@ -307,7 +307,6 @@ async fn comments_list_newest_first_by_default() {
             "derivedAuthorAgentId",
             "derivedCreatedByRunId",
             "derivedAuthorSource",
-            "conversationSessionGeneration",
             "presentation",
             "metadata",
             "deletedByType",

@@ -55,13 +55,19 @@ const RUN_STEPS: &[&str] = &["run.get", "issue.runs", "agent.me.inbox_lite"];
 
 pub const GAPS: &[Gap] = &[
     gap(
-        ISSUE_STEPS,
+        &["routine.get"],
         &[
             "conversationAgentId",
             "conversationUserId",
             "conversationState",
             "conversationSessionGeneration",
             "conversationBoundaryCommentId",
+        ],
+        "a routine's active task is never a chat: its summary leaves the chat keys out",
+    ),
+    gap(
+        ISSUE_STEPS,
+        &[
             "originFingerprint",
             "originIdentityContextId",
             "continuationIdentityContextId",
@@ -69,12 +75,11 @@ pub const GAPS: &[Gap] = &[
             "executionAgentNameKey",
             "lastStatusDecisionId",
         ],
-        "upstream's issue conversations, identity contexts, harnesses and status decisions: not implemented",
+        "upstream's issue identity contexts, harnesses and status decisions: not implemented",
     ),
     gap(
         &["comment.get", "comment.list"],
         &[
-            "conversationSessionGeneration",
             "onBehalfOfUserId",
             "derivedAuthorAgentId",
             "derivedCreatedByRunId",

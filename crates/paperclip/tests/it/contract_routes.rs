@@ -11,6 +11,10 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/agents/{id}/wakeup-requests"),
     ("get", "/api/issues/{id}/diagnostics/wakes"),
     ("post", "/api/issues/{id}/wake-loop/release"),
+    // Agent Chat (issue 41): the original's per-agent chat, and ours, a person's chats.
+    ("get", "/api/companies/{companyId}/chats/{agentRef}"),
+    ("post", "/api/companies/{companyId}/chats/{agentRef}"),
+    ("get", "/api/companies/{companyId}/chats"),
     ("get", "/api/companies/{companyId}/inbox-dismissals"),
     ("post", "/api/companies/{companyId}/inbox-dismissals"),
     (
@@ -381,4 +385,5 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/issues/{id}/work-products"),
     ("patch", "/api/work-products/{id}"),
     ("delete", "/api/work-products/{id}"),
+    ("post", "/api/mcp"),
 ];

@@ -144,7 +144,9 @@ async fn run_lines_say_what_a_run_changed_or_that_it_did_nothing() {
 }
 
 /// The real `claude` CLI against the scripted provider: checks out,
-/// comments and finishes with three shell calls, then answers.
+/// comments (naming its task by UUID) and finishes with three shell calls,
+/// reads a file that is not there, delegates to a subagent (which runs a
+/// shell call), then answers naming its task by UUID.
 async fn claude_on_a_task(server: &TestServer) -> Option<(Cli, ScriptedProvider)> {
     let cli = Cli::find("claude_local")?;
     let auth = r#"-H "Authorization: Bearer $PAPERCLIP_API_KEY" -H "X-Paperclip-Run-Id: $PAPERCLIP_RUN_ID" -H 'Content-Type: application/json'"#;
@@ -156,10 +158,21 @@ async fn claude_on_a_task(server: &TestServer) -> Option<(Cli, ScriptedProvider)
             ),
         },
         Turn::Bash {
-            command: format!(r#"curl -sSf -X POST {api}/comments" {auth} -d '{{"body":"Changelog written."}}'"#),
+            command: format!(r#"curl -sSf -X POST {api}/comments" {auth} -d "{{\"body\":\"Changelog written for $PAPERCLIP_TASK_ID.\"}}""#),
         },
         Turn::Bash { command: format!(r#"curl -sSf -X PATCH {api}" {auth} -d '{{"status":"done"}}'"#) },
-        Turn::Answer { text: "Wrote the **changelog** and marked the task done.".into() },
+        // A failed call: its row says so with the error's first line.
+        Turn::Tool {
+            name: "Read".into(),
+            input: json!({ "file_path": "/nonexistent-paperclip-dir/NOTES.md" }),
+        },
+        // A subagent: its own shell call and answer nest under the call.
+        Turn::Tool {
+            name: "Agent".into(),
+            input: json!({ "description": "Check the notes", "prompt": "Check the notes.", "subagent_type": "general-purpose", "run_in_background": false }),
+        },
+        Turn::Bash { command: "echo subagent checked".into() },
+        Turn::Answer { text: "The notes are missing.".into() },
     ])
     .await;
     let company = server.company("Transcript Co").await;
@@ -170,9 +183,17 @@ async fn claude_on_a_task(server: &TestServer) -> Option<(Cli, ScriptedProvider)
             json!({ "name": "Coder", "adapterType": "claude_local", "adapterConfig": cli.config(&provider) }),
         )
         .await;
-    server
+    let task = server
         .issue(&cid, json!({ "title": "Write the changelog", "status": "todo", "assigneeAgentId": agent["id"] }))
         .await;
+    // The answer names the task by its UUID (known only now; the CLI is
+    // still starting): the page shows its identifier.
+    provider.push([Turn::Answer {
+        text: format!(
+            "Wrote the **changelog** for {} and marked the task done.",
+            s(&task["id"])
+        ),
+    }]);
     Some((cli, provider))
 }
 

@@ -106,7 +106,11 @@ pub(crate) fn task_values(v: &mut BTreeMap<&str, String>, issue: &Issue) {
     v.insert("task.identifier", issue.identifier.clone());
     v.insert("task.title", issue.title.clone());
     v.insert("task.status", issue.status.to_string());
-    let description = issue.description.clone().unwrap_or_default();
+    let description = match issue.conversation_agent_id {
+        // A chat turn answers the person; it has no description to carry out.
+        Some(_) => paperclip_core::chat::directive(&issue.identifier, "the person"),
+        None => issue.description.clone().unwrap_or_default(),
+    };
     v.insert("task.description", description);
 }
 

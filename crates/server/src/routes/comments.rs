@@ -125,6 +125,7 @@ async fn create_comment(
 ) -> ApiResult<(StatusCode, Json<PostedComment>)> {
     let issue = access::issue(&app, &caller, &id).await?;
     let actor = caller.require_run()?;
+    super::chats::check_message(&caller, &issue, input.client_request_id.as_deref())?;
     let reopen = match (input.reopen, input.resume) {
         (Some(true), _) | (_, Some(true)) => Some(true),
         (asked, _) => asked,

@@ -11,6 +11,7 @@ mod approvals;
 mod attachments;
 mod attention;
 mod board_keys;
+mod chats;
 mod comments;
 mod companies;
 mod company_port;
@@ -34,6 +35,7 @@ mod invites;
 mod issues;
 mod keys;
 mod labels;
+mod mcp;
 mod members;
 mod model_servers;
 mod projects;
@@ -76,6 +78,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(workspace_ops::router())
         .merge(issues::router())
         .merge(comments::router())
+        .merge(chats::router())
         .merge(interactions::router())
         .merge(decisions::router())
         .merge(attention::router())
@@ -110,6 +113,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(attachments::router())
         .merge(work_products::router())
         .merge(inbox::router())
+        .merge(mcp::router())
         .merge(crate::sample::router())
 }
 

@@ -345,6 +345,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../../migrations/0047_shape_indexes.postgres.sql"),
         },
     ),
+    (
+        48,
+        "agent_chat",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0048_agent_chat.sqlite.sql"),
+            postgres: include_str!("../../migrations/0048_agent_chat.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -107,11 +107,12 @@ pub(crate) async fn create_in(
     .await?;
     let request_depth = match &input.parent_id {
         Some(parent) => {
-            get_row_in_company(tx, company_id, parent)
+            let depth = get_row_in_company(tx, company_id, parent)
                 .await
                 .map_err(|_| Error::not_found("Parent issue"))?
-                .request_depth
-                + 1
+                .request_depth;
+            crate::issues::chat_rules::refuse_subtask(tx, parent).await?;
+            depth + 1
         }
         None => 0,
     };

@@ -169,6 +169,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
             after.assignee_user_id.as_deref(),
         )?;
     }
+    crate::issues::chat_rules::check_patch(&before, &after, commented)?;
     if let Some(labels) = &patch.label_ids {
         let mut new: Vec<String> = labels.clone();
         new.sort();

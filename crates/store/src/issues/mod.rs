@@ -2,6 +2,8 @@
 //! transition table, parent/child and blocker graphs, labels, and the atomic
 //! checkout that gives one agent exclusive ownership of a task.
 
+pub mod chat;
+pub(crate) mod chat_rules;
 pub(crate) mod create;
 pub(crate) mod edit;
 pub(crate) mod gate;

@@ -376,8 +376,10 @@ pub(crate) const COLUMNS: &str =
      origin_kind, request_depth, billing_code, started_at, completed_at, cancelled_at, \
      created_at, updated_at, status_version, execution_policy, execution_state, \
      monitor_next_check_at, monitor_wake_requested_at, monitor_last_triggered_at, \
-     monitor_attempt_count, monitor_notes, monitor_scheduled_by, responsible_user_id";
-const COLUMN_COUNT: usize = 36;
+     monitor_attempt_count, monitor_notes, monitor_scheduled_by, responsible_user_id, \
+     conversation_agent_id, conversation_user_id, conversation_state, \
+     conversation_session_generation, conversation_boundary_comment_id";
+const COLUMN_COUNT: usize = 41;
 
 /// An issue from a row of [`COLUMNS`] and [`HAS_RELATIONS`], with that flag.
 pub(crate) fn flagged<R: RowExt>(row: &R) -> Result<(Issue, bool)> {
@@ -433,6 +435,11 @@ pub(crate) fn map<R: RowExt>(row: &R) -> Result<Issue> {
         monitor_notes: row.opt_text(33)?,
         monitor_scheduled_by: row.opt_text(34)?,
         responsible_user_id: row.opt_text(35)?,
+        conversation_agent_id: row.opt_text(36)?,
+        conversation_user_id: row.opt_text(37)?,
+        conversation_state: row.opt_stored(38)?,
+        conversation_session_generation: row.int(39)?,
+        conversation_boundary_comment_id: row.opt_text(40)?,
         work_mode: STANDARD_WORK.to_string(),
         labels: Vec::new(),
         label_ids: Vec::new(),

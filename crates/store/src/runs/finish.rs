@@ -68,6 +68,7 @@ pub async fn finish(store: &Store, run_id: &str, finish: Finish) -> Result<Optio
         return Ok(None);
     };
     crate::runs::settle::settle_task_in(&mut tx, &run).await?;
+    crate::issues::chat_rules::settle_turn(&mut tx, &run).await?;
     let run = crate::runs::verdict::record_in(&mut tx, run).await?;
     tx.commit().await?;
     Ok(Some(run))

@@ -175,7 +175,12 @@ pub(crate) async fn insert(
     .bind(client_request_id)
     .execute(tx.conn())
     .await?;
-    let concerned = concerned(tx, actor, issue, &body).await?;
+    // A chat's `/new` starts a fresh session instead of waking its agent.
+    let reset = crate::issues::chat_rules::on_person_comment(tx, actor, issue, &id, &body).await?;
+    let mut concerned = concerned(tx, actor, issue, &body).await?;
+    if reset {
+        concerned.clear();
+    }
     let closed = issue.status.is_terminal();
     let not_woken = match closed {
         true => {
@@ -270,6 +275,15 @@ async fn wake(
     comment_id: &str,
     reason: &str,
 ) -> Result<()> {
+    let mut payload = json!({ "issueId": issue.id, "commentId": comment_id });
+    let mut idempotency_key = None;
+    if issue.conversation_agent_id.as_deref() == Some(agent_id) {
+        // A chat turn: each message wakes its agent once (upstream's key).
+        payload["wakeCommentId"] = json!(comment_id);
+        payload["conversationMode"] = json!(true);
+        payload["conversationSessionGeneration"] = json!(issue.conversation_session_generation);
+        idempotency_key = Some(format!("conversation-comment:{comment_id}"));
+    }
     crate::wakes::enqueue::enqueue_in(
         tx,
         actor,
@@ -278,9 +292,9 @@ async fn wake(
             source: paperclip_core::heartbeat::WakeSource::Automation,
             trigger_detail: Some("system".to_string()),
             reason: Some(reason.to_string()),
-            payload: Some(json!({ "issueId": issue.id, "commentId": comment_id })),
+            payload: Some(payload),
             issue_id: Some(issue.id.clone()),
-            idempotency_key: None,
+            idempotency_key,
         },
     )
     .await?;
@@ -424,6 +438,8 @@ fn map(row: &DbRow) -> Result<Comment> {
         author_type: row.text("author_type")?,
         created_by_run_id: row.opt_text("created_by_run_id")?,
         client_request_id: row.opt_text("client_request_id")?,
+        conversation_session_generation: row
+            .try_get::<Option<i64>, _>("conversation_session_generation")?,
         body: row.text("body")?,
         deleted_at: row.opt_text("deleted_at")?,
         created_at: row.text("created_at")?,

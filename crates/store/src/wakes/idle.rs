@@ -26,7 +26,7 @@ pub(crate) async fn work_for(tx: &mut Tx, agent_id: &str) -> Result<Option<&'sta
     .await?;
     let assigned = crate::engine::db::query(
         "SELECT 1 FROM issues i WHERE i.company_id = $1 AND i.assignee_agent_id = $2 \
-         AND i.status IN ('todo', 'in_progress') \
+         AND i.status IN ('todo', 'in_progress') AND i.conversation_agent_id IS NULL \
          AND NOT EXISTS (SELECT 1 FROM issue_blockers b JOIN issues bi ON bi.id = b.blocked_by_issue_id \
                          WHERE b.issue_id = i.id AND bi.status NOT IN ('done', 'cancelled')) \
          AND NOT EXISTS (SELECT 1 FROM issue_thread_interactions t WHERE t.issue_id = i.id \
@@ -45,6 +45,7 @@ pub(crate) async fn work_for(tx: &mut Tx, agent_id: &str) -> Result<Option<&'sta
     let commented = crate::engine::db::query(
         "SELECT 1 FROM issues i JOIN issue_comments c ON c.issue_id = i.id \
          WHERE i.company_id = $1 AND i.assignee_agent_id = $2 AND i.status NOT IN ('done', 'cancelled') \
+         AND i.conversation_agent_id IS NULL \
          AND c.created_at > $3 AND c.deleted_at IS NULL \
          AND (c.author_agent_id IS NULL OR c.author_agent_id <> $2) LIMIT 1",
     )

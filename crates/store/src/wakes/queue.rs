@@ -37,6 +37,16 @@ pub(crate) fn context(wake: &Wake) -> Value {
         "wakeTriggerDetail": wake.trigger_detail,
         "payload": wake.payload,
     });
+    // A chat turn's marks go to the top, where upstream's agents read them.
+    for key in [
+        "conversationMode",
+        "conversationSessionGeneration",
+        "wakeCommentId",
+    ] {
+        if let Some(value) = wake.payload.as_ref().and_then(|p| p.get(key)) {
+            context[key] = value.clone();
+        }
+    }
     let mut ids = comments_of(wake);
     if !ids.is_empty() {
         ids.sort();

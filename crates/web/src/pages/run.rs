@@ -129,6 +129,16 @@ pub async fn page(
     let base = format!("/{p}/agents/{}", agent.url_key);
     let live = matches!(run.status, RunStatus::Running | RunStatus::Queued);
     let step_refs: Vec<_> = events.iter().collect();
+    let ids = super::thread_ids::of_task(
+        store,
+        &ctx.company,
+        &all,
+        std::slice::from_ref(&run),
+        &[],
+        &events,
+    )
+    .await
+    .map_err(store_failure)?;
     let names = super::by_id(&all);
     let (did, waker_name) = what_and_who(&web, &ctx, &run, &all).await?;
     let (tone, words) = outcome(&run, &did);
@@ -207,7 +217,7 @@ pub async fn page(
         (super::workspace_steps::section(&workspace_steps))
         section.runs {
             h2 { "Steps" }
-            (super::thread_steps::steps(&run, &step_refs, usize::MAX, ""))
+            (super::thread_steps::steps(&run, &step_refs, usize::MAX, "", &ids))
             @if events.len() as i64 >= STEPS_SHOWN { p.muted { "Only the first " (STEPS_SHOWN) " events are shown; the full log below has everything." } }
         }
         section.run-log {

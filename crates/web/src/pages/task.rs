@@ -132,7 +132,13 @@ pub async fn page(
     )
     .await
     .map_err(store_failure)?;
+    let ids =
+        super::thread_ids::of_task(store, &ctx.company, &agents, &task_runs, &thread, &events)
+            .await
+            .map_err(store_failure)?;
     let thread_ctx = super::thread::Thread {
+        ids: &ids,
+        runs: &task_runs,
         names: &names,
         people: &people,
         comments: &thread,
@@ -212,7 +218,7 @@ pub async fn page(
                                 } }
                                 " " (time(&c.created_at, now))
                             }
-                            div.comment-body { (markdown::render(&c.body)) }
+                            div.comment-body { (markdown::render(&ids.markdown(&c.body))) }
                         }
                     }
                     @if thread.is_empty() { p.muted { "No comments yet." } }

@@ -34,6 +34,10 @@ pub struct Thread<'a> {
     /// The workspace changes of the task's recent runs.
     pub diffs: &'a [RunWorkspaceChanges],
     pub now: DateTime<Utc>,
+    /// Ids the page can name in agent text (`thread_ids`).
+    pub ids: &'a super::thread_ids::Known,
+    /// The task's runs shown (a fresh session is told from the ones before).
+    pub runs: &'a [HeartbeatRun],
 }
 
 /// Who wrote the comment the run was woken for, when it is on this task.
@@ -110,6 +114,7 @@ pub fn run_card(run: &HeartbeatRun, events: &[&RunEvent], t: &Thread) -> Markup 
                         " " button.small type="button" data-action="POST" data-url={"/api/agents/" (run.agent_id) "/wakeup"}
                             data-body=(serde_json::json!({ "failedRunId": run.id, "reason": "retry_failed_run" })) data-done="Retry queued" { "Retry" }
                     }
+                    (super::thread_notices::chips(run, events, t.runs))
                     " " a.run-page-link href=(run_page) data-run-page { "Run page" }
                 }
                 span class={"outcome tone-" (tone.class())} data-outcome=(tone.class()) { (words) }
@@ -120,13 +125,13 @@ pub fn run_card(run: &HeartbeatRun, events: &[&RunEvent], t: &Thread) -> Markup 
                     } @else if run.retry_of_run_id.is_some() { " · a retry" }
                     @if let Some(usage) = run.usage_json.as_ref().and_then(crate::fmt::run_usage) { " · " (usage) }
                 }
-                @if let Some(r) = reply { span.reply-excerpt { (excerpt(r, REPLY_EXCERPT)) } }
+                @if let Some(r) = reply { span.reply-excerpt { (excerpt(&t.ids.plain(r), REPLY_EXCERPT)) } }
             }
             @if let Some(err) = &run.error {
                 @if run.status == RunStatus::Cancelled { p.run-note { "Stopped: " (err) } }
                 @else { p.run-error { strong { (run.error_code.as_deref().unwrap_or("error")) ": " } (err) } }
             }
-            (steps(run, events, STEPS_SHOWN, &run_page))
+            (steps(run, events, STEPS_SHOWN, &run_page, t.ids))
             (output(run, transcript, live, &run_page))
         }
     }

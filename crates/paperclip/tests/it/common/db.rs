@@ -143,6 +143,39 @@ fn on_postgres() -> bool {
 /// database an earlier release made: it had no such tables.
 pub fn before_secrets_and_teams() -> Vec<String> {
     [
+        // Migration 48 (Agent Chat): an index and nullable or defaulted columns.
+        "DROP INDEX IF EXISTS issues_one_chat",
+        if on_postgres() {
+            "ALTER TABLE issues DROP COLUMN IF EXISTS conversation_agent_id"
+        } else {
+            "ALTER TABLE issues DROP COLUMN conversation_agent_id"
+        },
+        if on_postgres() {
+            "ALTER TABLE issues DROP COLUMN IF EXISTS conversation_user_id"
+        } else {
+            "ALTER TABLE issues DROP COLUMN conversation_user_id"
+        },
+        if on_postgres() {
+            "ALTER TABLE issues DROP COLUMN IF EXISTS conversation_state"
+        } else {
+            "ALTER TABLE issues DROP COLUMN conversation_state"
+        },
+        if on_postgres() {
+            "ALTER TABLE issues DROP COLUMN IF EXISTS conversation_session_generation"
+        } else {
+            "ALTER TABLE issues DROP COLUMN conversation_session_generation"
+        },
+        if on_postgres() {
+            "ALTER TABLE issues DROP COLUMN IF EXISTS conversation_boundary_comment_id"
+        } else {
+            "ALTER TABLE issues DROP COLUMN conversation_boundary_comment_id"
+        },
+        if on_postgres() {
+            "ALTER TABLE issue_comments DROP COLUMN IF EXISTS conversation_session_generation"
+        } else {
+            "ALTER TABLE issue_comments DROP COLUMN conversation_session_generation"
+        },
+        "DELETE FROM schema_migrations WHERE version = 48",
         "DROP TABLE IF EXISTS decision_effect_executions",
         "DROP TABLE IF EXISTS decision_target_issues",
         "DROP TABLE IF EXISTS decisions",

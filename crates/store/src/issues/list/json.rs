@@ -43,7 +43,7 @@ enum Kind {
     OptJson,
 }
 
-const FIELDS: [(&str, Kind); 36] = [
+const FIELDS: [(&str, Kind); 41] = [
     ("id", Kind::Text),
     ("companyId", Kind::Text),
     ("projectId", Kind::OptText),
@@ -80,6 +80,11 @@ const FIELDS: [(&str, Kind); 36] = [
     ("monitorNotes", Kind::OptText),
     ("monitorScheduledBy", Kind::OptText),
     ("responsibleUserId", Kind::OptText),
+    ("conversationAgentId", Kind::OptText),
+    ("conversationUserId", Kind::OptText),
+    ("conversationState", Kind::OptText),
+    ("conversationSessionGeneration", Kind::Int),
+    ("conversationBoundaryCommentId", Kind::OptText),
 ];
 
 const TITLE: usize = 5;

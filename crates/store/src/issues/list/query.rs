@@ -245,7 +245,11 @@ pub async fn list_sorted(
         rows.sort_by_key(|(i, _)| rank.get(&i.issue_number).copied().unwrap_or(usize::MAX));
         rows
     };
-    let issues = attach_flagged(&mut conn, page).await?;
+    let mut issues = attach_flagged(&mut conn, page).await?;
+    if filter.q.as_deref().is_none_or(|q| q.trim().is_empty()) {
+        // Chats are found by search only (upstream's lists leave them out).
+        issues.retain(|i| i.conversation_agent_id.is_none());
+    }
     Ok(SortedPage {
         issues,
         first: chosen.first().map(|r| place(r)),
@@ -385,14 +389,28 @@ pub async fn count(
         .bind(company_id)
         .fetch_all(store.pool())
         .await?;
-        let n = rows
+        // Less the company's chats (a few rows of the chat index).
+        let chats: Vec<(String, i64)> = crate::engine::db::query_as(
+            "SELECT status, COUNT(*) FROM issues WHERE company_id = $1 \
+             AND conversation_agent_id IS NOT NULL GROUP BY status",
+        )
+        .bind(company_id)
+        .fetch_all(store.pool())
+        .await?;
+        let wanted = |status: &str| {
+            filter.statuses.is_empty() || filter.statuses.iter().any(|s| s.as_str() == status)
+        };
+        let n: i64 = rows
             .iter()
-            .filter(|(status, _)| {
-                filter.statuses.is_empty() || filter.statuses.iter().any(|s| s.as_str() == status)
-            })
+            .filter(|(status, _)| wanted(status))
             .map(|(_, n)| n)
             .sum();
-        return Ok((n, false));
+        let chats: i64 = chats
+            .iter()
+            .filter(|(status, _)| wanted(status))
+            .map(|(_, n)| n)
+            .sum();
+        return Ok(((n - chats).max(0), false));
     }
     // On SQLite a prefix query gathers the matches of every word it starts
     // before the first is counted (a common word among a million tasks:
