@@ -31,8 +31,7 @@ const KEY_SCOPE: &str = "API key scope: our keys have no scopes";
 const FEEDBACK: &str = "feedbackDataSharingEnabled: we share no feedback data";
 const HEALTH: &str =
     "health's instance extras (backups, feature flags, startup recovery, git info, warnings, AI login): not implemented";
-const CONVERSATION: &str =
-    "upstream's issue conversations, monitors and origin fingerprints: not implemented";
+const ORIGIN_FINGERPRINT: &str = "upstream's origin fingerprints: not implemented";
 const RELATED: &str = "relatedWork (tasks that mention each other): not implemented";
 const ORIGIN_RUN: &str =
     "originRunId: the creating run is in the activity log (runId), not on the task";
@@ -101,52 +100,28 @@ pub const EXCEPTIONS: &[Exception] = &[
     x("run.get", "$.runnerProfileJson", CONTROLLER),
     x(
         "issue.checkout.agent",
-        "$.conversationSessionGeneration",
-        CONVERSATION,
+        "$.originFingerprint",
+        ORIGIN_FINGERPRINT,
     ),
-    x("issue.checkout.agent", "$.originFingerprint", CONVERSATION),
-    x(
-        "issue.create",
-        "$.conversationSessionGeneration",
-        CONVERSATION,
-    ),
-    x("issue.create", "$.originFingerprint", CONVERSATION),
+    x("issue.create", "$.originFingerprint", ORIGIN_FINGERPRINT),
     x(
         "issue.create.child",
-        "$.conversationSessionGeneration",
-        CONVERSATION,
+        "$.originFingerprint",
+        ORIGIN_FINGERPRINT,
     ),
-    x("issue.create.child", "$.originFingerprint", CONVERSATION),
-    x("issue.get", "$.conversationSessionGeneration", CONVERSATION),
-    x("issue.get", "$.originFingerprint", CONVERSATION),
+    x("issue.get", "$.originFingerprint", ORIGIN_FINGERPRINT),
     x(
         "issue.get.identifier",
-        "$.conversationSessionGeneration",
-        CONVERSATION,
+        "$.originFingerprint",
+        ORIGIN_FINGERPRINT,
     ),
-    x("issue.get.identifier", "$.originFingerprint", CONVERSATION),
-    x(
-        "issue.list",
-        "$[0].conversationSessionGeneration",
-        CONVERSATION,
-    ),
-    x("issue.list", "$[0].originFingerprint", CONVERSATION),
-    x(
-        "issue.list.filtered",
-        "$[0].conversationSessionGeneration",
-        CONVERSATION,
-    ),
+    x("issue.list", "$[0].originFingerprint", ORIGIN_FINGERPRINT),
     x(
         "issue.list.filtered",
         "$[0].originFingerprint",
-        CONVERSATION,
+        ORIGIN_FINGERPRINT,
     ),
-    x(
-        "issue.update",
-        "$.conversationSessionGeneration",
-        CONVERSATION,
-    ),
-    x("issue.update", "$.originFingerprint", CONVERSATION),
+    x("issue.update", "$.originFingerprint", ORIGIN_FINGERPRINT),
     x("issue.block", "$.details", ENDED_RUN_OWNERSHIP),
     x("issue.block", "$.error", ENDED_RUN_OWNERSHIP),
     x("issue.release", "$.details", ENDED_RUN_OWNERSHIP),
