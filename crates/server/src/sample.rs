@@ -66,6 +66,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses((status = 201, body = Company, description = "Created"),
         (status = 200, body = Company, description = "The sample company already exists"),
         (status = 403, description = "Board access required")))]
+#[paperclip_macros::handler]
 async fn sample_company(
     State(app): State<AppState>,
     caller: Caller,

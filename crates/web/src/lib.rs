@@ -243,6 +243,7 @@ impl Web {
     }
 }
 
+#[paperclip_macros::handler]
 async fn home(State(web): State<Web>) -> PageResult {
     let mut companies = paperclip_store::org::companies::list(&web.store)
         .await
@@ -258,10 +259,12 @@ async fn home(State(web): State<Web>) -> PageResult {
     }
 }
 
+#[paperclip_macros::handler]
 async fn login() -> PageResult {
     html(layout::login())
 }
 
+#[paperclip_macros::handler]
 async fn invite(Path(token): Path<String>) -> PageResult {
     html(layout::invite(&token))
 }
@@ -274,6 +277,7 @@ const PREVIEW_MAX: usize = 256 * 1024;
 /// so what a person sees before saving is what everyone sees after.
 /// JSON like every other write, so the server's cross-site checks (JSON
 /// only, same origin) cover it too.
+#[paperclip_macros::handler]
 async fn preview(axum::Json(body): axum::Json<Preview>) -> Response {
     if body.markdown.len() > PREVIEW_MAX {
         return (StatusCode::PAYLOAD_TOO_LARGE, "Too long to preview").into_response();
@@ -286,6 +290,7 @@ struct Preview {
     markdown: String,
 }
 
+#[paperclip_macros::handler]
 async fn company_root(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     Ok(Redirect::to(&format!("/{}/dashboard", ctx.company.issue_prefix)).into_response())

@@ -231,6 +231,7 @@ async fn start_session(
         (status = 403, description = "Sign-up disabled", body = ErrorBody), (status = 409, description = "Email taken", body = ErrorBody),
         (status = 404, description = "Local trusted mode: nobody signs in", body = ErrorBody),
         (status = 429, description = "Too many attempts", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn sign_up(
     State(app): State<AppState>,
     peer: Peer,
@@ -286,6 +287,7 @@ async fn sign_up(
         (status = 401, description = "Invalid email or password", body = ErrorBody),
         (status = 404, description = "Local trusted mode: nobody signs in", body = ErrorBody),
         (status = 429, description = "Locked out", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn sign_in(
     State(app): State<AppState>,
     peer: Peer,
@@ -336,6 +338,7 @@ async fn sign_in(
     responses((status = 200, description = "Signed out", body = SignedOut),
         (status = 403, description = "Missing or wrong CSRF token", body = ErrorBody),
         (status = 404, description = "Local trusted mode: nobody signs in", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn sign_out(State(app): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
     authenticated_only(&app)?;
     if let Some(token) = people::session_token(&headers)? {
@@ -380,6 +383,7 @@ struct CurrentSession {
 #[utoipa::path(get, path = "/api/auth/get-session", tag = "auth",
     responses((status = 200, description = "The session and its user", body = CurrentSession),
         (status = 401, description = "Board authentication required", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_session(
     State(app): State<AppState>,
     caller: Caller,
@@ -406,6 +410,7 @@ async fn get_session(
 #[utoipa::path(get, path = "/api/auth/profile", tag = "auth",
     responses((status = 200, description = "The signed-in user", body = PersonRecord),
         (status = 401, description = "Board authentication required", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn profile(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<PersonRecord>> {
     let person = crate::signin::board_person(&app, &caller).await?;
     Ok(Json(PersonRecord::from(&person.user)))
@@ -421,6 +426,7 @@ struct ProfilePatch {
         (status = 400, description = "Invalid name", body = ErrorBody),
         (status = 401, description = "Board authentication required", body = ErrorBody),
         (status = 403, description = "A key scoped to companies", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn update_profile(
     State(app): State<AppState>,
     caller: Caller,
@@ -460,6 +466,7 @@ struct PasswordChange {
         (status = 401, description = "Wrong current password", body = ErrorBody),
         (status = 403, description = "Not from a signed-in browser", body = ErrorBody),
         (status = 429, description = "Too many attempts", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn change_password(
     State(app): State<AppState>,
     peer: Peer,

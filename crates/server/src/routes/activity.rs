@@ -41,6 +41,7 @@ struct ActivityQuery {
 /// Newest first, 100 per page by default (at most 1000).
 #[utoipa::path(get, path = "/api/companies/{companyId}/activity", tag = "activity",
     params(("companyId" = String, Path), ActivityQuery), responses((status = 200, body = [ActivityEntry])))]
+#[paperclip_macros::handler]
 async fn company_activity(
     State(app): State<AppState>,
     caller: Caller,
@@ -65,6 +66,7 @@ async fn company_activity(
 
 #[utoipa::path(get, path = "/api/issues/{id}/activity", tag = "activity",
     params(("id" = String, Path)), responses((status = 200, body = [ActivityEntry])))]
+#[paperclip_macros::handler]
 async fn issue_activity(
     State(app): State<AppState>,
     caller: Caller,
@@ -103,6 +105,7 @@ pub struct NewActivity {
     params(("companyId" = String, Path)), request_body = NewActivity,
     responses((status = 201, body = ActivityEntry), (status = 400, description = "A field is empty or too long", body = crate::error::ErrorBody),
         (status = 403, description = "Board access required", body = crate::error::ErrorBody), (status = 404, description = "Company or agent not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn create_activity(
     State(app): State<AppState>,
     caller: Caller,

@@ -51,6 +51,7 @@ pub struct Detection {
 #[utoipa::path(get, path = "/api/companies/{companyId}/adapters/detect", tag = "agents",
     params(("companyId" = String, Path)),
     responses((status = 200, body = Detection), (status = 403, description = "Board access required")))]
+#[paperclip_macros::handler]
 async fn detect_adapters(
     State(app): State<AppState>,
     caller: Caller,

@@ -117,6 +117,7 @@ fn info(kind: &str, adapter: &dyn Adapter) -> AdapterInfo {
 /// Every adapter type this server runs, sorted by type. Board only.
 #[utoipa::path(get, path = "/api/adapters", tag = "adapters",
     responses((status = 200, body = [AdapterInfo]), (status = 403, description = "Board access required")))]
+#[paperclip_macros::handler]
 async fn list_adapters(
     State(app): State<AppState>,
     caller: Caller,
@@ -133,6 +134,7 @@ async fn list_adapters(
 #[utoipa::path(get, path = "/api/adapters/{type}", tag = "adapters",
     params(("type" = String, Path)),
     responses((status = 200, body = AdapterInfo), (status = 404, description = "Not registered")))]
+#[paperclip_macros::handler]
 async fn get_adapter(
     State(app): State<AppState>,
     caller: Caller,
@@ -148,6 +150,7 @@ async fn get_adapter(
 #[utoipa::path(delete, path = "/api/adapters/{type}", tag = "adapters",
     params(("type" = String, Path)),
     responses((status = 403, description = "A built-in adapter cannot be removed"), (status = 404, description = "Not registered")))]
+#[paperclip_macros::handler]
 async fn remove_adapter(
     State(app): State<AppState>,
     caller: Caller,
@@ -172,6 +175,7 @@ pub struct OverridePause {
 #[utoipa::path(patch, path = "/api/adapters/{type}/override", tag = "adapters",
     params(("type" = String, Path)), request_body = OverridePause,
     responses((status = 200, description = "`{type, paused, changed}`"), (status = 400, description = "Not a built-in type, or paused not a boolean")))]
+#[paperclip_macros::handler]
 async fn pause_override(
     State(app): State<AppState>,
     caller: Caller,
@@ -200,6 +204,7 @@ async fn pause_override(
 #[utoipa::path(post, path = "/api/adapters/{type}/reload", tag = "adapters",
     params(("type" = String, Path)),
     responses((status = 400, description = "A built-in adapter cannot be reloaded"), (status = 404, description = "Not an external adapter")))]
+#[paperclip_macros::handler]
 async fn reload_adapter(
     State(app): State<AppState>,
     caller: Caller,
@@ -214,6 +219,7 @@ async fn reload_adapter(
 #[utoipa::path(post, path = "/api/adapters/{type}/reinstall", tag = "adapters",
     params(("type" = String, Path)),
     responses((status = 400, description = "A built-in adapter cannot be reinstalled"), (status = 404, description = "Not an external adapter")))]
+#[paperclip_macros::handler]
 async fn reinstall_adapter(
     State(app): State<AppState>,
     caller: Caller,
@@ -241,6 +247,7 @@ fn builtin_refusal(app: &AppState, kind: &str, verb: &str) -> ApiResult<Json<Val
 #[utoipa::path(get, path = "/api/adapters/{type}/config-schema", tag = "adapters",
     params(("type" = String, Path)),
     responses((status = 200, description = "`{fields: [...]}`"), (status = 404, description = "Not registered")))]
+#[paperclip_macros::handler]
 async fn config_schema(
     State(app): State<AppState>,
     caller: Caller,
@@ -273,6 +280,7 @@ pub struct ModelsQuery {
 #[utoipa::path(get, path = "/api/companies/{companyId}/adapters/{type}/models", tag = "adapters",
     params(("companyId" = String, Path), ("type" = String, Path), ModelsQuery),
     responses((status = 200, description = "`[{id, label}]`"), (status = 422, description = "Unknown adapter type")))]
+#[paperclip_macros::handler]
 async fn company_models(
     State(app): State<AppState>,
     caller: Caller,
@@ -302,6 +310,7 @@ async fn company_models(
 #[utoipa::path(get, path = "/api/companies/{companyId}/adapters/{type}/detect-model", tag = "adapters",
     params(("companyId" = String, Path), ("type" = String, Path)),
     responses((status = 200, description = "`{model, provider, source, candidates?}` or null"), (status = 422, description = "Unknown adapter type")))]
+#[paperclip_macros::handler]
 async fn detect_model(
     State(app): State<AppState>,
     caller: Caller,
@@ -347,6 +356,7 @@ fn text(body: String) -> impl IntoResponse {
 /// agents. The board, or an agent with `canCreateAgents`.
 #[utoipa::path(get, path = "/api/llms/agent-configuration.txt", tag = "adapters",
     responses((status = 200, description = "Plain text", content_type = "text/plain"), (status = 403, description = "Not permitted")))]
+#[paperclip_macros::handler]
 async fn configuration_index(
     State(app): State<AppState>,
     caller: Caller,
@@ -380,6 +390,7 @@ async fn configuration_index(
 #[utoipa::path(get, path = "/api/llms/agent-configuration/{file}", tag = "adapters",
     params(("file" = String, Path, description = "`<adapterType>.txt`")),
     responses((status = 200, description = "Plain text", content_type = "text/plain"), (status = 404, description = "Unknown adapter type")))]
+#[paperclip_macros::handler]
 async fn configuration_doc(
     State(app): State<AppState>,
     caller: Caller,

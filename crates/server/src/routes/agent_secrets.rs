@@ -102,6 +102,7 @@ fn rule(message: &str) -> ApiError {
 #[utoipa::path(post, path = "/api/agents/me/secret-proposals", tag = "secrets",
     request_body = NewProposal, responses((status = 201, body = SecretProposal),
         (status = 403, description = "Not a run-bound agent"), (status = 422, description = "A rule")))]
+#[paperclip_macros::handler]
 async fn propose(
     State(app): State<AppState>,
     caller: Caller,
@@ -225,6 +226,7 @@ async fn propose(
 
 #[utoipa::path(get, path = "/api/agents/me/secret-proposals", tag = "secrets",
     responses((status = 200, body = ProposalList)))]
+#[paperclip_macros::handler]
 async fn my_proposals(
     State(app): State<AppState>,
     caller: Caller,
@@ -241,6 +243,7 @@ async fn my_proposals(
 
 #[utoipa::path(get, path = "/api/agents/me/secret-proposals/{id}", tag = "secrets",
     params(("id" = String, Path)), responses((status = 200, body = SecretProposal), (status = 404, description = "Not found")))]
+#[paperclip_macros::handler]
 async fn my_proposal(
     State(app): State<AppState>,
     caller: Caller,
@@ -261,6 +264,7 @@ async fn my_proposal(
 
 #[utoipa::path(delete, path = "/api/agents/me/secret-proposals/{id}", tag = "secrets",
     params(("id" = String, Path)), responses((status = 200, body = SecretProposal), (status = 409, description = "Not pending")))]
+#[paperclip_macros::handler]
 async fn withdraw(
     State(app): State<AppState>,
     caller: Caller,
@@ -276,6 +280,7 @@ async fn withdraw(
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/secret-proposals", tag = "secrets",
     params(("companyId" = String, Path), StatusQuery), responses((status = 200, body = [SecretProposal])))]
+#[paperclip_macros::handler]
 async fn board_proposals(
     State(app): State<AppState>,
     caller: Caller,
@@ -297,6 +302,7 @@ async fn board_proposals(
 #[utoipa::path(post, path = "/api/companies/{companyId}/secret-proposals/{id}/approve", tag = "secrets",
     params(("companyId" = String, Path), ("id" = String, Path)), request_body = Approval,
     responses((status = 200, body = SecretProposal), (status = 404, description = "Not found"), (status = 409, description = "Not pending")))]
+#[paperclip_macros::handler]
 async fn approve(
     State(app): State<AppState>,
     caller: Caller,
@@ -330,6 +336,7 @@ async fn approve(
 #[utoipa::path(post, path = "/api/companies/{companyId}/secret-proposals/{id}/reject", tag = "secrets",
     params(("companyId" = String, Path), ("id" = String, Path)), request_body = Rejection,
     responses((status = 200, body = SecretProposal), (status = 422, description = "Reason required")))]
+#[paperclip_macros::handler]
 async fn reject(
     State(app): State<AppState>,
     caller: Caller,
@@ -348,6 +355,7 @@ async fn reject(
 
 #[utoipa::path(get, path = "/api/agents/me/secrets", tag = "secrets",
     responses((status = 200, body = GrantList), (status = 403, description = "Not a run-bound agent")))]
+#[paperclip_macros::handler]
 async fn my_secrets(
     State(app): State<AppState>,
     caller: Caller,
@@ -371,6 +379,7 @@ async fn my_secrets(
 #[utoipa::path(post, path = "/api/agents/me/secrets/{key}/value", tag = "secrets",
     params(("key" = String, Path)), responses((status = 200, body = SecretValue),
         (status = 403, description = "Not granted, or not a run-bound agent")))]
+#[paperclip_macros::handler]
 async fn secret_value(
     State(app): State<AppState>,
     caller: Caller,

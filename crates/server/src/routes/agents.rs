@@ -30,6 +30,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/agents", tag = "agents",
     params(("companyId" = String, Path)), responses((status = 200, body = [AgentView])))]
+#[paperclip_macros::handler]
 async fn list_agents(
     State(app): State<AppState>,
     caller: Caller,
@@ -45,6 +46,7 @@ async fn list_agents(
     params(("companyId" = String, Path)), request_body = NewAgent,
     responses((status = 201, body = AgentView), (status = 404, description = "Company or manager not found", body = crate::error::ErrorBody),
         (status = 422, description = "Invalid adapter config or prompt template", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn create_agent(
     State(app): State<AppState>,
     caller: Caller,
@@ -71,6 +73,7 @@ async fn create_agent(
 
 #[utoipa::path(get, path = "/api/agents/{id}", tag = "agents",
     params(("id" = String, Path)), responses((status = 200, body = AgentView), (status = 404, description = "Agent not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_agent(
     State(app): State<AppState>,
     caller: Caller,
@@ -83,6 +86,7 @@ async fn get_agent(
 #[utoipa::path(patch, path = "/api/agents/{id}", tag = "agents",
     params(("id" = String, Path)), request_body = AgentPatch,
     responses((status = 200, body = AgentView), (status = 422, description = "Reporting relationship would create cycle", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn update_agent(
     State(app): State<AppState>,
     caller: Caller,
@@ -131,6 +135,7 @@ struct Permissions {
 #[utoipa::path(patch, path = "/api/agents/{id}/permissions", tag = "agents",
     params(("id" = String, Path)), request_body = Permissions,
     responses((status = 200, body = AgentView), (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn update_permissions(
     State(app): State<AppState>,
     caller: Caller,
@@ -152,6 +157,7 @@ async fn update_permissions(
 
 #[utoipa::path(delete, path = "/api/agents/{id}", tag = "agents",
     params(("id" = String, Path)), responses((status = 200, body = Agent), (status = 404, description = "Agent not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn delete_agent(
     State(app): State<AppState>,
     caller: Caller,
@@ -167,6 +173,7 @@ async fn delete_agent(
 #[utoipa::path(post, path = "/api/agents/{id}/pause", tag = "agents",
     params(("id" = String, Path)), responses((status = 200, body = AgentView), (status = 403, description = "Board access required", body = crate::error::ErrorBody),
         (status = 409, description = "Agent is terminated", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn pause_agent(
     State(app): State<AppState>,
     caller: Caller,
@@ -182,6 +189,7 @@ async fn pause_agent(
 #[utoipa::path(post, path = "/api/agents/{id}/resume", tag = "agents",
     params(("id" = String, Path)), responses((status = 200, body = AgentView), (status = 403, description = "Board access required", body = crate::error::ErrorBody),
         (status = 409, description = "Cannot resume terminated agent", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn resume_agent(
     State(app): State<AppState>,
     caller: Caller,
@@ -195,6 +203,7 @@ async fn resume_agent(
 /// Terminates the agent for good and stops whatever it was running.
 #[utoipa::path(post, path = "/api/agents/{id}/terminate", tag = "agents",
     params(("id" = String, Path)), responses((status = 200, body = AgentView)))]
+#[paperclip_macros::handler]
 async fn terminate_agent(
     State(app): State<AppState>,
     caller: Caller,
@@ -211,6 +220,7 @@ async fn terminate_agent(
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/org", tag = "agents",
     params(("companyId" = String, Path)), responses((status = 200, body = [OrgNode])))]
+#[paperclip_macros::handler]
 async fn org_tree(
     State(app): State<AppState>,
     caller: Caller,

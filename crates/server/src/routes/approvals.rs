@@ -49,6 +49,7 @@ struct ListQuery {
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/approvals", tag = "approvals",
     params(("companyId" = String, Path), ListQuery), responses((status = 200, body = [Approval])))]
+#[paperclip_macros::handler]
 async fn list_approvals(
     State(app): State<AppState>,
     caller: Caller,
@@ -64,6 +65,7 @@ async fn list_approvals(
 /// Asks the board to decide something; agents and the board may ask.
 #[utoipa::path(post, path = "/api/companies/{companyId}/approvals", tag = "approvals",
     params(("companyId" = String, Path)), request_body = NewApproval, responses((status = 201, body = Approval)))]
+#[paperclip_macros::handler]
 async fn create_approval(
     State(app): State<AppState>,
     caller: Caller,
@@ -79,6 +81,7 @@ async fn create_approval(
 
 #[utoipa::path(get, path = "/api/approvals/{id}", tag = "approvals",
     params(("id" = String, Path)), responses((status = 200, body = Approval), (status = 404, description = "Approval not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_approval(
     State(app): State<AppState>,
     caller: Caller,
@@ -116,6 +119,7 @@ async fn decide(
 #[utoipa::path(post, path = "/api/approvals/{id}/approve", tag = "approvals",
     params(("id" = String, Path)), request_body = ApprovalDecision,
     responses((status = 200, body = Approval), (status = 403, description = "Board access required", body = crate::error::ErrorBody), (status = 409, description = "Already decided", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn approve(
     State(app): State<AppState>,
     caller: Caller,
@@ -127,6 +131,7 @@ async fn approve(
 
 #[utoipa::path(post, path = "/api/approvals/{id}/reject", tag = "approvals",
     params(("id" = String, Path)), request_body = ApprovalDecision, responses((status = 200, body = Approval)))]
+#[paperclip_macros::handler]
 async fn reject(
     State(app): State<AppState>,
     caller: Caller,
@@ -138,6 +143,7 @@ async fn reject(
 
 #[utoipa::path(post, path = "/api/approvals/{id}/request-revision", tag = "approvals",
     params(("id" = String, Path)), request_body = ApprovalDecision, responses((status = 200, body = Approval)))]
+#[paperclip_macros::handler]
 async fn request_revision(
     State(app): State<AppState>,
     caller: Caller,
@@ -149,6 +155,7 @@ async fn request_revision(
 
 #[utoipa::path(post, path = "/api/approvals/{id}/resubmit", tag = "approvals",
     params(("id" = String, Path)), request_body = ApprovalDecision, responses((status = 200, body = Approval)))]
+#[paperclip_macros::handler]
 async fn resubmit(
     State(app): State<AppState>,
     caller: Caller,
@@ -160,6 +167,7 @@ async fn resubmit(
 
 #[utoipa::path(post, path = "/api/approvals/{id}/cancel", tag = "approvals",
     params(("id" = String, Path)), request_body = ApprovalDecision, responses((status = 200, body = Approval)))]
+#[paperclip_macros::handler]
 async fn cancel(
     State(app): State<AppState>,
     caller: Caller,
@@ -171,6 +179,7 @@ async fn cancel(
 
 #[utoipa::path(get, path = "/api/approvals/{id}/comments", tag = "approvals",
     params(("id" = String, Path)), responses((status = 200, body = [ApprovalComment])))]
+#[paperclip_macros::handler]
 async fn list_comments(
     State(app): State<AppState>,
     caller: Caller,
@@ -182,6 +191,7 @@ async fn list_comments(
 
 #[utoipa::path(post, path = "/api/approvals/{id}/comments", tag = "approvals",
     params(("id" = String, Path)), request_body = NewComment, responses((status = 201, body = ApprovalComment)))]
+#[paperclip_macros::handler]
 async fn add_comment(
     State(app): State<AppState>,
     caller: Caller,
@@ -197,6 +207,7 @@ async fn add_comment(
 
 #[utoipa::path(get, path = "/api/approvals/{id}/issues", tag = "approvals",
     params(("id" = String, Path)), responses((status = 200, body = [Issue])))]
+#[paperclip_macros::handler]
 async fn approval_issues(
     State(app): State<AppState>,
     caller: Caller,
@@ -208,6 +219,7 @@ async fn approval_issues(
 
 #[utoipa::path(get, path = "/api/issues/{id}/approvals", tag = "approvals",
     params(("id" = String, Path)), responses((status = 200, body = [Approval])))]
+#[paperclip_macros::handler]
 async fn issue_approvals(
     State(app): State<AppState>,
     caller: Caller,
@@ -225,6 +237,7 @@ pub struct LinkBody {
 
 #[utoipa::path(post, path = "/api/issues/{id}/approvals", tag = "approvals",
     params(("id" = String, Path)), request_body = LinkBody, responses((status = 200, body = [Approval])))]
+#[paperclip_macros::handler]
 async fn link_issue(
     State(app): State<AppState>,
     caller: Caller,
@@ -239,6 +252,7 @@ async fn link_issue(
 
 #[utoipa::path(delete, path = "/api/issues/{id}/approvals/{approvalId}", tag = "approvals",
     params(("id" = String, Path), ("approvalId" = String, Path)), responses((status = 200, body = [Approval])))]
+#[paperclip_macros::handler]
 async fn unlink_issue(
     State(app): State<AppState>,
     caller: Caller,
@@ -264,6 +278,7 @@ pub struct Hire {
 #[utoipa::path(post, path = "/api/companies/{companyId}/agent-hires", tag = "approvals",
     params(("companyId" = String, Path)), request_body = NewAgent,
     responses((status = 201, body = Hire), (status = 403, description = "The hiring agent lacks canCreateAgents", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn hire(
     State(app): State<AppState>,
     caller: Caller,

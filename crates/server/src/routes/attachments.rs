@@ -107,6 +107,7 @@ fn bad_request(message: impl Into<String>) -> ApiError {
     responses((status = 201, body = Attachment), (status = 400, description = "Missing file field 'file' or a malformed body"),
         (status = 404, description = "Issue not found"),
         (status = 422, description = "Empty, too large, not what its type says, or the issue is another company's")))]
+#[paperclip_macros::handler]
 async fn upload_attachment(
     State(app): State<AppState>,
     caller: Caller,
@@ -220,6 +221,7 @@ async fn upload_attachment(
 
 #[utoipa::path(get, path = "/api/issues/{id}/attachments", tag = "issues",
     params(("id" = String, Path)), responses((status = 200, body = [Attachment])))]
+#[paperclip_macros::handler]
 async fn list_attachments(
     State(app): State<AppState>,
     caller: Caller,
@@ -240,6 +242,7 @@ struct ContentQuery {
     params(("id" = String, Path), ("download" = Option<String>, Query)),
     responses((status = 200, description = "The file"), (status = 206, description = "The requested range"),
         (status = 404, description = "Attachment not found"), (status = 416, description = "Range not satisfiable")))]
+#[paperclip_macros::handler]
 async fn attachment_content(
     State(app): State<AppState>,
     caller: Caller,
@@ -323,6 +326,7 @@ async fn attachment_content(
 #[utoipa::path(delete, path = "/api/attachments/{id}", tag = "issues",
     params(("id" = String, Path)),
     responses((status = 200, body = super::Acknowledged), (status = 404, description = "Attachment not found")))]
+#[paperclip_macros::handler]
 async fn delete_attachment(
     State(app): State<AppState>,
     caller: Caller,

@@ -55,6 +55,7 @@ fn text(value: Option<String>, field: &str) -> ApiResult<Option<String>> {
     params(("companyId" = String, Path), FeedQuery),
     responses((status = 200, body = Object), (status = 400, description = "A bad filter", body = crate::error::ErrorBody),
         (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn feed(
     State(app): State<AppState>,
     caller: Caller,

@@ -146,6 +146,7 @@ async fn person(app: &AppState, caller: &Caller) -> ApiResult<crate::auth::Perso
         (status = 401, description = "Board authentication required", body = ErrorBody),
         (status = 403, description = "A company the person is not a member of, or outside the calling key's companies", body = ErrorBody),
         (status = 429, description = "Too many keys", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn create_key(
     State(app): State<AppState>,
     caller: Caller,
@@ -253,6 +254,7 @@ async fn create_key(
 #[utoipa::path(get, path = "/api/board-api-keys", tag = "auth",
     responses((status = 200, description = "The person's keys, without tokens (with a key: itself and the keys made from it)", body = [KeyRecord]),
         (status = 401, description = "Board authentication required", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn list_keys(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<KeyRecord>>> {
     let who = person(&app, &caller).await?;
     let keys = paperclip_store::org::board_keys::list(&app.store, &who.user.id).await?;
@@ -268,6 +270,7 @@ async fn list_keys(State(app): State<AppState>, caller: Caller) -> ApiResult<Jso
     responses((status = 200, description = "Revoked", body = RevokedKey),
         (status = 401, description = "Board authentication required", body = ErrorBody),
         (status = 404, description = "Not one of the person's keys", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn revoke_key(
     State(app): State<AppState>,
     caller: Caller,

@@ -53,6 +53,7 @@ async fn agent_of(app: &AppState, company_id: &str, agent_ref: &str) -> ApiResul
     responses((status = 200, description = "The person's chat with the agent, or null", body = Option<Issue>),
         (status = 403, description = "Not a board person", body = crate::error::ErrorBody),
         (status = 404, description = "Company or agent not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_chat(
     State(app): State<AppState>,
     caller: Caller,
@@ -71,6 +72,7 @@ async fn get_chat(
     responses((status = 200, description = "The person's chat with the agent, opened if new", body = Issue),
         (status = 403, description = "Not a board person", body = crate::error::ErrorBody),
         (status = 404, description = "Company or agent not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn open_chat(
     State(app): State<AppState>,
     caller: Caller,
@@ -100,6 +102,7 @@ struct ListedChat {
     params(("companyId" = String, Path)),
     responses((status = 200, description = "The calling person's chats, latest first", body = [ListedChat]),
         (status = 403, description = "Not a board person", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn list_chats(
     State(app): State<AppState>,
     caller: Caller,

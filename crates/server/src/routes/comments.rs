@@ -40,6 +40,7 @@ struct ListQuery {
 
 #[utoipa::path(get, path = "/api/issues/{id}/comments", tag = "comments",
     params(("id" = String, Path), ListQuery), responses((status = 200, body = [Comment])))]
+#[paperclip_macros::handler]
 async fn list_comments(
     State(app): State<AppState>,
     caller: Caller,
@@ -117,6 +118,7 @@ impl From<paperclip_store::issues::NotWoken> for NotWoken {
         (status = 403, description = "An agent asked to reopen another agent's task", body = crate::error::ErrorBody),
         (status = 404, description = "Issue not found", body = crate::error::ErrorBody),
         (status = 409, description = "Another author already used this clientRequestId on the task, or an agent asked to reopen its cancelled task", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn create_comment(
     State(app): State<AppState>,
     caller: Caller,
@@ -153,6 +155,7 @@ async fn create_comment(
 #[utoipa::path(get, path = "/api/issues/{id}/comments/{commentId}", tag = "comments",
     params(("id" = String, Path), ("commentId" = String, Path)),
     responses((status = 200, body = Comment), (status = 404, description = "Comment not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_comment(
     State(app): State<AppState>,
     caller: Caller,
@@ -167,6 +170,7 @@ async fn get_comment(
 #[utoipa::path(delete, path = "/api/issues/{id}/comments/{commentId}", tag = "comments",
     params(("id" = String, Path), ("commentId" = String, Path)),
     responses((status = 200, body = Comment), (status = 404, description = "Comment not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn delete_comment(
     State(app): State<AppState>,
     caller: Caller,

@@ -26,6 +26,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// The board sees every company; an agent sees its own.
 #[utoipa::path(get, path = "/api/companies", tag = "companies",
     responses((status = 200, body = [Company])))]
+#[paperclip_macros::handler]
 async fn list_companies(
     State(app): State<AppState>,
     caller: Caller,
@@ -40,6 +41,7 @@ async fn list_companies(
 #[utoipa::path(get, path = "/api/companies/stats", tag = "companies",
     responses((status = 200, body = BTreeMap<String, companies::Stats>),
         (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn company_stats(
     State(app): State<AppState>,
     caller: Caller,
@@ -53,6 +55,7 @@ async fn company_stats(
 #[utoipa::path(post, path = "/api/companies", tag = "companies", request_body = NewCompany,
     responses((status = 201, body = Company), (status = 400, description = "Validation error", body = crate::error::ErrorBody),
         (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn create_company(
     State(app): State<AppState>,
     caller: Caller,
@@ -70,6 +73,7 @@ async fn create_company(
 #[utoipa::path(get, path = "/api/companies/{companyId}", tag = "companies",
     params(("companyId" = String, Path)),
     responses((status = 200, body = Company), (status = 404, description = "Company not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_company(
     State(app): State<AppState>,
     caller: Caller,
@@ -81,6 +85,7 @@ async fn get_company(
 #[utoipa::path(patch, path = "/api/companies/{companyId}", tag = "companies",
     params(("companyId" = String, Path)), request_body = CompanyPatch,
     responses((status = 200, body = Company), (status = 404, description = "Company not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn update_company(
     State(app): State<AppState>,
     caller: Caller,
@@ -96,6 +101,7 @@ async fn update_company(
 #[utoipa::path(delete, path = "/api/companies/{companyId}", tag = "companies",
     params(("companyId" = String, Path)),
     responses((status = 200, body = super::Acknowledged, description = "Deleted with everything it owned"), (status = 404, description = "Company not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn delete_company(
     State(app): State<AppState>,
     caller: Caller,
@@ -111,6 +117,7 @@ async fn delete_company(
 #[utoipa::path(post, path = "/api/companies/{companyId}/archive", tag = "companies",
     params(("companyId" = String, Path)),
     responses((status = 200, body = Company), (status = 404, description = "Company not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn archive_company(
     State(app): State<AppState>,
     caller: Caller,

@@ -179,6 +179,7 @@ async fn export_body(
 #[utoipa::path(post, path = "/api/companies/{companyId}/export", tag = "company-portability",
     params(("companyId" = String, Path)), request_body = Object, responses((status = 200, body = Object),
         (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn export_company(
     State(app): State<AppState>,
     caller: Caller,
@@ -191,6 +192,7 @@ async fn export_company(
 #[utoipa::path(post, path = "/api/companies/{companyId}/exports", tag = "company-portability",
     params(("companyId" = String, Path)), request_body = Object, responses((status = 200, body = Object),
         (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn export_company_files(
     State(app): State<AppState>,
     caller: Caller,
@@ -202,6 +204,7 @@ async fn export_company_files(
 
 #[utoipa::path(post, path = "/api/companies/{companyId}/exports/preview", tag = "company-portability",
     params(("companyId" = String, Path)), request_body = Object, responses((status = 200, body = Object)))]
+#[paperclip_macros::handler]
 async fn preview_export(
     State(app): State<AppState>,
     caller: Caller,
@@ -435,6 +438,7 @@ async fn apply(
     params(("companyId" = String, Path)), request_body = Object, responses((status = 200, body = Object),
         (status = 400, description = "A file or field of the package", body = crate::error::ErrorBody),
         (status = 413, description = "Package too large", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn preview_import_into(
     State(app): State<AppState>,
     caller: Caller,
@@ -448,6 +452,7 @@ async fn preview_import_into(
     params(("companyId" = String, Path)), request_body = Object, responses((status = 200, body = Object),
         (status = 400, description = "A file or field of the package", body = crate::error::ErrorBody),
         (status = 413, description = "Package too large", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn apply_import_into(
     State(app): State<AppState>,
     caller: Caller,
@@ -460,6 +465,7 @@ async fn apply_import_into(
 #[utoipa::path(post, path = "/api/companies/import/preview", tag = "company-portability",
     request_body = Object, responses((status = 200, body = Object),
         (status = 400, description = "A file or field of the package", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn preview_import(
     State(app): State<AppState>,
     caller: Caller,
@@ -472,6 +478,7 @@ async fn preview_import(
     request_body = Object, responses((status = 200, body = Object),
         (status = 400, description = "A file or field of the package", body = crate::error::ErrorBody),
         (status = 403, description = "Instance admin required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn apply_import(
     State(app): State<AppState>,
     caller: Caller,
@@ -484,6 +491,7 @@ async fn apply_import(
 /// `{ "type": "template", "name": ... }`).
 #[utoipa::path(get, path = "/api/company-templates", tag = "company-portability",
     responses((status = 200, body = Object)))]
+#[paperclip_macros::handler]
 async fn list_templates(caller: Caller) -> ApiResult<Json<Value>> {
     caller.require_board()?;
     Ok(Json(

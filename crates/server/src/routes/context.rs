@@ -99,6 +99,7 @@ struct ContextQuery {
 
 #[utoipa::path(get, path = "/api/issues/{id}/heartbeat-context", tag = "issues",
     params(("id" = String, Path), ContextQuery), responses((status = 200, body = HeartbeatContext)))]
+#[paperclip_macros::handler]
 async fn heartbeat_context(
     State(app): State<AppState>,
     caller: Caller,

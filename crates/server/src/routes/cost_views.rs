@@ -30,6 +30,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// Spend per agent, provider and model in the window (default: this month).
 #[utoipa::path(get, path = "/api/companies/{companyId}/costs/by-agent-model", tag = "costs",
     params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [AgentModelCost])))]
+#[paperclip_macros::handler]
 async fn by_agent_model(
     State(app): State<AppState>,
     caller: Caller,
@@ -45,6 +46,7 @@ async fn by_agent_model(
 /// Spend per provider and model in the window (default: this month), biggest first.
 #[utoipa::path(get, path = "/api/companies/{companyId}/costs/by-provider", tag = "costs",
     params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [ProviderCost])))]
+#[paperclip_macros::handler]
 async fn by_provider(
     State(app): State<AppState>,
     caller: Caller,
@@ -60,6 +62,7 @@ async fn by_provider(
 /// Spend per provider in the last 5 hours, 24 hours and 7 days.
 #[utoipa::path(get, path = "/api/companies/{companyId}/costs/window-spend", tag = "costs",
     params(("companyId" = String, Path)), responses((status = 200, body = [WindowSpend])))]
+#[paperclip_macros::handler]
 async fn window_spend(
     State(app): State<AppState>,
     caller: Caller,
@@ -83,6 +86,7 @@ struct TreeQuery {
 #[utoipa::path(get, path = "/api/issues/{id}/cost-summary", tag = "costs",
     params(("id" = String, Path, description = "Issue UUID or identifier"), TreeQuery),
     responses((status = 200, body = TreeCost), (status = 404, description = "Issue not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn issue_cost(
     State(app): State<AppState>,
     caller: Caller,

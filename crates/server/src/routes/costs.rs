@@ -44,6 +44,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[utoipa::path(post, path = "/api/companies/{companyId}/cost-events", tag = "costs",
     params(("companyId" = String, Path)), request_body = NewCostEvent,
     responses((status = 201, body = CostEvent), (status = 400, description = "Negative or malformed values", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn report_cost(
     State(app): State<AppState>,
     caller: Caller,
@@ -119,6 +120,7 @@ pub(crate) fn window(q: &WindowQuery) -> ApiResult<Window> {
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/cost-events", tag = "costs",
     params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [CostEvent])))]
+#[paperclip_macros::handler]
 async fn list_cost_events(
     State(app): State<AppState>,
     caller: Caller,
@@ -134,6 +136,7 @@ async fn list_cost_events(
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/costs/summary", tag = "costs",
     params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = Summary)))]
+#[paperclip_macros::handler]
 async fn summary(
     State(app): State<AppState>,
     caller: Caller,
@@ -164,6 +167,7 @@ async fn breakdown(
 /// one row with a null `agentId`.
 #[utoipa::path(get, path = "/api/companies/{companyId}/costs/by-agent", tag = "costs",
     params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [AgentCost])))]
+#[paperclip_macros::handler]
 async fn by_agent(
     State(app): State<AppState>,
     caller: Caller,
@@ -196,6 +200,7 @@ async fn by_agent(
 /// left out, as upstream does.
 #[utoipa::path(get, path = "/api/companies/{companyId}/costs/by-project", tag = "costs",
     params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [ProjectCost])))]
+#[paperclip_macros::handler]
 async fn by_project(
     State(app): State<AppState>,
     caller: Caller,
@@ -248,6 +253,7 @@ pub struct ProjectCost {
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/costs/by-model", tag = "costs",
     params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [Breakdown])))]
+#[paperclip_macros::handler]
 async fn by_model(
     State(app): State<AppState>,
     caller: Caller,
@@ -261,6 +267,7 @@ async fn by_model(
 /// such route). A company of a million tasks has too many for one answer.
 #[utoipa::path(get, path = "/api/companies/{companyId}/costs/by-issue", tag = "costs",
     params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [Breakdown])))]
+#[paperclip_macros::handler]
 async fn by_issue(
     State(app): State<AppState>,
     caller: Caller,
@@ -296,6 +303,7 @@ async fn by_issue(
 #[utoipa::path(patch, path = "/api/companies/{companyId}/budgets", tag = "costs",
     params(("companyId" = String, Path)), request_body = BudgetPatch,
     responses((status = 200, body = Company), (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn company_budget(
     State(app): State<AppState>,
     caller: Caller,
@@ -322,6 +330,7 @@ async fn company_budget(
 #[utoipa::path(patch, path = "/api/agents/{agentId}/budgets", tag = "costs",
     params(("agentId" = String, Path)), request_body = BudgetPatch,
     responses((status = 200, body = crate::agent_view::AgentView), (status = 403, description = "Not the board or a manager of this agent", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn agent_budget(
     State(app): State<AppState>,
     caller: Caller,
@@ -371,6 +380,7 @@ async fn manages(app: &AppState, manager: &str, agent: &Agent) -> ApiResult<bool
 #[utoipa::path(patch, path = "/api/projects/{projectId}/budgets", tag = "costs",
     params(("projectId" = String, Path)), request_body = BudgetPatch,
     responses((status = 200, body = Project), (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn project_budget(
     State(app): State<AppState>,
     caller: Caller,
@@ -401,6 +411,7 @@ struct IncidentQuery {
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/budget-incidents", tag = "costs",
     params(("companyId" = String, Path), IncidentQuery), responses((status = 200, body = [BudgetIncident])))]
+#[paperclip_macros::handler]
 async fn incidents(
     State(app): State<AppState>,
     caller: Caller,
@@ -418,6 +429,7 @@ async fn incidents(
 /// approvals, open budget incidents, recent runs and activity.
 #[utoipa::path(get, path = "/api/companies/{companyId}/dashboard", tag = "costs",
     params(("companyId" = String, Path)), responses((status = 200, body = Dashboard)))]
+#[paperclip_macros::handler]
 async fn get_dashboard(
     State(app): State<AppState>,
     caller: Caller,

@@ -70,6 +70,7 @@ async fn decision_for(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Va
         (status = 409, description = "Idempotency key reused with another payload", body = crate::error::ErrorBody),
         (status = 422, description = "A referenced issue is not in the company, or the run is on no issue", body = crate::error::ErrorBody),
         (status = 429, description = "Open decision cap reached", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn create_decision(
     State(app): State<AppState>,
     caller: Caller,
@@ -95,6 +96,7 @@ async fn create_decision(
 #[utoipa::path(post, path = "/api/companies/{companyId}/decision-bundles", tag = "decisions",
     params(("companyId" = String, Path)), request_body = NewBundle,
     responses((status = 201, body = Object), (status = 403, description = "Agent run context required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn create_bundle(
     State(app): State<AppState>,
     caller: Caller,
@@ -146,6 +148,7 @@ fn uuid_filter(field: &str, value: Option<String>) -> ApiResult<Option<String>> 
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/decisions", tag = "decisions",
     params(("companyId" = String, Path), ListQuery), responses((status = 200, body = [Object])))]
+#[paperclip_macros::handler]
 async fn list_decisions(
     State(app): State<AppState>,
     caller: Caller,
@@ -193,6 +196,7 @@ struct StatsQuery {
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/decisions/stats", tag = "decisions",
     params(("companyId" = String, Path), StatsQuery), responses((status = 200, body = Object)))]
+#[paperclip_macros::handler]
 async fn decision_stats(
     State(app): State<AppState>,
     caller: Caller,
@@ -231,6 +235,7 @@ async fn decision_stats(
 
 #[utoipa::path(get, path = "/api/decisions/{id}", tag = "decisions",
     params(("id" = String, Path)), responses((status = 200, body = Object), (status = 404, description = "Decision not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_decision(
     State(app): State<AppState>,
     caller: Caller,
@@ -252,6 +257,7 @@ async fn get_decision(
     responses((status = 200, body = Object), (status = 403, description = "Board access required", body = crate::error::ErrorBody),
         (status = 409, description = "Already resolved or expired", body = crate::error::ErrorBody),
         (status = 422, description = "Unknown option or a missing input", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn decide(
     State(app): State<AppState>,
     caller: Caller,
@@ -267,6 +273,7 @@ async fn decide(
 
 #[utoipa::path(post, path = "/api/decisions/{id}/dismiss", tag = "decisions",
     params(("id" = String, Path)), request_body = Dismiss, responses((status = 200, body = Object)))]
+#[paperclip_macros::handler]
 async fn dismiss(
     State(app): State<AppState>,
     caller: Caller,
@@ -282,6 +289,7 @@ async fn dismiss(
 
 #[utoipa::path(post, path = "/api/decisions/{id}/cancel", tag = "decisions",
     params(("id" = String, Path)), responses((status = 200, body = Object), (status = 403, description = "Only the origin agent may cancel", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn cancel(
     State(app): State<AppState>,
     caller: Caller,

@@ -25,6 +25,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 #[utoipa::path(get, path = "/api/issues/{id}/documents", tag = "documents",
     params(("id" = String, Path)), responses((status = 200, body = [Document])))]
+#[paperclip_macros::handler]
 async fn list_documents(
     State(app): State<AppState>,
     caller: Caller,
@@ -37,6 +38,7 @@ async fn list_documents(
 #[utoipa::path(get, path = "/api/issues/{id}/documents/{key}", tag = "documents",
     params(("id" = String, Path), ("key" = String, Path)),
     responses((status = 200, body = Document), (status = 404, description = "Document not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_document(
     State(app): State<AppState>,
     caller: Caller,
@@ -51,6 +53,7 @@ async fn get_document(
     params(("id" = String, Path), ("key" = String, Path)), request_body = DocumentPut,
     responses((status = 201, body = Document), (status = 200, body = Document),
         (status = 409, description = "baseRevisionId is not the latest revision, or another run holds the issue", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn put_document(
     State(app): State<AppState>,
     caller: Caller,
@@ -71,6 +74,7 @@ async fn put_document(
 #[utoipa::path(delete, path = "/api/issues/{id}/documents/{key}", tag = "documents",
     params(("id" = String, Path), ("key" = String, Path)),
     responses((status = 200, body = Document), (status = 404, description = "Document not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn delete_document(
     State(app): State<AppState>,
     caller: Caller,
@@ -86,6 +90,7 @@ async fn delete_document(
 #[utoipa::path(get, path = "/api/issues/{id}/documents/{key}/revisions", tag = "documents",
     params(("id" = String, Path), ("key" = String, Path)),
     responses((status = 200, body = [DocumentRevision])))]
+#[paperclip_macros::handler]
 async fn list_revisions(
     State(app): State<AppState>,
     caller: Caller,
@@ -102,6 +107,7 @@ async fn list_revisions(
     params(("id" = String, Path), ("key" = String, Path), ("revisionId" = String, Path)),
     responses((status = 200, body = Document), (status = 404, description = "Document or revision not found", body = crate::error::ErrorBody),
         (status = 409, description = "Another run holds the issue", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn restore_revision(
     State(app): State<AppState>,
     caller: Caller,
@@ -120,6 +126,7 @@ async fn restore_revision(
     params(("id" = String, Path), ("key" = String, Path)),
     responses((status = 200, body = Document), (status = 403, description = "Board access required", body = crate::error::ErrorBody),
         (status = 404, description = "Document not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn lock_document(
     State(app): State<AppState>,
     caller: Caller,
@@ -132,6 +139,7 @@ async fn lock_document(
     params(("id" = String, Path), ("key" = String, Path)),
     responses((status = 200, body = Document), (status = 403, description = "Board access required", body = crate::error::ErrorBody),
         (status = 404, description = "Document not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn unlock_document(
     State(app): State<AppState>,
     caller: Caller,

@@ -43,6 +43,7 @@ struct StreamQuery {
 #[utoipa::path(get, path = "/api/companies/{companyId}/events/ws", tag = "events",
     params(("companyId" = String, Path), StreamQuery),
     responses((status = 101, description = "Switching to WebSocket")))]
+#[paperclip_macros::handler]
 async fn events_ws(
     State(app): State<AppState>,
     caller: Caller,
@@ -99,6 +100,7 @@ async fn pump(mut socket: WebSocket, events: impl Stream<Item = Arc<LiveEvent>> 
 #[utoipa::path(get, path = "/api/companies/{companyId}/events", tag = "events",
     params(("companyId" = String, Path), StreamQuery),
     responses((status = 200, description = "text/event-stream")))]
+#[paperclip_macros::handler]
 async fn events_sse(
     State(app): State<AppState>,
     caller: Caller,

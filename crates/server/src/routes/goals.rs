@@ -21,6 +21,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/goals", tag = "goals",
     params(("companyId" = String, Path)), responses((status = 200, body = [Goal])))]
+#[paperclip_macros::handler]
 async fn list_goals(
     State(app): State<AppState>,
     caller: Caller,
@@ -32,6 +33,7 @@ async fn list_goals(
 
 #[utoipa::path(post, path = "/api/companies/{companyId}/goals", tag = "goals",
     params(("companyId" = String, Path)), request_body = NewGoal, responses((status = 201, body = Goal)))]
+#[paperclip_macros::handler]
 async fn create_goal(
     State(app): State<AppState>,
     caller: Caller,
@@ -47,6 +49,7 @@ async fn create_goal(
 
 #[utoipa::path(get, path = "/api/goals/{id}", tag = "goals",
     params(("id" = String, Path)), responses((status = 200, body = Goal), (status = 404, description = "Goal not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_goal(
     State(app): State<AppState>,
     caller: Caller,
@@ -57,6 +60,7 @@ async fn get_goal(
 
 #[utoipa::path(patch, path = "/api/goals/{id}", tag = "goals",
     params(("id" = String, Path)), request_body = GoalPatch, responses((status = 200, body = Goal)))]
+#[paperclip_macros::handler]
 async fn update_goal(
     State(app): State<AppState>,
     caller: Caller,
@@ -71,6 +75,7 @@ async fn update_goal(
 
 #[utoipa::path(delete, path = "/api/goals/{id}", tag = "goals",
     params(("id" = String, Path)), responses((status = 200, body = Goal), (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn delete_goal(
     State(app): State<AppState>,
     caller: Caller,

@@ -103,6 +103,7 @@ struct ServerInfoBody {
 /// and bootstrap facts only, as upstream does.
 #[utoipa::path(get, path = "/api/health", tag = "health",
     responses((status = 200, description = "Healthy: everything to the board, the deployment facts only to a caller not signed in", body = HealthAnswer)))]
+#[paperclip_macros::handler]
 async fn health(
     State(app): State<AppState>,
     caller: Result<crate::auth::Caller, crate::error::ApiError>,
@@ -163,6 +164,7 @@ struct Readiness {
 #[utoipa::path(get, path = "/api/health/ready", tag = "health",
     responses((status = 200, body = Readiness, description = "Taking new work"),
         (status = 503, body = Readiness, description = "Draining before a shutdown")))]
+#[paperclip_macros::handler]
 async fn readiness(State(app): State<AppState>) -> (axum::http::StatusCode, Json<Readiness>) {
     if app.lifecycle.is_draining() {
         (
@@ -190,6 +192,7 @@ struct Quiescence {
 /// The instance's runs in flight; the local board or an instance administrator.
 #[utoipa::path(get, path = "/api/instance/quiescence", tag = "health",
     responses((status = 200, body = Quiescence), (status = 403, description = "Not an instance administrator", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn quiescence(
     State(app): State<AppState>,
     caller: crate::auth::Caller,

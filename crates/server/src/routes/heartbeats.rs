@@ -38,6 +38,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// The calling agent.
 #[utoipa::path(get, path = "/api/agents/me", tag = "agents",
     responses((status = 200, body = crate::agent_view::AgentView), (status = 401, description = "Agent authentication required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn me(
     State(app): State<AppState>,
     caller: Caller,
@@ -83,6 +84,7 @@ pub struct InboxRun {
 /// up next. Work blocked by unfinished issues says so (`dependencyReady`).
 #[utoipa::path(get, path = "/api/agents/me/inbox-lite", tag = "agents",
     responses((status = 200, body = [InboxItem]), (status = 401, description = "Agent authentication required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn inbox_lite(
     State(app): State<AppState>,
     caller: Caller,
@@ -185,6 +187,7 @@ pub struct WakeBody {
 #[utoipa::path(post, path = "/api/agents/{id}/wakeup", tag = "agents",
     params(("id" = String, Path)), request_body = WakeBody,
     responses((status = 202, body = WokenRun), (status = 409, description = "Wake skipped", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn wakeup(
     State(app): State<AppState>,
     caller: Caller,
@@ -198,6 +201,7 @@ async fn wakeup(
 #[utoipa::path(post, path = "/api/agents/{id}/heartbeat/invoke", tag = "agents",
     params(("id" = String, Path)),
     responses((status = 202, body = WokenRun), (status = 409, description = "Wake skipped", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn invoke(
     State(app): State<AppState>,
     caller: Caller,
@@ -312,6 +316,7 @@ struct RunsQuery {
 /// Newest first.
 #[utoipa::path(get, path = "/api/companies/{companyId}/heartbeat-runs", tag = "heartbeats",
     params(("companyId" = String, Path), RunsQuery), responses((status = 200, body = [HeartbeatRun])))]
+#[paperclip_macros::handler]
 async fn list_runs(
     State(app): State<AppState>,
     caller: Caller,
@@ -331,6 +336,7 @@ async fn list_runs(
 
 #[utoipa::path(get, path = "/api/heartbeat-runs/{runId}", tag = "heartbeats",
     params(("runId" = String, Path)), responses((status = 200, body = HeartbeatRun), (status = 404, description = "Heartbeat run not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_run(
     State(app): State<AppState>,
     caller: Caller,
@@ -351,6 +357,7 @@ struct EventsQuery {
 /// The run's timeline, in `seq` order.
 #[utoipa::path(get, path = "/api/heartbeat-runs/{runId}/events", tag = "heartbeats",
     params(("runId" = String, Path), EventsQuery), responses((status = 200, body = [RunEvent])))]
+#[paperclip_macros::handler]
 async fn run_events(
     State(app): State<AppState>,
     caller: Caller,
@@ -413,6 +420,7 @@ pub struct RunLog {
 /// The full run log (NDJSON), a byte range at a time.
 #[utoipa::path(get, path = "/api/heartbeat-runs/{runId}/log", tag = "heartbeats",
     params(("runId" = String, Path), LogQuery), responses((status = 200, body = RunLog)))]
+#[paperclip_macros::handler]
 async fn run_log(
     State(app): State<AppState>,
     caller: Caller,
@@ -499,6 +507,7 @@ async fn run_log(
 #[utoipa::path(post, path = "/api/heartbeat-runs/{runId}/cancel", tag = "heartbeats",
     params(("runId" = String, Path)),
     responses((status = 200, body = HeartbeatRun), (status = 409, description = "Run is not active", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn cancel_run(
     State(app): State<AppState>,
     caller: Caller,
@@ -530,6 +539,7 @@ pub struct CallbackBody {
 #[utoipa::path(post, path = "/api/heartbeat-runs/{runId}/callback", tag = "heartbeats",
     params(("runId" = String, Path)), request_body = CallbackBody,
     responses((status = 200, body = HeartbeatRun), (status = 403, description = "Only the run itself may complete it", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn run_callback(
     State(app): State<AppState>,
     caller: Caller,

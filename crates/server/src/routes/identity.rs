@@ -56,6 +56,7 @@ pub struct IdentityMembership {
 #[utoipa::path(get, path = "/api/cli-auth/me", tag = "health",
     responses((status = 200, body = BoardIdentity),
         (status = 401, description = "Board authentication required (an agent key was sent)", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn me(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<BoardIdentity>> {
     match caller.access() {
         Access::Agent => Err(ApiError::new(

@@ -42,6 +42,7 @@ struct SidebarBadges {
 /// what the caller dismissed or snoozed.
 #[utoipa::path(get, path = "/api/companies/{companyId}/sidebar-badges", tag = "inbox",
     params(("companyId" = String, Path)), responses((status = 200, body = SidebarBadges)))]
+#[paperclip_macros::handler]
 async fn sidebar_badges(
     State(app): State<AppState>,
     caller: Caller,
@@ -70,6 +71,7 @@ struct NewDismissal {
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/inbox-dismissals", tag = "inbox",
     params(("companyId" = String, Path)), responses((status = 200, body = [Dismissal])))]
+#[paperclip_macros::handler]
 async fn list(
     State(app): State<AppState>,
     caller: Caller,
@@ -84,6 +86,7 @@ async fn list(
 #[utoipa::path(post, path = "/api/companies/{companyId}/inbox-dismissals", tag = "inbox",
     params(("companyId" = String, Path)), request_body = NewDismissal,
     responses((status = 201, body = Dismissal), (status = 400, description = "Invalid item key, kind or time", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn dismiss(
     State(app): State<AppState>,
     caller: Caller,
@@ -130,6 +133,7 @@ async fn dismiss(
 #[utoipa::path(delete, path = "/api/companies/{companyId}/inbox-dismissals/{itemKey}", tag = "inbox",
     params(("companyId" = String, Path), ("itemKey" = String, Path)),
     responses((status = 204, description = "Restored"), (status = 404, description = "Not dismissed", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn restore(
     State(app): State<AppState>,
     caller: Caller,

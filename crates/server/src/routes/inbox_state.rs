@@ -43,6 +43,7 @@ fn board_user(caller: &Caller) -> ApiResult<String> {
     params(("id" = String, Path)), responses((status = 200, body = ReadState),
         (status = 403, description = "Board authentication required", body = crate::error::ErrorBody),
         (status = 404, description = "Issue not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn mark_read(
     State(app): State<AppState>,
     caller: Caller,
@@ -66,6 +67,7 @@ async fn mark_read(
     params(("id" = String, Path)), responses((status = 200, body = Object),
         (status = 403, description = "Board authentication required", body = crate::error::ErrorBody),
         (status = 404, description = "Issue not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn mark_unread(
     State(app): State<AppState>,
     caller: Caller,
@@ -152,6 +154,7 @@ fn archived_by(caller: &Caller) -> ArchivedBy {
         (status = 401, description = "Agent run id required", body = crate::error::ErrorBody),
         (status = 403, description = "Target person not allowed", body = crate::error::ErrorBody),
         (status = 404, description = "Issue not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn archive(
     State(app): State<AppState>,
     caller: Caller,
@@ -180,6 +183,7 @@ async fn archive(
         (status = 401, description = "Agent run id required", body = crate::error::ErrorBody),
         (status = 403, description = "Target person not allowed", body = crate::error::ErrorBody),
         (status = 404, description = "Issue not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn unarchive(
     State(app): State<AppState>,
     caller: Caller,
@@ -230,6 +234,7 @@ const MINE_STATUSES: &[IssueStatus] = &[
     responses((status = 200, body = [Object]),
         (status = 400, description = "userId missing or an unknown status", body = crate::error::ErrorBody),
         (status = 401, description = "Agent authentication required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn mine(
     State(app): State<AppState>,
     caller: Caller,

@@ -36,6 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 #[utoipa::path(get, path = "/api/issues/{id}/interactions", tag = "interactions",
     params(("id" = String, Path)), responses((status = 200, body = [Interaction])))]
+#[paperclip_macros::handler]
 async fn list_interactions(
     State(app): State<AppState>,
     caller: Caller,
@@ -52,6 +53,7 @@ async fn list_interactions(
     responses((status = 201, body = Interaction), (status = 401, description = "Agent run id required"),
         (status = 409, description = "The task is closed, or the key was used for another card"),
         (status = 422, description = "A reference or rule is broken")))]
+#[paperclip_macros::handler]
 async fn create_interaction(
     State(app): State<AppState>,
     caller: Caller,
@@ -87,6 +89,7 @@ async fn resolve(
     params(("id" = String, Path), ("interactionId" = String, Path)), request_body = AcceptInteraction,
     responses((status = 200, body = Interaction), (status = 403, description = "Not this caller's to resolve"),
         (status = 409, description = "Already resolved or superseded")))]
+#[paperclip_macros::handler]
 async fn accept(
     State(app): State<AppState>,
     caller: Caller,
@@ -99,6 +102,7 @@ async fn accept(
 #[utoipa::path(post, path = "/api/issues/{id}/interactions/{interactionId}/reject", tag = "interactions",
     params(("id" = String, Path), ("interactionId" = String, Path)), request_body = InteractionReason,
     responses((status = 200, body = Interaction)))]
+#[paperclip_macros::handler]
 async fn reject(
     State(app): State<AppState>,
     caller: Caller,
@@ -111,6 +115,7 @@ async fn reject(
 #[utoipa::path(post, path = "/api/issues/{id}/interactions/{interactionId}/respond", tag = "interactions",
     params(("id" = String, Path), ("interactionId" = String, Path)), request_body = RespondInteraction,
     responses((status = 200, body = Interaction)))]
+#[paperclip_macros::handler]
 async fn respond(
     State(app): State<AppState>,
     caller: Caller,
@@ -127,6 +132,7 @@ async fn respond(
 #[utoipa::path(post, path = "/api/issues/{id}/interactions/{interactionId}/verdicts", tag = "interactions",
     params(("id" = String, Path), ("interactionId" = String, Path)), request_body = VerdictsInteraction,
     responses((status = 200, body = Interaction)))]
+#[paperclip_macros::handler]
 async fn verdicts(
     State(app): State<AppState>,
     caller: Caller,
@@ -139,6 +145,7 @@ async fn verdicts(
 #[utoipa::path(post, path = "/api/issues/{id}/interactions/{interactionId}/withdraw", tag = "interactions",
     params(("id" = String, Path), ("interactionId" = String, Path)), request_body = InteractionReason,
     responses((status = 200, body = Interaction)))]
+#[paperclip_macros::handler]
 async fn withdraw(
     State(app): State<AppState>,
     caller: Caller,
@@ -151,6 +158,7 @@ async fn withdraw(
 #[utoipa::path(post, path = "/api/issues/{id}/interactions/{interactionId}/skip", tag = "interactions",
     params(("id" = String, Path), ("interactionId" = String, Path)), request_body = InteractionReason,
     responses((status = 200, body = Interaction)))]
+#[paperclip_macros::handler]
 async fn skip(
     State(app): State<AppState>,
     caller: Caller,
@@ -163,6 +171,7 @@ async fn skip(
 #[utoipa::path(post, path = "/api/issues/{id}/interactions/{interactionId}/cancel", tag = "interactions",
     params(("id" = String, Path), ("interactionId" = String, Path)), request_body = InteractionReason,
     responses((status = 200, body = Interaction)))]
+#[paperclip_macros::handler]
 async fn cancel(
     State(app): State<AppState>,
     caller: Caller,

@@ -44,6 +44,7 @@ pub struct InterruptResult {
     params(("id" = String, Path)), request_body = InterruptBody,
     responses((status = 200, body = InterruptResult), (status = 403, description = "Board access required"),
         (status = 409, description = "The target run is no longer working on the task")))]
+#[paperclip_macros::handler]
 async fn interrupt(
     State(app): State<AppState>,
     caller: Caller,

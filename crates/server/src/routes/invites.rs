@@ -139,6 +139,7 @@ struct NewInvite {
         (status = 403, description = "Not allowed to invite (or to invite an owner)", body = ErrorBody),
         (status = 422, description = "An agent join", body = ErrorBody),
         (status = 429, description = "Too many invites", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn create_invite(
     State(app): State<AppState>,
     caller: Caller,
@@ -228,6 +229,7 @@ pub(crate) fn expiry(ttl: Duration) -> String {
     params(("companyId" = String, Path)),
     responses((status = 200, description = "The company's invites, newest first", body = InviteList),
         (status = 403, description = "Not a board member of the company", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn list_invites(
     State(app): State<AppState>,
     caller: Caller,
@@ -256,6 +258,7 @@ struct InviteList {
         (status = 403, description = "Not allowed", body = ErrorBody),
         (status = 404, description = "Invite not found", body = ErrorBody),
         (status = 409, description = "Already used", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn revoke_invite(
     State(app): State<AppState>,
     caller: Caller,
@@ -281,6 +284,7 @@ type Peer = ConnectInfo<std::net::SocketAddr>;
     responses((status = 200, description = "The invite, with its path (and company name, unless it is the bootstrap invite)", body = InviteRecord),
         (status = 404, description = "Invite not found", body = ErrorBody),
         (status = 429, description = "Too many requests", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn show_invite(
     State(app): State<AppState>,
     peer: Peer,
@@ -331,6 +335,7 @@ struct Acceptance {
         (status = 404, description = "Invite not found", body = ErrorBody),
         (status = 409, description = "Already used or already a member", body = ErrorBody),
         (status = 429, description = "Too many requests", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn accept_invite(
     State(app): State<AppState>,
     peer: Peer,

@@ -35,6 +35,7 @@ impl paperclip_core::limits::Validate for NewKey {
 #[utoipa::path(post, path = "/api/agents/{id}/keys", tag = "agents",
     params(("id" = String, Path)), request_body = NewKey,
     responses((status = 201, body = AgentApiKey), (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn create_key(
     State(app): State<AppState>,
     caller: Caller,
@@ -50,6 +51,7 @@ async fn create_key(
 
 #[utoipa::path(get, path = "/api/agents/{id}/keys", tag = "agents",
     params(("id" = String, Path)), responses((status = 200, body = [AgentApiKey])))]
+#[paperclip_macros::handler]
 async fn list_keys(
     State(app): State<AppState>,
     caller: Caller,
@@ -63,6 +65,7 @@ async fn list_keys(
 #[utoipa::path(delete, path = "/api/agents/{id}/keys/{keyId}", tag = "agents",
     params(("id" = String, Path), ("keyId" = String, Path)),
     responses((status = 200, body = AgentApiKey), (status = 404, description = "API key not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn revoke_key(
     State(app): State<AppState>,
     caller: Caller,

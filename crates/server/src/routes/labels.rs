@@ -21,6 +21,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/labels", tag = "labels",
     params(("companyId" = String, Path)), responses((status = 200, body = [Label])))]
+#[paperclip_macros::handler]
 async fn list_labels(
     State(app): State<AppState>,
     caller: Caller,
@@ -33,6 +34,7 @@ async fn list_labels(
 #[utoipa::path(post, path = "/api/companies/{companyId}/labels", tag = "labels",
     params(("companyId" = String, Path)), request_body = NewLabel,
     responses((status = 201, body = Label), (status = 409, description = "Label already exists", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn create_label(
     State(app): State<AppState>,
     caller: Caller,
@@ -48,6 +50,7 @@ async fn create_label(
 
 #[utoipa::path(delete, path = "/api/labels/{labelId}", tag = "labels",
     params(("labelId" = String, Path)), responses((status = 200, body = Label), (status = 404, description = "Label not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn delete_label(
     State(app): State<AppState>,
     caller: Caller,

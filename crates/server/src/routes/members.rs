@@ -119,6 +119,7 @@ struct MemberList {
     params(("companyId" = String, Path)),
     responses((status = 200, description = "Members and what the caller may do", body = MemberList),
         (status = 403, description = "Not a board member of the company", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn list_members(
     State(app): State<AppState>,
     caller: Caller,
@@ -162,6 +163,7 @@ async fn member_of(app: &AppState, company_id: &str, member_id: &str) -> ApiResu
         (status = 403, description = "Not allowed, or suspending oneself", body = ErrorBody),
         (status = 404, description = "Member not found", body = ErrorBody),
         (status = 409, description = "Last owner", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn update_member(
     State(app): State<AppState>,
     caller: Caller,
@@ -218,6 +220,7 @@ async fn update_member(
         (status = 403, description = "Not allowed, or removing oneself", body = ErrorBody),
         (status = 404, description = "Member not found", body = ErrorBody),
         (status = 409, description = "Last owner", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn archive_member(
     State(app): State<AppState>,
     caller: Caller,

@@ -47,6 +47,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[utoipa::path(get, path = "/api/companies/{companyId}/costs/local-models", tag = "costs",
     params(("companyId" = String, Path), super::costs::WindowQuery),
     responses((status = 200, body = LocalSplit)))]
+#[paperclip_macros::handler]
 async fn local_spend(
     State(app): State<AppState>,
     caller: Caller,
@@ -144,6 +145,7 @@ async fn key_of(app: &AppState, s: &ModelServer) -> Option<String> {
 #[utoipa::path(get, path = "/api/companies/{companyId}/model-servers", tag = "agents",
     params(("companyId" = String, Path)),
     responses((status = 200, body = ServerList), (status = 403, description = "Board access required")))]
+#[paperclip_macros::handler]
 async fn list_servers(
     State(app): State<AppState>,
     caller: Caller,
@@ -183,6 +185,7 @@ async fn list_servers(
     params(("companyId" = String, Path)), request_body = NewModelServer,
     responses((status = 201, body = ModelServer), (status = 400, description = "Invalid input"),
         (status = 409, description = "A server of that name exists")))]
+#[paperclip_macros::handler]
 async fn create_server(
     State(app): State<AppState>,
     caller: Caller,
@@ -222,6 +225,7 @@ fn not_stored(id: &str) -> ApiResult<()> {
 #[utoipa::path(patch, path = "/api/companies/{companyId}/model-servers/{serverId}", tag = "agents",
     params(("companyId" = String, Path), ("serverId" = String, Path)), request_body = ModelServerPatch,
     responses((status = 200, body = ModelServer), (status = 404, description = "Model server not found")))]
+#[paperclip_macros::handler]
 async fn update_server(
     State(app): State<AppState>,
     caller: Caller,
@@ -242,6 +246,7 @@ async fn update_server(
 #[utoipa::path(delete, path = "/api/companies/{companyId}/model-servers/{serverId}", tag = "agents",
     params(("companyId" = String, Path), ("serverId" = String, Path)),
     responses((status = 200, body = super::Acknowledged), (status = 404, description = "Model server not found")))]
+#[paperclip_macros::handler]
 async fn delete_server(
     State(app): State<AppState>,
     caller: Caller,
@@ -278,6 +283,7 @@ pub struct HireConfig {
     responses((status = 200, body = HireConfig), (status = 400, description = "No model named"),
         (status = 404, description = "Model server not found"),
         (status = 422, description = "The adapter type takes no custom provider")))]
+#[paperclip_macros::handler]
 async fn agent_config(
     State(app): State<AppState>,
     caller: Caller,

@@ -21,6 +21,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/projects", tag = "projects",
     params(("companyId" = String, Path)), responses((status = 200, body = [Project])))]
+#[paperclip_macros::handler]
 async fn list_projects(
     State(app): State<AppState>,
     caller: Caller,
@@ -32,6 +33,7 @@ async fn list_projects(
 
 #[utoipa::path(post, path = "/api/companies/{companyId}/projects", tag = "projects",
     params(("companyId" = String, Path)), request_body = NewProject, responses((status = 201, body = Project)))]
+#[paperclip_macros::handler]
 async fn create_project(
     State(app): State<AppState>,
     caller: Caller,
@@ -47,6 +49,7 @@ async fn create_project(
 
 #[utoipa::path(get, path = "/api/projects/{id}", tag = "projects",
     params(("id" = String, Path)), responses((status = 200, body = Project), (status = 404, description = "Project not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_project(
     State(app): State<AppState>,
     caller: Caller,
@@ -57,6 +60,7 @@ async fn get_project(
 
 #[utoipa::path(patch, path = "/api/projects/{id}", tag = "projects",
     params(("id" = String, Path)), request_body = ProjectPatch, responses((status = 200, body = Project)))]
+#[paperclip_macros::handler]
 async fn update_project(
     State(app): State<AppState>,
     caller: Caller,
@@ -71,6 +75,7 @@ async fn update_project(
 
 #[utoipa::path(delete, path = "/api/projects/{id}", tag = "projects",
     params(("id" = String, Path)), responses((status = 200, body = Project), (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn delete_project(
     State(app): State<AppState>,
     caller: Caller,

@@ -59,6 +59,7 @@ pub struct PromptPreview {
     params(("id" = String, Path)), request_body = PreviewRequest,
     responses((status = 200, body = PromptPreview),
         (status = 422, description = "Unknown or unclosed template variable", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn prompt_preview(
     State(app): State<AppState>,
     caller: Caller,

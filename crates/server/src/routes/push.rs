@@ -81,6 +81,7 @@ struct PublicKey {
 #[utoipa::path(get, path = "/api/push/vapid-public-key", tag = "push",
     responses((status = 200, body = PublicKey),
         (status = 403, description = "Board access required", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn public_key(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<PublicKey>> {
     person(&caller)?;
     let keys = crate::push::keys(&app).await.map_err(unavailable)?;
@@ -192,6 +193,7 @@ fn endpoint_problem(endpoint: &str, local: bool) -> Option<&'static str> {
 #[utoipa::path(get, path = "/api/push/subscriptions", tag = "push",
     responses((status = 200, body = [SubscriptionRecord]),
         (status = 403, description = "Board access required", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn list_subscriptions(
     State(app): State<AppState>,
     caller: Caller,
@@ -205,6 +207,7 @@ async fn list_subscriptions(
     responses((status = 201, description = "Subscribed (or the endpoint's keys replaced)", body = SubscriptionRecord),
         (status = 400, description = "A bad endpoint or key, by field", body = ErrorBody),
         (status = 403, description = "Board access required", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn subscribe(
     State(app): State<AppState>,
     caller: Caller,
@@ -239,6 +242,7 @@ async fn subscribe(
     params(("id" = String, Path)),
     responses((status = 204, description = "Removed"),
         (status = 404, description = "Not one of yours", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn unsubscribe(
     State(app): State<AppState>,
     caller: Caller,
@@ -251,6 +255,7 @@ async fn unsubscribe(
 
 #[utoipa::path(get, path = "/api/push/preferences", tag = "push",
     responses((status = 200, body = Preferences)))]
+#[paperclip_macros::handler]
 async fn get_preferences(
     State(app): State<AppState>,
     caller: Caller,
@@ -273,6 +278,7 @@ struct PreferencesPatch {
 #[utoipa::path(patch, path = "/api/push/preferences", tag = "push", request_body = PreferencesPatch,
     responses((status = 200, body = Preferences),
         (status = 400, description = "An unknown kind or a value that is not true or false", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn set_preferences(
     State(app): State<AppState>,
     caller: Caller,
@@ -294,6 +300,7 @@ async fn set_preferences(
 #[utoipa::path(post, path = "/api/push/test", tag = "push",
     responses((status = 200, description = "Sent to each of your devices", body = crate::push::Sent),
         (status = 429, description = "Too many tests", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn send_test(
     State(app): State<AppState>,
     caller: Caller,
@@ -390,6 +397,7 @@ fn link_expiry(claims: &links::Claims) -> String {
         (status = 403, description = "Not a link of this server, or its person may no longer act", body = ErrorBody),
         (status = 404, description = "What it acts on is gone", body = ErrorBody),
         (status = 409, description = "The link was used, or the approval or card was decided already", body = ErrorBody)))]
+#[paperclip_macros::handler]
 async fn act(
     State(app): State<AppState>,
     Path(token): Path<String>,

@@ -27,6 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// Every change to the agent's adapter or runtime config, newest first.
 #[utoipa::path(get, path = "/api/agents/{id}/config-revisions", tag = "agents",
     params(("id" = String, Path)), responses((status = 200, body = [ConfigRevision])))]
+#[paperclip_macros::handler]
 async fn list_revisions(
     State(app): State<AppState>,
     caller: Caller,
@@ -38,6 +39,7 @@ async fn list_revisions(
 
 #[utoipa::path(get, path = "/api/agents/{id}/config-revisions/{revisionId}", tag = "agents",
     params(("id" = String, Path), ("revisionId" = String, Path)), responses((status = 200, body = ConfigRevision)))]
+#[paperclip_macros::handler]
 async fn get_revision(
     State(app): State<AppState>,
     caller: Caller,
@@ -52,6 +54,7 @@ async fn get_revision(
 #[utoipa::path(post, path = "/api/agents/{id}/config-revisions/{revisionId}/rollback", tag = "agents",
     params(("id" = String, Path), ("revisionId" = String, Path)),
     responses((status = 200, body = crate::agent_view::AgentView), (status = 422, description = "Redacted values cannot be restored")))]
+#[paperclip_macros::handler]
 async fn rollback(
     State(app): State<AppState>,
     caller: Caller,
@@ -130,6 +133,7 @@ pub struct AgentConfiguration {
 
 #[utoipa::path(get, path = "/api/agents/{id}/configuration", tag = "agents",
     params(("id" = String, Path)), responses((status = 200, body = AgentConfiguration)))]
+#[paperclip_macros::handler]
 async fn configuration(
     State(app): State<AppState>,
     caller: Caller,
@@ -146,6 +150,7 @@ async fn configuration(
 /// Every agent's configuration in the company, redacted (upstream's route).
 #[utoipa::path(get, path = "/api/companies/{companyId}/agent-configurations", tag = "agents",
     params(("companyId" = String, Path)), responses((status = 200, body = [Configuration])))]
+#[paperclip_macros::handler]
 async fn company_configurations(
     State(app): State<AppState>,
     caller: Caller,

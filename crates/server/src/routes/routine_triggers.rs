@@ -113,6 +113,7 @@ async fn answer(
 #[utoipa::path(post, path = "/api/routines/{id}/triggers", tag = "routines",
     params(("id" = String, Path)), request_body = NewTrigger,
     responses((status = 201, body = TriggerChange), (status = 422, description = "Invalid schedule")))]
+#[paperclip_macros::handler]
 async fn create_trigger(
     State(app): State<AppState>,
     caller: Caller,
@@ -145,6 +146,7 @@ async fn create_trigger(
 #[utoipa::path(patch, path = "/api/routine-triggers/{id}", tag = "routines",
     params(("id" = String, Path)), request_body = TriggerPatch,
     responses((status = 200, body = RoutineTrigger)))]
+#[paperclip_macros::handler]
 async fn update_trigger(
     State(app): State<AppState>,
     caller: Caller,
@@ -163,6 +165,7 @@ async fn update_trigger(
 #[utoipa::path(delete, path = "/api/routine-triggers/{id}", tag = "routines",
     params(("id" = String, Path)),
     responses((status = 204, description = "Deleted with its secret")))]
+#[paperclip_macros::handler]
 async fn delete_trigger(
     State(app): State<AppState>,
     caller: Caller,
@@ -179,6 +182,7 @@ async fn delete_trigger(
 #[utoipa::path(post, path = "/api/routine-triggers/{id}/rotate-secret", tag = "routines",
     params(("id" = String, Path)),
     responses((status = 200, body = TriggerChange), (status = 422, description = "Not a webhook")))]
+#[paperclip_macros::handler]
 async fn rotate_secret(
     State(app): State<AppState>,
     caller: Caller,
@@ -235,6 +239,7 @@ fn same(a: &str, b: &str) -> bool {
     params(("publicId" = String, Path)), request_body = Object,
     responses((status = 202, body = RoutineRun), (status = 401, description = "Bad signature"),
         (status = 404, description = "No such webhook"), (status = 409, description = "Disabled, inactive or a replay")))]
+#[paperclip_macros::handler]
 async fn fire_webhook(
     State(app): State<AppState>,
     Path(public_id): Path<String>,
@@ -426,6 +431,7 @@ struct ClockState {
 #[utoipa::path(post, path = "/api/instance/test-clock", tag = "routines",
     request_body = ClockSet,
     responses((status = 200, body = ClockState), (status = 404, description = "No test clock")))]
+#[paperclip_macros::handler]
 async fn set_test_clock(
     State(app): State<AppState>,
     caller: Caller,

@@ -75,6 +75,7 @@ struct ListQuery {
 #[utoipa::path(get, path = "/api/companies/{companyId}/routines", tag = "routines",
     params(("companyId" = String, Path), ListQuery),
     responses((status = 200, body = [RoutineListItem])))]
+#[paperclip_macros::handler]
 async fn list_routines(
     State(app): State<AppState>,
     caller: Caller,
@@ -89,6 +90,7 @@ async fn list_routines(
 #[utoipa::path(post, path = "/api/companies/{companyId}/routines", tag = "routines",
     params(("companyId" = String, Path)), request_body = NewRoutine,
     responses((status = 201, body = Routine), (status = 403, description = "Not allowed")))]
+#[paperclip_macros::handler]
 async fn create_routine(
     State(app): State<AppState>,
     caller: Caller,
@@ -113,6 +115,7 @@ async fn create_routine(
 #[utoipa::path(get, path = "/api/routines/{id}", tag = "routines",
     params(("id" = String, Path)),
     responses((status = 200, body = RoutineDetail), (status = 404, description = "Not found")))]
+#[paperclip_macros::handler]
 async fn get_routine(
     State(app): State<AppState>,
     caller: Caller,
@@ -151,6 +154,7 @@ pub(crate) async fn detail(app: &AppState, routine: Routine) -> ApiResult<Routin
 #[utoipa::path(patch, path = "/api/routines/{id}", tag = "routines",
     params(("id" = String, Path)), request_body = RoutinePatch,
     responses((status = 200, body = Routine), (status = 409, description = "Stale or archived")))]
+#[paperclip_macros::handler]
 async fn update_routine(
     State(app): State<AppState>,
     caller: Caller,
@@ -182,6 +186,7 @@ async fn update_routine(
 
 #[utoipa::path(get, path = "/api/routines/{id}/revisions", tag = "routines",
     params(("id" = String, Path)), responses((status = 200, body = [RoutineRevision])))]
+#[paperclip_macros::handler]
 async fn list_revisions(
     State(app): State<AppState>,
     caller: Caller,
@@ -206,6 +211,7 @@ struct Restored {
 #[utoipa::path(post, path = "/api/routines/{id}/revisions/{revisionId}/restore", tag = "routines",
     params(("id" = String, Path), ("revisionId" = String, Path)),
     responses((status = 200, body = Restored), (status = 404, description = "Not found")))]
+#[paperclip_macros::handler]
 async fn restore_revision(
     State(app): State<AppState>,
     caller: Caller,
@@ -255,6 +261,7 @@ struct RunsQuery {
 #[utoipa::path(get, path = "/api/routines/{id}/runs", tag = "routines",
     params(("id" = String, Path), RunsQuery),
     responses((status = 200, body = [RoutineRunSummary])))]
+#[paperclip_macros::handler]
 async fn list_runs(
     State(app): State<AppState>,
     caller: Caller,
@@ -271,6 +278,7 @@ async fn list_runs(
 #[utoipa::path(post, path = "/api/routines/{id}/run", tag = "routines",
     params(("id" = String, Path)), request_body = RunRequest,
     responses((status = 202, body = RoutineRun), (status = 409, description = "Archived routine or disabled trigger")))]
+#[paperclip_macros::handler]
 async fn run_routine(
     State(app): State<AppState>,
     caller: Caller,

@@ -154,6 +154,7 @@ async fn live(
 /// Runs queued or running right now, newest first.
 #[utoipa::path(get, path = "/api/companies/{companyId}/live-runs", tag = "heartbeats",
     params(("companyId" = String, Path)), responses((status = 200, body = [LiveRun])))]
+#[paperclip_macros::handler]
 async fn company_live_runs(
     State(app): State<AppState>,
     caller: Caller,
@@ -167,6 +168,7 @@ async fn company_live_runs(
 #[utoipa::path(get, path = "/api/issues/{issueId}/live-runs", tag = "heartbeats",
     params(("issueId" = String, Path)),
     responses((status = 200, body = [LiveRun]), (status = 404, description = "Issue not found")))]
+#[paperclip_macros::handler]
 async fn issue_live_runs(
     State(app): State<AppState>,
     caller: Caller,
@@ -180,6 +182,7 @@ async fn issue_live_runs(
 #[utoipa::path(get, path = "/api/issues/{issueId}/active-run", tag = "issues",
     params(("issueId" = String, Path)),
     responses((status = 200, body = Option<ActiveRun>), (status = 404, description = "Issue not found")))]
+#[paperclip_macros::handler]
 async fn active_run(
     State(app): State<AppState>,
     caller: Caller,
@@ -202,6 +205,7 @@ async fn active_run(
 #[utoipa::path(get, path = "/api/issues/{id}/runs", tag = "activity",
     params(("id" = String, Path)),
     responses((status = 200, body = [IssueRun]), (status = 404, description = "Issue not found")))]
+#[paperclip_macros::handler]
 async fn issue_runs(
     State(app): State<AppState>,
     caller: Caller,
@@ -248,6 +252,7 @@ async fn issue_runs(
 #[utoipa::path(get, path = "/api/heartbeat-runs/{runId}/issues", tag = "activity",
     params(("runId" = String, Path)),
     responses((status = 200, body = [RunIssue]), (status = 404, description = "Heartbeat run not found")))]
+#[paperclip_macros::handler]
 async fn run_issues(
     State(app): State<AppState>,
     caller: Caller,

@@ -46,6 +46,7 @@ struct ProviderDescriptor {
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/secrets", tag = "secrets",
     params(("companyId" = String, Path)), responses((status = 200, body = [CompanySecret])))]
+#[paperclip_macros::handler]
 async fn list_secrets(
     State(app): State<AppState>,
     caller: Caller,
@@ -60,6 +61,7 @@ async fn list_secrets(
 /// or the board's list.
 #[utoipa::path(get, path = "/api/companies/{companyId}/secrets/catalog", tag = "secrets",
     params(("companyId" = String, Path)), responses((status = 200, body = [SecretCatalogEntry])))]
+#[paperclip_macros::handler]
 async fn secret_catalog(
     State(app): State<AppState>,
     caller: Caller,
@@ -81,6 +83,7 @@ async fn secret_catalog(
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/secret-providers", tag = "secrets",
     params(("companyId" = String, Path)), responses((status = 200, body = [ProviderDescriptor])))]
+#[paperclip_macros::handler]
 async fn secret_providers(
     State(app): State<AppState>,
     caller: Caller,
@@ -102,6 +105,7 @@ async fn secret_providers(
     params(("companyId" = String, Path)), request_body = NewSecret,
     responses((status = 201, body = CompanySecret), (status = 400, description = "Invalid input"),
         (status = 409, description = "A secret of that name or key exists")))]
+#[paperclip_macros::handler]
 async fn create_secret(
     State(app): State<AppState>,
     caller: Caller,
@@ -118,6 +122,7 @@ async fn create_secret(
     params(("id" = String, Path)), request_body = SecretPatch,
     responses((status = 200, body = CompanySecret), (status = 404, description = "Secret not found"),
         (status = 409, description = "A secret of that name or key exists")))]
+#[paperclip_macros::handler]
 async fn update_secret(
     State(app): State<AppState>,
     caller: Caller,
@@ -132,6 +137,7 @@ async fn update_secret(
 #[utoipa::path(post, path = "/api/secrets/{id}/rotate", tag = "secrets",
     params(("id" = String, Path)), request_body = SecretRotation,
     responses((status = 200, body = CompanySecret), (status = 404, description = "Secret not found")))]
+#[paperclip_macros::handler]
 async fn rotate_secret(
     State(app): State<AppState>,
     caller: Caller,
@@ -148,6 +154,7 @@ async fn rotate_secret(
 #[utoipa::path(delete, path = "/api/secrets/{id}", tag = "secrets",
     params(("id" = String, Path)), responses((status = 200, body = super::Acknowledged),
         (status = 404, description = "Secret not found")))]
+#[paperclip_macros::handler]
 async fn delete_secret(
     State(app): State<AppState>,
     caller: Caller,

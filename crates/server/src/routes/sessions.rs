@@ -31,6 +31,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// The agent's resumable CLI sessions, one per task. Board only.
 #[utoipa::path(get, path = "/api/agents/{id}/task-sessions", tag = "agents",
     params(("id" = String, Path)), responses((status = 200, body = [TaskSession])))]
+#[paperclip_macros::handler]
 async fn task_sessions(
     State(app): State<AppState>,
     caller: Caller,
@@ -44,6 +45,7 @@ async fn task_sessions(
 /// Token and cost totals, the latest run and its error. Board only.
 #[utoipa::path(get, path = "/api/agents/{id}/runtime-state", tag = "agents",
     params(("id" = String, Path)), responses((status = 200, body = RuntimeState)))]
+#[paperclip_macros::handler]
 async fn runtime_state(
     State(app): State<AppState>,
     caller: Caller,
@@ -73,6 +75,7 @@ pub struct ResetResult {
 #[utoipa::path(post, path = "/api/agents/{id}/runtime-state/reset-session", tag = "agents",
     params(("id" = String, Path)), request_body = ResetSession,
     responses((status = 200, body = ResetResult)))]
+#[paperclip_macros::handler]
 async fn reset_session(
     State(app): State<AppState>,
     caller: Caller,
@@ -168,6 +171,7 @@ pub struct EnvironmentReport {
 #[utoipa::path(post, path = "/api/companies/{companyId}/adapters/{type}/test-environment", tag = "agents",
     params(("companyId" = String, Path), ("type" = String, Path)), request_body = TestEnvironment,
     responses((status = 200, body = EnvironmentReport), (status = 403, description = "Neither the board nor an agent with canCreateAgents"), (status = 422, description = "Unknown adapter type")))]
+#[paperclip_macros::handler]
 async fn test_environment(
     State(app): State<AppState>,
     caller: Caller,
@@ -272,6 +276,7 @@ async fn test_environment(
 /// The Paperclip skill (Markdown): the heartbeat procedure for any agent.
 #[utoipa::path(get, path = "/api/skills/paperclip", tag = "agents",
     responses((status = 200, description = "The skill document", content_type = "text/markdown")))]
+#[paperclip_macros::handler]
 async fn paperclip_skill(_caller: Caller) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "text/markdown; charset=utf-8")],

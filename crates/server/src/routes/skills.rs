@@ -64,6 +64,7 @@ pub(super) async fn scope(app: &AppState, caller: &Caller, company_id: &str) -> 
 /// The company's skills (upstream's `CompanySkillListItem`s), by name.
 #[utoipa::path(get, path = "/api/companies/{companyId}/skills", tag = "skills",
     params(("companyId" = String, Path)), responses((status = 200, body = Object)))]
+#[paperclip_macros::handler]
 async fn list_skills(
     State(app): State<AppState>,
     caller: Caller,
@@ -83,6 +84,7 @@ async fn list_skills(
 /// Each category with how many skills carry it.
 #[utoipa::path(get, path = "/api/companies/{companyId}/skills/categories", tag = "skills",
     params(("companyId" = String, Path)), responses((status = 200, body = Object)))]
+#[paperclip_macros::handler]
 async fn categories(
     State(app): State<AppState>,
     caller: Caller,
@@ -107,6 +109,7 @@ async fn categories(
 #[utoipa::path(get, path = "/api/companies/{companyId}/skills/{skillId}", tag = "skills",
     params(("companyId" = String, Path), ("skillId" = String, Path)),
     responses((status = 200, body = Object), (status = 404, description = "Skill not found")))]
+#[paperclip_macros::handler]
 async fn get_skill(
     State(app): State<AppState>,
     caller: Caller,
@@ -144,6 +147,7 @@ impl Validate for CreateSkill {
 #[utoipa::path(post, path = "/api/companies/{companyId}/skills", tag = "skills",
     params(("companyId" = String, Path)), request_body = CreateSkill,
     responses((status = 201, body = Object), (status = 409, description = "A skill of that name exists")))]
+#[paperclip_macros::handler]
 async fn create_skill(
     State(app): State<AppState>,
     caller: Caller,
@@ -208,6 +212,7 @@ impl Validate for UpdateSkill {
 #[utoipa::path(patch, path = "/api/companies/{companyId}/skills/{skillId}", tag = "skills",
     params(("companyId" = String, Path), ("skillId" = String, Path)), request_body = UpdateSkill,
     responses((status = 200, body = Object), (status = 404, description = "Skill not found")))]
+#[paperclip_macros::handler]
 async fn update_skill(
     State(app): State<AppState>,
     caller: Caller,
@@ -227,6 +232,7 @@ async fn update_skill(
 #[utoipa::path(delete, path = "/api/companies/{companyId}/skills/{skillId}", tag = "skills",
     params(("companyId" = String, Path), ("skillId" = String, Path)),
     responses((status = 200, body = Object), (status = 404, description = "Skill not found")))]
+#[paperclip_macros::handler]
 async fn delete_skill(
     State(app): State<AppState>,
     caller: Caller,
@@ -248,6 +254,7 @@ pub struct FileQuery {
     params(("companyId" = String, Path), ("skillId" = String, Path), FileQuery),
     responses((status = 200, body = Object), (status = 400, description = "Bad path"),
         (status = 404, description = "Skill or file not found")))]
+#[paperclip_macros::handler]
 async fn read_file(
     State(app): State<AppState>,
     caller: Caller,
@@ -284,6 +291,7 @@ impl Validate for FileWrite {
     params(("companyId" = String, Path), ("skillId" = String, Path)), request_body = FileWrite,
     responses((status = 200, body = Object), (status = 400, description = "Bad path or too large"),
         (status = 404, description = "Skill not found")))]
+#[paperclip_macros::handler]
 async fn write_file(
     State(app): State<AppState>,
     caller: Caller,
@@ -320,6 +328,7 @@ impl Validate for FileDelete {
 #[utoipa::path(delete, path = "/api/companies/{companyId}/skills/{skillId}/files", tag = "skills",
     params(("companyId" = String, Path), ("skillId" = String, Path)), request_body = FileDelete,
     responses((status = 200, body = Object), (status = 404, description = "Skill or file not found")))]
+#[paperclip_macros::handler]
 async fn delete_file(
     State(app): State<AppState>,
     caller: Caller,
@@ -351,6 +360,7 @@ async fn delete_file(
 #[utoipa::path(get, path = "/api/companies/{companyId}/skills/{skillId}/versions", tag = "skills",
     params(("companyId" = String, Path), ("skillId" = String, Path)),
     responses((status = 200, body = Object), (status = 404, description = "Skill not found")))]
+#[paperclip_macros::handler]
 async fn list_versions(
     State(app): State<AppState>,
     caller: Caller,
@@ -364,6 +374,7 @@ async fn list_versions(
 #[utoipa::path(get, path = "/api/companies/{companyId}/skills/{skillId}/versions/{versionId}", tag = "skills",
     params(("companyId" = String, Path), ("skillId" = String, Path), ("versionId" = String, Path)),
     responses((status = 200, body = Object), (status = 404, description = "Skill version not found")))]
+#[paperclip_macros::handler]
 async fn get_version(
     State(app): State<AppState>,
     caller: Caller,
@@ -391,6 +402,7 @@ impl Validate for VersionCreate {
 #[utoipa::path(post, path = "/api/companies/{companyId}/skills/{skillId}/versions", tag = "skills",
     params(("companyId" = String, Path), ("skillId" = String, Path)), request_body = VersionCreate,
     responses((status = 201, body = Object), (status = 404, description = "Skill not found")))]
+#[paperclip_macros::handler]
 async fn create_version(
     State(app): State<AppState>,
     caller: Caller,

@@ -88,6 +88,7 @@ async fn snapshot(app: &AppState, agent: &Agent) -> ApiResult<Value> {
 #[utoipa::path(get, path = "/api/agents/{id}/skills", tag = "skills",
     params(("id" = String, Path)), responses((status = 200, body = Object),
         (status = 404, description = "Agent not found")))]
+#[paperclip_macros::handler]
 async fn agent_skills(
     State(app): State<AppState>,
     caller: Caller,
@@ -150,6 +151,7 @@ async fn may_sync(app: &AppState, caller: &Caller, agent: &Agent) -> ApiResult<(
     responses((status = 200, body = Object), (status = 403, description = "Not this caller's to change"),
         (status = 404, description = "Agent not found"),
         (status = 422, description = "Missing mode, or an unknown skill")))]
+#[paperclip_macros::handler]
 async fn sync_skills(
     State(app): State<AppState>,
     caller: Caller,

@@ -57,6 +57,7 @@ impl Validate for ImportRequest {
         (status = 403, description = "Local sources are the board's"),
         (status = 409, description = "A skill of that name exists"),
         (status = 422, description = "Nothing to import there")))]
+#[paperclip_macros::handler]
 async fn import(
     State(app): State<AppState>,
     caller: Caller,
@@ -197,6 +198,7 @@ fn from_source(
 #[utoipa::path(get, path = "/api/companies/{companyId}/skills/{skillId}/update-status", tag = "skills",
     params(("companyId" = String, Path), ("skillId" = String, Path)),
     responses((status = 200, body = Object), (status = 404, description = "Skill not found")))]
+#[paperclip_macros::handler]
 async fn update_status(
     State(app): State<AppState>,
     caller: Caller,
@@ -236,6 +238,7 @@ impl Validate for ForceBody {
     params(("companyId" = String, Path), ("skillId" = String, Path)), request_body = ForceBody,
     responses((status = 200, body = Object), (status = 404, description = "Skill not found"),
         (status = 422, description = "Its source is not tracked")))]
+#[paperclip_macros::handler]
 async fn install_update(
     State(app): State<AppState>,
     caller: Caller,
@@ -300,6 +303,7 @@ async fn install_update(
 #[utoipa::path(post, path = "/api/companies/{companyId}/skills/{skillId}/reset", tag = "skills",
     params(("companyId" = String, Path), ("skillId" = String, Path)), request_body = ForceBody,
     responses((status = 200, body = Object), (status = 404, description = "Skill not found")))]
+#[paperclip_macros::handler]
 async fn reset(
     State(app): State<AppState>,
     caller: Caller,

@@ -68,6 +68,7 @@ fn hold_id(id: &str) -> ApiResult<()> {
         (status = 400, description = "Validation error", body = crate::error::ErrorBody),
         (status = 403, description = "Board access required", body = crate::error::ErrorBody),
         (status = 404, description = "Issue not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn preview(
     State(app): State<AppState>,
     caller: Caller,
@@ -85,6 +86,7 @@ async fn preview(
 #[utoipa::path(get, path = "/api/issues/{id}/tree-control/state", tag = "issues",
     params(("id" = String, Path)), responses((status = 200, body = Object),
         (status = 404, description = "Issue not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn state(
     State(app): State<AppState>,
     caller: Caller,
@@ -104,6 +106,7 @@ async fn state(
         (status = 403, description = "Board access required", body = crate::error::ErrorBody),
         (status = 404, description = "Issue not found", body = crate::error::ErrorBody),
         (status = 422, description = "Mode not supported", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn create_hold(
     State(app): State<AppState>,
     caller: Caller,
@@ -166,6 +169,7 @@ struct HoldQuery {
 #[utoipa::path(get, path = "/api/issues/{id}/tree-holds", tag = "issues",
     params(("id" = String, Path), HoldQuery), responses((status = 200, body = Object),
         (status = 404, description = "Issue not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn list_holds(
     State(app): State<AppState>,
     caller: Caller,
@@ -192,6 +196,7 @@ async fn list_holds(
     params(("id" = String, Path), ("holdId" = String, Path)), responses((status = 200, body = Object),
         (status = 400, description = "Invalid hold ID", body = crate::error::ErrorBody),
         (status = 404, description = "Issue tree hold not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_hold(
     State(app): State<AppState>,
     caller: Caller,
@@ -209,6 +214,7 @@ async fn get_hold(
         (status = 400, description = "Invalid hold ID", body = crate::error::ErrorBody),
         (status = 404, description = "Issue tree hold not found", body = crate::error::ErrorBody),
         (status = 409, description = "Already released", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn release_hold(
     State(app): State<AppState>,
     caller: Caller,
@@ -230,6 +236,7 @@ async fn release_hold(
         (status = 403, description = "Not the assignee agent or the board", body = crate::error::ErrorBody),
         (status = 404, description = "Issue not found", body = crate::error::ErrorBody),
         (status = 409, description = "No monitor, or not eligible", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn check_now(
     State(app): State<AppState>,
     caller: Caller,
@@ -251,6 +258,7 @@ async fn check_now(
 #[utoipa::path(get, path = "/api/issues/{id}/watchdog", tag = "issues",
     params(("id" = String, Path)), responses((status = 200, body = Object),
         (status = 404, description = "Issue not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_watchdog(
     State(app): State<AppState>,
     caller: Caller,
@@ -270,6 +278,7 @@ async fn get_watchdog(
         (status = 400, description = "Validation error", body = crate::error::ErrorBody),
         (status = 404, description = "Issue or watchdog agent not found", body = crate::error::ErrorBody),
         (status = 409, description = "Agent not invokable", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn put_watchdog(
     State(app): State<AppState>,
     caller: Caller,
@@ -292,6 +301,7 @@ async fn put_watchdog(
 #[utoipa::path(delete, path = "/api/issues/{id}/watchdog", tag = "issues",
     params(("id" = String, Path)), responses((status = 200, body = Object),
         (status = 404, description = "Issue not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn delete_watchdog(
     State(app): State<AppState>,
     caller: Caller,
@@ -309,6 +319,7 @@ async fn delete_watchdog(
 #[utoipa::path(get, path = "/api/issues/{id}/recovery-actions", tag = "issues",
     params(("id" = String, Path)), responses((status = 200, body = Object),
         (status = 404, description = "Issue not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn recovery_actions(
     State(app): State<AppState>,
     caller: Caller,
@@ -322,6 +333,7 @@ async fn recovery_actions(
     params(("id" = String, Path)), responses(
         (status = 400, description = "Validation error", body = crate::error::ErrorBody),
         (status = 404, description = "Active recovery action not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn resolve_recovery(
     State(app): State<AppState>,
     caller: Caller,
@@ -341,6 +353,7 @@ async fn resolve_recovery(
         (status = 403, description = "Board access required", body = crate::error::ErrorBody),
         (status = 404, description = "Issue not found", body = crate::error::ErrorBody),
         (status = 409, description = "Issue is no longer a stalled review", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn stalled_review_decision(
     State(app): State<AppState>,
     caller: Caller,

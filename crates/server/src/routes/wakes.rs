@@ -42,6 +42,7 @@ struct WakesQuery {
 #[utoipa::path(get, path = "/api/agents/{id}/wakeup-requests", tag = "agents",
     params(("id" = String, Path), WakesQuery),
     responses((status = 200, body = [WakeRecord]), (status = 400, description = "Invalid filter"), (status = 404, description = "Agent not found")))]
+#[paperclip_macros::handler]
 async fn list(
     State(app): State<AppState>,
     caller: Caller,
@@ -165,6 +166,7 @@ fn diagnose(identifier: &str, held: bool, latest: Option<&WakeEvent>) -> String 
 #[utoipa::path(get, path = "/api/issues/{id}/diagnostics/wakes", tag = "issues",
     params(("id" = String, Path)),
     responses((status = 200, body = WakeDiagnostics), (status = 404, description = "Issue not found")))]
+#[paperclip_macros::handler]
 async fn diagnostics(
     State(app): State<AppState>,
     caller: Caller,
@@ -237,6 +239,7 @@ struct Released {
     params(("id" = String, Path)),
     responses((status = 200, body = Released), (status = 403, description = "Board only"),
         (status = 404, description = "Issue not found"), (status = 409, description = "Wakes on the task are not held")))]
+#[paperclip_macros::handler]
 async fn release(
     State(app): State<AppState>,
     caller: Caller,

@@ -39,6 +39,7 @@ fn own_run(actor: &Actor, named: Option<&str>) -> ApiResult<()> {
 
 #[utoipa::path(get, path = "/api/issues/{id}/work-products", tag = "issues",
     params(("id" = String, Path)), responses((status = 200, body = [WorkProduct])))]
+#[paperclip_macros::handler]
 async fn list_work_products(
     State(app): State<AppState>,
     caller: Caller,
@@ -53,6 +54,7 @@ async fn list_work_products(
     responses((status = 201, body = WorkProduct), (status = 400, description = "Invalid input"),
         (status = 403, description = "An agent named a run not its own"),
         (status = 422, description = "A paperclip artifact without its attachment, or a foreign run or project")))]
+#[paperclip_macros::handler]
 async fn create_work_product(
     State(app): State<AppState>,
     caller: Caller,
@@ -72,6 +74,7 @@ async fn create_work_product(
 #[utoipa::path(patch, path = "/api/work-products/{id}", tag = "issues",
     params(("id" = String, Path)), request_body = WorkProductPatch,
     responses((status = 200, body = WorkProduct), (status = 404, description = "Work product not found")))]
+#[paperclip_macros::handler]
 async fn update_work_product(
     State(app): State<AppState>,
     caller: Caller,
@@ -96,6 +99,7 @@ async fn update_work_product(
 #[utoipa::path(delete, path = "/api/work-products/{id}", tag = "issues",
     params(("id" = String, Path)),
     responses((status = 200, body = WorkProduct), (status = 404, description = "Work product not found")))]
+#[paperclip_macros::handler]
 async fn delete_work_product(
     State(app): State<AppState>,
     caller: Caller,

@@ -49,6 +49,7 @@ async fn workspace(app: &AppState, caller: &Caller, id: &str) -> ApiResult<Execu
 
 #[utoipa::path(get, path = "/api/execution-workspaces/{id}/workspace-operations", tag = "workspaces",
     params(("id" = String, Path)), responses((status = 200, body = [WorkspaceOperation])))]
+#[paperclip_macros::handler]
 async fn workspace_operations(
     State(app): State<AppState>,
     caller: Caller,
@@ -62,6 +63,7 @@ async fn workspace_operations(
 
 #[utoipa::path(get, path = "/api/heartbeat-runs/{runId}/workspace-operations", tag = "workspaces",
     params(("runId" = String, Path)), responses((status = 200, body = [WorkspaceOperation])))]
+#[paperclip_macros::handler]
 async fn run_workspace_operations(
     State(app): State<AppState>,
     caller: Caller,
@@ -81,6 +83,7 @@ struct LogQuery {
 #[utoipa::path(get, path = "/api/workspace-operations/{operationId}/log", tag = "workspaces",
     params(("operationId" = String, Path), LogQuery),
     responses((status = 200, body = WorkspaceOperationLog)))]
+#[paperclip_macros::handler]
 async fn operation_log(
     State(app): State<AppState>,
     caller: Caller,
@@ -96,6 +99,7 @@ async fn operation_log(
 
 #[utoipa::path(get, path = "/api/execution-workspaces/{id}/close-readiness", tag = "workspaces",
     params(("id" = String, Path)), responses((status = 200, body = CloseReadiness)))]
+#[paperclip_macros::handler]
 async fn close_readiness(
     State(app): State<AppState>,
     caller: Caller,
@@ -115,6 +119,7 @@ async fn close_readiness(
     responses((status = 200, body = ExecutionWorkspace),
         (status = 409, description = "A run of its task is live, or it is closed", body = crate::error::ErrorBody),
         (status = 422, description = "A status that cannot be set by hand", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn update_execution_workspace(
     State(app): State<AppState>,
     caller: Caller,
@@ -175,6 +180,7 @@ async fn update_execution_workspace(
 #[utoipa::path(get, path = "/api/execution-workspaces/{id}/task-changes", tag = "workspaces",
     params(("id" = String, Path)), responses((status = 200, body = TaskWorkspaceChanges),
         (status = 404, description = "No run has ended in the workspace", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn task_changes(
     State(app): State<AppState>,
     caller: Caller,
@@ -189,6 +195,7 @@ async fn task_changes(
 
 #[utoipa::path(get, path = "/api/companies/{companyId}/workspace-overview", tag = "workspaces",
     params(("companyId" = String, Path)), responses((status = 200, body = WorkspaceOverview)))]
+#[paperclip_macros::handler]
 async fn workspace_overview(
     State(app): State<AppState>,
     caller: Caller,

@@ -39,6 +39,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 #[utoipa::path(get, path = "/api/projects/{id}/workspaces", tag = "workspaces",
     params(("id" = String, Path)), responses((status = 200, body = [ProjectWorkspace])))]
+#[paperclip_macros::handler]
 async fn list_project_workspaces(
     State(app): State<AppState>,
     caller: Caller,
@@ -52,6 +53,7 @@ async fn list_project_workspaces(
     params(("id" = String, Path)), request_body = NewProjectWorkspace,
     responses((status = 201, body = ProjectWorkspace),
         (status = 422, description = "Not an absolute path of a git repository", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn create_project_workspace(
     State(app): State<AppState>,
     caller: Caller,
@@ -90,6 +92,7 @@ async fn create_project_workspace(
 #[utoipa::path(patch, path = "/api/projects/{id}/workspaces/{workspaceId}", tag = "workspaces",
     params(("id" = String, Path), ("workspaceId" = String, Path)),
     request_body = ProjectWorkspacePatch, responses((status = 200, body = ProjectWorkspace)))]
+#[paperclip_macros::handler]
 async fn update_project_workspace(
     State(app): State<AppState>,
     caller: Caller,
@@ -119,6 +122,7 @@ async fn update_project_workspace(
 #[utoipa::path(delete, path = "/api/projects/{id}/workspaces/{workspaceId}", tag = "workspaces",
     params(("id" = String, Path), ("workspaceId" = String, Path)),
     responses((status = 200, body = ProjectWorkspace)))]
+#[paperclip_macros::handler]
 async fn delete_project_workspace(
     State(app): State<AppState>,
     caller: Caller,
@@ -178,6 +182,7 @@ struct ListQuery {
 #[utoipa::path(get, path = "/api/companies/{companyId}/execution-workspaces", tag = "workspaces",
     params(("companyId" = String, Path), ListQuery),
     responses((status = 200, body = [ExecutionWorkspace])))]
+#[paperclip_macros::handler]
 async fn list_execution_workspaces(
     State(app): State<AppState>,
     caller: Caller,
@@ -207,6 +212,7 @@ async fn execution_workspace(
 #[utoipa::path(get, path = "/api/execution-workspaces/{id}", tag = "workspaces",
     params(("id" = String, Path)), responses((status = 200, body = ExecutionWorkspace),
         (status = 404, description = "Execution workspace not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_execution_workspace(
     State(app): State<AppState>,
     caller: Caller,
@@ -218,6 +224,7 @@ async fn get_execution_workspace(
 /// Ours: what each run changed in the workspace, newest first.
 #[utoipa::path(get, path = "/api/execution-workspaces/{id}/changes", tag = "workspaces",
     params(("id" = String, Path)), responses((status = 200, body = [RunWorkspaceChanges])))]
+#[paperclip_macros::handler]
 async fn execution_workspace_changes(
     State(app): State<AppState>,
     caller: Caller,
@@ -233,6 +240,7 @@ async fn execution_workspace_changes(
 #[utoipa::path(get, path = "/api/heartbeat-runs/{runId}/workspace-changes", tag = "workspaces",
     params(("runId" = String, Path)), responses((status = 200, body = RunWorkspaceChanges),
         (status = 404, description = "The run recorded no workspace changes", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn run_workspace_changes(
     State(app): State<AppState>,
     caller: Caller,

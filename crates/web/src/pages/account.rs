@@ -11,6 +11,7 @@ use paperclip_core::actor::LOCAL_BOARD_USER_ID;
 use crate::fmt::pill;
 use crate::{html, layout, store_failure, viewer, PageResult, Web};
 
+#[paperclip_macros::handler]
 pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let viewer = viewer::current();

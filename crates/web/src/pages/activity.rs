@@ -385,6 +385,7 @@ pub fn row(e: &ActivityEntry, n: usize, names: &Names, p: &str) -> Markup {
     }
 }
 
+#[paperclip_macros::handler]
 pub async fn page(
     State(web): State<Web>,
     Path(prefix): Path<String>,

@@ -30,6 +30,7 @@ const FIRST: &[&str] = &[
 /// Fields that say nothing to a person.
 const HIDDEN: &[&str] = &["icon", "agentId"];
 
+#[paperclip_macros::handler]
 pub async fn page(
     State(web): State<Web>,
     Path((prefix, id)): Path<(String, String)>,

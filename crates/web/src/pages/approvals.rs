@@ -14,6 +14,7 @@ use super::{approval, by_id};
 use crate::fmt::{pill, time};
 use crate::{html, layout, store_failure, PageResult, Web};
 
+#[paperclip_macros::handler]
 pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let cid = &ctx.company.id;

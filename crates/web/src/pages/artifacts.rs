@@ -14,6 +14,7 @@ use crate::{html, layout, store_failure, PageResult, Web};
 /// Products shown; older ones stay on their tasks.
 const SHOWN: i64 = 500;
 
+#[paperclip_macros::handler]
 pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let cid = &ctx.company.id;

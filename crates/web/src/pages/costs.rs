@@ -47,6 +47,7 @@ fn api_of(column: &str) -> &'static str {
     }
 }
 
+#[paperclip_macros::handler]
 pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let store = &web.store;

@@ -11,6 +11,7 @@ use super::project::{Params, TaskPage};
 use crate::fmt::pill;
 use crate::{html, layout, markdown, not_found, store_failure, PageResult, Web};
 
+#[paperclip_macros::handler]
 pub async fn page(
     State(web): State<Web>,
     Path((prefix, id)): Path<(String, String)>,

@@ -25,6 +25,7 @@ pub struct Params {
     tab: Option<String>,
 }
 
+#[paperclip_macros::handler]
 pub async fn page(
     State(web): State<Web>,
     Path(prefix): Path<String>,

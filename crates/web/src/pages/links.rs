@@ -50,6 +50,7 @@ pub(crate) async fn project_by_key(web: &Web, ctx: &Ctx, key: &str) -> Result<Pr
 }
 
 /// `/{prefix}/issues`: the task list, with its filters.
+#[paperclip_macros::handler]
 pub async fn issues(
     State(web): State<Web>,
     Path(prefix): Path<String>,
@@ -86,6 +87,7 @@ pub async fn issue(
 
 /// `/{prefix}/agents/{key}/{tab}` (dashboard, configuration, ...): the
 /// agent's page, which has all of them on one page.
+#[paperclip_macros::handler]
 pub async fn agent_tab(
     State(web): State<Web>,
     Path((prefix, key, _tab)): Path<(String, String, String)>,
@@ -101,6 +103,7 @@ pub async fn agent_tab(
 
 /// `/{prefix}/projects/{key}/{tab}`: its tasks for `issues`, else the
 /// project's page (overview, ...).
+#[paperclip_macros::handler]
 pub async fn project_tab(
     State(web): State<Web>,
     Path((prefix, key, tab)): Path<(String, String, String)>,

@@ -7,6 +7,7 @@ use paperclip_store::{org::goals, org::projects};
 use crate::fmt::pill;
 use crate::{html, layout, store_failure, PageResult, Web};
 
+#[paperclip_macros::handler]
 pub async fn projects(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let list = projects::list(&web.store, &ctx.company.id)
@@ -29,6 +30,7 @@ pub async fn projects(State(web): State<Web>, Path(prefix): Path<String>) -> Pag
     html(layout::page(&ctx, "projects", "Projects", body))
 }
 
+#[paperclip_macros::handler]
 pub async fn goals(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let list = goals::list(&web.store, &ctx.company.id)

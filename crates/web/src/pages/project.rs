@@ -25,6 +25,7 @@ pub struct Params {
     pub(crate) cursor: Option<String>,
 }
 
+#[paperclip_macros::handler]
 pub async fn page(
     State(web): State<Web>,
     Path((prefix, key)): Path<(String, String)>,

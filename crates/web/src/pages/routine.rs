@@ -17,6 +17,7 @@ use super::routines::{ahead, can_edit, trigger_words};
 use crate::fmt::{pill, time};
 use crate::{html, layout, markdown, not_found, store_failure, PageResult, Web};
 
+#[paperclip_macros::handler]
 pub async fn page(
     State(web): State<Web>,
     Path((prefix, id)): Path<(String, String)>,

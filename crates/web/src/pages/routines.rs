@@ -27,6 +27,7 @@ pub(crate) fn can_edit(company_id: &str) -> bool {
             .is_some_and(|r| r != Role::Viewer && r.grants(Permission::TasksAssign))
 }
 
+#[paperclip_macros::handler]
 pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let cid = &ctx.company.id;

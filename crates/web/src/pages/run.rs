@@ -97,6 +97,7 @@ async fn load(
     }
 }
 
+#[paperclip_macros::handler]
 pub async fn page(
     State(web): State<Web>,
     Path((prefix, key, run_id)): Path<(String, String, String)>,
@@ -285,6 +286,7 @@ fn unavailable(run: &HeartbeatRun) -> Option<&'static str> {
 
 /// The run's whole log as plain text (stdout and stderr as they came),
 /// up to [`FULL_LOG_MAX`].
+#[paperclip_macros::handler]
 pub async fn full_log(
     State(web): State<Web>,
     Path((prefix, key, run_id)): Path<(String, String, String)>,

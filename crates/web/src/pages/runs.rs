@@ -20,6 +20,7 @@ pub struct Params {
     before: Option<String>,
 }
 
+#[paperclip_macros::handler]
 pub async fn list(
     State(web): State<Web>,
     Path((prefix, key)): Path<(String, String)>,

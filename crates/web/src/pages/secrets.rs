@@ -12,6 +12,7 @@ use paperclip_core::team::Permission;
 use crate::fmt::pill;
 use crate::{html, layout, store_failure, viewer, PageResult, Web};
 
+#[paperclip_macros::handler]
 pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let c = &ctx.company;

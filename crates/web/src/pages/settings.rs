@@ -10,6 +10,7 @@ use maud::html;
 use crate::fmt::{money, pill};
 use crate::{html, layout, PageResult, Web};
 
+#[paperclip_macros::handler]
 pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let c = &ctx.company;

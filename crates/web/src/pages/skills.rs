@@ -20,6 +20,7 @@ pub struct Open {
     pub file: Option<String>,
 }
 
+#[paperclip_macros::handler]
 pub async fn page(
     State(web): State<Web>,
     Path(prefix): Path<String>,

@@ -64,6 +64,7 @@ pub fn allowed_moves(from: IssueStatus) -> Vec<&'static str> {
         .collect()
 }
 
+#[paperclip_macros::handler]
 pub async fn list(
     State(web): State<Web>,
     Path(prefix): Path<String>,

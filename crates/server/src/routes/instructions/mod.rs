@@ -205,6 +205,7 @@ fn path_view(agent: &Agent) -> PathView {
     params(("id" = String, Path)), responses((status = 200, body = PathView),
         (status = 403, description = "Another company's agent", body = crate::error::ErrorBody),
         (status = 404, description = "Agent not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_path(
     State(app): State<AppState>,
     caller: Caller,
@@ -229,6 +230,7 @@ struct PathBody {
         (status = 403, description = "Board only", body = crate::error::ErrorBody),
         (status = 404, description = "Agent not found", body = crate::error::ErrorBody),
         (status = 422, description = "A relative path without an absolute cwd, or another config key", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn patch_path(
     State(app): State<AppState>,
     caller: Caller,
@@ -323,6 +325,7 @@ async fn log(
     params(("id" = String, Path)), responses((status = 200, body = Bundle),
         (status = 403, description = "Another company's agent", body = crate::error::ErrorBody),
         (status = 404, description = "Agent not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_bundle(
     State(app): State<AppState>,
     caller: Caller,
@@ -353,6 +356,7 @@ fn required_path(q: &FileQuery) -> ApiResult<String> {
         (status = 403, description = "Another company's agent", body = crate::error::ErrorBody),
         (status = 404, description = "Agent or file not found", body = crate::error::ErrorBody),
         (status = 422, description = "Path missing or outside the bundle", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_file(
     State(app): State<AppState>,
     caller: Caller,
@@ -388,6 +392,7 @@ struct FileBody {
         (status = 403, description = "Board only", body = crate::error::ErrorBody),
         (status = 404, description = "Agent not found", body = crate::error::ErrorBody),
         (status = 422, description = "Path outside the bundle or file too large", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn put_file(
     State(app): State<AppState>,
     caller: Caller,
@@ -467,6 +472,7 @@ async fn put_file(
         (status = 403, description = "Board only", body = crate::error::ErrorBody),
         (status = 404, description = "Agent not found or no bundle", body = crate::error::ErrorBody),
         (status = 422, description = "Path missing, outside the bundle, or the entry file", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn delete_file(
     State(app): State<AppState>,
     caller: Caller,

@@ -122,6 +122,7 @@ fn reply(id: Value, outcome: Result<Value, RpcError>) -> Reply {
         (status = 400, description = "Not JSON-RPC", body = Object),
         (status = 401, description = "No valid credential", body = crate::error::ErrorBody),
         (status = 403, description = "An agent's credential, or MCP is off on this instance", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn mcp(State(app): State<AppState>, request: Request) -> Response {
     if app.security.team.authenticated() && !app.security.team.mcp {
         return ApiError::forbidden(
