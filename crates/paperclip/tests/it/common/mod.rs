@@ -25,6 +25,7 @@ pub mod upstream;
 mod db;
 mod pg;
 mod spawn;
+mod sqlite;
 
 pub use db::{
     before_secrets_and_teams, bound_as_text, database, database_url, postgres_ids_back_to_text,

@@ -87,7 +87,7 @@ async fn pg_template(admin_url: &str) -> String {
 /// into this test binary (its store migrates the template), so it is named
 /// after the binary itself (size and modification time), never after the
 /// files on disk, which may be newer than what was built.
-fn migrations_hash() -> u64 {
+pub(super) fn migrations_hash() -> u64 {
     let exe = std::env::current_exe().expect("this test binary");
     let meta = std::fs::metadata(&exe).expect("stat this test binary");
     let modified = meta

@@ -23,7 +23,10 @@ impl TestServer {
         std::fs::create_dir_all(&data_dir).unwrap();
         let database_url = match std::env::var("PAPERCLIP_TEST_PG_URL") {
             Ok(admin) if !admin.is_empty() => Some(create_pg_database(&admin).await),
-            _ => None,
+            _ => {
+                super::sqlite::seed_sqlite(&data_dir).await;
+                None
+            }
         };
         TestServer::start_with(data_dir, database_url, extra).await
     }
