@@ -167,4 +167,14 @@ await s.finish(async () => {
   await s.shot("cli-transcript");
   await page.emulateMedia({ colorScheme: "dark" });
   await s.shotBoth("cli-transcript-dark");
+  await page.emulateMedia({ colorScheme: "light" });
+
+  s.step("the task's context row says how full the agent's session is");
+  // The session is saved with the run's end; a fresh load has its row.
+  await page.reload();
+  const contextRow = page.locator("aside.properties dd.context-row");
+  await contextRow.locator(".context-label", { hasText: /^\d+ % · \S+ of 200k tokens$/ }).waitFor();
+  await contextRow.getByRole("button", { name: "Compact now" }).waitFor();
+  await contextRow.scrollIntoViewIfNeeded();
+  await s.shot("context-row");
 });

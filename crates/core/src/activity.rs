@@ -103,6 +103,7 @@ vocabulary! {
         IssueCheckedOut = "issue.checked_out",
         IssueCommentAdded = "issue.comment_added",
         IssueCommentDeleted = "issue.comment_deleted",
+        IssueContextCompactionRequested = "issue.context_compaction_requested",
         IssueConversationOpened = "issue.conversation_opened",
         IssueConversationSessionStarted = "issue.conversation_session_started",
         IssueCreated = "issue.created",

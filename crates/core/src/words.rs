@@ -159,6 +159,7 @@ pub fn action_verb(action: Action) -> &'static str {
         IssueAttachmentRemoved => "removed a file from",
         IssueCheckedOut => "started work on",
         IssueCommentAdded => "commented on",
+        IssueContextCompactionRequested => "asked to compact the context of",
         IssueConversationOpened => "opened the chat",
         IssueConversationSessionStarted => "started a new session in",
         IssueCommentDeleted => "deleted a comment on",

@@ -16,7 +16,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use crate::sse::{estimate_tokens, frame, json_error, response};
+use crate::sse::{estimate_tokens, frame, json_error, response, with_headers};
 use crate::{Api, State, Turn, TurnUsage};
 
 static IDS: AtomicU64 = AtomicU64::new(1);
@@ -46,6 +46,11 @@ async fn count_tokens(
 }
 
 async fn messages(AxumState(state): AxumState<Arc<State>>, Json(body): Json<Value>) -> Response {
+    let limits = state.rate_limit_headers();
+    with_headers(answer(&state, body), &limits)
+}
+
+fn answer(state: &State, body: Value) -> Response {
     let is_turn = body
         .get("tools")
         .and_then(Value::as_array)
@@ -191,7 +196,26 @@ mod tests {
         });
         let body =
             json!({ "model": "claude-sonnet-4-5", "tools": [{ "name": "Bash" }], "messages": [] });
+        state
+            .rate_limits
+            .lock()
+            .unwrap()
+            .replace(crate::RateLimits {
+                five_hour: Some(crate::RateWindow {
+                    utilization: 0.78,
+                    resets_at: 1796666232,
+                }),
+                seven_day: None,
+            });
         let r = messages(AxumState(state.clone()), Json(body)).await;
+        assert_eq!(
+            r.headers()["anthropic-ratelimit-unified-5h-utilization"],
+            "0.78"
+        );
+        assert_eq!(
+            r.headers()["anthropic-ratelimit-unified-representative-claim"],
+            "five_hour"
+        );
         let bytes = axum::body::to_bytes(r.into_body(), 1 << 20).await.unwrap();
         let message: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(message["stop_reason"], "tool_use");

@@ -60,6 +60,84 @@ pub struct TurnUsage {
     pub output_tokens: u64,
 }
 
+/// A provider usage window the scripted responses report in their headers:
+/// how used it is (0.0-1.0) and when it resets (epoch seconds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateWindow {
+    pub utilization: f64,
+    pub resets_at: i64,
+}
+
+/// The usage windows every response reports from now on, as Anthropic's
+/// `anthropic-ratelimit-unified-*` headers (Claude Code turns them into its
+/// `rate_limit_event` when it runs on a subscription token) and as Codex's
+/// `x-codex-primary-*` / `x-codex-secondary-*` headers.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RateLimits {
+    pub five_hour: Option<RateWindow>,
+    pub seven_day: Option<RateWindow>,
+}
+
+impl RateLimits {
+    /// The headers of a response, Anthropic's and Codex's.
+    pub(crate) fn headers(&self) -> Vec<(String, String)> {
+        let mut h = Vec::new();
+        let windows = [
+            ("5h", 300, "primary", self.five_hour),
+            ("7d", 10080, "secondary", self.seven_day),
+        ];
+        for (short, minutes, slot, w) in windows {
+            let Some(w) = w else { continue };
+            let status = if w.utilization >= 1.0 {
+                "rejected"
+            } else {
+                "allowed"
+            };
+            h.push((
+                format!("anthropic-ratelimit-unified-{short}-utilization"),
+                w.utilization.to_string(),
+            ));
+            h.push((
+                format!("anthropic-ratelimit-unified-{short}-reset"),
+                w.resets_at.to_string(),
+            ));
+            h.push((
+                format!("anthropic-ratelimit-unified-{short}-status"),
+                status.into(),
+            ));
+            h.push((
+                format!("x-codex-{slot}-used-percent"),
+                (w.utilization * 100.0).to_string(),
+            ));
+            h.push((
+                format!("x-codex-{slot}-window-minutes"),
+                minutes.to_string(),
+            ));
+            h.push((format!("x-codex-{slot}-reset-at"), w.resets_at.to_string()));
+        }
+        if let Some(w) = self.five_hour.or(self.seven_day) {
+            let claim = if self.five_hour.is_some() {
+                "five_hour"
+            } else {
+                "seven_day"
+            };
+            h.push((
+                "anthropic-ratelimit-unified-status".into(),
+                "allowed".into(),
+            ));
+            h.push((
+                "anthropic-ratelimit-unified-reset".into(),
+                w.resets_at.to_string(),
+            ));
+            h.push((
+                "anthropic-ratelimit-unified-representative-claim".into(),
+                claim.into(),
+            ));
+        }
+        h
+    }
+}
+
 /// Which wire format a request used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Api {
@@ -88,6 +166,7 @@ pub(crate) struct State {
     turns: Mutex<VecDeque<Turn>>,
     requests: Mutex<Vec<Recorded>>,
     usage: Mutex<Option<TurnUsage>>,
+    rate_limits: Mutex<Option<RateLimits>>,
     local: local::Models,
 }
 
@@ -111,6 +190,15 @@ impl State {
             Some(scripted) if is_turn => scripted,
             _ => estimate,
         }
+    }
+
+    /// The rate-limit headers every response carries now (none unset).
+    pub(crate) fn rate_limit_headers(&self) -> Vec<(String, String)> {
+        self.rate_limits
+            .lock()
+            .unwrap()
+            .map(|r| r.headers())
+            .unwrap_or_default()
     }
 
     pub(crate) fn record(&self, api: Api, path: &str, body: Value, turn: Option<Turn>) {
@@ -171,6 +259,12 @@ impl ScriptedProvider {
     /// Every scripted turn from now on reports `usage` (all wire formats).
     pub fn report_usage(&self, usage: TurnUsage) {
         *self.state.usage.lock().unwrap() = Some(usage);
+    }
+
+    /// Every response from now on reports these usage windows in its
+    /// headers (`None`: no rate-limit headers, the default).
+    pub fn report_rate_limits(&self, limits: Option<RateLimits>) {
+        *self.state.rate_limits.lock().unwrap() = limits;
     }
 
     /// Turns not yet consumed.

@@ -16,7 +16,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use crate::sse::{estimate_tokens, frame, json_error, response};
+use crate::sse::{estimate_tokens, frame, json_error, response, with_headers};
 use crate::{Api, State, Turn, TurnUsage};
 
 static IDS: AtomicU64 = AtomicU64::new(1);
@@ -56,6 +56,11 @@ fn shell_call(body: &Value, command: &str) -> (String, String) {
 }
 
 async fn responses(AxumState(state): AxumState<Arc<State>>, Json(body): Json<Value>) -> Response {
+    let limits = state.rate_limit_headers();
+    with_headers(answer(&state, body), &limits)
+}
+
+fn answer(state: &State, body: Value) -> Response {
     let is_turn = body
         .get("tools")
         .and_then(Value::as_array)

@@ -33,6 +33,19 @@ pub(crate) fn response(frames: Vec<Bytes>, hang: bool) -> Response {
         .expect("static response parts")
 }
 
+/// Adds the provider's rate-limit headers to a response.
+pub(crate) fn with_headers(mut r: Response, headers: &[(String, String)]) -> Response {
+    for (name, value) in headers {
+        if let (Ok(n), Ok(v)) = (
+            axum::http::HeaderName::from_bytes(name.as_bytes()),
+            axum::http::HeaderValue::from_str(value),
+        ) {
+            r.headers_mut().insert(n, v);
+        }
+    }
+    r
+}
+
 /// A JSON error response with the given status.
 pub(crate) fn json_error(status: u16, body: Value) -> Response {
     Response::builder()

@@ -46,6 +46,7 @@ pub const SCRIPTS: &[(&str, &str)] = &[
     ("workspaces.js", include_str!("../assets/workspaces.js")),
     ("thread.js", include_str!("../assets/thread.js")),
     ("chat.js", include_str!("../assets/chat.js")),
+    ("chief.js", include_str!("../assets/chief.js")),
     ("board.js", include_str!("../assets/board.js")),
     ("push.js", include_str!("../assets/push.js")),
     ("live-poll.js", include_str!("../assets/live-poll.js")),
@@ -69,6 +70,7 @@ const FAVICON: &str = include_str!("../assets/favicon.svg");
 // after an upgrade should pick the new assets up within minutes.
 const CACHE: &str = "public, max-age=300";
 
+#[paperclip_macros::handler]
 pub async fn css() -> impl IntoResponse {
     (
         [
@@ -79,6 +81,7 @@ pub async fn css() -> impl IntoResponse {
     )
 }
 
+#[paperclip_macros::handler]
 pub async fn script(Path(name): Path<String>) -> Response {
     const BOOT: &[(&str, &str)] = &[("theme-boot.js", THEME_BOOT)];
     match SCRIPTS.iter().chain(BOOT).find(|(n, _)| *n == name) {
@@ -94,6 +97,7 @@ pub async fn script(Path(name): Path<String>) -> Response {
     }
 }
 
+#[paperclip_macros::handler]
 pub async fn favicon() -> impl IntoResponse {
     (
         [

@@ -336,6 +336,7 @@ pub fn welcome() -> Markup {
                         button.primary type="submit" { "Create company" }
                     }
                     (crate::pages::company_port::templates_row())
+                    (crate::pages::chief::first_run())
                     section.card {
                         h2 { "Or look around first" }
                         p { "A sample company with a goal, a CEO and an engineer, and three tasks. Its agents run Paperclip's example agent, a shell script, so you watch Casey and Eli pick the tasks up, work a few seconds on each (their steps show on the task page), comment and finish them, all within about ten seconds. No model or API key needed." }

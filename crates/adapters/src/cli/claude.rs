@@ -79,6 +79,15 @@ impl CliKind for Claude {
         .to_vec();
         let mut env = BTreeMap::new();
         let mut notes = Vec::new();
+        // Claude Code runs a slash command only from the argument, not from
+        // stdin: Compact now's `/compact` goes there.
+        let compact = run.session_id.is_some()
+            && Some(run.prompt.trim())
+                == paperclip_core::context::compaction_prompt("claude_local");
+        if compact {
+            args[1] = run.prompt.trim().to_string();
+            notes.push("compacting the session (Compact now)".into());
+        }
         if let Some(session) = run.session_id {
             args.extend(["--resume".into(), session.to_string()]);
         }
@@ -115,7 +124,7 @@ impl CliKind for Claude {
         args.extend(run.config.extra_args.iter().cloned());
         Ok(Built {
             args,
-            prompt_on_stdin: true,
+            prompt_on_stdin: !compact,
             env,
             notes,
         })
@@ -231,14 +240,38 @@ impl StreamParser for ClaudeParser {
                 }]
             }
             Some("system") if str_at(&v, &["subtype"]).as_deref() == Some("compact_boundary") => {
+                let post_tokens = v
+                    .pointer("/compact_metadata/post_tokens")
+                    .and_then(Value::as_u64);
+                if post_tokens.is_some() {
+                    s.context_tokens = post_tokens;
+                }
                 vec![Item::Compacted {
                     trigger: str_at(&v, &["compact_metadata", "trigger"]),
                     pre_tokens: v
                         .pointer("/compact_metadata/pre_tokens")
                         .and_then(Value::as_u64),
+                    post_tokens,
                 }]
             }
+            Some("rate_limit_event") => {
+                for window in crate::cli::quota::claude_windows(&v) {
+                    s.report_window(window);
+                }
+                Vec::new()
+            }
             Some("assistant") => {
+                // What the main conversation sent last is what its context
+                // holds (a subagent's requests are its own context).
+                if str_at(&v, &["parent_tool_use_id"]).is_none_or(|p| p.is_empty()) {
+                    if let Some(u) = v.pointer("/message/usage") {
+                        s.context_tokens = Some(
+                            u64_at(u, &["input_tokens"])
+                                + u64_at(u, &["cache_creation_input_tokens"])
+                                + u64_at(u, &["cache_read_input_tokens"]),
+                        );
+                    }
+                }
                 self.turn_usage(&v);
                 nested(&v, content_items(&v, true))
             }
@@ -439,7 +472,39 @@ mod tests {
             items[3],
             Item::Compacted {
                 trigger: Some("auto".into()),
-                pre_tokens: Some(160_000)
+                pre_tokens: Some(160_000),
+                post_tokens: None,
+            }
+        );
+    }
+
+    #[test]
+    fn context_is_the_last_request_and_compaction_what_remains() {
+        let (items, s) = parse(&[
+            r#"{"type":"assistant","message":{"id":"m1","model":"claude-sonnet-4-5","content":[{"type":"text","text":"a"}],"usage":{"input_tokens":10,"cache_creation_input_tokens":2000,"cache_read_input_tokens":50000,"output_tokens":5}}}"#,
+            r#"{"type":"assistant","message":{"id":"m2","model":"claude-sonnet-4-5","content":[{"type":"text","text":"b"}],"usage":{"input_tokens":1000,"cache_creation_input_tokens":0,"cache_read_input_tokens":123000,"output_tokens":50}}}"#,
+            r#"{"type":"assistant","parent_tool_use_id":"task1","message":{"id":"m3","content":[],"usage":{"input_tokens":9,"cache_read_input_tokens":0,"output_tokens":1}}}"#,
+            r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":1796666232,"rateLimitType":"five_hour","unifiedWindows":{"five_hour":{"utilization":0.78,"resetsAt":1796666232}}},"session_id":"s"}"#,
+        ]);
+        assert_eq!(
+            s.context_tokens,
+            Some(124_000),
+            "the main conversation's last request"
+        );
+        assert_eq!(s.quota.len(), 1);
+        assert_eq!(s.quota[0].used_percent, Some(78.0));
+        assert_eq!(items.len(), 2);
+        // As Claude Code 2.1 printed a `/compact` run.
+        let (items, s) = parse(&[
+            r#"{"type":"system","subtype":"compact_boundary","session_id":"s","compact_metadata":{"trigger":"manual","pre_tokens":124050,"post_tokens":2701,"duration_ms":146}}"#,
+        ]);
+        assert_eq!(s.context_tokens, Some(2701));
+        assert_eq!(
+            items[0],
+            Item::Compacted {
+                trigger: Some("manual".into()),
+                pre_tokens: Some(124_050),
+                post_tokens: Some(2701),
             }
         );
     }

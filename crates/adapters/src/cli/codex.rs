@@ -254,11 +254,23 @@ impl StreamParser for CodexParser {
                 _ => Vec::new(),
             },
             "item.completed" => v.get("item").map(completed_item).unwrap_or_default(),
+            // Codex's own token report (its rollout's `event_msg` payload,
+            // or bare): the last request's tokens and the account's windows.
+            "token_count" | "event_msg" => {
+                token_count(s, v.get("payload").unwrap_or(&v));
+                Vec::new()
+            }
             "turn.completed" => {
                 s.completed = true;
                 let u = v.get("usage").cloned().unwrap_or(Value::Null);
                 let input = u64_at(&u, &["input_tokens"]);
                 let cached = u64_at(&u, &["cached_input_tokens"]);
+                // Without a `token_count`, the turn's usage is what the
+                // session grew to: exact for a one-request turn, an upper
+                // bound when the turn made several (their inputs overlap).
+                if s.context_tokens.is_none() && input > 0 {
+                    s.context_tokens = Some(input + u64_at(&u, &["output_tokens"]));
+                }
                 s.usage.add(&Usage {
                     input_tokens: input.saturating_sub(cached),
                     cached_input_tokens: cached,
@@ -305,6 +317,27 @@ impl StreamParser for CodexParser {
             s.error = None;
         }
         s
+    }
+}
+
+fn token_count(s: &mut Summary, v: &Value) {
+    if str_at(v, &["type"]).as_deref() != Some("token_count") {
+        return;
+    }
+    if let Some(last) = v.pointer("/info/last_token_usage") {
+        let total = last
+            .get("total_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or_else(|| u64_at(last, &["input_tokens"]) + u64_at(last, &["output_tokens"]));
+        if total > 0 {
+            s.context_tokens = Some(total);
+        }
+    }
+    if let Some(limits) = v.get("rate_limits").filter(|r| r.is_object()) {
+        let now = chrono::Utc::now().timestamp();
+        for window in super::quota::codex_windows(limits, now) {
+            s.report_window(window);
+        }
     }
 }
 
@@ -355,6 +388,11 @@ fn completed_item(item: &Value) -> Vec<Item> {
         Some("error") => vec![Item::Error {
             message: str_at(item, &["message"]).unwrap_or_default(),
         }],
+        Some("context_compaction") => vec![Item::Compacted {
+            trigger: Some("auto".into()),
+            pre_tokens: None,
+            post_tokens: None,
+        }],
         _ => Vec::new(),
     }
 }
@@ -374,6 +412,29 @@ mod tests {
         });
         let adapter = super::super::CliAdapter::new(Codex);
         crate::config::assert_keys(&adapter, good, "effort");
+    }
+
+    #[test]
+    fn token_count_gives_context_and_windows_and_compaction_a_divider() {
+        let mut p = CodexParser::default();
+        // A rollout line of codex 0.1x (`event_msg` / `token_count`).
+        p.line(r#"{"timestamp":"2026-12-07T17:00:00Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":250000,"cached_input_tokens":200000,"output_tokens":900,"total_tokens":250900},"last_token_usage":{"input_tokens":150000,"cached_input_tokens":140000,"output_tokens":300,"total_tokens":150300},"model_context_window":272000},"rate_limits":{"primary":{"used_percent":78.0,"window_minutes":300,"resets_at":1796666232},"secondary":{"used_percent":20.0,"window_minutes":10080,"resets_at":1796921832}}}}"#);
+        let items =
+            p.line(r#"{"type":"item.completed","item":{"id":"i9","type":"context_compaction"}}"#);
+        p.line(r#"{"type":"turn.completed","usage":{"input_tokens":999999,"cached_input_tokens":0,"output_tokens":1}}"#);
+        let s = p.summary();
+        assert_eq!(
+            s.context_tokens,
+            Some(150_300),
+            "token_count wins over the turn"
+        );
+        assert_eq!(s.quota.len(), 2);
+        assert_eq!(s.quota[0].label, "5h");
+        assert_eq!(s.quota[0].used_percent, Some(78.0));
+        assert!(matches!(items[0], Item::Compacted { .. }));
+        let mut bare = CodexParser::default();
+        bare.line(r#"{"type":"turn.completed","usage":{"input_tokens":1200,"cached_input_tokens":1000,"output_tokens":30}}"#);
+        assert_eq!(bare.summary().context_tokens, Some(1230));
     }
 
     #[test]

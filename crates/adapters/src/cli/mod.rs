@@ -12,6 +12,7 @@ pub mod gemini;
 pub mod opencode;
 pub mod pi;
 pub mod pricing;
+pub mod quota;
 mod run;
 mod skill_index;
 use run::ParseTap;

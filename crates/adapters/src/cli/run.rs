@@ -172,6 +172,11 @@ impl<K: CliKind> CliAdapter<K> {
             "text": summary.result_text,
             "stopReason": summary.stop_reason,
             "numTurns": summary.num_turns,
+            "contextTokens": summary.context_tokens,
+            "quotaWindows": (!summary.quota.is_empty()).then(|| json!({
+                "provider": self.kind.provider(summary.model.as_deref()),
+                "windows": summary.quota,
+            })),
         }));
         // A rejected session must not be saved again.
         if out.error_code != Some(ErrorCode::ResumeSessionInvalid) {

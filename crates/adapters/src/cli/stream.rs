@@ -37,6 +37,8 @@ pub enum Item {
     Compacted {
         trigger: Option<String>,
         pre_tokens: Option<u64>,
+        /// What the session holds after it, when the CLI says.
+        post_tokens: Option<u64>,
     },
     /// A subagent's step: `item` happened inside the tool call `parent`
     /// (Claude Code's `Task`); the page nests it under that call.
@@ -105,11 +107,12 @@ impl Item {
             Item::Compacted {
                 trigger,
                 pre_tokens,
+                post_tokens,
             } => (
                 "transcript.compacted",
                 "info",
-                "compacted the conversation".to_string(),
-                json!({ "trigger": trigger, "preTokens": pre_tokens }),
+                compacted_line(*pre_tokens, *post_tokens),
+                json!({ "trigger": trigger, "preTokens": pre_tokens, "postTokens": post_tokens }),
             ),
             Item::Nested { parent, item } => {
                 let (kind, level, message, mut payload) = item.event();
@@ -119,6 +122,20 @@ impl Item {
                 (kind, level, message, payload)
             }
         }
+    }
+}
+
+/// "Context compacted · 124k → 18k tokens", as much of it as is known.
+fn compacted_line(pre: Option<u64>, post: Option<u64>) -> String {
+    use paperclip_core::context::short_tokens;
+    match (pre, post) {
+        (Some(a), Some(b)) => format!(
+            "Context compacted · {} → {} tokens",
+            short_tokens(a),
+            short_tokens(b)
+        ),
+        (Some(a), None) => format!("Context compacted · {} tokens before", short_tokens(a)),
+        _ => "Context compacted".to_string(),
     }
 }
 
@@ -199,6 +216,29 @@ pub struct Summary {
     pub json_lines: usize,
     /// The last stdout line that was not JSON, for parse-error messages.
     pub last_other_line: Option<String>,
+    /// What the session's context held after the last model request (or
+    /// after a compaction), when the CLI reports it.
+    pub context_tokens: Option<u64>,
+    /// The provider's usage windows as the CLI last reported them, one per
+    /// label (the latest report of a window wins).
+    pub quota: Vec<paperclip_core::context::QuotaWindow>,
+}
+
+impl Summary {
+    /// Keeps the latest report of each window.
+    pub fn report_window(&mut self, window: paperclip_core::context::QuotaWindow) {
+        match self.quota.iter_mut().find(|w| w.label == window.label) {
+            Some(old) => *old = window,
+            None => self.quota.push(window),
+        }
+    }
+}
+
+/// Seconds since the epoch as RFC 3339 (how the original's windows say when
+/// they reset).
+pub(crate) fn epoch_rfc3339(secs: i64) -> Option<String> {
+    chrono::DateTime::from_timestamp(secs, 0)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
 }
 
 pub trait StreamParser: Send {

@@ -15,6 +15,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/companies/{companyId}/chats/{agentRef}"),
     ("post", "/api/companies/{companyId}/chats/{agentRef}"),
     ("get", "/api/companies/{companyId}/chats"),
+    // Ours: the onboarding chief (hired with its chat opened).
+    ("post", "/api/companies/{companyId}/chief"),
     ("get", "/api/companies/{companyId}/inbox-dismissals"),
     ("post", "/api/companies/{companyId}/inbox-dismissals"),
     (
@@ -241,6 +243,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/heartbeat-runs/{runId}/callback"),
     ("get", "/api/issues/{issueId}/active-run"),
     ("get", "/api/issues/{id}/heartbeat-context"),
+    ("get", "/api/issues/{id}/context"),
+    ("post", "/api/issues/{id}/context/compact"),
     ("get", "/api/companies/{companyId}/events/ws"),
     ("get", "/api/companies/{companyId}/events"),
     ("get", "/api/companies/{companyId}/approvals"),
@@ -277,6 +281,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/companies/{companyId}/costs/by-agent-model"),
     ("get", "/api/companies/{companyId}/costs/by-provider"),
     ("get", "/api/companies/{companyId}/costs/window-spend"),
+    ("get", "/api/companies/{companyId}/costs/quota-windows"),
     ("get", "/api/issues/{id}/cost-summary"),
     ("post", "/api/issues/{id}/children"),
     ("patch", "/api/agents/{id}/permissions"),

@@ -38,10 +38,6 @@ const NOT_YET: &[(&str, &str)] = &[
         "cost events carry no biller or billing type",
     ),
     (
-        "cost quota-windows -C {cid}",
-        "provider quota windows need the providers' own usage APIs",
-    ),
-    (
         "budget overview -C {cid}",
         "budget policies (soft and hard thresholds per scope) are not modelled; budgets are monthly caps",
     ),

@@ -124,7 +124,11 @@ async fn drive_in(
     if live.cancel.is_cancelled() {
         return Ok(Some(finish::stopped_before_start(live.stop_reason())));
     }
-    let prompt = crate::notes::with_answers(deps.store, run, plan.prompt.take()).await;
+    // A compaction run sends only the CLI's command; answers wait for the next run.
+    let prompt = match prompt::compaction(run, &plan.agent.adapter_type) {
+        Some(_) => plan.prompt.take(),
+        None => crate::notes::with_answers(deps.store, run, plan.prompt.take()).await,
+    };
     let live_runs = &deps.sink.live;
     let issue = plan.issue.as_ref();
     let budget =

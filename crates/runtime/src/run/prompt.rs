@@ -33,6 +33,10 @@ pub(crate) async fn prompt(
     input: &PromptInput<'_>,
     saved: Option<&TaskSession>,
 ) -> Option<String> {
+    // Compact now: the CLI's own command alone, on the saved session.
+    if let Some(command) = compaction(input.run, &input.agent.adapter_type) {
+        return Some(command.to_string());
+    }
     let mut values = template_values(input);
     if let Some(comments) = wake_comments(store, input.run, input.wake).await {
         values.insert("wake.comments", comments);
@@ -48,6 +52,13 @@ pub(crate) async fn prompt(
         _ => None,
     };
     crate::notes::with_notes(prompt, input.run, saved, so_far.as_deref())
+}
+
+/// The compaction command when the run was woken to compact the session.
+pub(crate) fn compaction(run: &HeartbeatRun, adapter_type: &str) -> Option<&'static str> {
+    (run.wake_reason.as_deref() == Some(paperclip_core::context::COMPACT_REASON))
+        .then(|| paperclip_core::context::compaction_prompt(adapter_type))
+        .flatten()
 }
 
 pub(crate) fn template_values<'a>(input: &PromptInput<'_>) -> BTreeMap<&'a str, String> {

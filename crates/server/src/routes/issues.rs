@@ -82,6 +82,7 @@ pub struct ListedIssue {
     params(("companyId" = String, Path), ListQuery),
     responses((status = 200, body = [ListedIssue]), (status = 304, description = "Unchanged since the `If-None-Match` ETag"), (status = 400, description = "Invalid filter", body = crate::error::ErrorBody),
         (status = 403, description = "Another company's (an agent key) or not a member's", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn list_issues(
     State(app): State<AppState>,
     caller: Caller,
@@ -180,18 +181,19 @@ fn invalid_status(value: &str) -> ApiError {
     responses((status = 201, body = Issue), (status = 400, description = "Validation error", body = crate::error::ErrorBody),
         (status = 404, description = "Company or a referenced entity not found", body = crate::error::ErrorBody),
         (status = 422, description = "Rule violation", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn create_issue(
     State(app): State<AppState>,
     caller: Caller,
     Path(company_id): Path<String>,
     ValidJson(input): ValidJson<NewIssue>,
-) -> ApiResult<(StatusCode, Json<Issue>)> {
+) -> ApiResult<(StatusCode, Json<serde_json::Value>)> {
     caller.ensure_company(&company_id)?;
     check_can_assign(&app, &caller, input.assignee_agent_id.as_deref()).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(issues::create(&app.store, caller.actor(), &company_id, input).await?),
-    ))
+    let requested = input.parent_id.clone();
+    let issue = issues::create(&app.store, caller.actor(), &company_id, input).await?;
+    let answer = super::chief::created_answer(&app, requested.as_deref(), issue).await?;
+    Ok((StatusCode::CREATED, answer))
 }
 
 /// A child task of `id` (upstream's route): in the parent's company, and in
@@ -201,19 +203,21 @@ async fn create_issue(
     responses((status = 201, body = Issue), (status = 400, description = "Validation error", body = crate::error::ErrorBody),
         (status = 404, description = "Parent issue or a referenced entity not found", body = crate::error::ErrorBody),
         (status = 422, description = "Rule violation", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn create_child(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
     ValidJson(mut input): ValidJson<NewIssue>,
-) -> ApiResult<(StatusCode, Json<Issue>)> {
+) -> ApiResult<(StatusCode, Json<serde_json::Value>)> {
     let parent = access::issue(&app, &caller, &id).await?;
     check_can_assign(&app, &caller, input.assignee_agent_id.as_deref()).await?;
-    input.parent_id = Some(parent.id);
+    input.parent_id = Some(parent.id.clone());
     input.project_id = input.project_id.or(parent.project_id);
     input.goal_id = input.goal_id.or(parent.goal_id);
     let child = issues::create(&app.store, caller.actor(), &parent.company_id, input).await?;
-    Ok((StatusCode::CREATED, Json(child)))
+    let answer = super::chief::created_answer(&app, Some(&parent.id), child).await?;
+    Ok((StatusCode::CREATED, answer))
 }
 
 /// One issue as upstream answers it: the row with its project and goal,
@@ -232,6 +236,7 @@ pub struct IssueDetail {
 #[utoipa::path(get, path = "/api/issues/{id}", tag = "issues",
     params(("id" = String, Path, description = "Issue UUID or identifier such as ACM-12")),
     responses((status = 200, body = IssueDetail), (status = 404, description = "Issue not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn get_issue(
     State(app): State<AppState>,
     caller: Caller,
@@ -292,6 +297,7 @@ pub struct UpdatedIssue {
         (status = 403, description = "An agent asked to reopen another agent's task", body = crate::error::ErrorBody),
         (status = 409, description = "Issue run ownership conflict, or an agent asked to reopen its cancelled task", body = crate::error::ErrorBody),
         (status = 422, description = "Transition not allowed", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn update_issue(
     State(app): State<AppState>,
     caller: Caller,
@@ -317,6 +323,7 @@ async fn update_issue(
 
 #[utoipa::path(delete, path = "/api/issues/{id}", tag = "issues",
     params(("id" = String, Path)), responses((status = 200, body = Issue), (status = 404, description = "Issue not found", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn delete_issue(
     State(app): State<AppState>,
     caller: Caller,
@@ -335,6 +342,7 @@ async fn delete_issue(
 #[utoipa::path(post, path = "/api/issues/{id}/checkout", tag = "issues",
     params(("id" = String, Path)), request_body = Checkout,
     responses((status = 200, body = Issue), (status = 409, description = "Issue checkout conflict", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn checkout_issue(
     State(app): State<AppState>,
     caller: Caller,
@@ -358,6 +366,7 @@ async fn checkout_issue(
 #[utoipa::path(post, path = "/api/issues/{id}/release", tag = "issues",
     params(("id" = String, Path)),
     responses((status = 200, body = Issue), (status = 409, description = "Not checked out, or not by the caller", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn release_issue(
     State(app): State<AppState>,
     caller: Caller,
@@ -372,6 +381,7 @@ async fn release_issue(
 #[utoipa::path(post, path = "/api/issues/{id}/admin/force-release", tag = "issues",
     params(("id" = String, Path)),
     responses((status = 200, body = Issue), (status = 403, description = "Board access required", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
 async fn force_release_issue(
     State(app): State<AppState>,
     caller: Caller,

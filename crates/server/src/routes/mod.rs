@@ -12,11 +12,13 @@ mod attachments;
 mod attention;
 mod board_keys;
 mod chats;
+pub(crate) mod chief;
 mod comments;
 mod companies;
 mod company_port;
 mod company_port_export;
 mod context;
+mod context_quota;
 mod cost_views;
 mod costs;
 mod decisions;
@@ -79,6 +81,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(issues::router())
         .merge(comments::router())
         .merge(chats::router())
+        .merge(chief::router())
         .merge(interactions::router())
         .merge(decisions::router())
         .merge(attention::router())
@@ -92,6 +95,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(instructions::router())
         .merge(interrupt::router())
         .merge(context::router())
+        .merge(context_quota::router())
         .merge(events::router())
         .merge(approvals::router())
         .merge(costs::router())

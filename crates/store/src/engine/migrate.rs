@@ -353,6 +353,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../../migrations/0048_agent_chat.postgres.sql"),
         },
     ),
+    (
+        49,
+        "context_quota",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0049_context_quota.sqlite.sql"),
+            postgres: include_str!("../../migrations/0049_context_quota.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -80,6 +80,38 @@ pub(crate) async fn create_in(
     input: &NewIssue,
     checks: bool,
 ) -> Result<Issue> {
+    let agent_made = actor.agent_id().is_some();
+    create_in_placed(tx, backend, actor, company_id, input, checks, agent_made).await
+}
+
+/// [`create_in`], saying whether an agent made the task (its tree depth is
+/// then limited: `core::task_tree`), as when a person accepts an agent's
+/// suggested tasks.
+pub(crate) async fn create_in_placed(
+    tx: &mut Tx,
+    backend: Backend,
+    actor: &Actor,
+    company_id: &str,
+    input: &NewIssue,
+    checks: bool,
+    agent_made: bool,
+) -> Result<Issue> {
+    let placed;
+    let mut requested_parent = None;
+    let input = match (agent_made, input.parent_id.as_deref()) {
+        (true, Some(parent)) => match agent_parent(tx, company_id, parent).await? {
+            Some(moved) => {
+                requested_parent = Some(parent.to_string());
+                placed = NewIssue {
+                    parent_id: moved,
+                    ..input.clone()
+                };
+                &placed
+            }
+            None => input,
+        },
+        _ => input,
+    };
     let title = input.title.trim().to_string();
     let mut status = input.status.unwrap_or(IssueStatus::Backlog);
     let labels = input.label_ids.as_ref().filter(|ids| !ids.is_empty());
@@ -151,6 +183,14 @@ pub(crate) async fn create_in(
             "parentId": input.parent_id,
         }),
     };
+    let entry = || {
+        let mut entry = entry();
+        if let Some(requested) = &requested_parent {
+            entry.details["parentAdjusted"] = json!(true);
+            entry.details["requestedParentId"] = json!(requested);
+        }
+        entry
+    };
     let mut issue = match backend {
         Backend::Sqlite => {
             let issue = insert_numbered(tx, &row).await?;
@@ -183,6 +223,37 @@ pub(crate) async fn create_in(
     }
     wake_assignee(tx, actor, &issue).await?;
     Ok(issue)
+}
+
+/// Where an agent's child of `parent` goes when the tree would grow past
+/// the agent limit: `Some(new parent)` (`None` inside: a root task), or
+/// `None` when it stays under `parent`. A missing parent is left to the
+/// caller's own check.
+async fn agent_parent(
+    tx: &mut Tx,
+    company_id: &str,
+    parent: &str,
+) -> Result<Option<Option<String>>> {
+    let mut ancestors = Vec::new();
+    let mut at = parent.to_string();
+    while ancestors.len() < paperclip_core::task_tree::MAX_AGENT_TASK_HIERARCHY_DEPTH {
+        let up: Option<(Option<String>,)> = crate::engine::db::query_as(
+            "SELECT parent_id FROM issues WHERE id = $1 AND company_id = $2",
+        )
+        .bind(&at)
+        .bind(company_id)
+        .fetch_optional(tx.conn())
+        .await?;
+        match up {
+            Some((Some(next),)) => {
+                ancestors.push(next.clone());
+                at = next;
+            }
+            _ => break,
+        }
+    }
+    let placed = paperclip_core::task_tree::agent_placement(parent, &ancestors);
+    Ok(placed.parent_adjusted.then_some(placed.parent_id))
 }
 
 /// A new task's values, bound as `$1`..`$19` by [`Row::bind`].

@@ -141,9 +141,17 @@ pub(super) async fn tasks(
                 label_ids: None,
                 blocked_by_issue_ids: (!blockers.is_empty()).then_some(blockers),
             };
-            let issue =
-                crate::issues::create::create_in(tx, backend, actor, refs.company_id, &input, true)
-                    .await?;
+            // A package's tree is imported as it was made, at any depth.
+            let issue = crate::issues::create::create_in_placed(
+                tx,
+                backend,
+                actor,
+                refs.company_id,
+                &input,
+                true,
+                false,
+            )
+            .await?;
             for c in &t.comments {
                 let author = c.author_agent.as_ref().and_then(|s| refs.agents.get(s));
                 let kind = match author {

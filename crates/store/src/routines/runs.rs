@@ -161,9 +161,17 @@ async fn dispatch_in(
             label_ids: None,
             blocked_by_issue_ids: None,
         };
-        let issue =
-            crate::issues::create::create_in(tx, backend, actor, &routine.company_id, &input, true)
-                .await?;
+        // A routine's task sits where the person configured it, at any depth.
+        let issue = crate::issues::create::create_in_placed(
+            tx,
+            backend,
+            actor,
+            &routine.company_id,
+            &input,
+            true,
+            false,
+        )
+        .await?;
         crate::engine::db::query(
             "UPDATE issues SET origin_kind = 'routine_execution' WHERE id = $1",
         )

@@ -150,6 +150,14 @@ pub(crate) async fn finish_in(
     if let Some(update) = &finish.session {
         crate::runs::sessions::apply_in(tx, &run, update).await?;
     }
+    crate::runs::context::record_in(
+        tx,
+        &run,
+        finish.result.as_ref(),
+        finish.usage.as_ref(),
+        finish.session.as_ref(),
+    )
+    .await?;
     if run.status == RunStatus::Succeeded {
         let skipped =
             crate::thread::work_products::record_run_result(tx, &run, finish.result.as_ref())

@@ -4,6 +4,7 @@
 
 pub mod budget;
 pub mod callbacks;
+pub mod context;
 pub(crate) mod finish;
 pub mod follow_up;
 pub(crate) mod limit;

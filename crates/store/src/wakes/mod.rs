@@ -7,6 +7,7 @@
 //! of it happens inside the caller's transaction, so the change that caused
 //! a wake (an assignment, a comment) and the wake itself commit together.
 
+pub mod compact;
 pub(crate) mod enqueue;
 pub mod idle;
 pub mod loops;

@@ -16,6 +16,7 @@ use super::hire;
 use crate::fmt::{money, percent, pill, time};
 use crate::{html, layout, store_failure, PageResult, Web};
 
+#[paperclip_macros::handler]
 pub async fn page(
     State(web): State<Web>,
     Path((prefix, url_key)): Path<(String, String)>,
@@ -88,6 +89,9 @@ pub async fn page(
         .iter()
         .map(|(id, ident)| (id.as_str(), ident.as_str()))
         .collect();
+    let quota = paperclip_store::runs::context::quota_snapshot(store, &agent.id)
+        .await
+        .map_err(store_failure)?;
     let p = &ctx.company.issue_prefix;
     let policy = HeartbeatPolicy::from_runtime_config(&agent.runtime_config);
     let template = agent
@@ -178,6 +182,7 @@ pub async fn page(
             }
         }
         (crate::thrift::section(&spend))
+        (super::task_context::quota_section(quota.as_ref()))
         section data-wakes {
             h2 { "Wakes" }
             p.muted { "Every time something tried to wake " (agent.name) ", and what became of it." }

@@ -10,6 +10,7 @@ use super::by_id;
 use crate::fmt::{money, pill};
 use crate::{html, layout, store_failure, PageResult, Web};
 
+#[paperclip_macros::handler]
 pub async fn list(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let cid = &ctx.company.id;
@@ -22,6 +23,11 @@ pub async fn list(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
         .iter()
         .map(|(agent, ident, title)| (agent.as_str(), (ident.as_str(), title.as_str())))
         .collect();
+    let quotas = paperclip_store::runs::context::quota_snapshots(&web.store, cid)
+        .await
+        .map_err(store_failure)?;
+    let quota: std::collections::HashMap<&str, _> =
+        quotas.iter().map(|q| (q.agent_id.as_str(), q)).collect();
     let names = by_id(&agents);
     let p = &ctx.company.issue_prefix;
     let body = html! {
@@ -42,7 +48,8 @@ pub async fn list(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                 @for a in &agents {
                     tr data-live-agent=(a.id) {
                         td { a href={"/" (p) "/agents/" (a.url_key)} { strong { (a.name) } } div.muted { (a.title.as_deref().unwrap_or(a.role.as_str())) } }
-                        td { (pill(&a.status)) @if let Some(r) = &a.pause_reason { span.muted { " (" (r) ")" } } " " (crate::thrift::usage_limit(a.usage_limited_until.as_deref())) }
+                        td { (pill(&a.status)) @if let Some(r) = &a.pause_reason { span.muted { " (" (r) ")" } } " " (crate::thrift::usage_limit(a.usage_limited_until.as_deref()))
+                            @if let Some(q) = quota.get(a.id.as_str()) { div.muted { (super::task_context::windows_line(q, 2)) } } }
                         td { code { (a.adapter_type) } }
                         td { @match a.reports_to.as_deref().and_then(|id| names.get(id)) { Some(m) => (m.name), None => span.muted { "—" } } }
                         td { @match working.get(a.id.as_str()) {

@@ -16,6 +16,7 @@ use crate::fmt::{money, percent, pill, time};
 use crate::pages::activity;
 use crate::{charts, html, layout, store_failure, PageResult, Web};
 
+#[paperclip_macros::handler]
 pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let store = &web.store;
@@ -115,6 +116,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                 }
             }
         }
+        @if agents.is_empty() || d.tasks.total == 0 { (super::chief::start(&ctx.company.id)) }
         (crate::thrift::section(&d.thrift))
         section.cards {
             h2 { "Agents" }

@@ -21,6 +21,7 @@ use super::{by_id, task_props};
 use crate::fmt::time;
 use crate::{html, layout, markdown, store_failure, PageResult, Web};
 
+#[paperclip_macros::handler]
 pub async fn page(
     State(web): State<Web>,
     Path((prefix, identifier)): Path<(String, String)>,
@@ -94,6 +95,9 @@ pub async fn page(
         .await
         .map_err(store_failure)?;
     let changes = super::task_changes::load(store, cid, &issue.id)
+        .await
+        .map_err(store_failure)?;
+    let context_row = paperclip_store::runs::context::for_issue(store, &issue)
         .await
         .map_err(store_failure)?;
     let names = by_id(&agents);
@@ -237,6 +241,7 @@ pub async fn page(
                 cost: (cost, cost_events),
                 people: &members,
                 me: viewer.user_id(),
+                context: context_row.as_ref(),
             }))
         }
     };

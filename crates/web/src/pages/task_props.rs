@@ -28,6 +28,8 @@ pub struct Props<'a> {
     pub people: &'a [(String, String)],
     /// Who is looking: "Me" in the assignee list.
     pub me: &'a str,
+    /// The assignee's session for the task: the Context row.
+    pub context: Option<&'a paperclip_store::runs::context::TaskContext>,
 }
 
 // A person is `user:<id>` in the assignee select; the script sends it as
@@ -153,6 +155,7 @@ pub fn panel(issue: &Issue, p: &Props) -> Markup {
                     @for c in p.children { div { a href=(link(&c.identifier)) { span.ident { (c.identifier) } " " (c.title) } " " (pill(&c.status)) } }
                     @if p.children.is_empty() { span.muted { "None" } }
                 }
+                (super::task_context::row(id, p.context))
                 @if let Some(a) = issue.assignee_agent_id.as_deref().and_then(|aid| p.agents.iter().find(|a| a.id == aid)).filter(|a| a.adapter_type.ends_with("_local")) {
                     dt { "Session" }
                     dd { button.small type="button" data-action="POST" data-url={"/api/agents/" (a.id) "/runtime-state/reset-session"}

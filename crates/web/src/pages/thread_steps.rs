@@ -284,9 +284,7 @@ pub(crate) fn step(e: &RunEvent) -> Markup {
             html! { span.who { "started" } " " code.cmd { (message.trim_start_matches("started ")) } }
         }
         "session.reset" => html! { span.who.warn-text { "fresh session" } " " (message) },
-        "transcript.compacted" => {
-            html! { span.who.compaction { "Compacted" } " " span.muted { "the CLI summarised the conversation to fit its context window" } }
-        }
+        "transcript.compacted" => super::task_context::compaction_divider(e),
         "transcript.init" => html! { span.who { "started" } " " span.muted { (message) } },
         _ => html! { span.who.muted { (e.event_type) } " " span.muted { (message) } },
     }

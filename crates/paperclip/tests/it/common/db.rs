@@ -143,6 +143,19 @@ fn on_postgres() -> bool {
 /// database an earlier release made: it had no such tables.
 pub fn before_secrets_and_teams() -> Vec<String> {
     [
+        // Migration 49 (context and quota): a table and nullable columns.
+        "DROP TABLE IF EXISTS agent_quota_snapshots",
+        if on_postgres() {
+            "ALTER TABLE agent_task_sessions DROP COLUMN IF EXISTS context_tokens"
+        } else {
+            "ALTER TABLE agent_task_sessions DROP COLUMN context_tokens"
+        },
+        if on_postgres() {
+            "ALTER TABLE agent_task_sessions DROP COLUMN IF EXISTS context_model"
+        } else {
+            "ALTER TABLE agent_task_sessions DROP COLUMN context_model"
+        },
+        "DELETE FROM schema_migrations WHERE version = 49",
         // Migration 48 (Agent Chat): an index and nullable or defaulted columns.
         "DROP INDEX IF EXISTS issues_one_chat",
         if on_postgres() {

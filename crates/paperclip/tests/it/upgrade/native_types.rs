@@ -54,6 +54,7 @@ const LATER_JSON_COLUMNS: &[(&str, &str)] = &[
     ("decisions", "target_snapshots"),
     ("decisions", "metadata"),
     ("decision_effect_executions", "result"),
+    ("agent_quota_snapshots", "windows"),
 ];
 
 /// Postgres columns of a type, as `(table, column)`.

@@ -53,6 +53,8 @@ async fn task_runs_checkout_costs_budgets_and_approvals_work_against_us() {
         "cost by-project -C {cid}",
         "cost by-provider -C {cid}",
         "cost window-spend -C {cid}",
+        // Served from the agents' CLI reports: none yet, an empty list.
+        "cost quota-windows -C {cid}",
     ] {
         t.json(c).await;
     }
@@ -101,5 +103,5 @@ async fn task_runs_checkout_costs_budgets_and_approvals_work_against_us() {
         let approval = s.ok_get(&format!("/api/approvals/{}", t.vars[id])).await;
         assert_eq!(approval["status"], status, "{approval}");
     }
-    t.ran("task runs, costs, budgets, approvals", 26);
+    t.ran("task runs, costs, budgets, approvals", 27);
 }

@@ -255,7 +255,7 @@ async fn outcome(
                 let selected = accept.selected_client_keys.as_deref();
                 let tasks = selected_tasks(payload, selected).map_err(Error::rule)?;
                 let (created, skipped) =
-                    create_tasks(tx, backend, actor, issue, payload, &tasks).await?;
+                    create_tasks(tx, backend, actor, issue, card, &tasks).await?;
                 let n = created.len();
                 (
                     S::Accepted,
@@ -447,9 +447,12 @@ async fn create_tasks(
     backend: Backend,
     actor: &Actor,
     issue: &Issue,
-    payload: &Value,
+    card: &Interaction,
     tasks: &[Value],
 ) -> Result<(Vec<Value>, Vec<String>)> {
+    let payload = &card.payload;
+    // An agent's suggestions grow the tree no deeper than the agent could.
+    let agent_made = actor.agent_id().is_some() || card.created_by_agent_id.is_some();
     let all: Vec<String> = payload["tasks"]
         .as_array()
         .map(|t| {
@@ -458,10 +461,12 @@ async fn create_tasks(
                 .collect()
         })
         .unwrap_or_default();
-    let default_parent = payload["defaultParentId"]
-        .as_str()
-        .unwrap_or(&issue.id)
-        .to_string();
+    // A chat is never a parent: its suggestions are top-level tasks.
+    let default_parent = match payload["defaultParentId"].as_str() {
+        Some(id) => Some(id.to_string()),
+        None if issue.conversation_agent_id.is_some() => None,
+        None => Some(issue.id.clone()),
+    };
     let mut created: Vec<Value> = Vec::new();
     let mut ids: Vec<(String, String, String)> = Vec::new();
     for value in tasks {
@@ -473,10 +478,10 @@ async fn create_tasks(
                 .find(|(k, _, _)| k == key)
                 .map(|(_, id, _)| id.clone()),
             (None, Some(id)) => Some(id.clone()),
-            (None, None) => Some(default_parent.clone()),
+            (None, None) => default_parent.clone(),
         };
         let assigned = task.assignee_agent_id.is_some() || task.assignee_user_id.is_some();
-        let new = crate::issues::create::create_in(
+        let new = crate::issues::create::create_in_placed(
             tx,
             backend,
             actor,
@@ -500,8 +505,11 @@ async fn create_tasks(
                 blocked_by_issue_ids: None,
             },
             true,
+            agent_made,
         )
         .await?;
+        let adjusted = new.parent_id != parent;
+        let parent = new.parent_id.clone();
         let parent_identifier = match &parent {
             Some(p) => crate::issues::table::load_in(tx, p)
                 .await
@@ -513,6 +521,9 @@ async fn create_tasks(
             "clientKey": task.client_key, "issueId": new.id, "identifier": new.identifier,
             "title": new.title, "parentIssueId": parent, "parentIdentifier": parent_identifier,
         }));
+        if adjusted {
+            created.last_mut().expect("just pushed")["parentAdjusted"] = json!(true);
+        }
         ids.push((
             task.client_key.clone(),
             new.id.clone(),
