@@ -2,7 +2,10 @@
 // navigation, starts a chat with a process agent, writes, watches the
 // agent's output stream in and its reply arrive without a reload, starts a
 // fresh session with `/new` (a "New session" divider), and makes a message
-// an ordinary task whose card leads to it.
+// an ordinary task whose card leads to it. Then a chat with a real `claude`
+// (the Rust test made its company, "Claude Chat", and scripted its turns):
+// its turn streams in while it waits on a gate, its reply arrives, and a
+// message after `/new` gets a reply from a fresh session.
 // Usage: node agent_chat.mjs <base-url> <screenshot-dir>
 import { start } from "./lib.mjs";
 import { writeFileSync } from "node:fs";
@@ -83,4 +86,34 @@ await s.finish(async () => {
   await page.locator("h1", { hasText: "Please write the release notes" }).waitFor();
   await page.locator(".description", { hasText: "For version 2, short." }).waitFor();
   await s.shot("the-task");
+
+  s.step("a chat with a real claude: its turn streams in, then its reply");
+  const cc = (await api("GET", "/api/companies")).find((c) => c.name === "Claude Chat");
+  if (!cc) throw new Error("the Rust test's company is missing");
+  await page.goto(`${base}/${cc.issuePrefix}/chats`);
+  await page.selectOption("#chat-agent", { label: "Claude" });
+  await page.click("#chat-start button[type=submit]");
+  await page.waitForURL(`${base}/${cc.issuePrefix}/chats/claude`);
+  await page.locator("#live-state.on").waitFor();
+  await send("Plan the launch");
+  // Its turn reads as steps (a tool row for its command), never raw JSON.
+  const claudeLive = page.locator(".chat-live", { has: page.locator(".steps", { hasText: "claude-gate-" }) });
+  await claudeLive.waitFor({ timeout: 90000 });
+  if (/"type":"assistant"/.test(await claudeLive.innerText())) throw new Error("raw JSON in the chat");
+  await s.shot("claude-streaming");
+  writeFileSync(join(shots, `claude-gate-${await claudeLive.getAttribute("data-run-id")}`), "");
+  await page.locator(".chat-msg.agent", { hasText: "Claude here: the plan is three steps." })
+    .waitFor({ timeout: 90000 });
+  await s.shot("claude-reply");
+
+  s.step("/new, then a message: claude answers from a fresh session");
+  await send("/new");
+  await page.locator(".chat-divider", { hasText: "New session" }).waitFor();
+  await send("Start over with the docs");
+  const again = page.locator(".chat-live", { has: page.locator(".steps", { hasText: "claude-gate-" }) });
+  await again.waitFor({ timeout: 90000 });
+  writeFileSync(join(shots, `claude-gate-${await again.getAttribute("data-run-id")}`), "");
+  await page.locator(".chat-msg.agent", { hasText: "Fresh start: what shall we do?" })
+    .waitFor({ timeout: 90000 });
+  await s.shot("claude-fresh-session");
 });

@@ -46,6 +46,9 @@ pub(crate) async fn apply_in(
     run: &HeartbeatRun,
     update: &SessionUpdate,
 ) -> Result<()> {
+    if started_before_new_session(tx, run).await? {
+        return Ok(());
+    }
     let ts = now();
     // Forgotten with a reason: the row stays, without a session, so the next
     // run can be told why it starts fresh.
@@ -88,6 +91,25 @@ pub(crate) async fn apply_in(
         }
     }
     Ok(())
+}
+
+/// A chat turn that was still running when the person typed `/new`: its
+/// session belongs to the conversation before the fence, so it is not saved
+/// (the next turn starts fresh, as `/new` promised).
+async fn started_before_new_session(tx: &mut Tx, run: &HeartbeatRun) -> Result<bool> {
+    let (Some(issue_id), Some(generation)) = (
+        run.issue_id.as_deref(),
+        run.context_snapshot["conversationSessionGeneration"].as_i64(),
+    ) else {
+        return Ok(false);
+    };
+    let current: Option<(i64,)> = crate::engine::db::query_as(
+        "SELECT conversation_session_generation FROM issues WHERE id = $1",
+    )
+    .bind(issue_id)
+    .fetch_optional(tx.conn())
+    .await?;
+    Ok(current.is_some_and(|(current,)| current > generation))
 }
 
 /// Forgets the agent's sessions (one task's, or all); returns how many.

@@ -8,12 +8,17 @@ use axum::extract::{Path, State};
 use maud::{html, Markup};
 use paperclip_core::actor::LOCAL_BOARD_USER_ID;
 use paperclip_core::chat;
-use paperclip_core::model::{Agent, Comment, Issue};
+use paperclip_core::model::{Agent, Comment, Issue, RunEvent};
 use paperclip_store::thread::comments::{self, Order};
 use paperclip_store::{issues, org::agents, runs};
 
 use crate::fmt::time;
 use crate::{html, layout, markdown, store_failure, PageResult, Web};
+
+/// A live turn shows its last steps; the run page has them all.
+const LIVE_STEPS: usize = 30;
+/// Events read per live turn (steps and their results, notices).
+const LIVE_EVENTS: i64 = 400;
 
 /// What a "Make this a task" link comment starts with (`chat.js` writes it).
 const MADE_TASK: &str = "Made this a task: ";
@@ -36,6 +41,7 @@ fn picker(agents: &[Agent], cid: &str) -> Markup {
     }
 }
 
+#[paperclip_macros::handler]
 pub async fn list(State(web): State<Web>, Path(prefix): Path<String>) -> PageResult {
     let ctx = web.ctx(&prefix).await?;
     let cid = &ctx.company.id;
@@ -92,6 +98,7 @@ fn excerpt(body: &str) -> String {
     out
 }
 
+#[paperclip_macros::handler]
 pub async fn page(
     State(web): State<Web>,
     Path((prefix, agent_key)): Path<(String, String)>,
@@ -136,7 +143,20 @@ pub async fn page(
     )
     .await
     .map_err(store_failure)?;
+    // The steps of the live turns (at most five runs, each its latest steps).
+    let mut live_events = Vec::with_capacity(live.len());
+    for run in &live {
+        live_events.push(
+            runs::events(store, &run.id, 0, LIVE_EVENTS)
+                .await
+                .map_err(store_failure)?,
+        );
+    }
     let p = &ctx.company.issue_prefix;
+    let mut known = super::thread_ids::Known::default();
+    known.task(p, &issue.id, &issue.identifier);
+    known.agent(p, &agent.id, &agent.name, &agent.url_key);
+    let cards = super::chief::chat_cards(store, &issue, &agent).await?;
     let body = html! {
         header.page-head {
             h1 { (title) }
@@ -145,16 +165,25 @@ pub async fn page(
         section.chat-thread #chat-thread {
             @for c in &thread { (message(c, &agent, p)) }
             @if thread.is_empty() { p.muted.chat-empty { "Say hello to " (agent.name) ". Type /new to start a fresh session." } }
-            @for run in &live {
-                div.chat-msg.agent.chat-live {
+            @for (run, events) in live.iter().zip(&live_events) {
+                @let run_page = format!("/{p}/agents/{}/runs/{}", agent.url_key, run.id);
+                div.chat-msg.agent.chat-live data-run-id=(run.id) {
                     div.chat-who { (agent.name) " is replying…" }
-                    div.stream-box data-stream-run=(run.id) data-live="1" data-log-from="0" data-run-page={"/" (p) "/agents/" (agent.url_key) "/runs/" (run.id)} {
-                        p.stream-note hidden {}
-                        pre.stream {}
+                    // A coding CLI's turn reads as its steps (tool rows), not
+                    // its raw JSON lines; a process agent's output streams.
+                    @if super::thread_steps::is_transcript(events.iter()) {
+                        @let of_run: Vec<&RunEvent> = events.iter().collect();
+                        (super::thread_steps::steps(run, &of_run, LIVE_STEPS, &run_page, &known))
+                    } @else {
+                        div.stream-box data-stream-run=(run.id) data-live="1" data-log-from="0" data-run-page=(run_page) {
+                            p.stream-note hidden {}
+                            pre.stream {}
+                        }
                     }
                 }
             }
         }
+        (cards)
     };
     let composer = html! {
         form.composer.chat-composer #chat-composer data-api-form="chat-send" data-issue-id=(issue.id) {
