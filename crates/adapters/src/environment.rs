@@ -213,8 +213,59 @@ fn is_executable(path: &Path) -> bool {
 
 /// Runs `<program> --version` with a short timeout: proves the CLI starts and
 /// says which version it is. `Err` carries what went wrong.
+///
+/// A success is remembered for a few minutes for the same file (path, size,
+/// modification time) and environment: an agents page or a hire form checks
+/// the same CLI again and again, and a Node CLI costs one to two seconds of
+/// CPU to start. Replacing or removing the CLI changes the key; a failure is
+/// never remembered.
 pub async fn version(program: &Path, env: &[(String, String)]) -> Result<String, String> {
-    version_within(program, env, Duration::from_secs(20)).await
+    let key = version_key(program, env);
+    if let Some(known) = key.as_ref().and_then(remembered_version) {
+        return Ok(known);
+    }
+    let answer = version_within(program, env, Duration::from_secs(20)).await;
+    if let (Some(key), Ok(version)) = (key, &answer) {
+        remember_version(key, version.clone());
+    }
+    answer
+}
+
+/// How long a CLI's `--version` answer is trusted, and how many are kept.
+const VERSION_TTL: Duration = Duration::from_secs(300);
+const VERSIONS_KEPT: usize = 64;
+
+type VersionKey = (
+    PathBuf,
+    u64,
+    Option<std::time::SystemTime>,
+    Vec<(String, String)>,
+);
+
+static VERSIONS: std::sync::Mutex<Vec<(VersionKey, std::time::Instant, String)>> =
+    std::sync::Mutex::new(Vec::new());
+
+fn version_key(program: &Path, env: &[(String, String)]) -> Option<VersionKey> {
+    let meta = std::fs::metadata(program).ok()?;
+    let mut env = env.to_vec();
+    env.sort();
+    Some((program.to_path_buf(), meta.len(), meta.modified().ok(), env))
+}
+
+fn remembered_version(key: &VersionKey) -> Option<String> {
+    let kept = VERSIONS.lock().unwrap_or_else(|e| e.into_inner());
+    kept.iter()
+        .find(|(k, at, _)| k == key && at.elapsed() < VERSION_TTL)
+        .map(|(_, _, version)| version.clone())
+}
+
+fn remember_version(key: VersionKey, version: String) {
+    let mut kept = VERSIONS.lock().unwrap_or_else(|e| e.into_inner());
+    kept.retain(|(k, at, _)| *k != key && at.elapsed() < VERSION_TTL);
+    if kept.len() >= VERSIONS_KEPT {
+        kept.remove(0);
+    }
+    kept.push((key, std::time::Instant::now(), version));
 }
 
 /// [`version`] with its own bound.
@@ -285,5 +336,52 @@ mod tests {
         );
         assert!(resolve_command("/bin/sh", None, cwd).is_some());
         assert!(resolve_command("./nope", None, cwd).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_version_is_remembered_for_the_same_file_and_env_and_a_failure_never() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("pc-version-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let runs = dir.join("runs");
+        let cli = dir.join("cli");
+        // Counts its starts; fails while `$FAIL` is set.
+        let script = format!(
+            "#!/bin/sh\necho x >> {}\n[ -n \"$FAIL\" ] && exit 3\necho 'cli 1.2.3'\n",
+            runs.display()
+        );
+        std::fs::write(&cli, script).unwrap();
+        std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let starts = || std::fs::read_to_string(&runs).map_or(0, |t| t.lines().count());
+        let env = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+
+        assert!(version(&cli, &env(&[("FAIL", "1")])).await.is_err());
+        assert!(version(&cli, &env(&[("FAIL", "1")])).await.is_err());
+        assert_eq!(starts(), 2, "a failure is checked again");
+
+        assert_eq!(
+            version(&cli, &env(&[("A", "1")])).await.unwrap(),
+            "cli 1.2.3"
+        );
+        assert_eq!(
+            version(&cli, &env(&[("A", "1")])).await.unwrap(),
+            "cli 1.2.3"
+        );
+        assert_eq!(starts(), 3, "the same file and env start once");
+        version(&cli, &env(&[("A", "2")])).await.unwrap();
+        assert_eq!(starts(), 4, "another env starts again");
+
+        // A replaced CLI (another size) is asked again.
+        let mut script = std::fs::read_to_string(&cli).unwrap();
+        script.push_str("# replaced\n");
+        std::fs::write(&cli, script).unwrap();
+        version(&cli, &env(&[("A", "1")])).await.unwrap();
+        assert_eq!(starts(), 5, "a replaced file starts again");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
