@@ -39,9 +39,12 @@ export async function start() {
   mkdirSync(shots, { recursive: true });
   const { browser, context, page, problems } = await launch();
   let stepName = "start";
+  const began = Date.now();
   const s = {
     base, shots, browser, context, page, problems,
-    step(name) { stepName = name; console.log(`step: ${name}`); },
+    // Each step with the seconds since the scenario began: a step that
+    // takes far longer than the others is a wait that never matched.
+    step(name) { stepName = name; console.log(`step: ${name} (at ${((Date.now() - began) / 1000).toFixed(1)} s)`); },
     // Transitions finished, so a phone-width shot does not catch the sidebar mid-slide.
     shot: (name) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true, animations: "disabled" }),
     // The page at desktop width and again at phone width.

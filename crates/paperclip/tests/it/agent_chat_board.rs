@@ -52,22 +52,35 @@ async fn a_person_chats_with_an_agent_in_the_board() {
         .as_str()
         .unwrap()
         .to_string();
-    server
+    let agent = server
         .ok_post(
             &format!("/api/companies/{cid}/agents"),
             json!({ "name": "Claude", "role": "engineer", "adapterType": "claude_local",
                 "adapterConfig": cli.config(&provider) }),
         )
         .await;
+    let aid = agent["id"].as_str().unwrap();
     common::browser::run("agent_chat", &server.base, Duration::from_secs(180)).await;
 
     // Two turns, two CLI sessions: the turn after `/new` did not resume the
     // first one (its first request carries only the new message).
-    // (The reply is on the page before claude asks for its last turn.)
-    let requests = common::until(60, "claude's fourth request", async || {
-        Some(provider.turn_requests()).filter(|r| r.len() >= 4)
-    })
-    .await;
+    // The reply is on the page before claude asks for its last turn: wait
+    // for both turns to end (a failed one shows here with its error).
+    let runs = server
+        .wait_for(
+            &format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}"),
+            240,
+            |r| {
+                r.as_array().is_some_and(|r| {
+                    r.len() >= 2 && r.iter().all(|run| run["finishedAt"].is_string())
+                })
+            },
+        )
+        .await;
+    for run in runs.as_array().unwrap() {
+        assert_eq!(run["status"], "succeeded", "{run}");
+    }
+    let requests = provider.turn_requests();
     assert_eq!(requests.len(), 4, "two chat turns of two requests each");
     let messages = |i: usize| requests[i].body["messages"].as_array().unwrap().len();
     assert_eq!(messages(0), 1, "{}", requests[0].body);

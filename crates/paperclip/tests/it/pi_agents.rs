@@ -97,15 +97,9 @@ async fn pi_on_ollama_free_tokens_and_refused_models() {
             .await;
         runs[0].clone()
     };
-    let seconds = |run: &Value| {
-        let at = |k: &str| {
-            chrono::DateTime::parse_from_rfc3339(run[k].as_str().unwrap())
-                .unwrap()
-                .timestamp()
-        };
-        at("finishedAt") - at("startedAt")
-    };
-
+    // The agents have no run timeout: a refused model must end the run by
+    // itself (pi would otherwise retry on), so `finished`'s deadline is the
+    // bound; how fast it ends is for a benchmark, not a test.
     let run = finished(&small).await;
     assert_eq!(run["status"], "failed", "{run}");
     assert_eq!(run["errorCode"], "model_tool_use_unsupported", "{run}");
@@ -114,7 +108,6 @@ async fn pi_on_ollama_free_tokens_and_refused_models() {
         error.starts_with("The model gemma:2b cannot call tools, which an agent needs to work a task. Pick a larger model or one tuned for tool use."),
         "{error}"
     );
-    assert!(seconds(&run) < 30, "took {}s: {run}", seconds(&run));
 
     let run = finished(&missing).await;
     assert_eq!(run["status"], "failed", "{run}");
@@ -126,7 +119,6 @@ async fn pi_on_ollama_free_tokens_and_refused_models() {
             .contains("try pulling it first"),
         "{run}"
     );
-    assert!(seconds(&run) < 30, "took {}s: {run}", seconds(&run));
 
     let run = finished(&local).await;
     assert_eq!(run["status"], "succeeded", "{run}");
