@@ -12,6 +12,7 @@ pub mod approval;
 pub mod attachment;
 pub mod budget;
 pub mod chat;
+pub mod codebase;
 pub mod company;
 pub mod company_secret;
 pub mod context;

@@ -14,8 +14,10 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 mod documents;
+mod keys;
 
 pub use documents::{Document, DocumentRevision, DocumentSummary};
+pub use keys::{AgentApiKey, KeyScope, KeyScopeKind};
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -146,9 +148,31 @@ pub struct Project {
     pub goals: Vec<GoalRef>,
     /// The project's tasks, whatever their status.
     pub task_count: i64,
+    /// The project's monthly budget; null when it has none (0).
+    pub budget: Option<ProjectBudget>,
+    /// Where its code lives: primary first, then oldest.
+    pub workspaces: Vec<crate::workspace::ProjectWorkspace>,
+    /// The workspace its tasks' worktrees are made from (else the first).
+    pub primary_workspace: Option<crate::workspace::ProjectWorkspace>,
+    pub codebase: crate::codebase::Codebase,
     /// null: a task of the project gets its own worktree when the project
     /// declares a git repository.
     pub execution_workspace_policy: Option<crate::workspace_ops::ExecutionWorkspacePolicy>,
+}
+
+/// A project's spending limit as upstream lists it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectBudget {
+    pub amount_cents: i64,
+    pub window_kind: BudgetWindowKind,
+}
+
+/// Budgets here are per UTC calendar month (`crate::budget::month_window`).
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetWindowKind {
+    CalendarMonthUtc,
 }
 
 /// A goal as a project names it: upstream's `{ id, title }`.
@@ -235,6 +259,10 @@ pub struct Issue {
     pub conversation_boundary_comment_id: Option<String>,
     /// Upstream's kind of work; always `standard` here (we have no others).
     pub work_mode: String,
+    /// Upstream's trust label on text from outside the company: always
+    /// null here, where every task is written by the board or an agent.
+    #[schema(value_type = Option<Object>)]
+    pub source_trust: Option<serde_json::Value>,
     pub labels: Vec<Label>,
     pub label_ids: Vec<String>,
     pub blocked_by: Vec<IssueRef>,
@@ -259,6 +287,9 @@ pub struct Comment {
     pub conversation_session_generation: Option<i64>,
     pub body: String,
     pub deleted_at: Option<String>,
+    /// Always null: see [`Issue::source_trust`].
+    #[schema(value_type = Option<Object>)]
+    pub source_trust: Option<serde_json::Value>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -275,24 +306,20 @@ pub struct ActivityEntry {
     pub entity_id: String,
     pub agent_id: Option<String>,
     pub run_id: Option<String>,
+    /// The person accountable for the action: the acting person on a
+    /// person's action (as upstream has it); null on an agent's or the
+    /// system's, which we do not trace to a person.
+    pub responsible_user_id: Option<String>,
     #[schema(value_type = Object)]
     pub details: Value,
     pub created_at: String,
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentApiKey {
-    pub id: String,
-    pub name: String,
-    pub agent_id: String,
-    pub company_id: String,
-    pub created_at: String,
-    pub last_used_at: Option<String>,
-    pub revoked_at: Option<String>,
-    /// The plaintext token: present only in the response that creates the key.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub token: Option<String>,
+impl ActivityEntry {
+    /// [`ActivityEntry::responsible_user_id`] of an action by this actor.
+    pub fn responsible_of(actor_type: &str, actor_id: &str) -> Option<String> {
+        (actor_type == "user").then(|| actor_id.to_string())
+    }
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -442,6 +469,8 @@ pub struct ApprovalComment {
     pub author_type: String,
     pub body: String,
     pub created_at: String,
+    /// Approval comments are never edited here: always `createdAt`.
+    pub updated_at: String,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -509,8 +538,11 @@ pub struct ConfigRevision {
     pub rolled_back_from_revision_id: Option<String>,
     /// The keys of the snapshot that differ from the revision before.
     pub changed_keys: Vec<String>,
-    /// The snapshot (`adapterType`, `adapterConfig`, `runtimeConfig`,
-    /// redacted) before this change: `{}` for the first revision.
+    /// The snapshot before this change: `{}` for the first revision. It
+    /// has `adapterType`, `adapterConfig` and `runtimeConfig` (redacted) and,
+    /// from schema 50 on, who the agent is (`name`, `role`, `title`, `icon`,
+    /// `reportsTo`, `capabilities`, `budgetMonthlyCents`, `metadata`,
+    /// `defaultEnvironmentId`).
     #[schema(value_type = Object)]
     pub before_config: Value,
     /// The snapshot after this change.

@@ -504,6 +504,7 @@ fn map_comment(row: &DbRow) -> Result<ApprovalComment> {
         author_user_id: row.opt_text("author_user_id")?,
         author_type: row.text("author_type")?,
         body: row.text("body")?,
+        updated_at: row.text("created_at")?,
         created_at: row.text("created_at")?,
     })
 }

@@ -26,6 +26,11 @@ pub struct Document {
     pub locked_at: Option<String>,
     pub locked_by_agent_id: Option<String>,
     pub locked_by_user_id: Option<String>,
+    /// The original's trust label on text that came from outside the
+    /// company; every document here is written by the board or the
+    /// company's agents, so it is always null (unlabelled).
+    #[schema(value_type = Option<Object>)]
+    pub source_trust: Option<serde_json::Value>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -49,6 +54,11 @@ pub struct DocumentSummary {
     pub locked_at: Option<String>,
     pub locked_by_agent_id: Option<String>,
     pub locked_by_user_id: Option<String>,
+    /// The original's trust label on text that came from outside the
+    /// company; every document here is written by the board or the
+    /// company's agents, so it is always null (unlabelled).
+    #[schema(value_type = Option<Object>)]
+    pub source_trust: Option<serde_json::Value>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -71,6 +81,7 @@ impl From<Document> for DocumentSummary {
             locked_at: d.locked_at,
             locked_by_agent_id: d.locked_by_agent_id,
             locked_by_user_id: d.locked_by_user_id,
+            source_trust: d.source_trust,
             created_at: d.created_at,
             updated_at: d.updated_at,
         }
@@ -83,6 +94,9 @@ pub struct DocumentRevision {
     pub id: String,
     pub company_id: String,
     pub document_id: String,
+    /// The document's task and key (a revision belongs to one document).
+    pub issue_id: String,
+    pub key: String,
     pub revision_number: i64,
     pub title: Option<String>,
     pub format: String,

@@ -313,7 +313,6 @@ async fn comments_list_newest_first_by_default() {
             "deletedByAgentId",
             "deletedByUserId",
             "deletedByRunId",
-            "sourceTrust",
         ],
     );
     let asc = s

@@ -442,7 +442,7 @@ async fn config_changes_are_revisions_with_secrets_redacted_and_can_be_rolled_ba
     server
         .ok_patch(
             &format!("/api/agents/{aid}"),
-            json!({ "title": "not a config change" }),
+            json!({ "title": "a revision too, as upstream keeps" }),
         )
         .await;
     let revisions = server
@@ -454,16 +454,22 @@ async fn config_changes_are_revisions_with_secrets_redacted_and_can_be_rolled_ba
         .iter()
         .map(|r| r["revisionNumber"].as_i64().unwrap())
         .collect();
-    assert_eq!(numbers, [3, 2, 1]);
+    assert_eq!(numbers, [4, 3, 2, 1]);
     assert!(
         !revisions.to_string().contains("sk-original"),
         "revisions never hold secrets"
     );
     assert_eq!(
-        revisions[2]["adapterConfig"]["env"]["OPENAI_API_KEY"],
+        revisions[3]["adapterConfig"]["env"]["OPENAI_API_KEY"],
         "[REDACTED]"
     );
-    let first = revisions[2]["id"].as_str().unwrap();
+    assert_eq!(revisions[0]["changedKeys"], json!(["title"]));
+    assert_eq!(revisions[0]["beforeConfig"]["name"], "Coder");
+    assert_eq!(
+        revisions[0]["afterConfig"]["title"],
+        "a revision too, as upstream keeps"
+    );
+    let first = revisions[3]["id"].as_str().unwrap();
     let one = server
         .ok_get(&format!("/api/agents/{aid}/config-revisions/{first}"))
         .await;
@@ -502,7 +508,7 @@ async fn config_changes_are_revisions_with_secrets_redacted_and_can_be_rolled_ba
             .as_array()
             .unwrap()
             .len(),
-        4
+        5
     );
 
     // Once the secret is gone, a revision that only has its placeholder cannot bring it back.

@@ -375,9 +375,13 @@ struct SessionRef {
 }
 
 #[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 struct CurrentSession {
     session: SessionRef,
     user: PersonRecord,
+    /// Where the original's board reports its errors: we report to no
+    /// Sentry, so always null (as the original answers when unconfigured).
+    sentry_dsn: Option<String>,
 }
 
 #[utoipa::path(get, path = "/api/auth/get-session", tag = "auth",
@@ -404,6 +408,7 @@ async fn get_session(
             user_id: person.user.id.clone(),
         },
         user: PersonRecord::from(&person.user),
+        sentry_dsn: None,
     }))
 }
 

@@ -135,14 +135,16 @@ async fn create_activity(
             "code": "too_big", "path": ["details"], "message": "details must be at most 64 KiB of JSON",
         }])));
     }
+    let actor_type = input
+        .actor_type
+        .unwrap_or(ActivityActorType::System)
+        .as_str()
+        .to_string();
     let row = ActivityEntry {
         id: paperclip_store::new_id(),
         company_id,
-        actor_type: input
-            .actor_type
-            .unwrap_or(ActivityActorType::System)
-            .as_str()
-            .to_string(),
+        responsible_user_id: ActivityEntry::responsible_of(&actor_type, &input.actor_id),
+        actor_type,
         actor_id: input.actor_id,
         action: input.action,
         entity_type: input.entity_type,

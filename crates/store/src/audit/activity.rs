@@ -60,6 +60,7 @@ pub(crate) fn entry_row(actor: &Actor, entry: Entry<'_>) -> ActivityEntry {
         entity_id: entry.entity_id.to_string(),
         agent_id: actor.agent_id().map(str::to_string),
         run_id: actor.run_id.clone(),
+        responsible_user_id: actor.user_id().map(str::to_string),
         details: entry.details,
         created_at: now(),
     }
@@ -137,11 +138,13 @@ pub async fn list(store: &Store, company_id: &str, filter: &Filter) -> Result<Ve
 }
 
 fn map(row: &DbRow) -> Result<ActivityEntry> {
+    let (actor_type, actor_id) = (row.text("actor_type")?, row.text("actor_id")?);
     Ok(ActivityEntry {
+        responsible_user_id: ActivityEntry::responsible_of(&actor_type, &actor_id),
         id: row.text("id")?,
         company_id: row.text("company_id")?,
-        actor_type: row.text("actor_type")?,
-        actor_id: row.text("actor_id")?,
+        actor_type,
+        actor_id,
         action: row.text("action")?,
         entity_type: row.text("entity_type")?,
         entity_id: row.text("entity_id")?,

@@ -1,11 +1,13 @@
 //! Agent configuration revisions: every change to an agent's adapter or
-//! runtime config is kept, with secret values redacted, and can be rolled back.
+//! runtime config, or to who it is (name, role, title, manager, budget ...),
+//! is kept, with secret values redacted; its config can be rolled back.
 
 use crate::engine::db::DbRow;
 use paperclip_core::actor::Actor;
+use paperclip_core::heartbeat::HeartbeatPolicy;
 use paperclip_core::model::{Agent, ConfigRevision};
 use paperclip_core::secrets::redact_config;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::engine::row::RowExt;
 use crate::{new_id, now, Error, Result, Store, Tx};
@@ -29,11 +31,26 @@ pub(crate) async fn record_in(
         p.insert(0, "runtimeConfig".into());
         p
     }));
+    let metadata = agent
+        .metadata
+        .as_ref()
+        .map_or(Value::Null, |m| redact_config(m).0);
+    let identity = json!({
+        "name": agent.name,
+        "role": agent.role,
+        "title": agent.title,
+        "icon": agent.icon,
+        "reportsTo": agent.reports_to,
+        "capabilities": agent.capabilities,
+        "budgetMonthlyCents": agent.budget_monthly_cents,
+        "metadata": metadata,
+    });
     let id = new_id();
     crate::engine::db::query(
         "INSERT INTO agent_config_revisions (id, company_id, agent_id, revision_number, adapter_type, \
          adapter_config, runtime_config, redacted_paths, changed_by_actor_type, changed_by_actor_id, \
-         change_summary, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+         change_summary, created_at, identity) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
     )
     .bind(&id)
     .bind(&agent.company_id)
@@ -47,6 +64,7 @@ pub(crate) async fn record_in(
     .bind(&actor.id)
     .bind(summary)
     .bind(now())
+    .bind(identity.to_string())
     .execute(tx.conn())
     .await?;
     let row = crate::engine::db::query("SELECT * FROM agent_config_revisions WHERE id = $1")
@@ -118,11 +136,7 @@ pub async fn get(store: &Store, agent_id: &str, revision_id: &str) -> Result<Con
 /// changed, the keys that differ, and the revision a rollback restored
 /// (found by number with `id_of`).
 fn link(revision: &mut ConfigRevision, before: Value, id_of: impl Fn(i64) -> Option<String>) {
-    revision.changed_keys = ["adapterType", "adapterConfig", "runtimeConfig"]
-        .iter()
-        .filter(|k| before.get(**k) != revision.after_config.get(**k))
-        .map(|k| k.to_string())
-        .collect();
+    revision.changed_keys = changed_keys(&before, &revision.after_config);
     revision.before_config = before;
     if let Some(n) = rolled_back_to(revision) {
         revision.source = "rollback".into();
@@ -143,6 +157,74 @@ fn rolled_back_to(revision: &ConfigRevision) -> Option<i64> {
 
 pub(crate) const ROLLBACK_SUMMARY: &str = "rollback to revision ";
 
+/// The agent's fields a revision snapshots, in the original's order; a
+/// change to any of them writes a revision.
+pub(crate) const FIELDS: [&str; 12] = [
+    "name",
+    "role",
+    "title",
+    "icon",
+    "reportsTo",
+    "capabilities",
+    "adapterType",
+    "adapterConfig",
+    "runtimeConfig",
+    "defaultEnvironmentId",
+    "budgetMonthlyCents",
+    "metadata",
+];
+
+/// The snapshot keys that differ. The first revision changed everything it
+/// has; a revision written before snapshots named the agent (no `name`)
+/// compares on the keys both have, so it never reports a change it did not make.
+fn changed_keys(before: &Value, after: &Value) -> Vec<String> {
+    let first = before.as_object().is_none_or(|b| b.is_empty());
+    FIELDS
+        .iter()
+        .filter(|k| after.get(**k).is_some() && (first || before.get(**k).is_some()))
+        .filter(|k| before.get(**k) != after.get(**k))
+        .map(|k| k.to_string())
+        .collect()
+}
+
+/// A revision's snapshot: its config, with the run limit in force written
+/// out as agents' answers have it, and who the agent was when the revision
+/// has it. We run every agent in its adapter's one environment, so there is
+/// never a default environment to name.
+fn snapshot(
+    adapter_type: &str,
+    adapter_config: &Value,
+    runtime_config: &Value,
+    identity: Option<Value>,
+) -> Value {
+    let limit = HeartbeatPolicy::from_runtime_config(runtime_config).max_concurrent_runs;
+    let mut runtime = runtime_config.clone();
+    if !runtime.is_object() {
+        runtime = json!({});
+    }
+    let heartbeat = runtime
+        .as_object_mut()
+        .expect("an object")
+        .entry("heartbeat")
+        .or_insert_with(|| json!({}));
+    if let Some(heartbeat) = heartbeat.as_object_mut() {
+        heartbeat
+            .entry("maxConcurrentRuns")
+            .or_insert(Value::from(limit));
+    }
+    let mut out = match identity {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    out.insert("adapterType".into(), json!(adapter_type));
+    out.insert("adapterConfig".into(), adapter_config.clone());
+    out.insert("runtimeConfig".into(), runtime);
+    if out.contains_key("name") {
+        out.insert("defaultEnvironmentId".into(), Value::Null);
+    }
+    Value::Object(out)
+}
+
 fn map(row: &DbRow) -> Result<ConfigRevision> {
     let paths: Value = row.json("redacted_paths")?;
     let (kind, actor) = (
@@ -157,11 +239,12 @@ fn map(row: &DbRow) -> Result<ConfigRevision> {
         agent_id: row.text("agent_id")?,
         company_id: row.text("company_id")?,
         revision_number: row.int("revision_number")?,
-        after_config: json!({
-            "adapterType": adapter_type,
-            "adapterConfig": adapter_config,
-            "runtimeConfig": runtime_config,
-        }),
+        after_config: snapshot(
+            &adapter_type,
+            &adapter_config,
+            &runtime_config,
+            row.opt_json("identity")?,
+        ),
         adapter_type,
         adapter_config,
         runtime_config,
@@ -188,5 +271,47 @@ pub async fn latest(store: &Store, agent_id: &str) -> Result<Option<ConfigRevisi
     match newest {
         Some((id,)) => get(store, agent_id, &id).await.map(Some),
         None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_revision_reports_only_the_keys_both_snapshots_have() {
+        let config_only =
+            json!({ "adapterType": "process", "adapterConfig": {}, "runtimeConfig": {} });
+        let named = json!({ "name": "A", "title": "T", "adapterType": "process",
+            "adapterConfig": {}, "runtimeConfig": {} });
+        assert!(changed_keys(&config_only, &named).is_empty());
+        let retitled = json!({ "name": "A", "title": "U", "adapterType": "process",
+            "adapterConfig": {}, "runtimeConfig": {} });
+        assert_eq!(changed_keys(&named, &retitled), ["title"]);
+        assert_eq!(
+            changed_keys(&json!({}), &config_only),
+            ["adapterType", "adapterConfig", "runtimeConfig"]
+        );
+    }
+
+    #[test]
+    fn a_snapshot_writes_the_run_limit_out_and_names_no_environment() {
+        let old = snapshot(
+            "process",
+            &json!({}),
+            &json!({ "heartbeat": { "enabled": true } }),
+            None,
+        );
+        assert_eq!(old["runtimeConfig"]["heartbeat"]["maxConcurrentRuns"], 1);
+        assert_eq!(old["runtimeConfig"]["heartbeat"]["enabled"], true);
+        assert!(old.get("defaultEnvironmentId").is_none());
+        let named = snapshot(
+            "process",
+            &json!({}),
+            &Value::Null,
+            Some(json!({ "name": "A" })),
+        );
+        assert_eq!(named.get("defaultEnvironmentId"), Some(&Value::Null));
+        assert_eq!(named["name"], "A");
     }
 }

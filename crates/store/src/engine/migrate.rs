@@ -361,6 +361,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../../migrations/0049_context_quota.postgres.sql"),
         },
     ),
+    (
+        50,
+        "revision_identity",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0050_revision_identity.sqlite.sql"),
+            postgres: include_str!("../../migrations/0050_revision_identity.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

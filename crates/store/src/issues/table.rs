@@ -441,6 +441,7 @@ pub(crate) fn map<R: RowExt>(row: &R) -> Result<Issue> {
         conversation_session_generation: row.int(39)?,
         conversation_boundary_comment_id: row.opt_text(40)?,
         work_mode: STANDARD_WORK.to_string(),
+        source_trust: None,
         labels: Vec::new(),
         label_ids: Vec::new(),
         blocked_by: Vec::new(),

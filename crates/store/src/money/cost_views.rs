@@ -53,14 +53,26 @@ fn sums(row: &DbRow) -> Result<Sums> {
     })
 }
 
-/// One row of `costs/by-agent-model`. Upstream's `biller` and `billingType`
-/// are left out: we do not record them.
+/// How spend was billed (upstream's `billingType`). Whether a CLI ran on an
+/// API key or a subscription login is not recorded here, so it is always
+/// `unknown`: upstream's own value for a cost reported without one.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BillingType {
+    Unknown,
+}
+
+/// One row of `costs/by-agent-model`. `biller` is the provider: a cost
+/// event's provider here is who bills it (the adapters report it so, and
+/// upstream defaults the biller to the provider too).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentModelCost {
     pub agent_id: Option<String>,
     pub agent_name: Option<String>,
     pub provider: Option<String>,
+    pub biller: Option<String>,
+    pub billing_type: BillingType,
     pub model: Option<String>,
     #[serde(flatten)]
     pub sums: Sums,
@@ -109,6 +121,8 @@ pub async fn by_agent_model(
                 agent_id: r.opt_text("agent_id")?,
                 agent_name: r.opt_text("name")?,
                 provider: r.opt_text("provider")?,
+                biller: r.opt_text("provider")?,
+                billing_type: BillingType::Unknown,
                 model: r.opt_text("model")?,
                 sums: sums(r)?,
             })
@@ -121,6 +135,9 @@ pub async fn by_agent_model(
 #[serde(rename_all = "camelCase")]
 pub struct ProviderCost {
     pub provider: Option<String>,
+    /// The provider: who bills the spend (see [`AgentModelCost`]).
+    pub biller: Option<String>,
+    pub billing_type: BillingType,
     pub model: Option<String>,
     #[serde(flatten)]
     pub sums: Sums,
@@ -145,6 +162,8 @@ pub async fn by_provider(
         .map(|r| {
             Ok(ProviderCost {
                 provider: r.opt_text("provider")?,
+                biller: r.opt_text("provider")?,
+                billing_type: BillingType::Unknown,
                 model: r.opt_text("model")?,
                 sums: sums(r)?,
             })
@@ -157,6 +176,8 @@ pub async fn by_provider(
 #[serde(rename_all = "camelCase")]
 pub struct WindowSpend {
     pub provider: Option<String>,
+    /// The provider: who bills the spend (see [`AgentModelCost`]).
+    pub biller: Option<String>,
     /// `5h`, `24h` or `7d`.
     pub window: &'static str,
     pub window_hours: i64,
@@ -187,6 +208,7 @@ pub async fn window_spend(
         for r in &rows {
             out.push(WindowSpend {
                 provider: r.opt_text("provider")?,
+                biller: r.opt_text("provider")?,
                 window,
                 window_hours: hours,
                 sums: sums(r)?,

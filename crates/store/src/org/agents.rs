@@ -375,14 +375,11 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: AgentPatch) -
         return Ok(before);
     }
     write(&mut tx, &after).await?;
-    let config_changed = ["adapterType", "adapterConfig", "runtimeConfig"]
-        .iter()
-        .any(|k| changes.contains_key(*k));
-    if config_changed {
-        let summary: Vec<&str> = ["adapterType", "adapterConfig", "runtimeConfig"]
-            .into_iter()
-            .filter(|k| changes.contains_key(*k))
-            .collect();
+    let summary: Vec<&str> = crate::audit::revisions::FIELDS
+        .into_iter()
+        .filter(|k| changes.contains_key(*k))
+        .collect();
+    if !summary.is_empty() {
         let saved = get_in(&mut tx, id).await?;
         crate::audit::revisions::record_in(
             &mut tx,

@@ -4,7 +4,7 @@
 use crate::engine::db::DbRow;
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
-use paperclip_core::model::AgentApiKey;
+use paperclip_core::model::{AgentApiKey, KeyScope};
 use serde_json::json;
 
 use crate::audit::activity::{self, Entry};
@@ -61,6 +61,8 @@ pub async fn create(
         created_at: ts,
         last_used_at: None,
         revoked_at: None,
+        scope: KeyScope::STANDARD,
+        responsible_user_id: actor.user_id().map(str::to_string),
         token: None,
     })
 }
@@ -190,6 +192,8 @@ fn map(row: &DbRow) -> Result<AgentApiKey> {
         created_at: row.text("created_at")?,
         last_used_at: row.opt_text("last_used_at")?,
         revoked_at: row.opt_text("revoked_at")?,
+        scope: KeyScope::STANDARD,
+        responsible_user_id: row.opt_text("created_by_user_id")?,
         token: None,
     })
 }

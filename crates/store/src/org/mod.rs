@@ -20,4 +20,5 @@ pub mod secrets;
 pub mod skills;
 pub mod skills_edit;
 pub mod skills_sync;
+mod workspace_rows;
 pub mod workspaces;

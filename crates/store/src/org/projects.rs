@@ -4,16 +4,19 @@ use crate::audit::mutate::{mutate, Audited};
 use crate::engine::db::DbRow;
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
+use paperclip_core::codebase::{self, Codebase};
 use paperclip_core::input::{NewProject, ProjectPatch};
-use paperclip_core::model::{GoalRef, Project};
+use paperclip_core::model::{BudgetWindowKind, GoalRef, Project, ProjectBudget};
 use paperclip_core::naming::url_key;
 use paperclip_core::project::ProjectStatus;
+use paperclip_core::workspace::ProjectWorkspace;
 use paperclip_core::workspace_ops::ExecutionWorkspacePolicy;
 use serde_json::{json, Map};
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::{one_by_id, RowExt};
 use crate::engine::sql::diff;
+use crate::org::workspace_rows::{self, Of};
 use crate::{new_id, now, Error, Result, Store, Tx};
 
 pub async fn create(
@@ -103,15 +106,36 @@ pub async fn list(store: &Store, company_id: &str) -> Result<Vec<Project>> {
     .bind(company_id)
     .fetch_all(store.pool())
     .await?;
-    rows.iter().map(map).collect()
+    let workspaces = workspace_rows::of(store.pool(), Of::Company, company_id).await?;
+    rows.iter()
+        .map(|row| Ok(with_workspaces(map(row)?, &workspaces)))
+        .collect()
 }
 
 pub async fn get(store: &Store, id: &str) -> Result<Project> {
-    one_by_id(store.pool(), &BY_ID, id, map, "Project").await
+    let project = one_by_id(store.pool(), &BY_ID, id, map, "Project").await?;
+    let workspaces = workspace_rows::of(store.pool(), Of::Project, id).await?;
+    Ok(with_workspaces(project, &workspaces))
 }
 
 async fn get_in(tx: &mut Tx, id: &str) -> Result<Project> {
-    one_by_id(tx.conn(), &BY_ID, id, map, "Project").await
+    let project = one_by_id(tx.conn(), &BY_ID, id, map, "Project").await?;
+    let workspaces = workspace_rows::of(tx.conn(), Of::Project, id).await?;
+    Ok(with_workspaces(project, &workspaces))
+}
+
+/// The project with its workspaces (of `all`, which may hold other
+/// projects'), the primary one and the codebase it makes.
+fn with_workspaces(mut project: Project, all: &[ProjectWorkspace]) -> Project {
+    project.workspaces = all
+        .iter()
+        .filter(|w| w.project_id == project.id)
+        .cloned()
+        .collect();
+    let primary = codebase::primary(&project.workspaces).cloned();
+    project.codebase = Codebase::of(primary.as_ref());
+    project.primary_workspace = primary;
+    project
 }
 
 pub(crate) async fn get_in_company(tx: &mut Tx, company_id: &str, id: &str) -> Result<Project> {
@@ -290,6 +314,16 @@ fn map(row: &DbRow) -> Result<Project> {
         updated_at: row.text("updated_at")?,
         url_key: row.text("url_key")?,
         task_count: row.int("task_count")?,
+        workspaces: Vec::new(),
+        primary_workspace: None,
+        codebase: Codebase::of(None),
+        budget: match row.int("budget_monthly_cents")? {
+            cents if cents > 0 => Some(ProjectBudget {
+                amount_cents: cents,
+                window_kind: BudgetWindowKind::CalendarMonthUtc,
+            }),
+            _ => None,
+        },
         execution_workspace_policy: row
             .opt_json("execution_workspace_policy")?
             .map(serde_json::from_value)

@@ -12,23 +12,13 @@ use paperclip_core::workspace::{
 use serde_json::json;
 
 use crate::audit::mutate::{mutate, Audited};
-use crate::engine::db::DbRow;
-use crate::engine::row::{one_by_id, RowExt};
+use crate::engine::row::one_by_id;
+use crate::org::workspace_rows::{self, map, Of, COLUMNS};
 use crate::{new_id, now, Error, Result, Store, Tx};
-
-const COLUMNS: &str = "id, company_id, project_id, name, source_type, cwd, repo_ref, \
-     default_ref, is_primary, created_at, updated_at, setup_command, cleanup_command, repo_url";
 
 /// A project's workspaces, primary first, then oldest first.
 pub async fn list(store: &Store, project_id: &str) -> Result<Vec<ProjectWorkspace>> {
-    let rows = crate::engine::db::query(&format!(
-        "SELECT {COLUMNS} FROM project_workspaces WHERE project_id = $1 \
-         ORDER BY is_primary DESC, created_at, id"
-    ))
-    .bind(project_id)
-    .fetch_all(store.pool())
-    .await?;
-    rows.iter().map(map).collect()
+    workspace_rows::of(store.pool(), Of::Project, project_id).await
 }
 
 /// The workspace a project's tasks run from, if it declares one.
@@ -254,23 +244,4 @@ fn default_name(cwd: &str) -> String {
 
 fn trimmed(value: Option<&str>) -> Option<&str> {
     value.map(str::trim).filter(|v| !v.is_empty())
-}
-
-fn map(row: &DbRow) -> Result<ProjectWorkspace> {
-    Ok(ProjectWorkspace {
-        id: row.text("id")?,
-        company_id: row.text("company_id")?,
-        project_id: row.text("project_id")?,
-        name: row.text("name")?,
-        source_type: row.stored("source_type")?,
-        cwd: row.opt_text("cwd")?,
-        repo_url: row.opt_text("repo_url")?,
-        repo_ref: row.opt_text("repo_ref")?,
-        default_ref: row.opt_text("default_ref")?,
-        is_primary: row.flag("is_primary")?,
-        setup_command: row.opt_text("setup_command")?,
-        cleanup_command: row.opt_text("cleanup_command")?,
-        created_at: row.text("created_at")?,
-        updated_at: row.text("updated_at")?,
-    })
 }

@@ -442,6 +442,7 @@ fn map(row: &DbRow) -> Result<Comment> {
             .try_get::<Option<i64>, _>("conversation_session_generation")?,
         body: row.text("body")?,
         deleted_at: row.opt_text("deleted_at")?,
+        source_trust: None,
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
     })

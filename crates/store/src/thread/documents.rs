@@ -207,7 +207,7 @@ pub async fn revisions(store: &Store, issue_id: &str, key: &str) -> Result<Vec<D
     .bind(&document.id)
     .fetch_all(store.pool())
     .await?;
-    rows.iter().map(map_revision).collect()
+    rows.iter().map(|r| map_revision(r, &document)).collect()
 }
 
 /// Makes an old revision's title and body the document's again, as a new
@@ -230,7 +230,7 @@ pub async fn restore(
     .await?;
     let revision = row
         .as_ref()
-        .map(map_revision)
+        .map(|r| map_revision(r, &document))
         .transpose()?
         .ok_or_else(|| Error::not_found("Document revision"))?;
     let input = DocumentPut {
@@ -308,6 +308,7 @@ fn map(row: &DbRow) -> Result<Document> {
         locked_at: row.opt_text("locked_at")?,
         locked_by_agent_id: row.opt_text("locked_by_agent_id")?,
         locked_by_user_id: row.opt_text("locked_by_user_id")?,
+        source_trust: None,
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
     })
@@ -387,11 +388,13 @@ pub async fn set_lock(
     Ok(document)
 }
 
-fn map_revision(row: &DbRow) -> Result<DocumentRevision> {
+fn map_revision(row: &DbRow, document: &Document) -> Result<DocumentRevision> {
     Ok(DocumentRevision {
         id: row.text("id")?,
         company_id: row.text("company_id")?,
         document_id: row.text("document_id")?,
+        issue_id: document.issue_id.clone(),
+        key: document.key.clone(),
         revision_number: row.int("revision_number")?,
         title: row.opt_text("title")?,
         format: row.text("format")?,

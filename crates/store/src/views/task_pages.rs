@@ -241,6 +241,7 @@ mod tests {
             entity_id: "i".into(),
             agent_id: None,
             run_id: None,
+            responsible_user_id: Some("u".into()),
             details: serde_json::json!({}),
             created_at: "2026-12-07T00:00:00.000Z".into(),
         })

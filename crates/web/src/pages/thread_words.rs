@@ -365,6 +365,7 @@ mod tests {
             entity_id: "i".into(),
             agent_id: Some("a".into()),
             run_id: Some(run_id.into()),
+            responsible_user_id: None,
             details,
             created_at: "2026-12-02T12:00:00Z".into(),
         }

@@ -143,6 +143,13 @@ fn on_postgres() -> bool {
 /// database an earlier release made: it had no such tables.
 pub fn before_secrets_and_teams() -> Vec<String> {
     [
+        // Migration 50 (revision identity): a nullable column.
+        if on_postgres() {
+            "ALTER TABLE agent_config_revisions DROP COLUMN IF EXISTS identity"
+        } else {
+            "ALTER TABLE agent_config_revisions DROP COLUMN identity"
+        },
+        "DELETE FROM schema_migrations WHERE version = 50",
         // Migration 49 (context and quota): a table and nullable columns.
         "DROP TABLE IF EXISTS agent_quota_snapshots",
         if on_postgres() {

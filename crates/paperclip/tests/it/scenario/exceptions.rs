@@ -27,7 +27,6 @@ const EXECUTION: &str =
     "a run's execution block (upstream's recovery phase, attempts, permitted actions): not implemented";
 const ACCESS: &str =
     "an agent's access (memberships and grants): people have memberships here, agents none (an agent acts in its own company)";
-const KEY_SCOPE: &str = "API key scope: our keys have no scopes";
 const FEEDBACK: &str = "feedbackDataSharingEnabled: we share no feedback data";
 const HEALTH: &str =
     "health's instance extras (backups, feature flags, startup recovery, git info, warnings, AI login): not implemented";
@@ -35,8 +34,6 @@ const ORIGIN_FINGERPRINT: &str = "upstream's origin fingerprints: not implemente
 const RELATED: &str = "relatedWork (tasks that mention each other): not implemented";
 const ORIGIN_RUN: &str =
     "originRunId: the creating run is in the activity log (runId), not on the task";
-const CODEBASE: &str =
-    "a project's codebase (managed folders, repos): we have no project workspaces";
 const BILLING: &str =
     "cost billing type and biller (api vs subscription): we record provider and model only";
 const APPROVAL_WAKE: &str =
@@ -75,11 +72,6 @@ pub const EXCEPTIONS: &[Exception] = &[
     x("cost.by_agent", "$[0].subscriptionRunCount", BILLING),
     x("cost.create", "$.biller", BILLING),
     x("cost.create", "$.billingType", BILLING),
-    x("issue.get", "$.project.codebase", CODEBASE),
-    x("issue.get.identifier", "$.project.codebase", CODEBASE),
-    x("project.create", "$.codebase", CODEBASE),
-    x("project.get", "$.codebase", CODEBASE),
-    x("project.list", "$[0].codebase", CODEBASE),
     x("agent.wakeup", "$.issueCommentStatus", COMMENT_STATUS),
     x(
         "agent.wakeup.for_run",
@@ -139,9 +131,6 @@ pub const EXCEPTIONS: &[Exception] = &[
     x("health", "$.serverInfo.git", HEALTH),
     x("health", "$.startupRecovery", HEALTH),
     x("health", "$.warnings", HEALTH),
-    x("agent.key.create", "$.scope", KEY_SCOPE),
-    x("agent.key.create.cto", "$.scope", KEY_SCOPE),
-    x("agent.key.list", "$[0].scope", KEY_SCOPE),
     x("run.get", "$.outputSilence", LIVENESS),
     x("issue.create.child", "$.originRunId", ORIGIN_RUN),
     x("issue.create", "$.relatedWork", RELATED),
@@ -223,10 +212,6 @@ pub const EXCEPTIONS: &[Exception] = &[
     x("run.get", "$.contextSnapshot.paperclipWorkspace", SNAPSHOT),
     x("run.get", "$.contextSnapshot.responsibleUserId", SNAPSHOT),
     x("run.get", "$.contextSnapshot.triggeredBy", SNAPSHOT),
-    x("activity", "$[0].responsibleUserId", USERS),
-    x("agent.key.create", "$.responsibleUserId", USERS),
-    x("agent.key.create.cto", "$.responsibleUserId", USERS),
-    x("agent.key.list", "$[0].responsibleUserId", USERS),
     x("agent.wakeup", "$.responsibleUserId", USERS),
     x("agent.wakeup.for_run", "$.responsibleUserId", USERS),
     x("agent.wakeup.for_run.cto", "$.responsibleUserId", USERS),

@@ -55,6 +55,7 @@ const LATER_JSON_COLUMNS: &[(&str, &str)] = &[
     ("decisions", "metadata"),
     ("decision_effect_executions", "result"),
     ("agent_quota_snapshots", "windows"),
+    ("agent_config_revisions", "identity"),
 ];
 
 /// Postgres columns of a type, as `(table, column)`.

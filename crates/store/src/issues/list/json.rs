@@ -98,11 +98,13 @@ const LAST: usize = FLAG + 1;
 
 /// What follows the columns in every task without relations (then the
 /// list's rollups, [`rollup::write_idle`]): `workMode`
-/// (always standard work here), the empty relation lists and no attention
+/// (always standard work here), no `sourceTrust` (always null), the empty
+/// relation lists and no attention
 /// (a blocked task or one in review is built as an `Issue`, as those with
 /// relations are).
 const TAIL: &[u8] = concat!(
-    r#","workMode":"standard","labels":[],"labelIds":[],"blockedBy":[],"blocks":[],"#,
+    r#","workMode":"standard","sourceTrust":null,"#,
+    r#""labels":[],"labelIds":[],"blockedBy":[],"blocks":[],"#,
     r#""blockerAttention":{"state":"none","reason":null,"unresolvedBlockerCount":0,"#,
     r#""coveredBlockerCount":0,"stalledBlockerCount":0,"attentionBlockerCount":0,"#,
     r#""pendingFinalizeBlockerIssueIds":[],"sampleBlockerIdentifier":null,"#,
