@@ -101,7 +101,8 @@ await s.finish(async () => {
   await claudeLive.waitFor({ timeout: 90000 });
   if (/"type":"assistant"/.test(await claudeLive.innerText())) throw new Error("raw JSON in the chat");
   await s.shot("claude-streaming");
-  writeFileSync(join(shots, `claude-gate-${await claudeLive.getAttribute("data-run-id")}`), "");
+  const firstTurn = await claudeLive.getAttribute("data-run-id");
+  writeFileSync(join(shots, `claude-gate-${firstTurn}`), "");
   await page.locator(".chat-msg.agent", { hasText: "Claude here: the plan is three steps." })
     .waitFor({ timeout: 90000 });
   await s.shot("claude-reply");
@@ -110,7 +111,8 @@ await s.finish(async () => {
   await send("/new");
   await page.locator(".chat-divider", { hasText: "New session" }).waitFor();
   await send("Start over with the docs");
-  const again = page.locator(".chat-live", { has: page.locator(".steps", { hasText: "claude-gate-" }) });
+  // The next turn's own steps (the first may still be ending when it starts).
+  const again = page.locator(`.chat-live:not([data-run-id="${firstTurn}"])`, { has: page.locator(".steps", { hasText: "claude-gate-" }) });
   await again.waitFor({ timeout: 90000 });
   writeFileSync(join(shots, `claude-gate-${await again.getAttribute("data-run-id")}`), "");
   await page.locator(".chat-msg.agent", { hasText: "Fresh start: what shall we do?" })

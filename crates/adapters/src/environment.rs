@@ -224,7 +224,9 @@ pub async fn version(program: &Path, env: &[(String, String)]) -> Result<String,
     if let Some(known) = key.as_ref().and_then(remembered_version) {
         return Ok(known);
     }
-    let answer = version_within(program, env, Duration::from_secs(20)).await;
+    // Generous: a Node CLI on a busy machine has taken over 20 s to start,
+    // and a slow answer is still an answer.
+    let answer = version_within(program, env, Duration::from_secs(60)).await;
     if let (Some(key), Ok(version)) = (key, &answer) {
         remember_version(key, version.clone());
     }

@@ -105,6 +105,8 @@ pub struct Company {
     pub sample_id: String,
     pub sample_identifier: String,
     pub sample_run: String,
+    /// The url key of the agent that made `sample_run`.
+    pub sample_run_key: String,
     pub approval: String,
     pub project: String,
     pub goal: String,
@@ -217,10 +219,17 @@ pub async fn setup(
     // The sample's run, for the run routes and pages.
     let runs_path = format!("/api/companies/{cid}/heartbeat-runs?issueId={sample_id}");
     let mut sample_run = None;
+    let mut sample_run_key = None;
     for _ in 0..600 {
         if let Some(Value::Array(runs)) = board.ok("GET", &runs_path, Value::Null).await {
             if let Some(r) = runs.iter().find(|r| r["finishedAt"].is_string()) {
                 sample_run = r["id"].as_str().map(str::to_string);
+                // Its page is under the agent that ran it (not always the
+                // first: a comment or an approval can wake another).
+                sample_run_key = agents
+                    .iter()
+                    .position(|a| r["agentId"] == a.id.as_str())
+                    .map(|i| agent_keys[i].clone());
                 break;
             }
         }
@@ -237,6 +246,7 @@ pub async fn setup(
             .to_string(),
         sample_id,
         sample_run: sample_run.context("the sample task's run did not finish in 60 s")?,
+        sample_run_key: sample_run_key.context("the sample run's agent is not the company's")?,
         approval: approval["id"].as_str().context("approval id")?.to_string(),
         project: project["id"].as_str().context("project id")?.to_string(),
         goal: goal["id"].as_str().context("goal id")?.to_string(),

@@ -85,7 +85,7 @@ fn paths(c: &Company) -> Vec<String> {
         format!("/{pfx}/agents/{key}"),
         format!("/{pfx}/agents/{mid_key}"),
         format!("/{pfx}/agents/{key}/runs"),
-        format!("/{pfx}/agents/{key}/runs/{run}"),
+        format!("/{pfx}/agents/{}/runs/{run}", c.sample_run_key),
         format!("/{pfx}/org"),
         format!("/{pfx}/approvals"),
         format!("/{pfx}/approvals/{}", c.approval),
@@ -169,6 +169,13 @@ pub fn start(
                         }
                         Err(e) => Err(format!("request: {e}")),
                     };
+                    // Killed while the request was in flight: not the route's
+                    // failure; the route is asked again once the instance is
+                    // back (a short day probes each route about once).
+                    if outcome.is_err() && !slot.up.load(Ordering::SeqCst) {
+                        next -= 1;
+                        continue;
+                    }
                     let mut all = results.lock().unwrap();
                     let r = all.entry(route.clone()).or_default();
                     match outcome {

@@ -88,20 +88,7 @@ impl Company {
 
     /// The agent's first `n` runs once none is live, oldest first.
     async fn runs(&self, aid: &str, n: usize) -> Vec<Value> {
-        let path = format!("/api/companies/{}/heartbeat-runs?agentId={aid}", self.cid);
-        let list = self
-            .s
-            .wait_for(&path, 180, |r| {
-                r.as_array().is_some_and(|r| {
-                    r.len() >= n
-                        && r.iter()
-                            .all(|run| run["status"] != "queued" && run["status"] != "running")
-                })
-            })
-            .await;
-        let mut runs = list.as_array().unwrap().clone();
-        runs.reverse();
-        runs
+        self.s.settled_runs(&self.cid, aid, n, 180).await
     }
 
     async fn events(&self, run: &Value) -> Vec<Value> {

@@ -66,18 +66,8 @@ async fn a_person_chats_with_an_agent_in_the_board() {
     // first one (its first request carries only the new message).
     // The reply is on the page before claude asks for its last turn: wait
     // for both turns to end (a failed one shows here with its error).
-    let runs = server
-        .wait_for(
-            &format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}"),
-            240,
-            |r| {
-                r.as_array().is_some_and(|r| {
-                    r.len() >= 2 && r.iter().all(|run| run["finishedAt"].is_string())
-                })
-            },
-        )
-        .await;
-    for run in runs.as_array().unwrap() {
+    let runs = server.settled_runs(&cid, aid, 2, 240).await;
+    for run in &runs {
         assert_eq!(run["status"], "succeeded", "{run}");
     }
     let requests = provider.turn_requests();

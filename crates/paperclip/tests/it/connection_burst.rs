@@ -260,10 +260,13 @@ async fn a_burst_of_credentialless_streams_is_answered_while_a_run_is_live() {
     let halt = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watcher = watch_health(addr.clone(), halt.clone());
     // 1000 subscribers per company: the rest are 429; 503 is a full lookup queue.
+    // Every connection is answered; the bound only detects a hang: on CI's
+    // loaded cores the kernel's listen queue overflowed (SYN cookies), and a
+    // third of the connections waited out TCP's retransmits past 20 s.
     let (streams, sse_time) =
-        burst(&addr, &sse(&addr, &sse_company), 2000, &[200, 429, 503], 20).await;
+        burst(&addr, &sse(&addr, &sse_company), 2000, &[200, 429, 503], 90).await;
     let (sockets, ws_time) =
-        burst(&addr, &ws(&addr, &ws_company), 2000, &[101, 429, 503], 20).await;
+        burst(&addr, &ws(&addr, &ws_company), 2000, &[101, 429, 503], 90).await;
     halt.store(true, std::sync::atomic::Ordering::Relaxed);
     let (slowest, failed, probes) = watcher.await.unwrap();
     let rss_after = rss_kib(s.pid());

@@ -10,7 +10,7 @@ use crate::common::{until, TestServer};
 
 use paperclip_scripted_provider::{RateLimits, RateWindow, ScriptedProvider, Turn, TurnUsage};
 use reqwest::StatusCode;
-use serde_json::{json, Value};
+use serde_json::json;
 
 #[tokio::test]
 async fn ctx41_claude() {
@@ -98,7 +98,7 @@ async fn ctx41_claude() {
     // A run: the context row shows what the last request held.
     s.ok_patch(&format!("/api/issues/{iid}"), json!({ "status": "todo" }))
         .await;
-    let first = settled_runs(&s, cid, aid, 1).await.remove(0);
+    let first = s.settled_runs(cid, aid, 1, 120).await.remove(0);
     assert_eq!(first["status"], "succeeded", "{first}");
     let session = first["sessionIdAfter"]
         .as_str()
@@ -180,7 +180,7 @@ async fn ctx41_claude() {
         status == StatusCode::CONFLICT || status == StatusCode::ACCEPTED,
         "{status} {body}"
     );
-    let runs = settled_runs(&s, cid, aid, 2).await;
+    let runs = s.settled_runs(cid, aid, 2, 120).await;
     let run = runs
         .iter()
         .find(|r| r["id"] == run_id.as_str())
@@ -226,24 +226,4 @@ async fn ctx41_claude() {
         "{actions:?}"
     );
     let _ = std::fs::remove_dir_all(&cli.home);
-}
-
-/// The agent's runs once `n` exist and none is queued or running, oldest first.
-async fn settled_runs(s: &TestServer, cid: &str, aid: &str, n: usize) -> Vec<Value> {
-    let list = s
-        .wait_for(
-            &format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}"),
-            120,
-            |r| {
-                r.as_array().is_some_and(|r| {
-                    r.len() >= n
-                        && r.iter()
-                            .all(|run| run["status"] != "queued" && run["status"] != "running")
-                })
-            },
-        )
-        .await;
-    let mut runs = list.as_array().unwrap().clone();
-    runs.reverse();
-    runs
 }

@@ -422,7 +422,7 @@ async fn an_opencode_agent_on_the_detected_ollama_works_a_task_at_zero_cost() {
             json!({ "title": "Work it locally", "status": "todo", "assigneeAgentId": aid }),
         )
         .await;
-    let run = until(120, "the opencode run to end", async || {
+    let run = until(240, "the opencode run to end", async || {
         let runs = s.runs_of(&cid, &aid).await;
         runs.first()
             .filter(|r| r["status"] != "queued" && r["status"] != "running")

@@ -198,6 +198,24 @@ impl TestServer {
             .await;
     }
 
+    /// An agent's runs once at least `n` exist and none is queued or
+    /// running (panics after `secs`), oldest first.
+    pub async fn settled_runs(&self, cid: &str, aid: &str, n: usize, secs: u64) -> Vec<Value> {
+        let path = format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}");
+        let list = self
+            .wait_for(&path, secs, |r| {
+                r.as_array().is_some_and(|r| {
+                    r.len() >= n
+                        && r.iter()
+                            .all(|run| run["status"] != "queued" && run["status"] != "running")
+                })
+            })
+            .await;
+        let mut runs = list.as_array().unwrap().clone();
+        runs.reverse();
+        runs
+    }
+
     /// Polls `GET path` until `done` holds for the body (or panics after `secs`).
     pub async fn wait_for(&self, path: &str, secs: u64, done: impl Fn(&Value) -> bool) -> Value {
         let mut last = None;

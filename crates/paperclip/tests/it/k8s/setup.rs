@@ -133,25 +133,9 @@ impl Setup {
 
     /// The agent's runs once `n` of them have ended, oldest first.
     pub async fn ended_runs(&self, n: usize) -> Vec<Value> {
-        let path = format!(
-            "/api/companies/{}/heartbeat-runs?agentId={}",
-            self.cid, self.aid
-        );
-        let list = self
-            .s
-            // A coding CLI in a pod on a loaded CI machine (OpenCode starts
-            // slowly): a deadline, not a wait.
-            .wait_for(&path, 120, |r| {
-                r.as_array().is_some_and(|r| {
-                    r.len() >= n
-                        && r.iter()
-                            .all(|run| run["status"] != "queued" && run["status"] != "running")
-                })
-            })
-            .await;
-        let mut runs = list.as_array().unwrap().clone();
-        runs.reverse();
-        runs
+        // A coding CLI in a pod on a loaded CI machine (OpenCode starts
+        // slowly): a deadline, not a wait.
+        self.s.settled_runs(&self.cid, &self.aid, n, 240).await
     }
 
     pub fn calls(&self, method: &str, path_part: &str) -> Vec<Recorded> {
