@@ -321,6 +321,10 @@ pub struct NewCostEvent {
     pub goal_id: Option<String>,
     pub heartbeat_run_id: Option<String>,
     pub billing_code: Option<String>,
+    /// Who pays: upstream's words (`metered_api`, `subscription_included`,
+    /// ...); absent is `unknown`.
+    #[serde(default)]
+    pub billing_type: Option<crate::billing::BillingType>,
     pub provider: Option<String>,
     pub model: Option<String>,
     pub input_tokens: Option<u64>,

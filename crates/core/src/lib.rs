@@ -10,6 +10,7 @@ pub mod actor;
 pub mod agent;
 pub mod approval;
 pub mod attachment;
+pub mod billing;
 pub mod budget;
 pub mod chat;
 pub mod codebase;

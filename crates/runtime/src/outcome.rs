@@ -68,6 +68,11 @@ impl Runtime {
             goal_id: issue.as_ref().and_then(|i| i.goal_id.clone()),
             heartbeat_run_id: Some(run.id.clone()),
             billing_code: None,
+            // Upstream's ledger reading: an adapter's `api`/`subscription`
+            // or a ledger word; anything else is `unknown`.
+            billing_type: Some(paperclip_core::billing::BillingType::from_report(
+                usage.get("billingType").and_then(Value::as_str),
+            )),
             provider: text("provider"),
             model: text("model"),
             input_tokens: input,

@@ -10,6 +10,7 @@ use super::pricing::{self, MessageTokens};
 use super::stream::{json_line, str_at, u64_at, Item, StreamParser, Summary, Usage};
 use super::{Built, CliKind, RunSpec, ENGINE_UPSTREAM_UNUSED};
 use crate::config::{Fields, KnownKeys};
+use paperclip_core::billing::BillingType;
 
 #[derive(Clone, Copy)]
 pub struct Claude;
@@ -33,6 +34,20 @@ impl CliKind for Claude {
 
     fn provider(&self, _model: Option<&str>) -> &'static str {
         "anthropic"
+    }
+
+    /// Bedrock bills through AWS whatever else is set; otherwise an API key
+    /// is metered and Claude's login (`CLAUDE_CODE_OAUTH_TOKEN` or its
+    /// credentials file) is the subscription.
+    fn billing_type(&self, env: &BTreeMap<String, String>) -> BillingType {
+        let bedrock = matches!(
+            env.get("CLAUDE_CODE_USE_BEDROCK").map(String::as_str),
+            Some("1" | "true")
+        ) || super::is_set(env, "ANTHROPIC_BEDROCK_BASE_URL");
+        if bedrock {
+            return BillingType::MeteredApi;
+        }
+        BillingType::by_key(super::is_set(env, "ANTHROPIC_API_KEY"))
     }
 
     /// Unused of upstream's: `chrome` (its `--chrome`), and how long it waits

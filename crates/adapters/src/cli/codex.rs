@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::stream::{json_line, str_at, u64_at, Item, StreamParser, Summary, Usage};
 use super::{Built, CliConfig, CliKind, RunSpec, ENGINE_UPSTREAM_UNUSED};
 use crate::config::{Fields, KnownKeys};
+use paperclip_core::billing::BillingType;
 
 #[derive(Clone, Copy)]
 pub struct Codex;
@@ -33,6 +34,11 @@ impl CliKind for Codex {
 
     fn provider(&self, _model: Option<&str>) -> &'static str {
         "openai"
+    }
+
+    /// An OpenAI key is metered; without one Codex uses its ChatGPT login.
+    fn billing_type(&self, env: &BTreeMap<String, String>) -> BillingType {
+        BillingType::by_key(super::is_set(env, "OPENAI_API_KEY"))
     }
 
     /// `configOverrides` is ours (`-c key=value`). Unused of upstream's:

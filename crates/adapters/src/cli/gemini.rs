@@ -23,6 +23,7 @@ use super::{Built, CliConfig, CliKind, RunSpec, ENGINE_UPSTREAM_UNUSED};
 use crate::config::{Fields, KnownKeys};
 use crate::models::{DetectedModel, Model};
 use crate::BoxFuture;
+use paperclip_core::billing::BillingType;
 
 /// Upstream's model id for "let the CLI choose": no `--model` flag.
 pub const AUTO_MODEL: &str = "auto";
@@ -47,6 +48,14 @@ impl CliKind for Gemini {
 
     fn provider(&self, _model: Option<&str>) -> &'static str {
         "google"
+    }
+
+    /// A Gemini or Google API key is metered; without one Gemini uses its
+    /// Google login.
+    fn billing_type(&self, env: &BTreeMap<String, String>) -> BillingType {
+        BillingType::by_key(
+            super::is_set(env, "GEMINI_API_KEY") || super::is_set(env, "GOOGLE_API_KEY"),
+        )
     }
 
     /// `sandbox` is read (`--sandbox` or `--sandbox=none`). Unused of

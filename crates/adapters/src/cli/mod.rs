@@ -4,6 +4,8 @@
 //! output into transcript events, failure classes, session resume); each
 //! [`CliKind`] says how to build its command line and read its output.
 
+#[cfg(test)]
+mod billing_tests;
 pub mod catalog;
 pub mod classify;
 pub mod claude;
@@ -23,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use paperclip_core::billing::BillingType;
 use serde_json::Value;
 
 use crate::config::{Fields, KnownKeys, CONFINEMENT_KEYS};
@@ -155,6 +158,11 @@ pub trait CliKind: Clone + Send + Sync + 'static {
     fn default_command(&self) -> &'static str;
     /// Which provider bills the usage (`anthropic`, `openai`, ...).
     fn provider(&self, model: Option<&str>) -> &'static str;
+    /// Who pays for a run with the child's environment `env` (upstream's
+    /// rule for this CLI): by default no one knows.
+    fn billing_type(&self, _env: &BTreeMap<String, String>) -> BillingType {
+        BillingType::Unknown
+    }
     fn parse_extra(&self, f: &mut Fields<'_>) -> Self::Extra;
     /// The keys [`CliKind::parse_extra`] reads, and those upstream defines
     /// for this CLI's `*_local` type that it accepts without using, beyond
@@ -445,6 +453,20 @@ impl<K: CliKind> CliAdapter<K> {
         };
         let mut out = self.outcome(cfg, Ok(exit), summary, resumed);
         out.signal = None;
+        // A pod sees only its own environment: nothing of the server's.
+        stamp_billing(&mut out, self.kind.billing_type(&cfg.env));
         out
+    }
+}
+
+/// Whether `env` sets `key` to something (upstream ignores a blank value).
+pub(crate) fn is_set(env: &BTreeMap<String, String>, key: &str) -> bool {
+    env.get(key).is_some_and(|v| !v.trim().is_empty())
+}
+
+/// Records who pays on the run's usage, where the cost event is made from.
+pub(crate) fn stamp_billing(out: &mut Outcome, billing: BillingType) {
+    if let Some(Value::Object(usage)) = &mut out.usage {
+        usage.insert("billingType".into(), billing.as_str().into());
     }
 }

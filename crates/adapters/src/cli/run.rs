@@ -23,6 +23,7 @@ impl<K: CliKind> CliAdapter<K> {
             Err(message) => return Outcome::failed(ErrorCode::InvalidWorkingDirectory, message),
         };
         let env = process::merged_env(&inv.env, &cfg.env);
+        let billing = self.billing(&env);
         // Checked before spawning so a missing CLI is named as such, with
         // where we looked, rather than as a spawn error.
         let Some(program) =
@@ -142,7 +143,24 @@ impl<K: CliKind> CliAdapter<K> {
             summary.session_id = prepared.session_id;
         }
         self.kind.complete(&mut summary, &cfg);
-        self.outcome(&cfg, exit, summary, inv.session_id.is_some())
+        let mut out = self.outcome(&cfg, exit, summary, inv.session_id.is_some());
+        super::stamp_billing(&mut out, billing);
+        out
+    }
+
+    /// Who pays for a run with `env`, counting the credential the child
+    /// inherits from the server's environment when the run sets none (see
+    /// `Spawn::inherit` below).
+    fn billing(&self, env: &BTreeMap<String, String>) -> paperclip_core::billing::BillingType {
+        let mut env = env.clone();
+        if let Some(key) = crate::detect::key_var(self.kind.kind()) {
+            if !env.contains_key(key) {
+                if let Ok(value) = std::env::var(key) {
+                    env.insert(key.to_string(), value);
+                }
+            }
+        }
+        self.kind.billing_type(&env)
     }
 
     pub(crate) fn outcome(

@@ -91,29 +91,30 @@ async fn cost_rollups_and_the_dashboard_answer_in_upstreams_shape() {
     s.ok_post(
         &format!("/api/companies/{cid}/cost-events"),
         json!({ "agentId": aid, "projectId": pid, "provider": "anthropic", "model": "claude-sonnet",
-            "inputTokens": 1200, "outputTokens": 300, "costCents": 7 }),
+            "inputTokens": 1200, "outputTokens": 300, "costCents": 7,
+            "billingType": "subscription_included" }),
     )
     .await;
 
-    // costs/by-agent: upstream's row; its run counts by billing type are
-    // the only keys left out (we record no billing type).
+    // costs/by-agent: upstream's row, whole. The event's tokens were on a
+    // subscription; it names no run, so no run is counted.
     let by_agent = s
         .ok_get(&format!("/api/companies/{cid}/costs/by-agent"))
         .await;
-    let unsupported = [
-        "apiRunCount",
-        "subscriptionRunCount",
-        "subscriptionCachedInputTokens",
-        "subscriptionInputTokens",
-        "subscriptionOutputTokens",
-    ];
-    same_shape(
-        "by-agent",
-        &sample("cost.by_agent"),
-        &by_agent,
-        &unsupported,
-    );
+    same_shape("by-agent", &sample("cost.by_agent"), &by_agent, &[]);
     let row = &by_agent[0];
+    assert_eq!(row["subscriptionInputTokens"], 1200, "{row}");
+    assert_eq!(row["subscriptionOutputTokens"], 300, "{row}");
+    assert_eq!(row["subscriptionRunCount"], 0, "{row}");
+    assert_eq!(row["apiRunCount"], 0, "{row}");
+    // A billing type is one of upstream's words.
+    let (status, body) = s
+        .post(
+            &format!("/api/companies/{cid}/cost-events"),
+            json!({ "agentId": aid, "costCents": 1, "billingType": "api" }),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(row["agentId"], aid);
     assert_eq!(row["agentName"], "CEO");
     assert_eq!(row["agentStatus"], "idle");

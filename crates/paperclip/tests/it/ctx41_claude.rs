@@ -104,6 +104,39 @@ async fn ctx41_claude() {
         .as_str()
         .expect("a session")
         .to_string();
+    // Who pays: a subscription token and no API key is Claude's
+    // subscription, on the run and split out on the costs rollups.
+    let usage = &first["usageJson"];
+    assert_eq!(usage["billingType"], "subscription_included", "{first}");
+    let by_agent = until(20, "the run's cost by agent", async || {
+        let rows = s
+            .ok_get(&format!("/api/companies/{cid}/costs/by-agent"))
+            .await;
+        rows.as_array()?
+            .iter()
+            .find(|r| r["agentId"] == aid && r["subscriptionRunCount"] == 1)
+            .cloned()
+    })
+    .await;
+    assert_eq!(by_agent["apiRunCount"], 0, "{by_agent}");
+    assert!(usage["cachedInputTokens"].as_u64().unwrap() > 0, "{usage}");
+    for (split, total) in [
+        ("subscriptionInputTokens", "inputTokens"),
+        ("subscriptionCachedInputTokens", "cachedInputTokens"),
+        ("subscriptionOutputTokens", "outputTokens"),
+    ] {
+        assert_eq!(by_agent[split], usage[total], "{split}: {by_agent} {usage}");
+        assert_eq!(by_agent[split], by_agent[total], "{split}: {by_agent}");
+    }
+    let by_provider = s
+        .ok_get(&format!("/api/companies/{cid}/costs/by-provider"))
+        .await;
+    let anthropic = &by_provider[0];
+    assert_eq!(
+        anthropic["billingType"], "subscription_included",
+        "{by_provider}"
+    );
+    assert_eq!(anthropic["subscriptionRunCount"], 1, "{by_provider}");
     let ctx = s.ok_get(&format!("/api/issues/{ident}/context")).await["context"].clone();
     assert_eq!(ctx["contextTokens"], 124_000, "{ctx}");
     assert_eq!(ctx["windowTokens"], 200_000, "{ctx}");

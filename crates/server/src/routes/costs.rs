@@ -6,7 +6,7 @@ use paperclip_core::agent::AgentStatus;
 use paperclip_core::budget::{BudgetScope, IncidentKind};
 use paperclip_core::input::{BudgetPatch, NewCostEvent};
 use paperclip_core::model::{Agent, BudgetIncident, Company, CostEvent, Project};
-use paperclip_store::money::cost_views::Sums;
+use paperclip_store::money::cost_views::{self, Split, Sums};
 use paperclip_store::money::costs::{self, Breakdown, By, Summary, Window};
 use paperclip_store::views::dashboard::{self, Dashboard};
 use serde::{Deserialize, Serialize};
@@ -175,6 +175,7 @@ async fn by_agent(
     QueryParams(q): QueryParams<WindowQuery>,
 ) -> ApiResult<Json<Vec<AgentCost>>> {
     let Json(rows) = breakdown(&app, &caller, &c, By::Agent, &q).await?;
+    let mut splits = cost_views::split_by_agent(&app.store, &c, &window(&q)?).await?;
     let statuses: std::collections::HashMap<String, AgentStatus> =
         paperclip_store::org::agents::list(&app.store, &c)
             .await?
@@ -185,6 +186,7 @@ async fn by_agent(
         rows.into_iter()
             .map(|r| AgentCost {
                 sums: Sums::from(&r),
+                split: splits.remove(&r.key).unwrap_or_default(),
                 agent_status: r.key.as_ref().and_then(|k| statuses.get(k).copied()),
                 agent_id: r.key,
                 agent_name: r.label,
@@ -221,8 +223,8 @@ async fn by_project(
     ))
 }
 
-/// One row of `costs/by-agent`. Upstream's run counts by billing type are
-/// left out: we do not record a billing type.
+/// One row of `costs/by-agent`, with upstream's runs and tokens split by
+/// who pays.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentCost {
@@ -231,6 +233,8 @@ pub struct AgentCost {
     agent_status: Option<AgentStatus>,
     #[serde(flatten)]
     sums: Sums,
+    #[serde(flatten)]
+    split: Split,
     /// Events in the window (ours).
     event_count: i64,
     /// Events reported without a price (ours).

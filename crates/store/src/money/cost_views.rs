@@ -53,13 +53,71 @@ fn sums(row: &DbRow) -> Result<Sums> {
     })
 }
 
-/// How spend was billed (upstream's `billingType`). Whether a CLI ran on an
-/// API key or a subscription login is not recorded here, so it is always
-/// `unknown`: upstream's own value for a cost reported without one.
-#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum BillingType {
-    Unknown,
+pub use paperclip_core::billing::BillingType;
+
+/// Runs and tokens split by who pays (upstream's keys on by-agent and
+/// by-provider rows): runs on an API key, runs and tokens on a subscription.
+/// A run counts once however many events it reported; events of no run and
+/// of an unknown billing type count in neither.
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Split {
+    pub api_run_count: i64,
+    pub subscription_run_count: i64,
+    pub subscription_cached_input_tokens: i64,
+    pub subscription_input_tokens: i64,
+    pub subscription_output_tokens: i64,
+}
+
+/// [`Split`]'s columns, for a query over `cost_events e`.
+const SPLIT: &str = concat!(
+    "COUNT(DISTINCT CASE WHEN e.billing_type = 'metered_api' THEN e.heartbeat_run_id END) AS api_runs, ",
+    "COUNT(DISTINCT CASE WHEN e.billing_type IN ('subscription_included', 'subscription_overage') \
+     THEN e.heartbeat_run_id END) AS sub_runs, ",
+    "CAST(COALESCE(SUM(CASE WHEN e.billing_type IN ('subscription_included', 'subscription_overage') THEN ",
+    capped!("e.cached_input_tokens"),
+    " ELSE 0 END), 0) AS BIGINT) AS sub_cached, ",
+    "CAST(COALESCE(SUM(CASE WHEN e.billing_type IN ('subscription_included', 'subscription_overage') THEN ",
+    capped!("e.input_tokens"),
+    " ELSE 0 END), 0) AS BIGINT) AS sub_input, ",
+    "CAST(COALESCE(SUM(CASE WHEN e.billing_type IN ('subscription_included', 'subscription_overage') THEN ",
+    capped!("e.output_tokens"),
+    " ELSE 0 END), 0) AS BIGINT) AS sub_output"
+);
+
+fn split(row: &DbRow) -> Result<Split> {
+    Ok(Split {
+        api_run_count: row.int("api_runs")?,
+        subscription_run_count: row.int("sub_runs")?,
+        subscription_cached_input_tokens: row.int("sub_cached")?,
+        subscription_input_tokens: row.int("sub_input")?,
+        subscription_output_tokens: row.int("sub_output")?,
+    })
+}
+
+/// The window's split per agent (`None`: events of no agent), in one
+/// grouped query: the by-agent rows themselves come from the kept monthly
+/// totals, which cannot count distinct runs. Only events of a known billing
+/// type are read; an agent without any has no entry (all zero).
+pub async fn split_by_agent(
+    store: &Store,
+    company_id: &str,
+    window: &Window,
+) -> Result<std::collections::HashMap<Option<String>, Split>> {
+    let sql = format!(
+        "SELECT e.agent_id, {SPLIT} FROM cost_events e \
+         WHERE e.company_id = $1 AND e.occurred_at >= $2 AND e.occurred_at < $3 \
+         AND e.billing_type <> 'unknown' GROUP BY e.agent_id"
+    );
+    let rows = crate::engine::db::query(&sql)
+        .bind(company_id)
+        .bind(&window.start)
+        .bind(&window.end)
+        .fetch_all(store.pool())
+        .await?;
+    rows.iter()
+        .map(|r| Ok((r.opt_text("agent_id")?, split(r)?)))
+        .collect()
 }
 
 /// One row of `costs/by-agent-model`. `biller` is the provider: a cost
@@ -78,19 +136,20 @@ pub struct AgentModelCost {
     pub sums: Sums,
 }
 
-/// The window's cost events grouped by `columns` (with the sums), in `order`.
+/// The window's cost events grouped by `group` (`select` and the sums), in `order`.
 async fn grouped(
     store: &Store,
     company_id: &str,
     window: &Window,
-    columns: &str,
+    select: &str,
+    group: &str,
     join: &str,
     order: &str,
 ) -> Result<Vec<DbRow>> {
     let sql = format!(
-        "SELECT {columns}, {SUMS} FROM cost_events e {join} \
+        "SELECT {select}, {SUMS} FROM cost_events e {join} \
          WHERE e.company_id = $1 AND e.occurred_at >= $2 AND e.occurred_at < $3 \
-         GROUP BY {columns} ORDER BY {order}"
+         GROUP BY {group} ORDER BY {order}"
     );
     Ok(crate::engine::db::query(&sql)
         .bind(company_id)
@@ -110,9 +169,10 @@ pub async fn by_agent_model(
         store,
         company_id,
         window,
-        "e.agent_id, a.name, e.provider, e.model",
+        "e.agent_id, a.name, e.provider, e.billing_type, e.model",
+        "e.agent_id, a.name, e.provider, e.billing_type, e.model",
         "LEFT JOIN agents a ON a.id = e.agent_id",
-        "e.provider, e.model, e.agent_id",
+        "e.provider, e.billing_type, e.model, e.agent_id",
     )
     .await?;
     rows.iter()
@@ -122,7 +182,7 @@ pub async fn by_agent_model(
                 agent_name: r.opt_text("name")?,
                 provider: r.opt_text("provider")?,
                 biller: r.opt_text("provider")?,
-                billing_type: BillingType::Unknown,
+                billing_type: r.stored("billing_type")?,
                 model: r.opt_text("model")?,
                 sums: sums(r)?,
             })
@@ -141,21 +201,25 @@ pub struct ProviderCost {
     pub model: Option<String>,
     #[serde(flatten)]
     pub sums: Sums,
+    #[serde(flatten)]
+    pub split: Split,
 }
 
-/// Spend per provider and model, biggest first.
+/// Spend per provider, billing type and model, biggest first.
 pub async fn by_provider(
     store: &Store,
     company_id: &str,
     window: &Window,
 ) -> Result<Vec<ProviderCost>> {
+    let columns = format!("e.provider, e.billing_type, e.model, {SPLIT}");
     let rows = grouped(
         store,
         company_id,
         window,
-        "e.provider, e.model",
+        &columns,
+        "e.provider, e.billing_type, e.model",
         "",
-        "cost DESC, e.provider, e.model",
+        "cost DESC, e.provider, e.billing_type, e.model",
     )
     .await?;
     rows.iter()
@@ -163,9 +227,10 @@ pub async fn by_provider(
             Ok(ProviderCost {
                 provider: r.opt_text("provider")?,
                 biller: r.opt_text("provider")?,
-                billing_type: BillingType::Unknown,
+                billing_type: r.stored("billing_type")?,
                 model: r.opt_text("model")?,
                 sums: sums(r)?,
+                split: split(r)?,
             })
         })
         .collect()

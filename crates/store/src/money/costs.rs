@@ -130,7 +130,8 @@ pub async fn record(
     crate::engine::db::query(
         "INSERT INTO cost_events (id, company_id, agent_id, issue_id, project_id, goal_id, heartbeat_run_id, \
          billing_code, provider, model, input_tokens, cached_input_tokens, output_tokens, cost_cents, \
-         occurred_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+         occurred_at, created_at, billing_type) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
     )
     .bind(&event.id)
     .bind(&event.company_id)
@@ -148,6 +149,12 @@ pub async fn record(
     .bind(event.cost_cents)
     .bind(&event.occurred_at)
     .bind(&event.created_at)
+    .bind(
+        input
+            .billing_type
+            .unwrap_or(paperclip_core::billing::BillingType::Unknown)
+            .as_str(),
+    )
     .execute(tx.conn())
     .await?;
     activity::record(

@@ -23,6 +23,7 @@ fn cost(agent: &str, cents: u64, at: &str) -> NewCostEvent {
         goal_id: None,
         heartbeat_run_id: None,
         billing_code: None,
+        billing_type: None,
         provider: None,
         model: Some("m".into()),
         input_tokens: None,
