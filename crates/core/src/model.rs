@@ -587,4 +587,12 @@ pub struct RuntimeState {
     pub total_cached_input_tokens: i64,
     pub total_cost_cents: i64,
     pub updated_at: Option<String>,
+    /// The first run, or the first read before any (upstream's row creation).
+    pub created_at: String,
+    /// Upstream's adapter state blob: we keep none beyond sessions, so `{}`.
+    #[schema(value_type = Object)]
+    pub state_json: Value,
+    pub session_display_id: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub session_params_json: Option<Value>,
 }

@@ -241,6 +241,11 @@ async fn each_mutation_appends_one_row_naming_actor_entity_and_change() {
         update[0]["details"]["changes"]["priority"],
         json!({ "from": "medium", "to": "low" })
     );
+    // And the original's keys: the new value, the old one, the board's rule.
+    let details = &update[0]["details"];
+    assert_eq!(details["priority"], "low", "{details}");
+    assert_eq!(details["_previous"], json!({ "priority": "medium" }));
+    assert_eq!(details["authorizationReason"], "allow_board_actor");
 }
 
 #[tokio::test]

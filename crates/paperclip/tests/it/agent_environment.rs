@@ -197,6 +197,11 @@ async fn a_run_whose_cli_is_missing_fails_before_start_with_the_cause() {
         .unwrap()
         .contains("not installed"));
     assert_eq!(state["totalCostCents"], 0);
+    // Upstream's keys: no adapter state beyond sessions, and none was made;
+    // the state began with the agent's first run, and stays put.
+    assert_eq!(state["stateJson"], json!({}));
+    assert!(state["sessionDisplayId"].is_null() && state["sessionParamsJson"].is_null());
+    assert_eq!(state["createdAt"], run["createdAt"], "{state}");
     // Resetting works with or without a task key, and is audited.
     let reset = s
         .ok_post(
@@ -205,6 +210,7 @@ async fn a_run_whose_cli_is_missing_fails_before_start_with_the_cause() {
         )
         .await;
     assert_eq!(reset["cleared"], 0);
+    assert_eq!(reset["createdAt"], state["createdAt"]);
     let (status, _) = s
         .post(
             &format!("/api/agents/{aid}/runtime-state/reset-session"),

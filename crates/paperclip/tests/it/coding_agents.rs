@@ -186,6 +186,29 @@ async fn works_an_issue_and_resumes_its_session(kind: &'static str) {
         "priced: {:?}",
         costs[0]
     );
+    // Who pays: claude, codex and gemini run here on an API key (metered);
+    // opencode and pi reach many providers and record no billing type.
+    let billed = match kind {
+        "claude_local" | "codex_local" | "gemini_local" => "metered_api",
+        _ => "unknown",
+    };
+    assert_eq!(usage["billingType"], billed, "{usage}");
+    let by_agent =
+        t.s.ok_get(&format!("/api/companies/{}/costs/by-agent", t.cid))
+            .await;
+    let row = &by_agent[0];
+    assert_eq!(row["agentId"], t.aid.as_str(), "{by_agent}");
+    assert_eq!(
+        row["apiRunCount"],
+        i64::from(billed == "metered_api"),
+        "{row}"
+    );
+    assert_eq!(row["subscriptionRunCount"], 0, "{row}");
+    assert_eq!(row["subscriptionInputTokens"], 0, "{row}");
+    let by_provider =
+        t.s.ok_get(&format!("/api/companies/{}/costs/by-provider", t.cid))
+            .await;
+    assert_eq!(by_provider[0]["billingType"], billed, "{by_provider}");
 
     let session = run["sessionIdAfter"]
         .as_str()
@@ -225,6 +248,9 @@ async fn works_an_issue_and_resumes_its_session(kind: &'static str) {
             .await;
     assert_eq!(state["lastRunStatus"], "succeeded");
     assert!(state["totalInputTokens"].as_i64().unwrap() > 0);
+    // Upstream's view of the newest task session.
+    assert_eq!(state["sessionDisplayId"], session.as_str());
+    assert_eq!(state["sessionParamsJson"], json!({ "sessionId": session }));
 
     // A session the CLI no longer knows is reset and the run starts fresh.
     assert!(t.cli.forget_sessions(), "the CLI stored no session");

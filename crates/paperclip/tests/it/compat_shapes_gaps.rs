@@ -289,16 +289,6 @@ pub const GAPS: &[Gap] = &[
         "an agent's access (memberships and grants): people have memberships here, agents none (an agent acts in its own company)",
     ),
     gap(
-        &["agent.runtime_state"],
-        &["stateJson", "createdAt", "sessionDisplayId", "sessionParamsJson"],
-        "upstream's adapter state blob and session parameters: our runtime state is the session id and its counters",
-    ),
-    gap(
-        &["activity", "issue.activity"],
-        &["_previous", "assigneeAgentId", "authorizationReason"],
-        "an update's details list the changed fields (from, to), not upstream's copy of the previous values, the new assignee again, and the authorization rule that allowed it",
-    ),
-    gap(
         &["project.get", "project.list", "issue.get"],
         &["env", "icon", "pauseReason", "pausedAt", "managedByPlugin"],
         "a project's env, icon, pause and plugin owner: we have none of them (a project is never paused here; budgets stop runs, not projects)",
@@ -317,17 +307,6 @@ pub const GAPS: &[Gap] = &[
         "feedback data sharing, company logos and interaction resolver governance: not implemented",
     ),
     gap(
-        &["cost.by_agent", "cost.by_provider"],
-        &[
-            "apiRunCount",
-            "subscriptionRunCount",
-            "subscriptionCachedInputTokens",
-            "subscriptionInputTokens",
-            "subscriptionOutputTokens",
-        ],
-        "runs and tokens split by billing type (api vs subscription): we do not record whether a CLI ran on an API key or a subscription (billingType is unknown), so there is nothing to split",
-    ),
-    gap(
         &["health"],
         &[
             "commit",
@@ -340,11 +319,6 @@ pub const GAPS: &[Gap] = &[
             "warnings",
         ],
         "health's instance extras (backups, feature flags, startup recovery, git info, warnings, AI login): not implemented",
-    ),
-    gap(
-        &["inbox.dismissals"],
-        &["id"],
-        "a dismissal is keyed by its item (itemKey) here, so it has no id of its own",
     ),
     gap(
         &["runs.live", "run.workspace_operations"],

@@ -195,12 +195,23 @@ async fn dismissals_refuse_bad_input_field_by_field() {
         )
         .await;
     assert_eq!(snoozed["snoozedUntil"], "2030-01-01T07:00:00.000Z");
-    server
+    let again = server
         .ok_post(&url, json!({ "itemKey": "approval:1" }))
         .await;
     let (_, listed) = server.get(&url).await;
     assert_eq!(listed.as_array().unwrap().len(), 1);
     assert_eq!(listed[0]["kind"], "dismiss");
+    // The same item's dismissal keeps its id and when it was first made,
+    // as upstream's does; updatedAt and dismissedAt say when it was last set.
+    assert_eq!(snoozed["id"].as_str().unwrap().len(), 36, "{snoozed}");
+    assert_eq!(again["id"], snoozed["id"]);
+    assert_eq!(listed[0]["id"], snoozed["id"]);
+    assert_eq!(listed[0]["createdAt"], snoozed["createdAt"]);
+    assert_eq!(listed[0]["updatedAt"], again["updatedAt"]);
+    assert_eq!(listed[0]["dismissedAt"], again["updatedAt"]);
+    assert!(listed[0]["updatedAt"].as_str() >= snoozed["updatedAt"].as_str());
+    let other = server.ok_post(&url, json!({ "itemKey": "run:1" })).await;
+    assert_ne!(other["id"], snoozed["id"], "an id per item");
 
     // Another company's agent cannot see or write this company's inbox.
     let other = server.company("Other").await;

@@ -117,6 +117,13 @@ async fn max_int_cost_events_are_refused_and_old_poisoned_rows_do_not_break_any_
         summary["spendCents"], 20_000_000_000i64,
         "each old row counts as the bound: {summary} {state}"
     );
+    // The first read kept when the state began (upstream writes its row
+    // then); later reads agree.
+    let again = server
+        .ok_get(&format!("/api/agents/{aid}/runtime-state"))
+        .await;
+    assert_eq!(again["createdAt"], state["createdAt"]);
+    assert!(state["createdAt"].as_str() >= agent["createdAt"].as_str());
     // Recording still works on top of the poisoned rows (budgets sum them).
     server
         .ok_post(&path, json!({ "agentId": aid, "costCents": 1 }))

@@ -78,6 +78,13 @@ async fn a_schema_7_database_upgrades_without_loss() {
         by_status(&before),
         json!({ "backlog": 1, "blocked": 1, "cancelled": 1, "todo": 2 })
     );
+    // Rows migration 51 gives more to: Ada's first run (from her task) and
+    // a dismissal.
+    let runs = server.settled_runs(&cid, &agent, 1, 30).await;
+    let dismissals = format!("/api/companies/{cid}/inbox-dismissals");
+    let dismissal = server
+        .ok_post(&dismissals, json!({ "itemKey": "approval:legacy" }))
+        .await;
     let (data_dir, database_url) = server.stop_keeping_data();
 
     let url = common::database_url(&data_dir, &database_url);
@@ -142,6 +149,20 @@ async fn a_schema_7_database_upgrades_without_loss() {
         .map(|i| i["title"].as_str().unwrap())
         .collect();
     assert_eq!(titles, ["Fix the login", "Write the spec"]);
+    // Migration 51 gave the dismissal an id, kept when it is dismissed
+    // again, and dated Ada's runtime state from her first run.
+    let listed = server.ok_get(&dismissals).await;
+    assert_eq!(listed[0]["itemKey"], "approval:legacy", "{listed}");
+    assert_eq!(listed[0]["id"].as_str().unwrap().len(), 36, "{listed}");
+    assert_eq!(listed[0]["createdAt"], dismissal["createdAt"]);
+    let again = server
+        .ok_post(&dismissals, json!({ "itemKey": "approval:legacy" }))
+        .await;
+    assert_eq!(again["id"], listed[0]["id"]);
+    let state = server
+        .ok_get(&format!("/api/agents/{agent}/runtime-state"))
+        .await;
+    assert_eq!(state["createdAt"], runs[0]["createdAt"], "{state}");
 
     // And the kept counts follow changes made after the upgrade.
     server

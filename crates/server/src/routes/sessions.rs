@@ -42,7 +42,8 @@ async fn task_sessions(
     Ok(Json(sessions::list(&app.store, &agent.id).await?))
 }
 
-/// Token and cost totals, the latest run and its error. Board only.
+/// Token and cost totals, the latest run and its error, the newest session.
+/// Board only. The first read keeps when the state began (upstream's row).
 #[utoipa::path(get, path = "/api/agents/{id}/runtime-state", tag = "agents",
     params(("id" = String, Path)), responses((status = 200, body = RuntimeState)))]
 #[paperclip_macros::handler]
@@ -53,6 +54,7 @@ async fn runtime_state(
 ) -> ApiResult<Json<RuntimeState>> {
     caller.require_board()?;
     let agent = access::agent(&app, &caller, &id).await?;
+    sessions::keep_began(&app.store, &agent.id).await?;
     Ok(Json(sessions::runtime_state(&app.store, &agent).await?))
 }
 
@@ -97,6 +99,7 @@ async fn reset_session(
         input.task_key.as_deref(),
     )
     .await?;
+    sessions::keep_began(&app.store, &agent.id).await?;
     let state = sessions::runtime_state(&app.store, &agent).await?;
     Ok(Json(ResetResult { cleared, state }))
 }

@@ -369,6 +369,22 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../../migrations/0050_revision_identity.postgres.sql"),
         },
     ),
+    (
+        51,
+        "runtime_state_ids",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0051_runtime_state_ids.sqlite.sql"),
+            postgres: include_str!("../../migrations/0051_runtime_state_ids.postgres.sql"),
+        },
+    ),
+    (
+        52,
+        "cost_billing_type",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0052_cost_billing_type.sqlite.sql"),
+            postgres: include_str!("../../migrations/0052_cost_billing_type.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

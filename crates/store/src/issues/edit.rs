@@ -198,6 +198,7 @@ pub async fn update(store: &Store, actor: &Actor, id: &str, patch: IssuePatch) -
     if !changes.is_empty() {
         write(&mut tx, &after, &ts).await?;
         let mut details = json!({ "identifier": before.identifier, "changes": changes });
+        crate::issues::update_details::add(&mut details, &changes, actor);
         if let Some(r) = &reopened {
             let source = if patch.comment.is_some() {
                 "comment"

@@ -17,6 +17,7 @@ pub(crate) mod reopen;
 pub(crate) mod table;
 pub mod tree_holds;
 pub(crate) mod tree_preview;
+pub(crate) mod update_details;
 pub(crate) mod wake;
 pub mod watchdogs;
 

@@ -145,7 +145,10 @@ pub async fn reset(
     Ok(cleared)
 }
 
-/// Totals over all of the agent's cost events, and its latest run.
+/// Totals over all of the agent's cost events, its latest run and its newest
+/// session. Upstream also keeps an adapter state blob (`stateJson`): our
+/// adapters keep no state beyond their sessions, so it is always `{}`, as
+/// upstream serves it for an adapter with none.
 pub async fn runtime_state(
     store: &Store,
     agent: &paperclip_core::model::Agent,
@@ -178,6 +181,23 @@ pub async fn runtime_state(
     .bind(&agent.id)
     .fetch_optional(store.pool())
     .await?;
+    // Upstream's display id and parameters are those of the newest task
+    // session, whether or not it still holds one.
+    let newest = crate::engine::db::query(
+        "SELECT session_display_id, session_params_json FROM agent_task_sessions \
+         WHERE agent_id = $1 ORDER BY updated_at DESC, id DESC LIMIT 1",
+    )
+    .bind(&agent.id)
+    .fetch_optional(store.pool())
+    .await?;
+    let (newest_display, session_params_json) = match &newest {
+        Some(row) => (
+            row.opt_text("session_display_id")?,
+            row.opt_json("session_params_json")?,
+        ),
+        None => (None, None),
+    };
+    let session_id = session.map(|(s,)| s);
     let (last_run_id, last_run_status, last_error, updated_at) = match &last {
         Some(row) => (
             Some(row.text("id")?),
@@ -191,7 +211,11 @@ pub async fn runtime_state(
         agent_id: agent.id.clone(),
         company_id: agent.company_id.clone(),
         adapter_type: agent.adapter_type.clone(),
-        session_id: session.map(|(s,)| s),
+        session_display_id: newest_display.or_else(|| session_id.clone()),
+        session_id,
+        session_params_json,
+        created_at: began(store, agent).await?,
+        state_json: json!({}),
         last_run_id,
         last_run_status,
         last_error,
@@ -201,6 +225,57 @@ pub async fn runtime_state(
         total_cost_cents: totals.int("cost")?,
         updated_at,
     })
+}
+
+/// When the agent's runtime state began (upstream's `createdAt`, the time
+/// its runtime state row was written: at its first run, or its first read
+/// through the API before any; see [`keep_began`]). Kept once known, so it
+/// never moves; an agent that ran before migration 51 got its first run's
+/// time there. Not kept yet (only a page has read it): the first run's time,
+/// else the hire's.
+async fn began(store: &Store, agent: &paperclip_core::model::Agent) -> Result<String> {
+    Ok(match began_and_first_run(store, &agent.id).await? {
+        (Some(began), _) | (None, Some(began)) => began,
+        (None, None) => agent.created_at.clone(),
+    })
+}
+
+/// The kept start of the agent's runtime state, and its first run's time.
+async fn began_and_first_run(
+    store: &Store,
+    agent_id: &str,
+) -> Result<(Option<String>, Option<String>)> {
+    let row = crate::engine::db::query(
+        "SELECT a.runtime_state_created_at AS began, \
+         (SELECT MIN(r.created_at) FROM heartbeat_runs r WHERE r.agent_id = a.id) AS first_run \
+         FROM agents a WHERE a.id = $1",
+    )
+    .bind(agent_id)
+    .fetch_one(store.pool())
+    .await?;
+    Ok((row.opt_text("began")?, row.opt_text("first_run")?))
+}
+
+/// Keeps when the agent's runtime state began, the first time the API reads
+/// it (as upstream writes its row then): its first run's time, else now. A
+/// write the board's pages do not make (they write only through the API).
+pub async fn keep_began(store: &Store, agent_id: &str) -> Result<()> {
+    let (kept, first_run) = began_and_first_run(store, agent_id).await?;
+    if kept.is_some() {
+        return Ok(());
+    }
+    let began = first_run.unwrap_or_else(now);
+    let mut tx = store.begin().await?;
+    // Two first reads at once: the first to commit is kept.
+    crate::engine::db::query(
+        "UPDATE agents SET runtime_state_created_at = $1 \
+         WHERE id = $2 AND runtime_state_created_at IS NULL",
+    )
+    .bind(&began)
+    .bind(agent_id)
+    .execute(tx.conn())
+    .await?;
+    tx.commit().await
 }
 
 fn map(row: &DbRow) -> Result<TaskSession> {

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::RowExt;
-use crate::{now, Error, Result, Store};
+use crate::{new_id, now, Error, Result, Store};
 
 /// Failures older than this leave the inbox on their own.
 pub const WINDOW_DAYS: i64 = 14;
@@ -25,17 +25,27 @@ const SCAN: i64 = 200;
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Dismissal {
+    /// Its own id (migration 51), kept when the item is dismissed again.
+    pub id: String,
     pub company_id: String,
     /// The person whose inbox it is.
     pub user_id: String,
     pub item_key: String,
     pub kind: Kind,
-    /// When it was dismissed for good; null for a snooze.
+    /// When it was last dismissed for good; null for a snooze.
     pub dismissed_at: Option<String>,
     pub snoozed_until: Option<String>,
+    /// When the item was first dismissed or snoozed.
     pub created_at: String,
-    /// Dismissing again rewrites the row: the last time it was set.
+    /// Dismissing again rewrites the choice: the last time it was set.
     pub updated_at: String,
+}
+
+/// A row's own fields, apart from the choice it holds.
+struct Made {
+    id: String,
+    created_at: String,
+    updated_at: String,
 }
 
 impl Dismissal {
@@ -45,16 +55,22 @@ impl Dismissal {
         item_key: String,
         kind: Kind,
         snoozed_until: Option<String>,
-        at: String,
+        made: Made,
     ) -> Dismissal {
+        let Made {
+            id,
+            created_at,
+            updated_at: at,
+        } = made;
         Dismissal {
+            id,
             company_id: company_id.to_string(),
             user_id: user_id.to_string(),
             item_key,
             kind,
             dismissed_at: (kind == Kind::Dismiss).then(|| at.clone()),
             snoozed_until,
-            created_at: at.clone(),
+            created_at,
             updated_at: at,
         }
     }
@@ -132,20 +148,29 @@ pub async fn dismiss(
     };
     let ts = now();
     let mut tx = store.begin().await?;
-    crate::engine::db::query(
-        "INSERT INTO inbox_dismissals (company_id, user_id, item_key, kind, snoozed_until, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6) \
+    // Again for the same item: the same row (its id and createdAt stay, as
+    // upstream's upsert keeps them), with the new choice.
+    let row = crate::engine::db::query(
+        "INSERT INTO inbox_dismissals (id, company_id, user_id, item_key, kind, snoozed_until, \
+         created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
          ON CONFLICT (company_id, user_id, item_key) DO UPDATE \
-         SET kind = excluded.kind, snoozed_until = excluded.snoozed_until, created_at = excluded.created_at",
+         SET kind = excluded.kind, snoozed_until = excluded.snoozed_until, updated_at = excluded.updated_at \
+         RETURNING id, created_at",
     )
+    .bind(new_id())
     .bind(company_id)
     .bind(user_id)
     .bind(item_key)
     .bind(kind.as_str())
     .bind(&snoozed_until)
     .bind(&ts)
-    .execute(tx.conn())
+    .fetch_one(tx.conn())
     .await?;
+    let made = Made {
+        id: row.text("id")?,
+        created_at: row.text("created_at")?,
+        updated_at: ts,
+    };
     activity::record(
         &mut tx,
         actor,
@@ -165,7 +190,7 @@ pub async fn dismiss(
         item_key.to_string(),
         kind,
         snoozed_until,
-        ts,
+        made,
     ))
 }
 
@@ -204,11 +229,11 @@ pub async fn restore(
     tx.commit().await
 }
 
-/// A person's dismissals, newest first (at most 500).
+/// A person's dismissals, last set first (at most 500).
 pub async fn list(store: &Store, company_id: &str, user_id: &str) -> Result<Vec<Dismissal>> {
     let rows = crate::engine::db::query(
-        "SELECT item_key, kind, snoozed_until, created_at FROM inbox_dismissals \
-         WHERE company_id = $1 AND user_id = $2 ORDER BY created_at DESC LIMIT 500",
+        "SELECT id, item_key, kind, snoozed_until, created_at, updated_at FROM inbox_dismissals \
+         WHERE company_id = $1 AND user_id = $2 ORDER BY updated_at DESC LIMIT 500",
     )
     .bind(company_id)
     .bind(user_id)
@@ -222,7 +247,11 @@ pub async fn list(store: &Store, company_id: &str, user_id: &str) -> Result<Vec<
                 r.text("item_key")?,
                 r.stored("kind")?,
                 r.opt_text("snoozed_until")?,
-                r.text("created_at")?,
+                Made {
+                    id: r.text("id")?,
+                    created_at: r.text("created_at")?,
+                    updated_at: r.text("updated_at")?,
+                },
             ))
         })
         .collect()

@@ -143,6 +143,31 @@ fn on_postgres() -> bool {
 /// database an earlier release made: it had no such tables.
 pub fn before_secrets_and_teams() -> Vec<String> {
     [
+        // Migration 52 (cost billing type): a defaulted column.
+        if on_postgres() {
+            "ALTER TABLE cost_events DROP COLUMN IF EXISTS billing_type"
+        } else {
+            "ALTER TABLE cost_events DROP COLUMN billing_type"
+        },
+        "DELETE FROM schema_migrations WHERE version = 52",
+        // Migration 51 (runtime state began, dismissal ids): an index and nullable columns.
+        "DROP INDEX IF EXISTS inbox_dismissals_id",
+        if on_postgres() {
+            "ALTER TABLE inbox_dismissals DROP COLUMN IF EXISTS id"
+        } else {
+            "ALTER TABLE inbox_dismissals DROP COLUMN id"
+        },
+        if on_postgres() {
+            "ALTER TABLE inbox_dismissals DROP COLUMN IF EXISTS updated_at"
+        } else {
+            "ALTER TABLE inbox_dismissals DROP COLUMN updated_at"
+        },
+        if on_postgres() {
+            "ALTER TABLE agents DROP COLUMN IF EXISTS runtime_state_created_at"
+        } else {
+            "ALTER TABLE agents DROP COLUMN runtime_state_created_at"
+        },
+        "DELETE FROM schema_migrations WHERE version = 51",
         // Migration 50 (revision identity): a nullable column.
         if on_postgres() {
             "ALTER TABLE agent_config_revisions DROP COLUMN IF EXISTS identity"
