@@ -100,6 +100,7 @@ pub fn soft_descriptor_limit() -> Option<u64> {
 /// (then in-flight requests get [`DRAIN`]; live streams end on the same
 /// token). Each request carries its peer address and its connection's state
 /// (see [`crate::guard::Connection`]).
+#[cfg(not(test))]
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
     let limits = state.security.limits.clone();
     let lifecycle = state.lifecycle.clone();

@@ -63,6 +63,7 @@ use crate::error::ApiError;
 use crate::AppState;
 pub(crate) use invites::expiry;
 
+#[cfg(not(test))]
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(health::router())
