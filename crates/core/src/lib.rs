@@ -8,6 +8,7 @@
 pub mod activity;
 pub mod actor;
 pub mod agent;
+pub mod agent_access;
 pub mod approval;
 pub mod attachment;
 pub mod billing;

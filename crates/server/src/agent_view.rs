@@ -2,10 +2,12 @@
 //! health (`orgChainHealth`), and on the agent's own read (`GET
 //! /agents/{id}`, `/agents/me`) its chain of command. The chain is one
 //! recursive query for a single agent and read from the list itself for a
-//! company's agents.
+//! company's agents. The own read also carries the agent's `access`, derived
+//! from the row (no query: see `paperclip_core::agent_access`).
 
 use std::collections::HashMap;
 
+use paperclip_core::agent_access::{self, AgentAccess};
 use paperclip_core::heartbeat::HeartbeatPolicy;
 use paperclip_core::model::Agent;
 use paperclip_core::org_chain::{self, Member, OrgChainHealth, Superior};
@@ -29,6 +31,9 @@ pub struct AgentView {
     /// The managers above, nearest first (only on the agent's own read).
     #[serde(skip_serializing_if = "Option::is_none")]
     chain_of_command: Option<Vec<Superior>>,
+    /// Its membership and grants (only on the agent's own read, as upstream).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    access: Option<AgentAccess>,
 }
 
 async fn build(app: &AppState, agent: Agent, with_superiors: bool) -> ApiResult<AgentView> {
@@ -40,11 +45,13 @@ async fn build(app: &AppState, agent: Agent, with_superiors: bool) -> ApiResult<
     let lookup = |id: &str| above.get(id).cloned();
     let health = org_chain::health(&agent_chain::member(&agent), lookup);
     let chain_of_command = with_superiors.then(|| org_chain::superiors(&health, lookup));
+    let access = with_superiors.then(|| agent_access::of(&agent));
     Ok(AgentView {
         agent: with_defaults(agent),
         default_environment_id: None,
         org_chain_health: health,
         chain_of_command,
+        access,
     })
 }
 
@@ -73,6 +80,7 @@ pub fn many(agents: Vec<Agent>) -> Vec<AgentView> {
                 default_environment_id: None,
                 org_chain_health: health,
                 chain_of_command: None,
+                access: None,
             }
         })
         .collect()

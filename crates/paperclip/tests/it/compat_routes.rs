@@ -89,6 +89,27 @@ async fn children_permissions_and_configurations_follow_upstream() {
     let wid = worker["id"].as_str().unwrap().to_string();
     let peer = s.agent(&cid, "Peer", None).await;
     let path = format!("/api/agents/{wid}/permissions");
+    // The agent's own read carries its access (upstream's words for the rule
+    // enforced below); the company's list does not.
+    let read = s.ok_get(&format!("/api/agents/{wid}")).await;
+    let access = &read["access"];
+    assert_eq!(access["canAssignTasks"], true, "{read}");
+    assert_eq!(access["membership"]["principalType"], "agent", "{read}");
+    assert_eq!(access["membership"]["principalId"], wid.as_str(), "{read}");
+    assert_eq!(access["membership"]["status"], "active", "{read}");
+    assert_eq!(
+        access["grants"][0]["permissionKey"], "tasks:assign",
+        "{read}"
+    );
+    let listed = s.ok_get(&format!("/api/companies/{cid}/agents")).await;
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a.get("access").is_none()),
+        "{listed}"
+    );
     let (status, body) = s
         .request(
             "PATCH",
@@ -107,7 +128,16 @@ async fn children_permissions_and_configurations_follow_upstream() {
     assert_eq!(status, 200, "{updated}");
     assert_eq!(updated["permissions"]["canAssignTasks"], false);
     assert_eq!(updated["permissions"]["canCreateAgents"], true);
+    assert_eq!(updated["access"]["canAssignTasks"], false, "{updated}");
+    assert_eq!(updated["access"]["taskAssignSource"], "none", "{updated}");
+    assert_eq!(updated["access"]["grants"], json!([]), "{updated}");
     let key = s.key(&wid).await;
+    let (status, me) = s.as_agent(&key, None, "GET", "/api/agents/me", None).await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(
+        me["access"], updated["access"],
+        "the agent sees what the board set"
+    );
     let (status, body) = s
         .as_agent(
             &key,
@@ -164,6 +194,29 @@ async fn children_permissions_and_configurations_follow_upstream() {
         )
         .await;
     assert_eq!(status, 201, "{body}");
+    // Granted again: the read says so and the handing over is allowed.
+    let (status, updated) = s
+        .request(
+            "PATCH",
+            &path,
+            Some(json!({ "canCreateAgents": true, "canAssignTasks": true })),
+        )
+        .await;
+    assert_eq!(status, 200, "{updated}");
+    assert_eq!(
+        updated["access"]["taskAssignSource"], "agent_creator",
+        "{updated}"
+    );
+    let (status, body) = s
+        .as_agent(
+            &key,
+            Some(&run),
+            "PATCH",
+            &format!("/api/issues/{ident}"),
+            Some(json!({ "assigneeAgentId": peer["id"] })),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
 
     // The company's configurations: every agent, redacted.
     let configs = s

@@ -152,7 +152,8 @@ async fn update_permissions(
         ..AgentPatch::default()
     };
     let agent = agents::update(&app.store, actor, &id, patch).await?;
-    Ok(Json(agent_view::one(&app, agent).await?))
+    // Upstream answers with the agent's own read: what it may now do.
+    Ok(Json(agent_view::detail(&app, agent).await?))
 }
 
 #[utoipa::path(delete, path = "/api/agents/{id}", tag = "agents",

@@ -405,12 +405,8 @@ async fn check_can_assign(
         return Ok(());
     }
     let agent = paperclip_store::org::agents::get(&app.store, me).await?;
-    if agent
-        .permissions
-        .get("canAssignTasks")
-        .and_then(Value::as_bool)
-        == Some(false)
-    {
+    // The same rule `access` reports on the agent's read.
+    if !paperclip_core::agent_access::may_assign_tasks(&agent) {
         return Err(ApiError::forbidden(
             "Agent lacks the canAssignTasks permission",
         ));
