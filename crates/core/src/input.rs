@@ -154,6 +154,9 @@ pub struct NewProject {
     pub target_date: Option<String>,
     pub color: Option<String>,
     pub execution_workspace_policy: Option<crate::workspace_ops::ExecutionWorkspacePolicy>,
+    pub icon: Option<crate::project::ProjectIcon>,
+    #[schema(value_type = Option<Object>)]
+    pub env: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
@@ -183,6 +186,13 @@ pub struct ProjectPatch {
     #[serde(default, deserialize_with = "double_option")]
     #[schema(value_type = Option<crate::workspace_ops::ExecutionWorkspacePolicy>)]
     pub execution_workspace_policy: Option<Option<crate::workspace_ops::ExecutionWorkspacePolicy>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<crate::project::ProjectIcon>)]
+    pub icon: Option<Option<crate::project::ProjectIcon>>,
+    /// null removes every variable.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<Object>)]
+    pub env: Option<Option<serde_json::Value>>,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]

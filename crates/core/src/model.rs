@@ -158,6 +158,8 @@ pub struct Project {
     /// null: a task of the project gets its own worktree when the project
     /// declares a git repository.
     pub execution_workspace_policy: Option<crate::workspace_ops::ExecutionWorkspacePolicy>,
+    #[serde(flatten)]
+    pub look: crate::project::ProjectLook,
 }
 
 /// A project's spending limit as upstream lists it.

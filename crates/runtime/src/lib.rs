@@ -42,6 +42,7 @@ pub mod monitors;
 pub mod next;
 mod notes;
 mod outcome;
+mod project_env;
 pub mod prompt_preview;
 pub mod recovery;
 mod redact;

@@ -56,7 +56,7 @@ pub(crate) async fn resolve(
 
 /// The value of secret `id` (version `exact`, else its latest) for the
 /// variable `var` of `agent`'s run; an error names both, never a value.
-async fn reveal(
+pub(crate) async fn reveal(
     store: &Store,
     vault: &Vault,
     agent: &Agent,

@@ -284,11 +284,6 @@ pub const GAPS: &[Gap] = &[
         "run events are identified by UUID here, by a serial number upstream (seq orders both; never renumbered); upstream's event relay provenance: not implemented",
     ),
     gap(
-        &["project.get", "project.list", "issue.get"],
-        &["env", "icon", "pauseReason", "pausedAt", "managedByPlugin"],
-        "a project's env, icon, pause and plugin owner: we have none of them (a project is never paused here; budgets stop runs, not projects)",
-    ),
-    gap(
         &["company.get", "company.list"],
         &[
             "feedbackDataSharingEnabled",

@@ -90,6 +90,7 @@ mod metrics;
 mod org;
 mod otel;
 mod pi_agents;
+mod project_pause_env;
 mod recovery;
 mod reopen;
 mod routine_pages;

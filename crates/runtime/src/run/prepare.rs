@@ -57,7 +57,7 @@ pub(crate) async fn prepare(deps: &RunDeps<'_>, run: &HeartbeatRun) -> anyhow::R
         let refused = finish::adapter_failed(ErrorCode::AdapterNotInstalled, why);
         return Ok(Prepared::Refused(Box::new(refused)));
     };
-    let (config, resolved) = match configure(deps, &agent, &*adapter).await {
+    let (config, resolved) = match configure(deps, &agent, issue.as_ref(), &*adapter).await {
         Ok(configured) => configured,
         Err(refused) => return Ok(Prepared::Refused(Box::new(refused))),
     };
@@ -117,16 +117,21 @@ async fn load(
 async fn configure(
     deps: &RunDeps<'_>,
     agent: &Agent,
+    issue: Option<&Issue>,
     adapter: &dyn Adapter,
 ) -> Result<(Value, Vec<String>), Finish> {
-    let (config, resolved) = crate::secret_env::resolve(deps.store, deps.vault, agent)
-        .await
-        .map_err(|why| {
-            finish::failed_by(
-                RunErrorCode::SecretUnavailable,
-                format!("Cannot start: {why}"),
-            )
-        })?;
+    let resolved = match crate::secret_env::resolve(deps.store, deps.vault, agent).await {
+        Ok((config, values)) => {
+            crate::project_env::merge(deps.store, deps.vault, agent, issue, config, values).await
+        }
+        Err(why) => Err(why),
+    };
+    let (config, resolved) = resolved.map_err(|why| {
+        finish::failed_by(
+            RunErrorCode::SecretUnavailable,
+            format!("Cannot start: {why}"),
+        )
+    })?;
     if let Err(errors) = adapter.validate_config(&config) {
         let list: Vec<String> = errors
             .iter()

@@ -385,6 +385,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../../migrations/0052_cost_billing_type.postgres.sql"),
         },
     ),
+    (
+        54,
+        "project_icon_env",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0054_project_icon_env.sqlite.sql"),
+            postgres: include_str!("../../migrations/0054_project_icon_env.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -8,7 +8,7 @@ use paperclip_core::codebase::{self, Codebase};
 use paperclip_core::input::{NewProject, ProjectPatch};
 use paperclip_core::model::{BudgetWindowKind, GoalRef, Project, ProjectBudget};
 use paperclip_core::naming::url_key;
-use paperclip_core::project::ProjectStatus;
+use paperclip_core::project::{PauseReason, ProjectIcon, ProjectLook, ProjectStatus};
 use paperclip_core::workspace::ProjectWorkspace;
 use paperclip_core::workspace_ops::ExecutionWorkspacePolicy;
 use serde_json::{json, Map};
@@ -31,6 +31,9 @@ pub async fn create(
     }
     if let Some(date) = &input.target_date {
         check_date(date)?;
+    }
+    if let Some(env) = &input.env {
+        check_env(env)?;
     }
     let mut input = input;
     match input.goal_ids.take().as_deref() {
@@ -57,8 +60,8 @@ pub async fn create(
     let ts = now();
     crate::engine::db::query(
         "INSERT INTO projects (id, company_id, goal_id, name, url_key, description, status, \
-         lead_agent_id, target_date, color, created_at, updated_at, execution_workspace_policy) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12)",
+         lead_agent_id, target_date, color, created_at, updated_at, execution_workspace_policy, \
+         icon, env) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, $14)",
     )
     .bind(&id)
     .bind(company_id)
@@ -72,6 +75,8 @@ pub async fn create(
     .bind(input.color.as_deref())
     .bind(&ts)
     .bind(policy_json(input.execution_workspace_policy.as_ref()))
+    .bind(input.icon.map(icon_name))
+    .bind(input.env.as_ref().map(|e| e.to_string()))
     .execute(tx.conn())
     .await?;
     activity::record(
@@ -91,10 +96,16 @@ pub async fn create(
     Ok(project)
 }
 
-/// A project with its goal's title (upstream's `goals`) and its task count,
-/// in the same read.
+/// A project with its goal's title (upstream's `goals`), its task count and
+/// its pause, in the same read. Upstream pauses a project only for its
+/// budget's hard stop and resumes it when the stop is resolved; here that stop
+/// is the open hard incident (opened with the cost that crossed the line,
+/// resolved by a raise, an override or the month's rollover), so the pause
+/// is read from it rather than kept twice.
 const SELECT: &str = "SELECT p.*, g.title AS goal_title, \
-     (SELECT COUNT(*) FROM issues i WHERE i.project_id = p.id) AS task_count \
+     (SELECT COUNT(*) FROM issues i WHERE i.project_id = p.id) AS task_count, \
+     (SELECT MIN(bi.created_at) FROM budget_incidents bi WHERE bi.scope_type = 'project' \
+      AND bi.scope_id = CAST(p.id AS TEXT) AND bi.kind = 'hard' AND bi.status = 'open') AS paused_at \
      FROM projects p LEFT JOIN goals g ON g.id = p.goal_id";
 static BY_ID: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| format!("{SELECT} WHERE p.id = $1"));
@@ -212,6 +223,22 @@ pub async fn update(
         );
         after.execution_workspace_policy = policy;
     }
+    if let Some(icon) = patch.icon {
+        diff(&mut changes, "icon", &before.look.icon, &icon);
+        after.look.icon = icon;
+    }
+    if let Some(env) = patch.env {
+        if let Some(e) = &env {
+            check_env(e)?;
+        }
+        // The activity names the variables that changed, never a value:
+        // a plain binding may hold something sensitive all the same.
+        let names = env_changes(before.look.env.as_ref(), env.as_ref());
+        if !names.is_empty() {
+            changes.insert("env".into(), json!({ "changedKeys": names }));
+        }
+        after.look.env = env;
+    }
     if let Some(archived) = patch.archived_at {
         diff(&mut changes, "archivedAt", &before.archived_at, &archived);
         after.archived_at = archived;
@@ -222,7 +249,7 @@ pub async fn update(
     crate::engine::db::query(
         "UPDATE projects SET name = $2, url_key = $3, description = $4, status = $5, goal_id = $6, \
          lead_agent_id = $7, target_date = $8, color = $9, archived_at = $10, updated_at = $11, \
-         execution_workspace_policy = $12 WHERE id = $1",
+         execution_workspace_policy = $12, icon = $13, env = $14 WHERE id = $1",
     )
     .bind(id)
     .bind(&after.name)
@@ -236,6 +263,8 @@ pub async fn update(
     .bind(after.archived_at.as_deref())
     .bind(now())
     .bind(policy_json(after.execution_workspace_policy.as_ref()))
+    .bind(after.look.icon.map(icon_name))
+    .bind(after.look.env.as_ref().map(|e| e.to_string()))
     .execute(tx.conn())
     .await?;
     activity::record(
@@ -297,6 +326,7 @@ fn map(row: &DbRow) -> Result<Project> {
         }],
         _ => Vec::new(),
     };
+    let paused_at = row.opt_text("paused_at")?;
     Ok(Project {
         goals,
         id: row.text("id")?,
@@ -329,9 +359,66 @@ fn map(row: &DbRow) -> Result<Project> {
             .map(serde_json::from_value)
             .transpose()
             .map_err(|e| Error::rule(format!("stored workspace policy unreadable: {e}")))?,
+        look: ProjectLook {
+            icon: row
+                .opt_text("icon")?
+                .map(|name| serde_json::from_value(serde_json::Value::String(name)))
+                .transpose()
+                .map_err(|e| Error::rule(format!("stored project icon unreadable: {e}")))?,
+            env: row.opt_json("env")?,
+            pause_reason: paused_at.as_ref().map(|_| PauseReason::Budget),
+            paused_at,
+            managed_by_plugin: None,
+        },
     })
+}
+
+fn check_env(env: &serde_json::Value) -> Result<()> {
+    paperclip_core::project::check_env(env).map_err(|why| Error::invalid("env", why))
+}
+
+fn icon_name(icon: ProjectIcon) -> String {
+    serde_json::to_value(icon)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// The variables added, removed or rebound between two envs, sorted.
+fn env_changes(
+    before: Option<&serde_json::Value>,
+    after: Option<&serde_json::Value>,
+) -> Vec<String> {
+    let empty = Map::new();
+    let vars =
+        |env: Option<&serde_json::Value>| env.and_then(|e| e.as_object()).unwrap_or(&empty).clone();
+    let (before, after) = (vars(before), vars(after));
+    let mut names: Vec<String> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|k| before.get(*k) != after.get(*k))
+        .cloned()
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 fn policy_json(policy: Option<&ExecutionWorkspacePolicy>) -> Option<String> {
     policy.map(|p| serde_json::to_value(p).unwrap_or_default().to_string())
+}
+
+/// The project of task `issue_id` when that project is paused (its budget's
+/// hard stop is open): upstream starts no new work for it. Read in the
+/// wake's transaction, with the same rule as the project's `pausedAt`.
+pub(crate) async fn paused_project_of(tx: &mut Tx, issue_id: &str) -> Result<Option<String>> {
+    let row: Option<(String,)> = crate::engine::db::query_as(
+        "SELECT i.project_id FROM issues i WHERE i.id = $1 AND EXISTS (SELECT 1 FROM budget_incidents bi \
+         WHERE bi.scope_type = 'project' AND bi.scope_id = CAST(i.project_id AS TEXT) AND bi.kind = 'hard' \
+         AND bi.status = 'open')",
+    )
+    .bind(issue_id)
+    .fetch_optional(tx.conn())
+    .await?;
+    Ok(row.map(|(id,)| id))
 }

@@ -105,6 +105,14 @@ pub(crate) async fn enqueue_in(tx: &mut Tx, actor: &Actor, wake: Wake) -> Result
             skip = Some(WakeSkipReason::LoopHeld);
         }
     }
+    if let (None, Some(issue_id)) = (skip, wake.issue_id.as_deref()) {
+        if crate::org::projects::paused_project_of(tx, issue_id)
+            .await?
+            .is_some()
+        {
+            skip = Some(WakeSkipReason::BudgetBlocked);
+        }
+    }
     let (request_status, skip, run) = if let Some(reason) = skip {
         (WakeStatus::Skipped, Some(reason), None)
     } else {

@@ -143,6 +143,18 @@ fn on_postgres() -> bool {
 /// database an earlier release made: it had no such tables.
 pub fn before_secrets_and_teams() -> Vec<String> {
     [
+        // Migration 54 (project icon and env): nullable columns.
+        if on_postgres() {
+            "ALTER TABLE projects DROP COLUMN IF EXISTS icon"
+        } else {
+            "ALTER TABLE projects DROP COLUMN icon"
+        },
+        if on_postgres() {
+            "ALTER TABLE projects DROP COLUMN IF EXISTS env"
+        } else {
+            "ALTER TABLE projects DROP COLUMN env"
+        },
+        "DELETE FROM schema_migrations WHERE version = 54",
         // Migration 52 (cost billing type): a defaulted column.
         if on_postgres() {
             "ALTER TABLE cost_events DROP COLUMN IF EXISTS billing_type"

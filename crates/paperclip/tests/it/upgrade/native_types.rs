@@ -41,6 +41,7 @@ const LATER_JSON_COLUMNS: &[(&str, &str)] = &[
     ("workspace_task_changes", "files"),
     ("workspace_task_changes", "commits"),
     ("projects", "execution_workspace_policy"),
+    ("projects", "env"),
     ("company_skills", "categories"),
     ("company_skills", "metadata"),
     ("company_skill_versions", "files"),
