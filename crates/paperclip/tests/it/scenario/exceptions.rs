@@ -25,8 +25,6 @@ const EVENT_ID: &str =
     "run events are identified by UUID here, by a serial number upstream (seq orders both); never renumbered";
 const EXECUTION: &str =
     "a run's execution block (upstream's recovery phase, attempts, permitted actions): not implemented";
-const ACCESS: &str =
-    "an agent's access (memberships and grants): people have memberships here, agents none (an agent acts in its own company)";
 const FEEDBACK: &str = "feedbackDataSharingEnabled: we share no feedback data";
 const HEALTH: &str =
     "health's instance extras (backups, feature flags, startup recovery, git info, warnings, AI login): not implemented";
@@ -48,8 +46,6 @@ const fn x(step: &'static str, path: &'static str, reason: &'static str) -> Exce
 }
 
 pub const EXCEPTIONS: &[Exception] = &[
-    x("agent.get", "$.access", ACCESS),
-    x("agent.me", "$.access", ACCESS),
     x("activity", "$[0].details.requesterAgentId", APPROVAL_WAKE),
     x("activity", "$[0].details.wakeRunId", APPROVAL_WAKE),
     x("comment.create.agent", "$.code", AUTH_NO_RUN),
