@@ -278,15 +278,33 @@ pub async fn version_within(
 ) -> Result<String, String> {
     let mut cmd = tokio::process::Command::new(program);
     crate::child_env::clear(&mut cmd, &[]);
+    // A group of its own, killed whole past the limit: a CLI that relaunches
+    // itself (gemini restarts as its own child with a larger heap) would
+    // otherwise leave the child running after its parent is killed.
     cmd.arg("--version")
         .envs(env.iter().cloned())
         .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true);
-    match tokio::time::timeout(limit, cmd.output()).await {
-        Err(_) => Err(format!(
-            "did not answer --version within {} s",
-            limit.as_secs()
-        )),
+    let child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => return Err(format!("could not start: {e}")),
+    };
+    let group = child.id().map(|pid| pid as i32);
+    match tokio::time::timeout(limit, child.wait_with_output()).await {
+        Err(_) => {
+            if let Some(group) = group.filter(|g| *g > 0) {
+                // SAFETY: killpg only sends a signal, to the group this
+                // call created.
+                unsafe { libc::killpg(group, libc::SIGKILL) };
+            }
+            Err(format!(
+                "did not answer --version within {} s",
+                limit.as_secs()
+            ))
+        }
         Ok(Err(e)) => Err(format!("could not start: {e}")),
         Ok(Ok(out)) if out.status.success() => {
             // Some CLIs (`pi`) print their version on stderr.
@@ -315,6 +333,52 @@ pub async fn version_within(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A CLI that starts a child and hangs: past the limit, the child goes
+    /// too (its pid file names it; it must be gone by the deadline).
+    #[tokio::test]
+    async fn a_version_probe_past_its_limit_kills_the_whole_group() {
+        let dir = std::env::temp_dir().join(format!("pc-version-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = dir.join("relaunching-cli");
+        let pid_file = dir.join("child.pid");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nsleep 300 &\necho $! > {}\nwait\n",
+                pid_file.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let answer = version_within(&script, &[], Duration::from_secs(1)).await;
+        assert!(answer.unwrap_err().contains("within 1 s"));
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        // SAFETY: signal 0 only checks that the process exists.
+        while unsafe { libc::kill(pid, 0) } == 0 && !zombie(pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the child {pid} outlived the probe"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn zombie(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true)
+    }
 
     #[test]
     fn status_is_the_worst_level() {
