@@ -334,18 +334,18 @@ pub async fn version_within(
 mod tests {
     use super::*;
 
-    /// A CLI that starts a child and hangs: past the limit, the child goes
-    /// too (its pid file names it; it must be gone by the deadline).
+    /// A CLI that starts a child and hangs: past the limit, its whole group
+    /// goes (the script writes its pid, the group's id, before forking).
     #[tokio::test]
     async fn a_version_probe_past_its_limit_kills_the_whole_group() {
         let dir = std::env::temp_dir().join(format!("pc-version-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let script = dir.join("relaunching-cli");
-        let pid_file = dir.join("child.pid");
+        let pid_file = dir.join("group.pid");
         std::fs::write(
             &script,
             format!(
-                "#!/bin/sh\nsleep 300 &\necho $! > {}\nwait\n",
+                "#!/bin/sh\necho $$ > {}\nsleep 300 &\nwait\n",
                 pid_file.display()
             ),
         )
@@ -354,30 +354,20 @@ mod tests {
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
         let answer = version_within(&script, &[], Duration::from_secs(1)).await;
         assert!(answer.unwrap_err().contains("within 1 s"));
-        let pid: i32 = std::fs::read_to_string(&pid_file)
+        let group: i32 = std::fs::read_to_string(&pid_file)
             .unwrap()
             .trim()
             .parse()
             .unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        // SAFETY: signal 0 only checks that the process exists.
-        while unsafe { libc::kill(pid, 0) } == 0 && !zombie(pid) {
+        while crate::tree::group_alive(group) {
             assert!(
                 std::time::Instant::now() < deadline,
-                "the child {pid} outlived the probe"
+                "the group {group} outlived the probe"
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    fn zombie(pid: i32) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| {
-                s.rsplit_once(')')
-                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-            })
-            .unwrap_or(true)
     }
 
     #[test]
