@@ -393,6 +393,14 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../../migrations/0054_project_icon_env.postgres.sql"),
         },
     ),
+    (
+        55,
+        "cost_billed_index",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0055_cost_billed_index.sqlite.sql"),
+            postgres: include_str!("../../migrations/0055_cost_billed_index.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

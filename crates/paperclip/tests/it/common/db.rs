@@ -143,6 +143,9 @@ fn on_postgres() -> bool {
 /// database an earlier release made: it had no such tables.
 pub fn before_secrets_and_teams() -> Vec<String> {
     [
+        // Migration 55 (billed cost events): an index.
+        "DROP INDEX IF EXISTS cost_events_billed",
+        "DELETE FROM schema_migrations WHERE version = 55",
         // Migration 54 (project icon and env): nullable columns.
         if on_postgres() {
             "ALTER TABLE projects DROP COLUMN IF EXISTS icon"
