@@ -97,6 +97,23 @@ async fn a_projects_env_reaches_its_runs_and_its_pause_holds_them() {
     assert_eq!(paused["pauseReason"], "budget", "{paused}");
     let listed = s.ok_get(&projects).await;
     assert_eq!(listed[0]["pauseReason"], "budget", "{listed}");
+    // The project's page says so where the person is, with what to do, and
+    // shows the run variables without the secret's value.
+    let prefix = company["issuePrefix"].as_str().unwrap();
+    let page = s
+        .page(&format!(
+            "/{prefix}/projects/{}",
+            paused["urlKey"].as_str().unwrap()
+        ))
+        .await;
+    assert!(page.contains("data-project-paused"), "{page}");
+    assert!(page.contains("Raise its budget"), "{page}");
+    assert!(page.contains("git-branch"), "the icon: {page}");
+    assert!(
+        page.contains("SHARED") && page.contains("a secret"),
+        "{page}"
+    );
+    assert!(!page.contains(&secret_value), "no secret value on the page");
 
     // Its task is assigned, and asked for: no run starts.
     let issue = s
@@ -141,4 +158,98 @@ async fn a_projects_env_reaches_its_runs_and_its_pause_holds_them() {
         ))
         .await;
     assert!(!activity.to_string().contains(&secret_value), "{activity}");
+}
+
+/// The pause also takes back what was already asked for: a run queued for
+/// the project's task before its budget stopped is cancelled, not started
+/// after the pause (the original cancels them too). The run under way goes
+/// on: what stops it is its own budget watch, once it reports a cost.
+#[tokio::test]
+async fn a_project_pause_cancels_the_runs_queued_for_its_tasks() {
+    let s = TestServer::start().await;
+    let company = s.company("Queue Co").await;
+    let cid = company["id"].as_str().unwrap().to_string();
+    let gate = s.data_dir.join("gate");
+    // The first run holds the agent's only slot until the gate opens (the
+    // script's wait is bounded; the test waits on conditions).
+    let script = format!(
+        "n=0; while [ ! -e {g} ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done\n",
+        g = gate.display()
+    );
+    let agent = s.script_agent(&cid, "Builder", &script, json!({})).await;
+    let aid = agent["id"].as_str().unwrap().to_string();
+    s.ok_patch(
+        &format!("/api/agents/{aid}"),
+        json!({ "runtimeConfig": { "heartbeat": { "maxConcurrentRuns": 1 } } }),
+    )
+    .await;
+    let project = s
+        .ok_post(
+            &format!("/api/companies/{cid}/projects"),
+            json!({ "name": "App" }),
+        )
+        .await;
+    let pid = project["id"].as_str().unwrap().to_string();
+    s.ok_patch(
+        &format!("/api/projects/{pid}/budgets"),
+        json!({ "budgetMonthlyCents": 50 }),
+    )
+    .await;
+    let task = |title: &str| json!({ "title": title, "projectId": pid, "assigneeAgentId": aid, "status": "todo" });
+    let first = s.issue(&cid, task("First")).await;
+    let runs_path = format!("/api/companies/{cid}/heartbeat-runs?agentId={aid}");
+    s.wait_for(&runs_path, 30, |r| r[0]["status"] == "running")
+        .await;
+    let second = s.issue(&cid, task("Second")).await;
+    let second_id = second["id"].as_str().unwrap().to_string();
+    let queued = s
+        .wait_for(&runs_path, 30, |r| {
+            r.as_array().is_some_and(|r| {
+                r.iter()
+                    .any(|run| run["issueId"] == second_id.as_str() && run["status"] == "queued")
+            })
+        })
+        .await;
+    let queued_id = queued
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|run| run["issueId"] == second_id.as_str())
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    s.ok_post(
+        &format!("/api/companies/{cid}/cost-events"),
+        json!({ "projectId": pid, "costCents": 60, "model": "earlier-work" }),
+    )
+    .await;
+    let cancelled = s
+        .wait_for(&format!("/api/heartbeat-runs/{queued_id}"), 10, |r| {
+            r["status"] == "cancelled"
+        })
+        .await;
+    assert_eq!(cancelled["errorCode"], "budget_blocked", "{cancelled}");
+    assert_eq!(
+        cancelled["startedAt"],
+        Value::Null,
+        "never started: {cancelled}"
+    );
+
+    std::fs::write(&gate, "open").unwrap();
+    s.quiesce().await;
+    let runs = s.runs_of(&cid, &aid).await;
+    assert_eq!(runs.len(), 2, "no run started after the pause: {runs:?}");
+    let first_run = runs
+        .iter()
+        .find(|r| r["issueId"] == first["id"])
+        .expect("the first task's run");
+    assert_eq!(first_run["status"], "succeeded", "{runs:?}");
+    let second_after = s.ok_get(&format!("/api/issues/{second_id}")).await;
+    assert_eq!(
+        second_after["executionRunId"],
+        Value::Null,
+        "the cancelled run holds no lock: {second_after}"
+    );
 }

@@ -252,7 +252,9 @@ async fn open_incident(
 }
 
 /// Pauses the agents a hard stop covers and cancels their queued runs.
-/// Projects have no agents of their own: their stop blocks new checkouts.
+/// Projects have no agents of their own: their stop blocks new checkouts
+/// and wakes, and cancels the runs already queued for their tasks (a run
+/// under way is stopped by its own budget watch, `runtime/budget.rs`).
 async fn stop(
     tx: &mut Tx,
     company_id: &str,
@@ -271,6 +273,16 @@ async fn stop(
         BudgetScope::Project => Vec::new(),
     };
     let ts = stamp(now);
+    if scope_type == BudgetScope::Project {
+        crate::runs::finish::cancel_queued_in(
+            tx,
+            crate::runs::finish::QueuedOf::Project(scope_id),
+            "Project budget hard stop",
+            "budget_blocked",
+            &ts,
+        )
+        .await?;
+    }
     let mut stopped = Vec::new();
     for (agent_id,) in ids {
         crate::engine::db::query(

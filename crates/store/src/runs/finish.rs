@@ -388,6 +388,35 @@ pub async fn cancel_queued(
     Ok(Some(run))
 }
 
+/// Whose queued runs a stop cancels: an agent's (a pause, a termination, an
+/// agent or company budget stop) or those of a project's tasks (its budget's
+/// hard stop: a run queued before the pause must not start after it).
+pub(crate) enum QueuedOf<'a> {
+    Agent(&'a str),
+    Project(&'a str),
+}
+
+impl QueuedOf<'_> {
+    fn id(&self) -> &str {
+        match self {
+            QueuedOf::Agent(id) | QueuedOf::Project(id) => id,
+        }
+    }
+
+    /// The queued runs' ids, `$1` being [`Self::id`].
+    fn runs(&self) -> &'static str {
+        match self {
+            QueuedOf::Agent(_) => {
+                "SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'queued'"
+            }
+            QueuedOf::Project(_) => {
+                "SELECT id FROM heartbeat_runs WHERE status = 'queued' \
+                 AND issue_id IN (SELECT id FROM issues WHERE project_id = $1)"
+            }
+        }
+    }
+}
+
 /// Cancels every queued run of an agent inside the caller's transaction (a
 /// pause, a termination, a budget stop), with the wake requests they serve;
 /// a wake folded into a run that already ran keeps what it became.
@@ -398,31 +427,41 @@ pub(crate) async fn cancel_queued_of_agent_in(
     error_code: &str,
     ts: &str,
 ) -> Result<u64> {
+    cancel_queued_in(tx, QueuedOf::Agent(agent_id), reason, error_code, ts).await
+}
+
+/// Cancels the queued runs `of` names, as [`cancel_queued_of_agent_in`].
+pub(crate) async fn cancel_queued_in(
+    tx: &mut Tx,
+    of: QueuedOf<'_>,
+    reason: &str,
+    error_code: &str,
+    ts: &str,
+) -> Result<u64> {
+    let runs = of.runs();
     // A queued continuation holds its task's checkout: released with it.
     for column in ["checkout_run_id", "execution_run_id"] {
         crate::engine::db::query(&format!(
-            "UPDATE issues SET {column} = NULL, updated_at = $2 WHERE {column} IN \
-             (SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'queued')"
+            "UPDATE issues SET {column} = NULL, updated_at = $2 WHERE {column} IN ({runs})"
         ))
-        .bind(agent_id)
+        .bind(of.id())
         .bind(ts)
         .execute(tx.conn())
         .await?;
     }
-    crate::engine::db::query(
+    crate::engine::db::query(&format!(
         "UPDATE agent_wakeup_requests SET status = 'cancelled', updated_at = $2 \
-         WHERE status IN ('queued', 'coalesced') AND run_id IN \
-         (SELECT id FROM heartbeat_runs WHERE agent_id = $1 AND status = 'queued')",
-    )
-    .bind(agent_id)
+         WHERE status IN ('queued', 'coalesced') AND run_id IN ({runs})"
+    ))
+    .bind(of.id())
     .bind(ts)
     .execute(tx.conn())
     .await?;
-    let n = crate::engine::db::query(
+    let n = crate::engine::db::query(&format!(
         "UPDATE heartbeat_runs SET status = 'cancelled', error = $2, error_code = $3, \
-         finished_at = $4, updated_at = $4 WHERE agent_id = $1 AND status = 'queued'",
-    )
-    .bind(agent_id)
+         finished_at = $4, updated_at = $4 WHERE id IN ({runs})"
+    ))
+    .bind(of.id())
     .bind(reason)
     .bind(error_code)
     .bind(ts)

@@ -1,5 +1,6 @@
-//! One project at `/{prefix}/projects/{projectKey}` (url key or id): its
-//! description, status, lead and goals, its codebase (the git repository
+//! One project at `/{prefix}/projects/{projectKey}` (url key or id): why it
+//! is paused, if it is, first; its description, status, lead, goals, icon,
+//! budget and the variables its runs get; its codebase (the git repository
 //! its tasks' worktrees are made from, set in a dialog), and its tasks
 //! (newest 50 a page, with how many there are).
 
@@ -59,6 +60,12 @@ pub async fn page(
             div.muted { a href={"/" (p) "/projects"} { "Projects" } " / " (project.name) }
             h1 { (project.name) " " (pill(&project.status)) }
         }
+        @if let Some(since) = &project.look.paused_at {
+            p.notice role="status" data-project-paused {
+                strong { "Paused" } " since " (since) ": this project's monthly budget is spent, so no run starts for its tasks (runs already queued were cancelled). "
+                "Raise its budget below to resume."
+            }
+        }
         article.description {
             @match project.description.as_deref().filter(|d| !d.trim().is_empty()) {
                 Some(d) => (markdown::render(d)),
@@ -70,7 +77,10 @@ pub async fn page(
             dt { "Goals" } dd { @for g in &its_goals { a href={"/" (p) "/goals/" (g.id)} { (g.title) } " " } @if its_goals.is_empty() { span.muted { "None" } } }
             @if let Some(t) = &project.target_date { dt { "Target date" } dd { (t) } }
             @if project.archived_at.is_some() { dt { "Archived" } dd { "yes" } }
+            @if let Some(icon) = &project.look.icon { dt { "Icon" } dd data-project-icon { (serde_json::to_value(icon).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()) } }
+            dt { "Run variables" } dd data-project-env { (env_list(project.look.env.as_ref())) }
         }
+        (budget_form(&project))
         (codebase_section(&project.id, &codebase))
         (tasks.render(&ctx, &names, &format!("/{p}/projects/{}", project.url_key), Some(&format!("/{p}/tasks?project={}", project.id))))
     };
@@ -82,6 +92,38 @@ pub async fn page(
         body,
         fixed,
     ))
+}
+
+/// The variables the project's runs get over their agent's own: names and
+/// plain values; a secret by its reference only (its value is resolved in
+/// the run, never shown).
+fn env_list(env: Option<&serde_json::Value>) -> Markup {
+    let Some(vars) = env.and_then(|e| e.as_object()).filter(|v| !v.is_empty()) else {
+        return html! { span.muted { "None (set with PATCH /api/projects/{id} and an env object)" } };
+    };
+    html! {
+        @for (name, binding) in vars {
+            code { (name) } " = "
+            @match binding {
+                serde_json::Value::String(v) => code { (v) },
+                b if b.get("type").and_then(|t| t.as_str()) == Some("secret_ref") => span.muted { "a secret" },
+                b => code { (b.get("value").and_then(|v| v.as_str()).unwrap_or("")) },
+            }
+            br;
+        }
+    }
+}
+
+/// The project's monthly budget, editable: raising it past the month's
+/// spend lifts a hard stop.
+fn budget_form(project: &paperclip_core::model::Project) -> Markup {
+    let cents = project.budget.as_ref().map_or(0, |b| b.amount_cents);
+    html! {
+        form.inline-form data-api-form="budget" data-url={"/api/projects/" (project.id) "/budgets"} {
+            label { "Monthly budget ($, 0 for none)" input name="budgetDollars" type="number" min="0" step="0.01" value=(format!("{:.2}", cents as f64 / 100.0)); }
+            button type="submit" { "Save budget" }
+        }
+    }
 }
 
 /// Where the project's code is: the primary repository first. The board
