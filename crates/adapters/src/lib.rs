@@ -245,15 +245,18 @@ pub struct UsageSoFar {
     /// `None` when neither the CLI nor a price table prices the model: the
     /// tokens still count, the money is unknown.
     pub cost_usd: Option<f64>,
+    /// Who pays: a subscription's included tokens cost no budget.
+    pub billing_type: paperclip_core::billing::BillingType,
     /// The CLI reported its run's end with these totals: it is exiting on
     /// its own, and stopping it now would only mislabel a finished run.
     pub finished: bool,
 }
 
 impl UsageSoFar {
-    /// Whole cents as a cost event records them.
+    /// Whole cents as a cost event records them (none past a subscription).
     pub fn cost_cents(&self) -> Option<u64> {
-        self.cost_usd.map(usd_to_cents)
+        self.billing_type
+            .billed_cents(self.cost_usd.map(usd_to_cents))
     }
 }
 

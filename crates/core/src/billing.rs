@@ -43,6 +43,17 @@ impl BillingType {
         }
     }
 
+    /// The cents a run's cost event records, of the cents its usage is
+    /// priced at: a run whose tokens are included in a plan costs nothing
+    /// more (as upstream's ledger records it), so it neither spends a budget
+    /// nor is stopped by one; its tokens are still counted.
+    pub fn billed_cents(self, priced: Option<u64>) -> Option<u64> {
+        match self {
+            BillingType::SubscriptionIncluded => Some(0),
+            _ => priced,
+        }
+    }
+
     /// Counted as subscription runs and tokens (upstream counts overage too).
     pub fn is_subscription(self) -> bool {
         matches!(
@@ -78,6 +89,20 @@ mod tests {
         assert_eq!(BillingType::from_report(None), BillingType::Unknown);
         assert_eq!(BillingType::by_key(true).as_str(), "metered_api");
         assert_eq!(BillingType::by_key(false).as_str(), "subscription_included");
+        assert_eq!(
+            BillingType::SubscriptionIncluded.billed_cents(Some(250)),
+            Some(0)
+        );
+        assert_eq!(
+            BillingType::SubscriptionIncluded.billed_cents(None),
+            Some(0)
+        );
+        assert_eq!(
+            BillingType::SubscriptionOverage.billed_cents(Some(250)),
+            Some(250)
+        );
+        assert_eq!(BillingType::MeteredApi.billed_cents(Some(250)), Some(250));
+        assert_eq!(BillingType::Unknown.billed_cents(None), None);
         assert!(BillingType::SubscriptionOverage.is_subscription());
         assert!(
             !BillingType::MeteredApi.is_subscription() && !BillingType::Unknown.is_subscription()

@@ -45,15 +45,21 @@ impl Runtime {
                 .find_map(|k| usage.get(*k).and_then(Value::as_u64))
         };
         let text = |k: &str| usage.get(k).and_then(Value::as_str).map(str::to_string);
-        let cost_cents = int(&["costCents"]).or_else(|| {
+        // Upstream's ledger reading: an adapter's `api`/`subscription`
+        // or a ledger word; anything else is `unknown`.
+        let billing_type = paperclip_core::billing::BillingType::from_report(
+            usage.get("billingType").and_then(Value::as_str),
+        );
+        let priced = int(&["costCents"]).or_else(|| {
             usage
                 .get("costUsd")
                 .and_then(Value::as_f64)
                 .map(paperclip_adapters::usd_to_cents)
         });
+        let cost_cents = billing_type.billed_cents(priced);
         let input = int(&["inputTokens", "input_tokens"]);
         let output = int(&["outputTokens", "output_tokens"]);
-        if cost_cents.is_none() && input.is_none() && output.is_none() {
+        if priced.is_none() && input.is_none() && output.is_none() {
             return;
         }
         let store = &self.inner.store;
@@ -68,11 +74,7 @@ impl Runtime {
             goal_id: issue.as_ref().and_then(|i| i.goal_id.clone()),
             heartbeat_run_id: Some(run.id.clone()),
             billing_code: None,
-            // Upstream's ledger reading: an adapter's `api`/`subscription`
-            // or a ledger word; anything else is `unknown`.
-            billing_type: Some(paperclip_core::billing::BillingType::from_report(
-                usage.get("billingType").and_then(Value::as_str),
-            )),
+            billing_type: Some(billing_type),
             provider: text("provider"),
             model: text("model"),
             input_tokens: input,

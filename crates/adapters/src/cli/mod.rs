@@ -424,6 +424,8 @@ impl<K: CliKind> CliAdapter<K> {
             sink,
             kind: self.kind.clone(),
             config: cfg.clone(),
+            // A pod sees only its own environment: nothing of the server's.
+            billing: self.kind.billing_type(&cfg.env),
             reported: None,
         };
         (Box::new(tap), parser)

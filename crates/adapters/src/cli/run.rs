@@ -131,6 +131,7 @@ impl<K: CliKind> CliAdapter<K> {
                 sink: sink.clone(),
                 kind: self.kind.clone(),
                 config: cfg.clone(),
+                billing,
                 reported: None,
             })),
         )
@@ -381,6 +382,8 @@ pub(crate) struct ParseTap<K: CliKind> {
     pub(crate) sink: Arc<dyn RunSink>,
     pub(crate) kind: K,
     pub(crate) config: CliConfig,
+    /// Who pays for the run, decided once at its start.
+    pub(crate) billing: paperclip_core::billing::BillingType,
     /// The usage last reported, so an unchanged total is not reported again.
     pub(crate) reported: Option<Usage>,
 }
@@ -431,6 +434,7 @@ impl<K: CliKind> ParseTap<K> {
             cached_input_tokens: s.usage.cached_input_tokens,
             output_tokens: s.usage.output_tokens,
             cost_usd: s.usage.cost_usd,
+            billing_type: self.billing,
             finished,
         }
     }

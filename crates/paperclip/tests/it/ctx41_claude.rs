@@ -119,6 +119,13 @@ async fn ctx41_claude() {
     })
     .await;
     assert_eq!(by_agent["apiRunCount"], 0, "{by_agent}");
+    // Its tokens are in the plan: priced by the CLI, billed nothing, as the
+    // original's ledger records it, so no budget is spent or stops it.
+    assert!(
+        usage["costUsd"].as_f64().is_some_and(|usd| usd >= 0.005),
+        "the CLI priced the run: {usage}"
+    );
+    assert_eq!(by_agent["costCents"], 0, "{by_agent}");
     assert!(usage["cachedInputTokens"].as_u64().unwrap() > 0, "{usage}");
     for (split, total) in [
         ("subscriptionInputTokens", "inputTokens"),
