@@ -124,27 +124,6 @@ async fn list_chats(
     ))
 }
 
-/// Whether the company has any chat (one probe of the chat index), so the
-/// task list filters only when there is something to leave out.
-pub(crate) async fn company_has_chats(
-    store: &paperclip_store::Store,
-    company_id: &str,
-) -> ApiResult<bool> {
-    Ok(chat::company_has_chats(store, company_id).await?)
-}
-
-/// A task list page without its chats.
-pub(crate) fn without_chats(body: &[u8]) -> Vec<u8> {
-    let Ok(serde_json::Value::Array(items)) = serde_json::from_slice(body) else {
-        return body.to_vec();
-    };
-    let kept: Vec<serde_json::Value> = items
-        .into_iter()
-        .filter(|i| i.get("conversationAgentId").is_none_or(|a| a.is_null()))
-        .collect();
-    serde_json::to_vec(&kept).unwrap_or_else(|_| body.to_vec())
-}
-
 /// The chat rules of a message posted on a chat by a person: only the chat's
 /// own person writes there, and every message carries a request id so a
 /// retry cannot send it twice.

@@ -16,7 +16,6 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::chats;
 use crate::access;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -107,7 +106,6 @@ async fn list_issues(
             ApiError::validation(json!([{ "code": "invalid_value", "path": ["cursor"], "message": "Unknown cursor" }]))
         })?),
     };
-    let searched = query.q.clone().filter(|q| !q.trim().is_empty());
     let filter = issues::Filter {
         statuses,
         assignee_agent_id: query.assignee_agent_id,
@@ -148,11 +146,6 @@ async fn list_issues(
         return Ok((StatusCode::NOT_MODIFIED, headers).into_response());
     }
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if searched.is_none() && chats::company_has_chats(&app.store, &company_id).await? {
-        // Chats are found by search only (upstream's list leaves them out).
-        let body = chats::without_chats(&page.body);
-        return Ok((headers, Body::from(body)).into_response());
-    }
     // The kept bytes go out as they are, not copied per request.
     Ok((headers, Body::from(Bytes::from_owner(Shared(page)))).into_response())
 }

@@ -166,9 +166,15 @@ pub async fn list_json(store: &Store, company_id: &str, filter: &Filter) -> Resu
         );
         (sql, args)
     } else {
+        // Chats are left out as `matching` leaves them out.
+        let chats = if crate::issues::chat::company_has_chats(store, company_id).await? {
+            "AND conversation_agent_id IS NULL"
+        } else {
+            ""
+        };
         let sql = format!(
             "SELECT {COLUMNS}, relation_count, {LAST_ACTIVITY} FROM issues WHERE company_id = $1 \
-             AND issue_number < $2 ORDER BY issue_number DESC LIMIT $3"
+             AND issue_number < $2 {chats} ORDER BY issue_number DESC LIMIT $3"
         );
         let args = vec![
             Arg::from(company_id),

@@ -32,6 +32,15 @@ pub(crate) async fn matching(
 ) -> Result<Option<Matching>> {
     let mut sql = "FROM issues WHERE company_id = $1".to_string();
     let mut binds: Vec<Bind> = vec![Bind::Text(company_id.to_string())];
+    // Chats are found by search only (upstream's lists leave them out). Left
+    // out here, where the page is chosen, so a page with chats is not short;
+    // only for a company that has any (a probe of the chat index), so the
+    // rest keep their index-only counts.
+    if filter.q.as_deref().is_none_or(|q| q.trim().is_empty())
+        && crate::issues::chat::company_has_chats(store, company_id).await?
+    {
+        sql.push_str(" AND conversation_agent_id IS NULL");
+    }
     let mut walk = None;
     let param = |binds: &mut Vec<Bind>, value: Bind| {
         binds.push(value);

@@ -247,7 +247,8 @@ pub async fn list_sorted(
     };
     let mut issues = attach_flagged(&mut conn, page).await?;
     if filter.q.as_deref().is_none_or(|q| q.trim().is_empty()) {
-        // Chats are found by search only (upstream's lists leave them out).
+        // The page's rows leave chats out (see `matching`); a page read as a
+        // number range may span one.
         issues.retain(|i| i.conversation_agent_id.is_none());
     }
     Ok(SortedPage {
