@@ -5,7 +5,7 @@ use axum::extract::{Path, State};
 use axum::Json;
 use chrono::Utc;
 use paperclip_store::money::cost_views::{
-    self, AgentModelCost, ProviderCost, TreeCost, WindowSpend,
+    self, AgentModelCost, BillerCost, ProviderCost, TreeCost, WindowSpend,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -23,6 +23,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(by_agent_model))
         .routes(routes!(by_provider))
+        .routes(routes!(by_biller))
         .routes(routes!(window_spend))
         .routes(routes!(issue_cost))
 }
@@ -56,6 +57,22 @@ async fn by_provider(
     access::company_scope(&app, &caller, &c).await?;
     Ok(Json(
         cost_views::by_provider(&app.store, &c, &window(&q)?).await?,
+    ))
+}
+
+/// Spend per biller in the window (default: this month), biggest first.
+#[utoipa::path(get, path = "/api/companies/{companyId}/costs/by-biller", tag = "costs",
+    params(("companyId" = String, Path), WindowQuery), responses((status = 200, body = [BillerCost])))]
+#[paperclip_macros::handler]
+async fn by_biller(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(c): Path<String>,
+    QueryParams(q): QueryParams<WindowQuery>,
+) -> ApiResult<Json<Vec<BillerCost>>> {
+    access::company_scope(&app, &caller, &c).await?;
+    Ok(Json(
+        cost_views::by_biller(&app.store, &c, &window(&q)?).await?,
     ))
 }
 

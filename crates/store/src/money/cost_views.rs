@@ -236,6 +236,56 @@ pub async fn by_provider(
         .collect()
 }
 
+/// One row of `costs/by-biller`: who bills the spend, across its providers
+/// and models.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BillerCost {
+    /// The provider (see [`AgentModelCost`]).
+    pub biller: Option<String>,
+    #[serde(flatten)]
+    pub sums: Sums,
+    #[serde(flatten)]
+    pub split: Split,
+    pub provider_count: i64,
+    pub model_count: i64,
+}
+
+/// Spend per biller, biggest first. A cost event's biller is its provider
+/// (no adapter here reports another, and upstream defaults to it), so each
+/// biller has one provider; the count is kept from the events, not assumed.
+pub async fn by_biller(
+    store: &Store,
+    company_id: &str,
+    window: &Window,
+) -> Result<Vec<BillerCost>> {
+    let columns = format!(
+        "e.provider, {SPLIT}, CAST(COUNT(DISTINCT e.provider) AS BIGINT) AS providers, \
+         CAST(COUNT(DISTINCT e.model) AS BIGINT) AS models"
+    );
+    let rows = grouped(
+        store,
+        company_id,
+        window,
+        &columns,
+        "e.provider",
+        "",
+        "cost DESC, e.provider",
+    )
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(BillerCost {
+                biller: r.opt_text("provider")?,
+                sums: sums(r)?,
+                split: split(r)?,
+                provider_count: r.int("providers")?,
+                model_count: r.int("models")?,
+            })
+        })
+        .collect()
+}
+
 /// One row of `costs/window-spend`: a provider's spend in a rolling window.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

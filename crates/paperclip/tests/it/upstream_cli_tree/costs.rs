@@ -62,6 +62,11 @@ async fn task_runs_checkout_costs_budgets_and_approvals_work_against_us() {
     assert_eq!(by_model[0]["agentName"], "Chief", "{by_model}");
     assert_eq!(by_model[0]["model"], "claude-sonnet");
     assert_eq!(by_model[0]["costCents"], 12);
+    let by_biller = t.json("cost by-biller -C {cid}").await;
+    assert_eq!(by_biller[0]["biller"], "anthropic", "{by_biller}");
+    assert_eq!(by_biller[0]["costCents"], 12, "{by_biller}");
+    assert_eq!(by_biller[0]["providerCount"], 1, "{by_biller}");
+    assert_eq!(by_biller[0]["modelCount"], 1, "{by_biller}");
     let tree = t.json("cost issue {iid}").await;
     assert_eq!(tree["costCents"], 12, "{tree}");
     assert_eq!(tree["issueCount"], 2, "the task and its child: {tree}");
@@ -103,5 +108,5 @@ async fn task_runs_checkout_costs_budgets_and_approvals_work_against_us() {
         let approval = s.ok_get(&format!("/api/approvals/{}", t.vars[id])).await;
         assert_eq!(approval["status"], status, "{approval}");
     }
-    t.ran("task runs, costs, budgets, approvals", 27);
+    t.ran("task runs, costs, budgets, approvals", 28);
 }
