@@ -103,14 +103,20 @@ fn membership_status(status: AgentStatus) -> MembershipStatus {
     }
 }
 
-/// The agent's access, upstream's shape.
-pub fn of(agent: &Agent) -> AgentAccess {
-    let can = may_assign_tasks(agent);
-    let creator = agent
+/// Whether the agent may hire (`permissions.canCreateAgents`): the one
+/// reading of the grant, for every route that checks it.
+pub fn may_create_agents(agent: &Agent) -> bool {
+    agent
         .permissions
         .get("canCreateAgents")
         .and_then(Value::as_bool)
-        == Some(true);
+        == Some(true)
+}
+
+/// The agent's access, upstream's shape.
+pub fn of(agent: &Agent) -> AgentAccess {
+    let can = may_assign_tasks(agent);
+    let creator = may_create_agents(agent);
     let task_assign_source = match () {
         _ if !can => TaskAssignSource::None,
         _ if agent.role == AgentRole::Ceo => TaskAssignSource::CeoRole,

@@ -334,12 +334,7 @@ pub(crate) async fn may_hire(app: &AppState, caller: &Caller) -> ApiResult<()> {
         ));
     };
     let agent = paperclip_store::org::agents::get(&app.store, me).await?;
-    if agent
-        .permissions
-        .get("canCreateAgents")
-        .and_then(Value::as_bool)
-        == Some(true)
-    {
+    if paperclip_core::agent_access::may_create_agents(&agent) {
         Ok(())
     } else {
         Err(ApiError::forbidden(

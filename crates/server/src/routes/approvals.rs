@@ -288,12 +288,7 @@ async fn hire(
     let company = access::company(&app, &caller, &company_id).await?;
     if let Some(me) = caller.agent_id() {
         let hirer = paperclip_store::org::agents::get(&app.store, me).await?;
-        if hirer
-            .permissions
-            .get("canCreateAgents")
-            .and_then(Value::as_bool)
-            != Some(true)
-        {
+        if !paperclip_core::agent_access::may_create_agents(&hirer) {
             return Err(ApiError::forbidden(
                 "Agent lacks the canCreateAgents permission",
             ));

@@ -131,12 +131,8 @@ async fn may_sync(app: &AppState, caller: &Caller, agent: &Agent) -> ApiResult<(
         return Ok(());
     }
     let acting = paperclip_store::org::agents::get(&app.store, me).await?;
-    let hires = acting
-        .permissions
-        .get("canCreateAgents")
-        .and_then(Value::as_bool)
-        == Some(true)
-        || acting.role.as_str() == "ceo";
+    let hires = paperclip_core::agent_access::may_create_agents(&acting)
+        || acting.role == paperclip_core::agent::AgentRole::Ceo;
     if hires && acting.company_id == agent.company_id {
         return Ok(());
     }
