@@ -45,6 +45,8 @@ impl Server {
         if let Some(url) = database_url {
             cmd.env("DATABASE_URL", url);
         }
+        // A backup falling due in a long run would be measured with the load.
+        cmd.env("PAPERCLIP_DB_BACKUP_ENABLED", "false");
         cmd.stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true);

@@ -56,6 +56,53 @@ pub struct CompanyPatch {
     #[serde(default, deserialize_with = "double_option")]
     #[schema(value_type = Option<u32>)]
     pub workspace_disk_budget_mb: Option<Option<u32>>,
+    /// Replaces the company's rule over who resolves its cards; unknown
+    /// kinds, keys or policies are a 400.
+    pub interaction_resolver_governance: Option<crate::company_governance::ResolverGovernance>,
+    /// Consent to share feedback (a record only: nothing is sent anywhere).
+    pub feedback_data_sharing_enabled: Option<bool>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub feedback_data_sharing_terms_version: Option<Option<String>>,
+    /// Recorded by the server when consent is given; a request naming it is
+    /// refused rather than trusted.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub feedback_data_sharing_consent_at: Option<Option<Value>>,
+    /// As `feedbackDataSharingConsentAt`: the server records who agreed.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub feedback_data_sharing_consent_by_user_id: Option<Option<Value>>,
+    /// An uploaded logo asset of the company (`POST .../logo`); null removes it.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub logo_asset_id: Option<Option<String>>,
+}
+
+/// The body of `PATCH /api/companies/{id}/branding` (and of the company's
+/// own PATCH when its CEO agent sends it): upstream's strict schema, so any
+/// other field is a 400, and at least one field must be there.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrandingPatch {
+    pub name: Option<String>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub description: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub logo_asset_id: Option<Option<String>>,
+}
+
+impl From<BrandingPatch> for CompanyPatch {
+    fn from(b: BrandingPatch) -> CompanyPatch {
+        CompanyPatch {
+            name: b.name,
+            description: b.description,
+            logo_asset_id: b.logo_asset_id,
+            ..CompanyPatch::default()
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, serde::Serialize, ToSchema)]
@@ -276,6 +323,20 @@ pub struct NewComment {
     /// Upstream's explicit follow-up; on a closed task it reopens it as
     /// `reopen: true` does.
     pub resume: Option<bool>,
+    /// How the board's thread shows the comment (people only; see
+    /// [`crate::comment::Presentation`]). Present at all, even null, from
+    /// an agent: 403, as upstream.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<Object>)]
+    pub presentation: Option<Option<crate::comment::Presentation>>,
+    /// Structured detail shown beside the comment (people only; see
+    /// [`crate::comment::CommentMetadata`]).
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Option<crate::comment::CommentMetadata>>,
+    /// Never the caller's to say: an agent naming one is refused (403);
+    /// from a person it is ignored, as upstream.
+    pub on_behalf_of_user_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]

@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 
 use crate::company_secret::{NewSecret, SecretPatch, SecretRotation, KEY_MAX_CHARS};
 use crate::input::{
-    AgentPatch, ApprovalDecision, Checkout, CompanyPatch, DocumentPut, GoalPatch, IssuePatch,
-    NewAgent, NewApproval, NewComment, NewCompany, NewCostEvent, NewGoal, NewIssue, NewLabel,
-    NewProject, ProjectPatch,
+    AgentPatch, ApprovalDecision, BrandingPatch, Checkout, CompanyPatch, DocumentPut, GoalPatch,
+    IssuePatch, NewAgent, NewApproval, NewComment, NewCompany, NewCostEvent, NewGoal, NewIssue,
+    NewLabel, NewProject, ProjectPatch,
 };
 use crate::issue::IssueStatus;
 
@@ -182,10 +182,22 @@ impl Validate for CompanyPatch {
             crate::workspace_ops::DISK_BUDGET_MB_MAX,
         )?;
         opt2(
+            "feedbackDataSharingTermsVersion",
+            &self.feedback_data_sharing_terms_version,
+            SHORT,
+        )?;
+        opt2(
             "defaultResponsibleUserId",
             &self.default_responsible_user_id,
             SHORT,
         )
+    }
+}
+
+impl Validate for BrandingPatch {
+    fn validate(&self) -> Result<(), Violation> {
+        opt("name", self.name.as_ref(), NAME)?;
+        opt2("description", &self.description, LONG)
     }
 }
 
@@ -320,6 +332,11 @@ impl Validate for NewComment {
         if let Some(id) = &self.client_request_id {
             text("clientRequestId", id, SHORT)?;
         }
+        opt(
+            "onBehalfOfUserId",
+            self.on_behalf_of_user_id.as_ref(),
+            SHORT,
+        )?;
         text("body", &self.body, LONG)
     }
 }

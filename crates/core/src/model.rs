@@ -13,9 +13,11 @@ use crate::project::ProjectStatus;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+mod comment;
 mod documents;
 mod keys;
 
+pub use comment::Comment;
 pub use documents::{Document, DocumentRevision, DocumentSummary};
 pub use keys::{AgentApiKey, KeyScope, KeyScopeKind};
 
@@ -43,6 +45,17 @@ pub struct Company {
     /// The disk the company's open worktrees may use, in MiB; null is the
     /// default (10 GiB). A task's first run is refused past it.
     pub workspace_disk_budget_mb: Option<i64>,
+    /// Who may resolve the company's interaction cards, per kind.
+    pub interaction_resolver_governance: crate::company_governance::ResolverGovernance,
+    /// Consent to share feedback traces; only the record is kept (this
+    /// build shares nothing).
+    pub feedback_data_sharing_enabled: bool,
+    pub feedback_data_sharing_consent_at: Option<String>,
+    pub feedback_data_sharing_consent_by_user_id: Option<String>,
+    pub feedback_data_sharing_terms_version: Option<String>,
+    pub logo_asset_id: Option<String>,
+    /// Where the logo is served (`/api/assets/{logoAssetId}/content`).
+    pub logo_url: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -271,29 +284,6 @@ pub struct Issue {
     pub blocks: Vec<IssueRef>,
     pub blocker_attention: crate::issue_attention::BlockerAttention,
     pub review_attention: crate::issue_attention::ReviewAttention,
-}
-
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Comment {
-    pub id: String,
-    pub company_id: String,
-    pub issue_id: String,
-    pub author_agent_id: Option<String>,
-    pub author_user_id: Option<String>,
-    pub author_type: String,
-    pub created_by_run_id: Option<String>,
-    /// The id the client sent to make the comment safe to retry.
-    pub client_request_id: Option<String>,
-    /// On a chat's `/new` comment: the session generation it began.
-    pub conversation_session_generation: Option<i64>,
-    pub body: String,
-    pub deleted_at: Option<String>,
-    /// Always null: see [`Issue::source_trust`].
-    #[schema(value_type = Option<Object>)]
-    pub source_trust: Option<serde_json::Value>,
-    pub created_at: String,
-    pub updated_at: String,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -133,6 +133,16 @@ text_enum! {
 }
 
 text_enum! {
+    /// What made a routine: a person or agent through the API (`manual`), or
+    /// upstream's pipelines (`pipeline_automation`, which this server does
+    /// not have, so it never makes one).
+    RoutineOriginKind: "routine origin kind" {
+        Manual = "manual",
+        PipelineAutomation = "pipeline_automation",
+    }
+}
+
+text_enum! {
     VariableType: "routine variable type" {
         Text = "text",
         Textarea = "textarea",
@@ -218,6 +228,8 @@ pub struct Routine {
     pub id: String,
     pub company_id: String,
     pub project_id: Option<String>,
+    /// The routine folder it is filed in; none: unfiled.
+    pub folder_id: Option<String>,
     pub goal_id: Option<String>,
     pub parent_issue_id: Option<String>,
     pub title: String,
@@ -229,11 +241,20 @@ pub struct Routine {
     pub catch_up_policy: CatchUpPolicy,
     pub activity_gate_policy: ActivityGatePolicy,
     pub activity_gate_scope: ActivityGateScope,
+    pub origin_kind: RoutineOriginKind,
+    pub origin_id: Option<String>,
     pub variables: Vec<RoutineVariable>,
+    /// Variables for the runs it starts, over the agent's and the project's
+    /// (as an agent's env holds them: a secret is a `secret_ref`, resolved
+    /// only when a run starts).
+    #[schema(value_type = Option<Object>)]
+    pub env: Option<Value>,
     pub latest_revision_id: Option<String>,
     pub latest_revision_number: i64,
     pub created_by_agent_id: Option<String>,
     pub created_by_user_id: Option<String>,
+    /// The person its runs and tasks are done for.
+    pub responsible_user_id: Option<String>,
     pub updated_by_agent_id: Option<String>,
     pub updated_by_user_id: Option<String>,
     pub last_triggered_at: Option<String>,
@@ -279,8 +300,12 @@ pub struct RoutineRun {
     pub status: RoutineRunStatus,
     pub triggered_at: String,
     pub routine_revision_id: Option<String>,
+    pub responsible_user_id: Option<String>,
     pub idempotency_key: Option<String>,
     pub trigger_payload: Option<Value>,
+    /// What the run dispatched ([`crate::routine_dispatch`]); none on runs
+    /// that never got that far (a tick that failed) or predate it.
+    pub dispatch_fingerprint: Option<String>,
     pub linked_issue_id: Option<String>,
     pub coalesced_into_run_id: Option<String>,
     pub failure_reason: Option<String>,
@@ -332,6 +357,7 @@ pub struct RoutineRevision {
     pub created_by_agent_id: Option<String>,
     pub created_by_user_id: Option<String>,
     pub created_by_run_id: Option<String>,
+    pub responsible_user_id: Option<String>,
     pub created_at: String,
 }
 
@@ -345,12 +371,40 @@ pub struct AssigneeRef {
     pub url_key: String,
 }
 
+/// A routine's description as the original keeps it: a markdown document
+/// (key `description`) with a revision for each change of the text.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RoutineDocument {
+    pub id: String,
+    pub company_id: String,
+    pub routine_id: String,
+    pub key: String,
+    pub title: String,
+    pub format: String,
+    pub body: String,
+    pub latest_revision_id: Option<String>,
+    pub latest_revision_number: i64,
+    pub created_by_agent_id: Option<String>,
+    pub created_by_user_id: Option<String>,
+    pub updated_by_agent_id: Option<String>,
+    pub updated_by_user_id: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RoutineDetail {
     #[serde(flatten)]
     pub routine: Routine,
+    /// Upstream's plugin that owns the routine: there are no plugins here.
+    #[schema(value_type = Option<Object>)]
+    pub managed_by_plugin: Option<Value>,
+    pub project: Option<crate::model::Project>,
     pub assignee: Option<AssigneeRef>,
+    pub parent_issue: Option<crate::model::Issue>,
+    pub description_document: Option<RoutineDocument>,
     pub triggers: Vec<RoutineTrigger>,
     pub recent_runs: Vec<RoutineRunSummary>,
     pub active_issue: Option<LinkedIssue>,
@@ -375,8 +429,11 @@ pub struct TriggerListItem {
 pub struct RoutineListItem {
     #[serde(flatten)]
     pub routine: Routine,
+    /// Upstream's plugin that owns the routine: there are no plugins here.
+    #[schema(value_type = Option<Object>)]
+    pub managed_by_plugin: Option<Value>,
     pub triggers: Vec<TriggerListItem>,
-    pub last_run: Option<RoutineRun>,
+    pub last_run: Option<RoutineRunSummary>,
     pub active_issue: Option<LinkedIssue>,
 }
 
@@ -404,6 +461,9 @@ pub struct NewRoutine {
     pub activity_gate_policy: Option<ActivityGatePolicy>,
     pub activity_gate_scope: Option<ActivityGateScope>,
     pub variables: Option<Vec<RoutineVariable>>,
+    pub folder_id: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub env: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
@@ -432,6 +492,14 @@ pub struct RoutinePatch {
     pub activity_gate_policy: Option<ActivityGatePolicy>,
     pub activity_gate_scope: Option<ActivityGateScope>,
     pub variables: Option<Vec<RoutineVariable>>,
+    /// null takes it out of its folder.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub folder_id: Option<Option<String>>,
+    /// null removes every variable.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<Object>)]
+    pub env: Option<Option<Value>>,
     /// The revision the editor saw; a newer one means someone else saved.
     pub base_revision_id: Option<String>,
 }

@@ -116,6 +116,7 @@ pub fn action_verb(action: Action) -> &'static str {
         ApprovalRejected => "rejected",
         ApprovalResubmitted => "resubmitted",
         ApprovalRevisionRequested => "asked for a revision of",
+        AssetCreated => "uploaded",
         BoardKeyCreated => "created a board API key for",
         BoardKeyRevoked => "revoked a board API key of",
         BudgetHardStop => "stopped work: the budget is spent for",
@@ -123,6 +124,7 @@ pub fn action_verb(action: Action) -> &'static str {
         BudgetMonthRollover => "started a new budget month for",
         BudgetSoftAlert => "warned that the budget is nearly spent for",
         CompanyArchived => "archived",
+        CompanyBrandingUpdated => "changed the name, description or logo of",
         CompanyCreated => "created",
         CompanyImported => "imported a package into",
         CompanyUpdated => "changed the settings of",
@@ -136,6 +138,12 @@ pub fn action_verb(action: Action) -> &'static str {
         | ModelServerDeleted => "deleted",
         GoalUpdated | IssueUpdated | ProjectUpdated | RoutineUpdated | SecretUpdated
         | ModelServerUpdated => "edited",
+        FolderCreated => "created",
+        FolderUpdated => "edited",
+        FolderMoved => "moved",
+        FolderDeleted => "deleted",
+        // The entry is about the routine filed.
+        FolderItemMoved => "filed",
         HeartbeatCancelled => "cancelled",
         HeartbeatCoalesced => "merged a wake of",
         HeartbeatContinued => "continued",

@@ -134,6 +134,31 @@ pub struct RunArgs {
     /// The `service.name` of exported traces (default `paperclip`).
     #[arg(long, env = "OTEL_SERVICE_NAME")]
     otel_service_name: Option<String>,
+    /// Automatic database backups (`true` or `false`): SQLite is copied
+    /// (VACUUM INTO), Postgres dumped with pg_dump, which must then be
+    /// installed. `paperclip db backup` takes one at any time.
+    #[arg(
+        long,
+        env = "PAPERCLIP_DB_BACKUP_ENABLED",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        value_name = "BOOL"
+    )]
+    db_backup: bool,
+    /// Where backups go [default: `backups` in the data dir].
+    #[arg(long, env = "PAPERCLIP_DB_BACKUP_DIR")]
+    db_backup_dir: Option<PathBuf>,
+    /// Minutes between automatic backups (default a day). One is taken at
+    /// start when the newest is older, once the instance holds a company.
+    #[arg(
+        long,
+        env = "PAPERCLIP_DB_BACKUP_INTERVAL_MINUTES",
+        default_value_t = 24 * 60
+    )]
+    db_backup_interval_minutes: u64,
+    /// How many backups are kept: the oldest beyond it are deleted.
+    #[arg(long, env = "PAPERCLIP_DB_BACKUP_KEEP", default_value_t = paperclip_runtime::backups::DEFAULT_KEEP)]
+    db_backup_keep: usize,
     /// Tests only: routines run on a clock that starts at this RFC 3339
     /// time and moves only when set through `POST /api/instance/test-clock`.
     /// No environment variable, and refused in authenticated mode, so a
@@ -172,6 +197,7 @@ pub struct Config {
     pub drain: std::time::Duration,
     /// `--ollama-url`: where Ollama is detected.
     pub ollama_url: Option<String>,
+    pub backups: paperclip_runtime::backups::Settings,
 }
 
 impl Config {
@@ -286,6 +312,12 @@ impl Config {
         if !(1..=86_400).contains(&args.routine_interval) {
             bail!("--routine-interval must be between 1 and 86400 seconds");
         }
+        if !(1..=30 * 24 * 60).contains(&args.db_backup_interval_minutes) {
+            bail!("--db-backup-interval-minutes must be between 1 and 43200 (30 days)");
+        }
+        if !(1..=1000).contains(&args.db_backup_keep) {
+            bail!("--db-backup-keep must be between 1 and 1000");
+        }
         if args.drain_seconds > 3600 {
             bail!("--drain-seconds must be between 0 and 3600");
         }
@@ -311,7 +343,6 @@ impl Config {
             team,
             port: args.port.or(file.port).unwrap_or(3100),
             bind,
-            data_dir,
             postgres_url,
             public_url: args.public_url,
             limits,
@@ -325,6 +356,15 @@ impl Config {
             },
             drain: std::time::Duration::from_secs(args.drain_seconds),
             ollama_url: args.ollama_url,
+            backups: paperclip_runtime::backups::Settings {
+                enabled: args.db_backup,
+                dir: args
+                    .db_backup_dir
+                    .unwrap_or_else(|| data_dir.join(paperclip_runtime::backups::DEFAULT_DIR)),
+                interval: std::time::Duration::from_secs(args.db_backup_interval_minutes * 60),
+                keep: args.db_backup_keep,
+            },
+            data_dir,
         })
     }
 
@@ -335,6 +375,14 @@ impl Config {
                 "sqlite://{}?mode=rwc",
                 self.data_dir.join("paperclip.db").display()
             ),
+        }
+    }
+
+    /// What automatic backups copy: the SQLite file or the Postgres database.
+    pub fn backup_source(&self) -> paperclip_runtime::backups::Source {
+        match &self.postgres_url {
+            Some(url) => paperclip_runtime::backups::Source::Postgres { url: url.clone() },
+            None => paperclip_runtime::backups::Source::Sqlite(self.data_dir.join("paperclip.db")),
         }
     }
 

@@ -7,6 +7,7 @@
 
 mod cli;
 mod config;
+mod db_cmd;
 mod telemetry;
 
 use std::time::Instant;
@@ -36,6 +37,9 @@ enum Command {
     /// Print the example agent: a POSIX shell script (sh and curl only) that
     /// does one heartbeat; the sample company's agents run it.
     ExampleAgent,
+    /// The database: `paperclip db backup` takes a backup now.
+    #[command(subcommand)]
+    Db(db_cmd::DbCommand),
     /// The command-line client of the API (company, agent, issue, run, …).
     #[command(flatten)]
     Client(cli::ClientCommand),
@@ -93,6 +97,7 @@ fn main() -> anyhow::Result<()> {
             print!("{}", paperclip_server::sample::EXAMPLE_AGENT);
             Ok(())
         }
+        Command::Db(cmd) => db_cmd::main(cmd),
         Command::Client(cmd) => cli::main(cli.client, cmd, Cli::command),
     }
 }
@@ -158,6 +163,16 @@ async fn run(config: Config) -> anyhow::Result<()> {
         .start(&lifecycle)
         .await
         .context("starting the heartbeat runtime")?;
+    // Restart recovery is done (`start` returns after it).
+    let ready_at = paperclip_store::now();
+    let backups = paperclip_runtime::backups::Backups::new(
+        config.backup_source(),
+        config.backups.clone(),
+        &config.data_dir,
+    );
+    if config.backups.enabled {
+        lifecycle.spawn_until_stopped(backups.clone().run(store.clone()));
+    }
     let state = paperclip_server::AppState {
         store: store.clone(),
         runtime,
@@ -165,6 +180,9 @@ async fn run(config: Config) -> anyhow::Result<()> {
             version: env!("CARGO_PKG_VERSION"),
             started_at: paperclip_store::now(),
             data_dir: config.data_dir.display().to_string(),
+            build: build_commit(),
+            ready_at,
+            backups: config.backups.enabled.then_some(backups),
         }),
         security: std::sync::Arc::new(
             paperclip_server::Security::new(config.limits.clone(), config.public_url.as_deref())
@@ -255,6 +273,27 @@ async fn run(config: Config) -> anyhow::Result<()> {
     store.close().await;
     served?;
     Ok(())
+}
+
+/// The commit the build script recorded, if the source was a git checkout.
+fn build_commit() -> Option<paperclip_server::BuildCommit> {
+    let full_sha = env!("PAPERCLIP_GIT_SHA");
+    if full_sha.len() != 40 || !full_sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let text = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    Some(paperclip_server::BuildCommit {
+        full_sha: full_sha.to_ascii_lowercase(),
+        short_sha: text(env!("PAPERCLIP_GIT_SHORT_SHA")).unwrap_or_else(|| full_sha[..7].into()),
+        branch: text(env!("PAPERCLIP_GIT_BRANCH")),
+        subject: text(env!("PAPERCLIP_GIT_SUBJECT")).unwrap_or_else(|| "(no subject)".into()),
+        committed_at: chrono::DateTime::parse_from_rfc3339(env!("PAPERCLIP_GIT_COMMITTED_AT"))
+            .ok()
+            .map(|t| {
+                t.with_timezone(&chrono::Utc)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+            }),
+    })
 }
 
 /// How long `main` waits for the runtime's loops and runs to stop after

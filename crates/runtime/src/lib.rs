@@ -11,6 +11,7 @@
 //! - [`scheduler`] turns timer policies into wakes; [`routines`] owns
 //!   routines' schedule ticks (on a [`routines::Clock`]).
 //! - [`recovery`] settles what a previous process left behind.
+//! - [`backups`] takes the automatic database backups and reports on them.
 //! - [`lifecycle`] is the process's life (`main` owns it): the loops and
 //!   the runs are spawned on its tracker and stop on its token.
 //! - `log_retention` deletes the logs of runs older than their company's
@@ -28,6 +29,7 @@
 //! the store's commit events and, as a backstop, by polling.
 
 mod agent_skills;
+pub mod backups;
 mod budget;
 mod callbacks;
 pub mod executor;
@@ -46,6 +48,7 @@ mod project_env;
 pub mod prompt_preview;
 pub mod recovery;
 mod redact;
+mod routine_env;
 pub mod routines;
 mod run;
 pub mod scheduler;

@@ -18,8 +18,8 @@ pub(crate) async fn merge(
     vault: &Vault,
     agent: &Agent,
     issue: Option<&Issue>,
-    mut config: Value,
-    mut values: Vec<String>,
+    config: Value,
+    values: Vec<String>,
 ) -> Result<(Value, Vec<String>), String> {
     let Some(project_id) = issue.and_then(|i| i.project_id.as_deref()) else {
         return Ok((config, values));
@@ -32,6 +32,20 @@ pub(crate) async fn merge(
     let Some(Value::Object(vars)) = project.look.env else {
         return Ok((config, values));
     };
+    overlay(store, vault, agent, "project", vars, config, values).await
+}
+
+/// `vars` (the env of `owner`: a project or a routine) laid over `config`'s
+/// env, secret references resolved; `values` gains the secrets' values.
+pub(crate) async fn overlay(
+    store: &Store,
+    vault: &Vault,
+    agent: &Agent,
+    owner: &str,
+    vars: serde_json::Map<String, Value>,
+    mut config: Value,
+    mut values: Vec<String>,
+) -> Result<(Value, Vec<String>), String> {
     if vars.is_empty() {
         return Ok((config, values));
     }
@@ -42,7 +56,7 @@ pub(crate) async fn merge(
         let merged = match parse_secret_ref(&binding) {
             None => binding,
             Some(reference) => {
-                let reference = reference.map_err(|why| format!("project env {var}: {why}"))?;
+                let reference = reference.map_err(|why| format!("{owner} env {var}: {why}"))?;
                 let exact = match reference.version {
                     VersionSelector::Latest => None,
                     VersionSelector::Exact(n) => Some(n),
@@ -56,7 +70,7 @@ pub(crate) async fn merge(
                     exact,
                 )
                 .await
-                .map_err(|why| format!("project {why}"))?;
+                .map_err(|why| format!("{owner} {why}"))?;
                 values.push(value.clone());
                 resolved_binding(value)
             }

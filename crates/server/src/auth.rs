@@ -36,6 +36,8 @@ pub struct Caller {
     actor: Actor,
     access: Access,
     need: Permission,
+    /// The person an agent acts for: the one its API key answers to.
+    on_behalf_of: Option<String>,
 }
 
 /// What a caller may reach.
@@ -155,11 +157,12 @@ impl FromRequestParts<AppState> for Caller {
                 let caller = person_caller(person, run_header, need)?;
                 return check_path_company(app, parts, route.as_deref(), caller).await;
             }
-            let actor = authenticate_agent(app, token, run_header).await?;
+            let (actor, on_behalf_of) = authenticate_agent(app, token, run_header).await?;
             return Ok(Caller {
                 actor,
                 access: Access::Agent,
                 need,
+                on_behalf_of,
             });
         }
         if parts.extensions.get::<crate::guard::LocalBoard>().is_some() {
@@ -170,6 +173,7 @@ impl FromRequestParts<AppState> for Caller {
                 actor,
                 access: Access::Everything,
                 need,
+                on_behalf_of: None,
             });
         }
         if app.security.team.authenticated() {
@@ -211,6 +215,7 @@ fn person_caller(
         actor,
         access: Access::Person(Box::new(person)),
         need,
+        on_behalf_of: None,
     })
 }
 
@@ -250,14 +255,18 @@ async fn authenticate_agent(
     app: &AppState,
     token: &str,
     run_header: Option<String>,
-) -> Result<Actor, ApiError> {
+) -> Result<(Actor, Option<String>), ApiError> {
     let store = &app.store;
     let by_key = token.starts_with(KEY_PREFIX);
+    // A key answers to the person who made it (upstream's responsible user);
+    // a run token to nobody we record (our runs keep no responsible person).
+    let mut on_behalf_of = None;
     let (agent_id, run_id) = if by_key {
         let key = paperclip_store::org::keys::find_by_hash(store, &hash_key(token))
             .await?
             .ok_or_else(|| unauthorized("Invalid API key"))?;
         paperclip_store::org::keys::touch(store, &key).await?;
+        on_behalf_of = key.responsible_user_id.clone();
         (key.agent_id, run_header)
     } else {
         let claims = app
@@ -299,7 +308,10 @@ async fn authenticate_agent(
             return Err(unauthorized("Run is no longer active"));
         }
     }
-    Ok(Actor::agent(&agent.id, &agent.company_id, run_id))
+    Ok((
+        Actor::agent(&agent.id, &agent.company_id, run_id),
+        on_behalf_of,
+    ))
 }
 
 pub fn hash_key(token: &str) -> String {
@@ -406,5 +418,10 @@ impl Caller {
 
     pub fn agent_id(&self) -> Option<&str> {
         self.actor.agent_id()
+    }
+
+    /// The person an agent acts for, when its credential names one.
+    pub fn on_behalf_of(&self) -> Option<&str> {
+        self.on_behalf_of.as_deref()
     }
 }

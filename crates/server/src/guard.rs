@@ -10,8 +10,8 @@
 //!   link followed to a page: 403;
 //! - it changes state with a body that is not JSON (an HTML form or a
 //!   `text/plain` "simple request" needs no CORS preflight): 415. The one
-//!   exception is a `multipart/form-data` POST to the attachment upload
-//!   route, whose body may be the attachment limit plus the multipart
+//!   exception is a `multipart/form-data` POST to the attachment or logo
+//!   upload route, whose body may be the attachment limit plus the multipart
 //!   framing; the Origin and CSRF checks apply to it as to every write;
 //! - its id or query contains a NUL (no engine stores one), or a header
 //!   it decides on (`Host`, `Origin`, `Sec-Fetch-*`, `Content-Type`) is

@@ -65,6 +65,25 @@ pub struct ServerInfo {
     pub version: &'static str,
     pub started_at: String,
     pub data_dir: String,
+    /// The commit the binary was built from, when it was built in a git
+    /// checkout (see the binary's build script).
+    pub build: Option<BuildCommit>,
+    /// When start-up (restart recovery included) was done. The listener
+    /// serves only after it, so the health answer is never `starting`.
+    pub ready_at: String,
+    /// The automatic database backups, when they are on.
+    pub backups: Option<paperclip_runtime::backups::Backups>,
+}
+
+/// What the build recorded of its commit.
+#[derive(Debug, Clone)]
+pub struct BuildCommit {
+    pub full_sha: String,
+    pub short_sha: String,
+    /// `None` on a detached HEAD.
+    pub branch: Option<String>,
+    pub subject: String,
+    pub committed_at: Option<String>,
 }
 
 #[derive(OpenApi)]

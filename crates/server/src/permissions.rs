@@ -47,6 +47,10 @@ pub fn need(method: &Method, route: &str) -> Permission {
         | "/api/issues/{id}/queued-comments/interrupt" => AgentWake,
         "/api/issues/{id}/admin/force-release" => CompanyManage,
         "/api/companies/{companyId}/routines" | "/api/routines/{id}" => TasksMutate,
+        "/api/companies/{companyId}/folders"
+        | "/api/companies/{companyId}/folders/{folderId}"
+        | "/api/companies/{companyId}/folders/{folderId}/move"
+        | "/api/companies/{companyId}/folders/items/move" => TasksMutate,
         "/api/routines/{id}/triggers"
         | "/api/routines/{id}/run"
         | "/api/routines/{id}/revisions/{revisionId}/restore"

@@ -27,6 +27,9 @@ async fn app() -> (axum::Router, std::path::PathBuf) {
             version: "test",
             started_at: "2026-01-01T00:00:00.000Z".into(),
             data_dir: dir.display().to_string(),
+            build: None,
+            ready_at: "2026-01-01T00:00:00.000Z".into(),
+            backups: None,
         }),
         security: Arc::new(paperclip_server::Security::new(
             paperclip_server::Limits::default(),

@@ -30,6 +30,7 @@ macro_rules! capped {
 
 pub mod approvals;
 pub mod audit;
+pub mod backup;
 pub mod decisions;
 pub mod engine;
 pub mod fleet;

@@ -1,11 +1,11 @@
 // Company settings (pages/settings.rs): saving with PATCH /api/companies/{id},
-// archiving and restoring, and copying the company id.
+// the logo, archiving and restoring, and copying the company id.
 "use strict";
 
 (() => {
   const P = window.Paperclip;
   if (!P) return;
-  const { $, api, act, toast, value, prefix } = P;
+  const { $, api, act, toast, value, prefix, csrfHeader } = P;
 
   P.forms["company-settings"] = async (form) => {
     const name = value(form, "name");
@@ -45,8 +45,48 @@
     P.refreshSoon(50);
   };
 
+  // The logo: the image is uploaded as an asset, then named as the logo.
+  // The sidebar shows it outside the re-rendered region: reload after.
+  document.addEventListener("submit", async (ev) => {
+    const form = ev.target.closest && ev.target.closest("form[data-upload-logo]");
+    if (!form) return;
+    ev.preventDefault();
+    const input = form.querySelector("input[type=file]");
+    const file = input && input.files && input.files[0];
+    if (!file) { toast("Choose an image first", "error"); return; }
+    const id = form.dataset.uploadLogo;
+    const data = new FormData();
+    data.append("file", file, file.name);
+    const button = form.querySelector("button[type=submit]");
+    if (button) button.disabled = true;
+    try {
+      const res = await fetch(`/api/companies/${id}/logo`, {
+        method: "POST", body: data, headers: { accept: "application/json", ...csrfHeader() },
+      });
+      const text = await res.text();
+      let body = null;
+      try { body = text ? JSON.parse(text) : null; } catch (_) { body = text; }
+      if (!res.ok) throw new Error((body && body.error) || `Upload failed (${res.status})`);
+      await api("PATCH", `/api/companies/${id}/branding`, { logoAssetId: body.assetId });
+      toast("Logo saved");
+      setTimeout(() => location.reload(), 600);
+    } catch (e) {
+      toast(e.message, "error");
+    } finally {
+      if (button) button.disabled = false;
+    }
+  });
+
   document.addEventListener("click", async (ev) => {
     const t = ev.target;
+    const remove = t.closest && t.closest("[data-remove-logo]");
+    if (remove) {
+      const done = await act(remove,
+        () => api("PATCH", `/api/companies/${remove.dataset.removeLogo}/branding`, { logoAssetId: null }),
+        "Logo removed");
+      if (done) setTimeout(() => location.reload(), 600);
+      return;
+    }
     const copy = t.closest && t.closest("[data-copy]");
     if (copy) {
       const text = ($(copy.dataset.copy) || {}).textContent || "";

@@ -100,11 +100,14 @@ pub fn page_with(ctx: &Ctx, active: &str, title: &str, body: Markup, fixed: Mark
                     nav.sidebar #sidebar {
                         div.brand { a href="/" { "Paperclip" } }
                         label.visually-hidden for="company-switcher" { "Company" }
-                        select #company-switcher.switcher data-switch-company {
-                            @for c in &ctx.companies {
-                                option value=(c.issue_prefix) selected[c.id == ctx.company.id] { (c.name) }
+                        div.switcher-row {
+                            (company_logo(ctx))
+                            select #company-switcher.switcher data-switch-company {
+                                @for c in &ctx.companies {
+                                    option value=(c.issue_prefix) selected[c.id == ctx.company.id] { (c.name) }
+                                }
+                                option value="__new" { "+ New company" }
                             }
-                            option value="__new" { "+ New company" }
                         }
                         button.primary.wide type="button" data-open-dialog="new-task" { "New Task" }
                         button.wide.palette-open type="button" data-open-palette aria-keyshortcuts="Control+K Meta+K" { "Find anything… " kbd { "Ctrl K" } }
@@ -127,6 +130,7 @@ pub fn page_with(ctx: &Ctx, active: &str, title: &str, body: Markup, fixed: Mark
                     // On a phone: a bar with the menu and the company's name.
                     div.topbar {
                         button.menu-toggle type="button" data-toggle-sidebar aria-label="Menu" { "☰" }
+                        (company_logo(ctx))
                         span.topbar-name { (ctx.company.name) }
                     }
                     main #live tabindex="-1" {
@@ -139,6 +143,16 @@ pub fn page_with(ctx: &Ctx, active: &str, title: &str, body: Markup, fixed: Mark
                 (new_task_dialog())
                 (new_company_dialog())
             }
+        }
+    }
+}
+
+/// The company's logo beside its name, when it has one (served from the
+/// asset route with a type that cannot run script).
+fn company_logo(ctx: &Ctx) -> Markup {
+    html! {
+        @if let Some(url) = &ctx.company.logo_url {
+            img.company-logo src=(url) alt={(ctx.company.name) " logo"} width="24" height="24";
         }
     }
 }

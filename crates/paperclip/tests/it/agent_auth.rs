@@ -137,11 +137,6 @@ async fn agents_are_refused_board_actions_with_403() {
             "/api/companies".into(),
             Some(json!({ "name": "Rogue" })),
         ),
-        (
-            "PATCH",
-            format!("/api/companies/{}", s.cid),
-            Some(json!({ "budgetMonthlyCents": 1 })),
-        ),
         ("DELETE", format!("/api/companies/{}", s.cid), None),
         (
             "POST",
@@ -205,6 +200,15 @@ async fn agents_are_refused_board_actions_with_403() {
         assert_eq!(status, 403, "{method} {path}: {resp}");
         assert_eq!(resp["error"], "Board access required", "{method} {path}");
     }
+    // A company's own PATCH: upstream lets its CEO agent change the
+    // branding there, so another agent is told what it lacks.
+    let company = format!("/api/companies/{}", s.cid);
+    let body = json!({ "budgetMonthlyCents": 1 });
+    let (status, resp) = server
+        .as_agent(&s.token, Some(&s.run), "PATCH", &company, Some(body))
+        .await;
+    assert_eq!(status, 403, "{resp}");
+    assert_eq!(resp["error"], "Only CEO agents can manage company settings");
     let peer = server.ok_get(&format!("/api/agents/{}", s.peer)).await;
     assert_eq!(peer["status"], "idle", "nothing was changed");
     assert!(peer["title"].is_null());

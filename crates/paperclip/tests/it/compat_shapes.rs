@@ -299,23 +299,7 @@ async fn comments_list_newest_first_by_default() {
     };
     let listed = s.ok_get(&format!("/api/issues/{iid}/comments")).await;
     assert_eq!(bodies(&listed), ["third", "second", "first"]);
-    same_shape(
-        "comment",
-        &sample("comment.list")[0],
-        &listed[0],
-        &[
-            "onBehalfOfUserId",
-            "derivedAuthorAgentId",
-            "derivedCreatedByRunId",
-            "derivedAuthorSource",
-            "presentation",
-            "metadata",
-            "deletedByType",
-            "deletedByAgentId",
-            "deletedByUserId",
-            "deletedByRunId",
-        ],
-    );
+    same_shape("comment", &sample("comment.list")[0], &listed[0], &[]);
     let asc = s
         .ok_get(&format!("/api/issues/{iid}/comments?order=asc"))
         .await;

@@ -176,6 +176,12 @@ async fn every_shared_get_route_answers_in_the_originals_shape() {
         }
         if unexplained == 0 && !differences.is_empty() {
             eprintln!("{name}: {} known gaps", differences.len());
+            // `PAPERCLIP_SHAPES_VERBOSE=1`: which keys, to choose what to build next.
+            if std::env::var_os("PAPERCLIP_SHAPES_VERBOSE").is_some() {
+                for (path, what) in &differences {
+                    eprintln!("  {path}: {what}");
+                }
+            }
         }
         for (path, what) in differences {
             found.insert((name.to_string(), path), what);

@@ -304,7 +304,8 @@ async fn routine_responses_match_the_spec_they_are_served_with() {
     .await;
     let secret = rotated["secretMaterial"]["webhookSecret"].as_str().unwrap();
 
-    // Runs from every source: manual, api (coalesced into the live task),
+    // Runs from every source: manual, api (coalesced into the live task:
+    // the same variables, so the same dispatch),
     // the schedule on the test clock, and the public webhook.
     let run = call(
         "POST",
@@ -317,7 +318,7 @@ async fn routine_responses_match_the_spec_they_are_served_with() {
         "POST",
         &format!("/api/routines/{rid}/run"),
         Some(json!({ "triggerId": api["trigger"]["id"], "source": "api",
-            "idempotencyKey": "k-1" })),
+            "idempotencyKey": "k-1", "variables": { "topic": "ops" } })),
     )
     .await;
     assert_eq!(coalesced["status"], "coalesced", "{coalesced}");

@@ -30,14 +30,6 @@ use serde_json::Value;
 /// Commands we do not serve yet, and why (also in the README).
 const NOT_YET: &[(&str, &str)] = &[
     (
-        "company branding:update {cid} --payload-json {\"brandColor\":\"#112233\"}",
-        "company branding (logo, colours) is not stored",
-    ),
-    (
-        "cost by-biller -C {cid}",
-        "cost events carry no biller or billing type",
-    ),
-    (
         "budget overview -C {cid}",
         "budget policies (soft and hard thresholds per scope) are not modelled; budgets are monthly caps",
     ),

@@ -126,6 +126,13 @@ async fn configure(
         }
         Err(why) => Err(why),
     };
+    // A routine's env goes over its project's (the original's order).
+    let resolved = match resolved {
+        Ok((config, values)) => {
+            crate::routine_env::merge(deps.store, deps.vault, agent, issue, config, values).await
+        }
+        Err(why) => Err(why),
+    };
     let (config, resolved) = resolved.map_err(|why| {
         finish::failed_by(
             RunErrorCode::SecretUnavailable,

@@ -15,8 +15,9 @@ use crate::AppState;
 /// headers, a comment id field.
 pub const MULTIPART_OVERHEAD: usize = 64 * 1024;
 
-/// The body limit of an attachment upload, when this request is one:
-/// `POST /api/companies/{companyId}/issues/{issueId}/attachments` with a
+/// The body limit of an upload, when this request is one: an attachment
+/// (`POST /api/companies/{companyId}/issues/{issueId}/attachments`) or a
+/// company logo (`POST /api/companies/{companyId}/logo`) with a
 /// `multipart/form-data` body. Every other write stays JSON-only.
 pub(super) fn upload_limit(
     app: &AppState,
@@ -34,7 +35,7 @@ pub(super) fn upload_limit(
     let route = matches!(
         parts.as_slice(),
         ["companies", c, "issues", i, "attachments"] if !c.is_empty() && !i.is_empty()
-    );
+    ) || matches!(parts.as_slice(), ["companies", c, "logo"] if !c.is_empty());
     let multipart = header_text(headers, header::CONTENT_TYPE.as_str())?
         .and_then(|v| v.split(';').next())
         .is_some_and(|e| e.trim().eq_ignore_ascii_case("multipart/form-data"));

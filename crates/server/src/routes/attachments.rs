@@ -35,11 +35,11 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(delete_attachment))
 }
 
-fn for_writes(app: &AppState) -> Storage {
+pub(super) fn for_writes(app: &AppState) -> Storage {
     Storage::for_writes(&app.info.data_dir, app.security.limits.s3.as_ref())
 }
 
-fn for_provider(app: &AppState, provider: &str) -> Option<Storage> {
+pub(super) fn for_provider(app: &AppState, provider: &str) -> Option<Storage> {
     Storage::for_provider(
         provider,
         &app.info.data_dir,
@@ -352,12 +352,12 @@ async fn delete_attachment(
 
 /// The name as the client sent it, without any path, control characters or
 /// excess (255 characters).
-fn clean_filename(name: &str) -> String {
+pub(super) fn clean_filename(name: &str) -> String {
     let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
     base.chars().filter(|c| !c.is_control()).take(255).collect()
 }
 
-fn disposition(inline: bool, filename: Option<&str>) -> String {
+pub(super) fn disposition(inline: bool, filename: Option<&str>) -> String {
     let kind = if inline { "inline" } else { "attachment" };
     let Some(name) = filename.filter(|n| !n.is_empty()) else {
         return kind.to_string();
@@ -384,7 +384,7 @@ fn disposition(inline: bool, filename: Option<&str>) -> String {
     format!("{kind}; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
 }
 
-fn human_size(bytes: u64) -> String {
+pub(super) fn human_size(bytes: u64) -> String {
     if bytes >= 1024 * 1024 && bytes.is_multiple_of(1024 * 1024) {
         format!("{} MB", bytes / (1024 * 1024))
     } else if bytes >= 1024 && bytes.is_multiple_of(1024) {

@@ -111,11 +111,13 @@ impl From<paperclip_store::issues::NotWoken> for NotWoken {
 /// task, a person's comment reopens work an agent owns (to `todo`, its
 /// assignee woken once); `reopen` (or upstream's `resume`) decides it
 /// explicitly. A task that stays closed wakes nobody: `notWoken` says whom
-/// and why.
+/// and why. People may add a `presentation` and `metadata` (agents: 403);
+/// whom an agent writes for comes from its credential, never the body.
 #[utoipa::path(post, path = "/api/issues/{id}/comments", tag = "comments",
     params(("id" = String, Path)), request_body = NewComment,
     responses((status = 201, body = PostedComment), (status = 401, description = "Agent run id required", body = crate::error::ErrorBody),
-        (status = 403, description = "An agent asked to reopen another agent's task", body = crate::error::ErrorBody),
+        (status = 400, description = "A presentation or metadata not in the original's shape", body = crate::error::ErrorBody),
+        (status = 403, description = "An agent asked to reopen another agent's task, sent a presentation or metadata, or named whom it writes for", body = crate::error::ErrorBody),
         (status = 404, description = "Issue not found", body = crate::error::ErrorBody),
         (status = 409, description = "Another author already used this clientRequestId on the task, or an agent asked to reopen its cancelled task", body = crate::error::ErrorBody)))]
 #[paperclip_macros::handler]
@@ -125,8 +127,10 @@ async fn create_comment(
     Path(id): Path<String>,
     ValidJson(input): ValidJson<NewComment>,
 ) -> ApiResult<(StatusCode, Json<PostedComment>)> {
+    let extras = shapes(&input)?;
     let issue = access::issue(&app, &caller, &id).await?;
     let actor = caller.require_run()?;
+    let extras = permit(&caller, &input, extras)?;
     super::chats::check_message(&caller, &issue, input.client_request_id.as_deref())?;
     let reopen = match (input.reopen, input.resume) {
         (Some(true), _) | (_, Some(true)) => Some(true),
@@ -139,6 +143,7 @@ async fn create_comment(
         input.body,
         input.client_request_id,
         reopen,
+        &extras,
     )
     .await?;
     Ok((
@@ -150,6 +155,72 @@ async fn create_comment(
             not_woken: posted.not_woken.into_iter().map(NotWoken::from).collect(),
         }),
     ))
+}
+
+/// The structured fields, checked as the original checks them (400 naming
+/// the field) before anything else is.
+fn shapes(input: &NewComment) -> ApiResult<comments::Extras> {
+    let shape = |i: paperclip_core::comment::ShapeIssue| ApiError::validation(json!([i.to_json()]));
+    let presentation = match input.presentation.clone().flatten() {
+        Some(mut p) => Some(p.normalize().map(|()| p).map_err(shape)?),
+        None => None,
+    };
+    let metadata = match input.metadata.clone().flatten() {
+        Some(mut m) => Some(m.normalize().map(|()| m).map_err(shape)?),
+        None => None,
+    };
+    if input
+        .on_behalf_of_user_id
+        .as_deref()
+        .is_some_and(|u| u.trim().is_empty())
+    {
+        return Err(ApiError::validation(json!([{
+            "code": "too_small", "path": ["onBehalfOfUserId"],
+            "message": "onBehalfOfUserId must not be empty",
+        }])));
+    }
+    Ok(comments::Extras {
+        presentation,
+        metadata,
+        on_behalf_of: None,
+    })
+}
+
+/// Who may send what: the structured fields are the board's, and whom an
+/// agent acts for is its credential's to say (403, as upstream).
+fn permit(
+    caller: &Caller,
+    input: &NewComment,
+    extras: comments::Extras,
+) -> ApiResult<comments::Extras> {
+    if caller.agent_id().is_some() {
+        if input.on_behalf_of_user_id.is_some() {
+            return Err(ApiError::forbidden(
+                "An agent cannot say whom it writes for: that comes from its credential",
+            )
+            .with_details(json!({
+                "code": "issue_write_attribution_spoof_rejected",
+                "field": "onBehalfOfUserId",
+            })));
+        }
+        let fields: Vec<&str> = [
+            input.presentation.is_some().then_some("presentation"),
+            input.metadata.is_some().then_some("metadata"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !fields.is_empty() {
+            return Err(ApiError::forbidden(
+                "Only board users may set a comment's presentation or metadata",
+            )
+            .with_details(json!({ "fields": fields })));
+        }
+    }
+    Ok(comments::Extras {
+        on_behalf_of: caller.on_behalf_of().map(str::to_string),
+        ..extras
+    })
 }
 
 #[utoipa::path(get, path = "/api/issues/{id}/comments/{commentId}", tag = "comments",
@@ -167,6 +238,9 @@ async fn get_comment(
     ))
 }
 
+/// Deletes a comment: it is kept, hidden from reads, with who deleted it
+/// (`deletedByType`, the agent or person, and the run they acted in); the
+/// answer is the deleted comment.
 #[utoipa::path(delete, path = "/api/issues/{id}/comments/{commentId}", tag = "comments",
     params(("id" = String, Path), ("commentId" = String, Path)),
     responses((status = 200, body = Comment), (status = 404, description = "Comment not found", body = crate::error::ErrorBody)))]

@@ -1,18 +1,23 @@
 use std::collections::BTreeMap;
 
+use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use paperclip_core::input::{CompanyPatch, NewCompany};
+use paperclip_core::activity::Action;
+use paperclip_core::input::{BrandingPatch, CompanyPatch, NewCompany};
+use paperclip_core::limits::Validate;
 use paperclip_core::model::Company;
 use paperclip_store::org::companies;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::company_branding::{branding_patch, ceo_or_board, forget};
 use crate::access;
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::limits::ValidJson;
+use crate::extract::parse_json;
+use crate::limits::{violation, ValidJson};
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -82,20 +87,35 @@ async fn get_company(
     Ok(Json(access::company(&app, &caller, &id).await?))
 }
 
+/// The board changes any setting; the company's CEO agent only its
+/// branding (name, description, logo), as upstream's schema for agents.
 #[utoipa::path(patch, path = "/api/companies/{companyId}", tag = "companies",
     params(("companyId" = String, Path)), request_body = CompanyPatch,
-    responses((status = 200, body = Company), (status = 404, description = "Company not found", body = crate::error::ErrorBody)))]
+    responses((status = 200, body = Company), (status = 400, description = "Validation error", body = crate::error::ErrorBody),
+        (status = 403, description = "Neither the board nor the company's CEO agent", body = crate::error::ErrorBody),
+        (status = 404, description = "Company not found", body = crate::error::ErrorBody)))]
 #[paperclip_macros::handler]
 async fn update_company(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    ValidJson(patch): ValidJson<CompanyPatch>,
+    body: Bytes,
 ) -> ApiResult<Json<Company>> {
-    let actor = caller.require_board()?;
-    Ok(Json(
-        companies::update(&app.store, actor, &id, patch).await?,
-    ))
+    let (actor, patch) = if caller.agent_id().is_some() {
+        let actor = ceo_or_board(&app, &caller, &id, "company settings").await?;
+        let patch: BrandingPatch = parse_json(&body)?;
+        patch.validate().map_err(violation)?;
+        (actor, branding_patch(patch)?)
+    } else {
+        let actor = caller.require_board()?;
+        let patch: CompanyPatch = parse_json(&body)?;
+        patch.validate().map_err(violation)?;
+        (actor, patch)
+    };
+    let (company, released) =
+        companies::update_as(&app.store, actor, &id, patch, Action::CompanyUpdated).await?;
+    forget(&app, released).await;
+    Ok(Json(company))
 }
 
 #[utoipa::path(delete, path = "/api/companies/{companyId}", tag = "companies",
@@ -108,7 +128,14 @@ async fn delete_company(
     Path(id): Path<String>,
 ) -> ApiResult<Json<super::Acknowledged>> {
     caller.require_board()?;
-    let objects = super::attachments::objects_before_delete(&app, &id, false).await;
+    let mut objects = super::attachments::objects_before_delete(&app, &id, false).await;
+    if app.security.limits.s3.is_some() {
+        objects.extend(
+            paperclip_store::org::company_assets::s3_objects(&app.store, &id)
+                .await
+                .unwrap_or_default(),
+        );
+    }
     companies::delete(&app.store, &id).await?;
     super::attachments::forget_files(&app, &id, None, objects).await;
     Ok(super::acknowledged())

@@ -24,46 +24,131 @@ enum BootstrapStatus {
     BootstrapPending,
 }
 
-/// What the health check answers: everything to the board, the deployment
-/// and bootstrap facts only to a caller not signed in to an authenticated
-/// instance.
+/// What the health check answers: everything to the board; the deployment
+/// and bootstrap facts, the commit and the backups' warnings (without paths
+/// or errors) to a caller not signed in to an authenticated instance.
 #[derive(Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum HealthAnswer {
-    Full(Health),
+    Full(Box<Health>),
     Public(PublicHealth),
 }
 
 // Fields of both in name order: the JSON objects these replaced serialized
-// their keys sorted.
+// their keys sorted. Upstream's `nativeRecovery` (counts of its native
+// runner's executions per recovery state) is left out: we have no native
+// runner, and our restart recovery (`paperclip_runtime::recovery`) settles
+// each lost run at once, as upstream's generic orphan reaper does, which its
+// health answer does not report either.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Health {
     auth_ready: bool,
     bootstrap_invite_active: bool,
     bootstrap_status: BootstrapStatus,
+    /// The commit the binary was built from, when known.
+    commit: Option<String>,
     database: DatabaseInfo,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    database_backup: Option<DatabaseBackup>,
     #[schema(schema_with = exposure_schema)]
     deployment_exposure: Exposure,
     #[schema(schema_with = mode_schema)]
     deployment_mode: DeploymentMode,
+    features: Features,
+    local_ai_login_supported: bool,
     server_info: ServerInfoBody,
     server_version: &'static str,
+    startup_recovery: StartupRecovery,
     status: &'static str,
     version: &'static str,
+    /// The backups' warnings again, when there are any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warnings: Option<Vec<BackupWarning>>,
 }
 
+// No other keys: the schema must tell this answer from the full one.
 #[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PublicHealth {
     bootstrap_invite_active: bool,
     bootstrap_status: BootstrapStatus,
+    commit: Option<String>,
+    /// Whether backups are on and well, without their folder or errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    database_backup: Option<RedactedBackup>,
     #[schema(schema_with = exposure_schema)]
     deployment_exposure: Exposure,
     #[schema(schema_with = mode_schema)]
     deployment_mode: DeploymentMode,
     local_ai_login_supported: bool,
     status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warnings: Option<Vec<BackupWarning>>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct Features {
+    company_deletion_enabled: bool,
+}
+
+/// Start-up's phase. Restart recovery runs before the listener is bound, so
+/// whoever can ask finds it `ready`, since `updatedAt`.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct StartupRecovery {
+    phase: &'static str,
+    updated_at: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct DatabaseBackup {
+    enabled: bool,
+    /// `ok`, or `warning` when `warnings` has any.
+    status: &'static str,
+    backup_dir: String,
+    /// The age past which the newest backup is stale.
+    max_age_hours: u64,
+    latest_backup: Option<LatestBackup>,
+    last_failure: Option<LastFailure>,
+    warnings: Vec<BackupWarning>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct LatestBackup {
+    name: String,
+    path: String,
+    mtime: String,
+    age_hours: f64,
+    size_bytes: u64,
+}
+
+/// A backup failed and none has succeeded since.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct LastFailure {
+    /// The failure marker in the data dir.
+    path: String,
+    mtime: String,
+    message: String,
+}
+
+#[derive(Serialize, ToSchema)]
+struct RedactedBackup {
+    enabled: bool,
+    status: &'static str,
+    warnings: Vec<BackupWarning>,
+}
+
+#[derive(Clone, Serialize, ToSchema)]
+struct BackupWarning {
+    /// `database_backup_missing`, `database_backup_stale`,
+    /// `database_backup_last_failure` or `database_backup_check_failed`.
+    code: &'static str,
+    message: String,
 }
 
 /// The two deployment enums are core's, which derives no schema for them
@@ -95,7 +180,87 @@ struct DatabaseInfo {
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct ServerInfoBody {
+    git: GitInfo,
     process_started_at: String,
+}
+
+/// The build's commit, in upstream's two forms. The available one carries
+/// `unavailableReason: null` too, so both have the key (and the schema
+/// tells them apart by its type).
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+enum GitInfo {
+    Unavailable(GitUnavailable),
+    Available(GitAvailable),
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct GitUnavailable {
+    available: bool,
+    unavailable_reason: &'static str,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct GitAvailable {
+    available: bool,
+    unavailable_reason: Option<&'static str>,
+    full_sha: String,
+    short_sha: String,
+    branch_name: Option<String>,
+    subject: String,
+    committed_at: Option<String>,
+    /// Whether the build's tree had uncommitted changes: not recorded (it
+    /// would rebuild the binary on every edit).
+    local_changes: GitUnavailable,
+}
+
+impl GitInfo {
+    fn of(build: Option<&crate::BuildCommit>) -> GitInfo {
+        let Some(b) = build else {
+            return GitInfo::Unavailable(GitUnavailable {
+                available: false,
+                unavailable_reason: "git_unavailable",
+            });
+        };
+        GitInfo::Available(GitAvailable {
+            available: true,
+            unavailable_reason: None,
+            full_sha: b.full_sha.clone(),
+            short_sha: b.short_sha.clone(),
+            branch_name: b.branch.clone(),
+            subject: b.subject.clone(),
+            committed_at: b.committed_at.clone(),
+            local_changes: GitUnavailable {
+                available: false,
+                unavailable_reason: "git_status_unavailable",
+            },
+        })
+    }
+}
+
+fn warnings_of(list: &[paperclip_core::backup::Warning], redacted: bool) -> Vec<BackupWarning> {
+    list.iter()
+        .map(|w| BackupWarning {
+            code: w.code.as_str(),
+            message: if redacted {
+                w.code.redacted_message().to_string()
+            } else {
+                w.message.clone()
+            },
+        })
+        .collect()
+}
+
+/// What the backup folder and failure marker say (read off the async
+/// threads); `None` when automatic backups are off, as upstream leaves the
+/// key out then.
+async fn inspect_backups(app: &AppState) -> Option<paperclip_runtime::backups::Inspection> {
+    let backups = app.info.backups.clone()?;
+    tokio::task::spawn_blocking(move || backups.inspect())
+        .await
+        .ok()
 }
 
 /// Liveness and deployment facts; answers as soon as the store is open. On an
@@ -120,33 +285,86 @@ async fn health(
     } else {
         (BootstrapStatus::Ready, false)
     };
+    let commit = app.info.build.as_ref().map(|b| b.full_sha.clone());
+    // Local AI sign-in runs on the server's host: not for the internet.
+    let local_ai_login_supported = team.exposure == Exposure::Private;
+    let backup = inspect_backups(&app).await;
     if team.authenticated() && caller.is_err() {
+        let database_backup = backup.map(|b| RedactedBackup {
+            enabled: b.enabled,
+            status: b.status,
+            warnings: warnings_of(&b.warnings, true),
+        });
+        let warnings = database_backup
+            .as_ref()
+            .filter(|b| !b.warnings.is_empty())
+            .map(|b| b.warnings.clone());
         return Ok(Json(HealthAnswer::Public(PublicHealth {
             bootstrap_invite_active: invite_active,
             bootstrap_status,
+            commit,
+            database_backup,
             deployment_exposure: team.exposure,
             deployment_mode: team.mode,
-            local_ai_login_supported: team.exposure == Exposure::Private,
+            local_ai_login_supported,
             status: "ok",
+            warnings,
         })));
     }
-    Ok(Json(HealthAnswer::Full(Health {
+    let database_backup = backup.map(|b| DatabaseBackup {
+        enabled: b.enabled,
+        status: b.status,
+        backup_dir: b.dir,
+        max_age_hours: b.max_age_hours,
+        latest_backup: b.latest.map(|l| LatestBackup {
+            name: l.name,
+            path: l.path,
+            mtime: l.mtime,
+            age_hours: l.age_hours,
+            size_bytes: l.size_bytes,
+        }),
+        last_failure: b.last_failure.map(|f| LastFailure {
+            path: f.path,
+            mtime: f.mtime,
+            message: f.message,
+        }),
+        warnings: warnings_of(&b.warnings, false),
+    });
+    let warnings = database_backup
+        .as_ref()
+        .filter(|b| !b.warnings.is_empty())
+        .map(|b| b.warnings.clone());
+    Ok(Json(HealthAnswer::Full(Box::new(Health {
         auth_ready: true,
         bootstrap_invite_active: invite_active,
         bootstrap_status,
+        commit,
         database: DatabaseInfo {
             backend: app.store.backend().as_str(),
             schema_version: paperclip_store::schema_version(),
         },
+        database_backup,
         deployment_exposure: team.exposure,
         deployment_mode: team.mode,
+        // DELETE /api/companies/{companyId} is served to the board in
+        // every mode; no setting turns it off.
+        features: Features {
+            company_deletion_enabled: true,
+        },
+        local_ai_login_supported,
         server_info: ServerInfoBody {
+            git: GitInfo::of(app.info.build.as_ref()),
             process_started_at: app.info.started_at.clone(),
         },
         server_version: app.info.version,
+        startup_recovery: StartupRecovery {
+            phase: "ready",
+            updated_at: app.info.ready_at.clone(),
+        },
         status: "ok",
         version: app.info.version,
-    })))
+        warnings,
+    }))))
 }
 
 /// Whether this instance takes new work.

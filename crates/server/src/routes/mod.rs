@@ -15,6 +15,7 @@ mod chats;
 pub(crate) mod chief;
 mod comments;
 mod companies;
+mod company_branding;
 mod company_port;
 mod company_port_export;
 mod context;
@@ -24,6 +25,7 @@ mod costs;
 mod decisions;
 mod documents;
 mod events;
+mod folders;
 mod goals;
 mod health;
 mod heartbeats;
@@ -73,6 +75,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(invites::router())
         .merge(board_keys::router())
         .merge(companies::router())
+        .merge(company_branding::router())
         .merge(company_port::router())
         .merge(agents::router())
         .merge(goals::router())
@@ -106,6 +109,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(secrets::router())
         .merge(agent_secrets::router())
         .merge(routines::router())
+        .merge(folders::router())
         .merge(routine_triggers::router())
         .merge(push::router())
         .merge(sessions::router())

@@ -83,7 +83,12 @@ async fn list_routines(
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Json<Vec<RoutineListItem>>> {
     crate::access::company_scope(&app, &caller, &company_id).await?;
-    let list = routine_runs::list_items(&app.store, &company_id, q.project_id.as_deref()).await?;
+    let list = paperclip_store::routines::run_list::list_items(
+        &app.store,
+        &company_id,
+        q.project_id.as_deref(),
+    )
+    .await?;
     Ok(Json(list))
 }
 
@@ -139,11 +144,24 @@ pub(crate) async fn detail(app: &AppState, routine: Routine) -> ApiResult<Routin
             }),
         None => None,
     };
+    let project = match &routine.project_id {
+        Some(id) => Some(paperclip_store::org::projects::get(&app.store, id).await?),
+        None => None,
+    };
+    let parent_issue = match &routine.parent_issue_id {
+        Some(id) => Some(paperclip_store::issues::get(&app.store, id).await?),
+        None => None,
+    };
+    let routine_id = routine.id.clone();
     let triggers = routine_triggers::list(&app.store, &routine.id).await?;
-    let recent_runs = routine_runs::list(&app.store, &routine.id, 10).await?;
+    let recent_runs = routine_runs::list(&app.store, &routine.id, 25).await?;
     let active_issue = routines::active_issue(&app.store, &routine.id).await?;
     Ok(RoutineDetail {
         routine,
+        managed_by_plugin: None,
+        project,
+        parent_issue,
+        description_document: routines::description::get(&app.store, &routine_id).await?,
         assignee,
         triggers,
         recent_runs,

@@ -401,6 +401,38 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../../migrations/0055_cost_billed_index.postgres.sql"),
         },
     ),
+    (
+        56,
+        "company_branding",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0056_company_branding.sqlite.sql"),
+            postgres: include_str!("../../migrations/0056_company_branding.postgres.sql"),
+        },
+    ),
+    (
+        57,
+        "routine_folders_env",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0057_routine_folders_env.sqlite.sql"),
+            postgres: include_str!("../../migrations/0057_routine_folders_env.postgres.sql"),
+        },
+    ),
+    (
+        58,
+        "routine_documents",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0058_routine_documents.sqlite.sql"),
+            postgres: include_str!("../../migrations/0058_routine_documents.postgres.sql"),
+        },
+    ),
+    (
+        59,
+        "comment_provenance",
+        Sql::Each {
+            sqlite: include_str!("../../migrations/0059_comment_provenance.sqlite.sql"),
+            postgres: include_str!("../../migrations/0059_comment_provenance.postgres.sql"),
+        },
+    ),
 ];
 
 pub(crate) async fn run(store: &Store) -> anyhow::Result<()> {

@@ -12,6 +12,7 @@ use serde_json::{json, Map};
 use crate::audit::activity::{self, Entry};
 use crate::engine::row::RowExt;
 use crate::engine::sql::diff;
+use crate::org::company_assets::Released;
 use crate::{new_id, now, Error, Result, Store, Tx};
 
 pub async fn create(store: &Store, actor: &Actor, input: NewCompany) -> Result<Company> {
@@ -86,9 +87,10 @@ pub async fn create(store: &Store, actor: &Actor, input: NewCompany) -> Result<C
 
 pub async fn list(store: &Store) -> Result<Vec<Company>> {
     let (start, _, _) = paperclip_core::budget::month_window(chrono::Utc::now());
-    let rows = crate::engine::db::query("SELECT c.*, CAST(COALESCE((SELECT SUM(t.cost_cents) FROM cost_month_totals t \
+    let rows = crate::engine::db::query("SELECT c.*, l.asset_id AS logo_asset_id, \
+         CAST(COALESCE((SELECT SUM(t.cost_cents) FROM cost_month_totals t \
          WHERE t.company_id = c.id AND t.month = $1 AND t.dim = 'task'), 0) AS BIGINT) AS month_spend \
-         FROM companies c ORDER BY c.created_at, c.id")
+         FROM companies c LEFT JOIN company_logos l ON l.company_id = c.id ORDER BY c.created_at, c.id")
         .bind(&start[..7])
         .fetch_all(store.pool())
         .await?;
@@ -97,10 +99,12 @@ pub async fn list(store: &Store) -> Result<Vec<Company>> {
 
 /// A company with its month's spend, from the kept monthly totals (migration
 /// 13: its `task` rows split the month's whole spend in two), not a sum of
-/// the month's cost events (2.3 ms at a million tasks, on every load).
-const LOAD: &str = "SELECT c.*, CAST(COALESCE((SELECT SUM(t.cost_cents) FROM cost_month_totals t \
+/// the month's cost events (2.3 ms at a million tasks, on every load),
+/// and its logo.
+const LOAD: &str = "SELECT c.*, l.asset_id AS logo_asset_id, \
+     CAST(COALESCE((SELECT SUM(t.cost_cents) FROM cost_month_totals t \
      WHERE t.company_id = c.id AND t.month = $2 AND t.dim = 'task'), 0) AS BIGINT) AS month_spend \
-     FROM companies c WHERE c.id = $1";
+     FROM companies c LEFT JOIN company_logos l ON l.company_id = c.id WHERE c.id = $1";
 
 pub async fn get(store: &Store, id: &str) -> Result<Company> {
     let (start, _, _) = paperclip_core::budget::month_window(chrono::Utc::now());
@@ -156,6 +160,21 @@ pub async fn update(
     id: &str,
     patch: CompanyPatch,
 ) -> Result<Company> {
+    Ok(update_as(store, actor, id, patch, Action::CompanyUpdated)
+        .await?
+        .0)
+}
+
+/// An update logged as `action` (`company.updated`, or
+/// `company.branding_updated` from the branding route); also returns the
+/// file of a logo it replaced, for the caller to delete once committed.
+pub async fn update_as(
+    store: &Store,
+    actor: &Actor,
+    id: &str,
+    patch: CompanyPatch,
+    action: Action,
+) -> Result<(Company, Option<Released>)> {
     let mut tx = store.begin().await?;
     tx.lock_row(crate::Locked::Company, id).await?;
     let before = get_in(&mut tx, id).await?;
@@ -258,13 +277,30 @@ pub async fn update(
         );
         after.workspace_disk_budget_mb = mb;
     }
+    let extras = crate::org::company_settings::Extras {
+        governance: patch.interaction_resolver_governance,
+        sharing_enabled: patch.feedback_data_sharing_enabled,
+        terms_version: patch.feedback_data_sharing_terms_version,
+        consent_at: patch.feedback_data_sharing_consent_at,
+        consent_by_user_id: patch.feedback_data_sharing_consent_by_user_id,
+        logo_asset_id: patch.logo_asset_id,
+    };
+    let released = crate::org::company_settings::apply(
+        &mut tx,
+        actor,
+        &before,
+        &mut after,
+        extras,
+        &mut changes,
+    )
+    .await?;
     if changes.is_empty() {
-        return Ok(before);
+        return Ok((before, None));
     }
     let action = if changes.contains_key("status") && after.status == CompanyStatus::Archived {
         Action::CompanyArchived
     } else {
-        Action::CompanyUpdated
+        action
     };
     write(&mut tx, &after).await?;
     activity::record(
@@ -281,7 +317,7 @@ pub async fn update(
     .await?;
     let company = get_in(&mut tx, id).await?;
     tx.commit().await?;
-    Ok(company)
+    Ok((company, released))
 }
 
 pub async fn archive(store: &Store, actor: &Actor, id: &str) -> Result<Company> {
@@ -321,7 +357,10 @@ async fn write(tx: &mut Tx, c: &Company) -> Result<()> {
         "UPDATE companies SET name = $2, description = $3, status = $4, budget_monthly_cents = $5, \
          default_responsible_user_id = $6, require_board_approval_for_new_agents = $7, \
          paused_at = $8, updated_at = $9, run_log_retention_days = $10, \
-         workspace_retention_days = $11, workspace_disk_budget_mb = $12 WHERE id = $1",
+         workspace_retention_days = $11, workspace_disk_budget_mb = $12, \
+         interaction_resolver_governance = $13, feedback_data_sharing_enabled = $14, \
+         feedback_data_sharing_consent_at = $15, feedback_data_sharing_consent_by_user_id = $16, \
+         feedback_data_sharing_terms_version = $17 WHERE id = $1",
     )
     .bind(&c.id)
     .bind(&c.name)
@@ -335,12 +374,22 @@ async fn write(tx: &mut Tx, c: &Company) -> Result<()> {
     .bind(c.run_log_retention_days)
     .bind(c.workspace_retention_days)
     .bind(c.workspace_disk_budget_mb)
+    .bind(
+        // Options of enums: nothing in it can fail to serialize.
+        serde_json::to_string(&c.interaction_resolver_governance)
+            .expect("a resolver governance serializes"),
+    )
+    .bind(i64::from(c.feedback_data_sharing_enabled))
+    .bind(c.feedback_data_sharing_consent_at.as_deref())
+    .bind(c.feedback_data_sharing_consent_by_user_id.as_deref())
+    .bind(c.feedback_data_sharing_terms_version.as_deref())
     .execute(tx.conn())
     .await?;
     Ok(())
 }
 
 fn map(row: &DbRow) -> Result<Company> {
+    let logo_asset_id = row.opt_text("logo_asset_id")?;
     Ok(Company {
         id: row.text("id")?,
         name: row.text("name")?,
@@ -357,6 +406,19 @@ fn map(row: &DbRow) -> Result<Company> {
         run_log_retention_days: DbRow::try_get(row, "run_log_retention_days")?,
         workspace_retention_days: DbRow::try_get(row, "workspace_retention_days")?,
         workspace_disk_budget_mb: DbRow::try_get(row, "workspace_disk_budget_mb")?,
+        // Written only by `write`, from the typed rule: a value it cannot
+        // read is a damaged row, not a rule to guess at.
+        interaction_resolver_governance: serde_json::from_value(
+            row.json("interaction_resolver_governance")?,
+        )
+        .map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+        feedback_data_sharing_enabled: row.flag("feedback_data_sharing_enabled")?,
+        feedback_data_sharing_consent_at: row.opt_text("feedback_data_sharing_consent_at")?,
+        feedback_data_sharing_consent_by_user_id: row
+            .opt_text("feedback_data_sharing_consent_by_user_id")?,
+        feedback_data_sharing_terms_version: row.opt_text("feedback_data_sharing_terms_version")?,
+        logo_url: paperclip_core::asset::logo_url(logo_asset_id.as_deref()),
+        logo_asset_id,
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
     })

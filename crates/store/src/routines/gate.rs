@@ -94,8 +94,10 @@ pub(crate) async fn skip_in(
     let ts = crate::now();
     crate::engine::db::query(
         "INSERT INTO routine_runs (id, company_id, routine_id, trigger_id, source, status, \
-         triggered_at, routine_revision_id, failure_reason, completed_at, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, 'schedule', 'skipped', $5, $6, 'no_external_activity', $7, $7, $7)",
+         triggered_at, routine_revision_id, failure_reason, completed_at, created_at, updated_at, \
+         responsible_user_id) \
+         VALUES ($1, $2, $3, $4, 'schedule', 'skipped', $5, $6, 'no_external_activity', $7, $7, $7, \
+         $8)",
     )
     .bind(&id)
     .bind(&routine.company_id)
@@ -104,6 +106,7 @@ pub(crate) async fn skip_in(
     .bind(stamp(tick))
     .bind(routine.latest_revision_id.as_deref())
     .bind(&ts)
+    .bind(routine.responsible_user_id.as_deref())
     .execute(tx.conn())
     .await?;
     record(

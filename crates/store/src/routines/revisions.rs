@@ -24,9 +24,15 @@ pub(crate) async fn write_revision(
 ) -> Result<String> {
     let routine = get_in(tx, routine_id).await?;
     let triggers = crate::routines::trigger_table::list_in(tx, routine_id).await?;
+    // The original's snapshot: the routine's own fields with its ids, env
+    // (secrets by reference) and responsible person, not its folder.
     let snapshot = json!({
         "version": 1,
         "routine": {
+            "id": routine.id,
+            "companyId": routine.company_id,
+            "env": routine.env,
+            "responsibleUserId": routine.responsible_user_id,
             "title": routine.title,
             "description": routine.description,
             "assigneeAgentId": routine.assignee_agent_id,
@@ -44,7 +50,7 @@ pub(crate) async fn write_revision(
         "triggers": triggers.iter().map(|t| json!({
             "id": t.id, "kind": t.kind, "label": t.label, "enabled": t.enabled,
             "cronExpression": t.cron_expression, "timezone": t.timezone,
-            "signingMode": t.signing_mode, "replayWindowSec": t.replay_window_sec,
+            "publicId": t.public_id, "signingMode": t.signing_mode, "replayWindowSec": t.replay_window_sec,
         })).collect::<Vec<_>>(),
     });
     let id = new_id();
@@ -53,8 +59,8 @@ pub(crate) async fn write_revision(
     crate::engine::db::query(
         "INSERT INTO routine_revisions (id, company_id, routine_id, revision_number, title, \
          description, snapshot, change_summary, restored_from_revision_id, created_by_agent_id, \
-         created_by_user_id, created_by_run_id, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+         created_by_user_id, created_by_run_id, created_at, responsible_user_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
     )
     .bind(&id)
     .bind(&routine.company_id)
@@ -69,6 +75,7 @@ pub(crate) async fn write_revision(
     .bind(user)
     .bind(actor.run_id.as_deref())
     .bind(crate::now())
+    .bind(routine.responsible_user_id.as_deref())
     .execute(tx.conn())
     .await?;
     crate::engine::db::query(
@@ -79,6 +86,7 @@ pub(crate) async fn write_revision(
     .bind(number)
     .execute(tx.conn())
     .await?;
+    crate::routines::description::sync_in(tx, actor, &routine, summary).await?;
     record(
         tx,
         actor,
@@ -94,7 +102,7 @@ pub(crate) async fn write_revision(
 
 const REVISION_COLUMNS: &str = "id, company_id, routine_id, revision_number, title, description, \
      snapshot, change_summary, restored_from_revision_id, created_by_agent_id, created_by_user_id, \
-     created_by_run_id, created_at";
+     created_by_run_id, created_at, responsible_user_id";
 
 /// Newest first, at most 100 (upstream's page).
 pub async fn revisions(store: &Store, routine_id: &str) -> Result<Vec<RoutineRevision>> {
@@ -165,7 +173,7 @@ pub(crate) async fn restore_fields_in(
         "UPDATE routines SET title = $2, description = $3, assignee_agent_id = $4, \
          priority = $5, status = $6, concurrency_policy = $7, catch_up_policy = $8, \
          variables = $9, updated_by_agent_id = $10, updated_by_user_id = $11, updated_at = $12, \
-         activity_gate_policy = $13, activity_gate_scope = $14 WHERE id = $1",
+         activity_gate_policy = $13, activity_gate_scope = $14, env = $15 WHERE id = $1",
     )
     .bind(&routine.id)
     .bind(text("title").unwrap_or_else(|| routine.title.clone()))
@@ -190,6 +198,9 @@ pub(crate) async fn restore_fields_in(
         "activityGateScope",
         routine.activity_gate_scope.as_str(),
     ))
+    // A snapshot from before routines had an env restores none, as the
+    // original reads one.
+    .bind(r.get("env").filter(|e| e.is_object()).map(Value::to_string))
     .execute(tx.conn())
     .await?;
     Ok(())
@@ -274,6 +285,33 @@ fn map_revision(row: &DbRow) -> Result<RoutineRevision> {
         created_by_agent_id: row.opt_text("created_by_agent_id")?,
         created_by_user_id: row.opt_text("created_by_user_id")?,
         created_by_run_id: row.opt_text("created_by_run_id")?,
+        responsible_user_id: row.opt_text("responsible_user_id")?,
         created_at: row.text("created_at")?,
+    })
+}
+
+/// The env a routine's execution task runs with: the one of the revision
+/// its run dispatched (the run that made the task, not one coalesced into
+/// it), else the routine's own for a run that named no revision. None when
+/// the task was not made by a routine.
+pub async fn env_of_execution(store: &Store, issue_id: &str) -> Result<Option<Value>> {
+    let row = crate::engine::db::query(
+        "SELECT rev.snapshot, rt.env FROM routine_runs r \
+         JOIN routines rt ON rt.id = r.routine_id \
+         LEFT JOIN routine_revisions rev ON rev.id = r.routine_revision_id \
+         WHERE r.linked_issue_id = $1 AND r.coalesced_into_run_id IS NULL \
+         AND r.status NOT IN ('coalesced', 'skipped') \
+         ORDER BY r.created_at, r.id LIMIT 1",
+    )
+    .bind(issue_id)
+    .fetch_optional(store.pool())
+    .await?;
+    let Some(row) = row else { return Ok(None) };
+    Ok(match row.opt_json("snapshot")? {
+        Some(snapshot) => snapshot["routine"]
+            .get("env")
+            .filter(|e| e.is_object())
+            .cloned(),
+        None => row.opt_json("env")?,
     })
 }

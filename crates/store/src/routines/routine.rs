@@ -16,6 +16,7 @@ use paperclip_core::routine::{
 use serde_json::json;
 
 use crate::engine::row::RowExt;
+use crate::routines::checks;
 use crate::routines::revisions::write_revision;
 use crate::{new_id, Error, Result, Store, Tx};
 
@@ -48,12 +49,20 @@ pub async fn create(
         input.parent_issue_id.as_deref(),
     )
     .await?;
+    checks::folder(&mut tx, company_id, input.folder_id.as_deref()).await?;
+    if let Some(env) = &input.env {
+        checks::env(&mut tx, company_id, env).await?;
+    }
+    let responsible =
+        checks::responsible_user(&mut tx, company_id, actor, input.parent_issue_id.as_deref())
+            .await?;
     let id = new_id();
     let ts = crate::now();
     let (agent, user) = by(actor);
     crate::engine::db::query(&format!(
-        "INSERT INTO routines ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-         $12, $13, NULL, 0, $14, $15, $14, $15, NULL, NULL, $16, $16, $17, $18)"
+        "INSERT INTO routines ({COLUMNS}, folder_id, env, responsible_user_id) VALUES ($1, $2, \
+         $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULL, 0, $14, $15, $14, $15, NULL, NULL, \
+         $16, $16, $17, $18, $19, $20, $21)"
     ))
     .bind(&id)
     .bind(company_id)
@@ -93,8 +102,12 @@ pub async fn create(
             .unwrap_or(ActivityGateScope::Company)
             .as_str(),
     )
+    .bind(input.folder_id.as_deref())
+    .bind(input.env.as_ref().map(|e| e.to_string()))
+    .bind(responsible.as_deref())
     .execute(tx.conn())
     .await?;
+    let env_keys = checks::env_changes(None, input.env.as_ref());
     record(
         &mut tx,
         actor,
@@ -102,7 +115,8 @@ pub async fn create(
         Action::RoutineCreated,
         EntityType::Routine,
         &id,
-        json!({ "title": title, "assigneeAgentId": input.assignee_agent_id, "status": status }),
+        json!({ "title": title, "assigneeAgentId": input.assignee_agent_id, "status": status,
+            "folderId": input.folder_id, "env": { "changedKeys": env_keys } }),
     )
     .await?;
     write_revision(&mut tx, actor, &id, "Created", None).await?;
@@ -152,6 +166,24 @@ pub async fn update(
     if status == RoutineStatus::Active && assignee.is_none() {
         return Err(Error::rule("Default agent required"));
     }
+    let folder = pick(&patch.folder_id, &current.folder_id);
+    if patch.folder_id.is_some() {
+        checks::folder(&mut tx, &current.company_id, folder.as_deref()).await?;
+    }
+    let env = match &patch.env {
+        Some(Some(env)) => {
+            checks::env(&mut tx, &current.company_id, env).await?;
+            Some(env.clone())
+        }
+        Some(None) => None,
+        None => current.env.clone(),
+    };
+    let responsible = match &current.responsible_user_id {
+        Some(user) => Some(user.clone()),
+        None => {
+            checks::responsible_user(&mut tx, &current.company_id, actor, parent.as_deref()).await?
+        }
+    };
     check_refs(
         &mut tx,
         &current.company_id,
@@ -183,7 +215,8 @@ pub async fn update(
          project_id = $5, goal_id = $6, parent_issue_id = $7, priority = $8, status = $9, \
          concurrency_policy = $10, catch_up_policy = $11, variables = $12, \
          updated_by_agent_id = $13, updated_by_user_id = $14, updated_at = $15, \
-         activity_gate_policy = $16, activity_gate_scope = $17 WHERE id = $1",
+         activity_gate_policy = $16, activity_gate_scope = $17, folder_id = $18, env = $19, \
+         responsible_user_id = $20 WHERE id = $1",
     )
     .bind(id)
     .bind(&title)
@@ -222,6 +255,9 @@ pub async fn update(
             .unwrap_or(current.activity_gate_scope)
             .as_str(),
     )
+    .bind(folder.as_deref())
+    .bind(env.as_ref().map(|e| e.to_string()))
+    .bind(responsible.as_deref())
     .execute(tx.conn())
     .await?;
     if status == RoutineStatus::Active && current.status != RoutineStatus::Active {
@@ -249,10 +285,17 @@ pub async fn update(
         "activityGatePolicy",
         "activityGateScope",
         "variables",
+        "env",
+        "folderId",
     ] {
         if a.get(key) != b.get(key) {
             changed.push(key);
         }
+    }
+    let mut details = json!({ "changedKeys": changed, "status": status });
+    let env_keys = checks::env_changes(current.env.as_ref(), after.env.as_ref());
+    if !env_keys.is_empty() {
+        details["env"] = json!({ "changedKeys": env_keys });
     }
     record(
         &mut tx,
@@ -261,9 +304,12 @@ pub async fn update(
         Action::RoutineUpdated,
         EntityType::Routine,
         id,
-        json!({ "changedKeys": changed, "status": status }),
+        details,
     )
     .await?;
+    // The folder is filing, not part of the routine: moving it writes no
+    // revision (as the original's).
+    changed.retain(|k| *k != "folderId");
     if !changed.is_empty() {
         write_revision(
             &mut tx,

@@ -18,10 +18,10 @@ use paperclip_core::cron::interpolate;
 use paperclip_core::input::NewIssue;
 use paperclip_core::issue::IssueStatus;
 use paperclip_core::routine::{
-    ActivityGatePolicy, CatchUpPolicy, ConcurrencyPolicy, LinkedIssue, Routine, RoutineListItem,
-    RoutineRun, RoutineRunStatus, RoutineRunSummary, RoutineStatus, RoutineTrigger, RunSource,
-    TriggerListItem, TriggerRef,
+    ActivityGatePolicy, CatchUpPolicy, ConcurrencyPolicy, LinkedIssue, Routine, RoutineRun,
+    RoutineRunStatus, RoutineRunSummary, RoutineStatus, RoutineTrigger, RunSource, TriggerRef,
 };
+use paperclip_core::routine_dispatch;
 use serde_json::{json, Map, Value};
 
 use crate::engine::db::DbRow;
@@ -75,7 +75,7 @@ async fn dispatch_in(
     let now = crate::now();
     let row = crate::engine::db::query(&format!(
         "UPDATE routines SET last_triggered_at = $2 WHERE id = $1 RETURNING {}",
-        crate::routines::table::COLUMNS
+        crate::routines::table::READ_COLUMNS
     ))
     .bind(d.routine_id)
     .bind(&now)
@@ -97,12 +97,36 @@ async fn dispatch_in(
         .or_else(|| routine.assignee_agent_id.clone())
         .ok_or_else(|| Error::rule("Default agent required"))?;
     let values = resolve_variables(&routine, &d.variables, d.payload.as_ref())?;
+    let title = interpolate(&routine.title, &values, d.triggered_at);
+    let description = routine
+        .description
+        .as_deref()
+        .map(|t| interpolate(t, &values, d.triggered_at));
+    // An optional variable left empty is not one the run was given.
+    let given: BTreeMap<String, String> = values
+        .iter()
+        .filter(|(_, v)| !v.trim().is_empty())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let fingerprint = routine_dispatch::fingerprint(&routine_dispatch::Dispatched {
+        payload: d.payload.as_ref(),
+        variables: &given,
+        project_id: routine.project_id.as_deref(),
+        assignee_agent_id: &assignee,
+        routine_revision_id: routine.latest_revision_id.as_deref(),
+        env: routine.env.as_ref(),
+        title: &title,
+        description: description.as_deref(),
+    });
+    let responsible = responsible_for_run(tx, &routine, actor, d.source).await?;
     let id = new_id();
     crate::engine::db::query(
         "INSERT INTO routine_runs (id, company_id, routine_id, trigger_id, source, status, \
          triggered_at, routine_revision_id, idempotency_key, trigger_payload, linked_issue_id, \
-         coalesced_into_run_id, failure_reason, completed_at, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, 'received', $6, $7, $8, $9, NULL, NULL, NULL, NULL, $10, $10)",
+         coalesced_into_run_id, failure_reason, completed_at, created_at, updated_at, \
+         responsible_user_id, dispatch_fingerprint) \
+         VALUES ($1, $2, $3, $4, $5, 'received', $6, $7, $8, $9, NULL, NULL, NULL, NULL, $10, $10, \
+         $11, $12)",
     )
     .bind(&id)
     .bind(&routine.company_id)
@@ -114,11 +138,13 @@ async fn dispatch_in(
     .bind(d.idempotency_key)
     .bind(d.payload.as_ref().map(Value::to_string))
     .bind(&now)
+    .bind(responsible.as_deref())
+    .bind(&fingerprint)
     .execute(tx.conn())
     .await?;
     let live = match routine.concurrency_policy {
         ConcurrencyPolicy::AlwaysEnqueue => None,
-        _ => live_execution(tx, &routine.id, &id).await?,
+        _ => live_execution(tx, &routine.id, &id, &fingerprint).await?,
     };
     let (status, action) = if let Some((run_id, issue_id)) = live {
         let status = match routine.concurrency_policy {
@@ -142,11 +168,6 @@ async fn dispatch_in(
         };
         (status, action)
     } else {
-        let title = interpolate(&routine.title, &values, d.triggered_at);
-        let description = routine
-            .description
-            .as_deref()
-            .map(|t| interpolate(t, &values, d.triggered_at));
         let input = NewIssue {
             title,
             description,
@@ -172,10 +193,14 @@ async fn dispatch_in(
             false,
         )
         .await?;
+        // The task is done for the run's responsible person (the original
+        // trusts the routine's choice over the task's own inference).
         crate::engine::db::query(
-            "UPDATE issues SET origin_kind = 'routine_execution' WHERE id = $1",
+            "UPDATE issues SET origin_kind = 'routine_execution', \
+             responsible_user_id = COALESCE($2, responsible_user_id) WHERE id = $1",
         )
         .bind(&issue.id)
+        .bind(responsible.as_deref())
         .execute(tx.conn())
         .await?;
         crate::engine::db::query(
@@ -209,17 +234,52 @@ async fn dispatch_in(
     Ok(run)
 }
 
-/// The newest execution of the routine whose task is open and whose
-/// assignee has a run queued or running: (its routine run, its task).
+/// Who a run is done for (the original's order): the person who started
+/// it by hand, else the responsible person of the revision it runs, else
+/// the routine's.
+async fn responsible_for_run(
+    tx: &mut Tx,
+    routine: &Routine,
+    actor: &Actor,
+    source: RunSource,
+) -> Result<Option<String>> {
+    if let (RunSource::Manual, Some(user)) = (source, actor.user_id()) {
+        return Ok(Some(user.to_string()));
+    }
+    if let Some(revision) = &routine.latest_revision_id {
+        let row = crate::engine::db::query(
+            "SELECT responsible_user_id FROM routine_revisions WHERE id = $1",
+        )
+        .bind(revision)
+        .fetch_optional(tx.conn())
+        .await?;
+        if let Some(user) = row
+            .map(|r| r.opt_text("responsible_user_id"))
+            .transpose()?
+            .flatten()
+        {
+            return Ok(Some(user));
+        }
+    }
+    Ok(routine.responsible_user_id.clone())
+}
+
+/// The newest execution of the routine that was dispatched with the same
+/// fingerprint, whose task is open and whose assignee has a run queued or
+/// running: (its routine run, its task). A run from before fingerprints
+/// (none kept) matches any, so a live execution of an upgraded server
+/// still coalesces, as the original's `default` arm does.
 async fn live_execution(
     tx: &mut Tx,
     routine_id: &str,
     except: &str,
+    fingerprint: &str,
 ) -> Result<Option<(String, String)>> {
     let row = crate::engine::db::query(
         "SELECT r.id, i.id AS issue_id FROM routine_runs r \
          JOIN issues i ON i.id = r.linked_issue_id \
          WHERE r.routine_id = $1 AND r.id <> $2 AND r.status = 'issue_created' \
+         AND (r.dispatch_fingerprint = $3 OR r.dispatch_fingerprint IS NULL) \
          AND i.status IN ('backlog', 'todo', 'in_progress', 'in_review', 'blocked') \
          AND EXISTS (SELECT 1 FROM heartbeat_runs h WHERE h.agent_id = i.assignee_agent_id \
          AND h.status IN ('queued', 'running')) \
@@ -227,6 +287,7 @@ async fn live_execution(
     )
     .bind(routine_id)
     .bind(except)
+    .bind(fingerprint)
     .fetch_optional(tx.conn())
     .await?;
     row.map(|r| Ok((r.text("id")?, r.text("issue_id")?)))
@@ -366,8 +427,9 @@ pub async fn fire_failed(
     let ts = crate::now();
     crate::engine::db::query(
         "INSERT INTO routine_runs (id, company_id, routine_id, trigger_id, source, status, \
-         triggered_at, failure_reason, completed_at, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, 'schedule', 'failed', $5, $6, $7, $7, $7)",
+         triggered_at, failure_reason, completed_at, created_at, updated_at, responsible_user_id) \
+         VALUES ($1, $2, $3, $4, 'schedule', 'failed', $5, $6, $7, $7, $7, \
+         (SELECT responsible_user_id FROM routines WHERE id = $3))",
     )
     .bind(new_id())
     .bind(&trigger.company_id)
@@ -423,8 +485,9 @@ async fn mark_fired(tx: &mut Tx, trigger_id: &str, now: DateTime<Utc>, result: &
     Ok(())
 }
 
-const SELECT: &str = "SELECT r.id, r.company_id, r.routine_id, r.trigger_id, r.source, \
+pub(crate) const SELECT: &str = "SELECT r.id, r.company_id, r.routine_id, r.trigger_id, r.source, \
      r.status, r.triggered_at, r.routine_revision_id, r.idempotency_key, r.trigger_payload, \
+     r.responsible_user_id, r.dispatch_fingerprint, \
      r.linked_issue_id, r.coalesced_into_run_id, r.failure_reason, r.completed_at, r.created_at, \
      r.updated_at, i.identifier AS issue_identifier, i.title AS issue_title, \
      i.status AS issue_status, i.priority AS issue_priority, i.updated_at AS issue_updated_at, \
@@ -453,68 +516,7 @@ pub async fn list(store: &Store, routine_id: &str, limit: i64) -> Result<Vec<Rou
     rows.iter().map(map_summary).collect()
 }
 
-/// Each routine's newest run in the company, in one query.
-pub async fn latest_of_company(
-    store: &Store,
-    company_id: &str,
-) -> Result<std::collections::HashMap<String, RoutineRunSummary>> {
-    let rows = crate::engine::db::query(&format!(
-        "{SELECT} WHERE r.company_id = $1 AND r.id = (SELECT r2.id FROM routine_runs r2 \
-         WHERE r2.routine_id = r.routine_id ORDER BY r2.created_at DESC, r2.id DESC LIMIT 1)"
-    ))
-    .bind(company_id)
-    .fetch_all(store.pool())
-    .await?;
-    rows.iter()
-        .map(|row| Ok((row.text("routine_id")?, map_summary(row)?)))
-        .collect()
-}
-
-/// The board's list: each routine with its triggers, last run and the task
-/// of its live execution, in four queries whatever the number of routines.
-pub async fn list_items(
-    store: &Store,
-    company_id: &str,
-    project_id: Option<&str>,
-) -> Result<Vec<RoutineListItem>> {
-    let mut triggers_of: std::collections::HashMap<String, Vec<_>> =
-        std::collections::HashMap::new();
-    for t in crate::routines::trigger_table::of_company(store, company_id).await? {
-        triggers_of.entry(t.routine_id.clone()).or_default().push(t);
-    }
-    let mut latest = latest_of_company(store, company_id).await?;
-    let mut active = crate::routines::table::active_issues_of_company(store, company_id).await?;
-    let mut out = Vec::new();
-    for routine in crate::routines::table::list(store, company_id, project_id).await? {
-        let triggers = triggers_of
-            .remove(&routine.id)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|t| TriggerListItem {
-                id: t.id,
-                kind: t.kind,
-                label: t.label,
-                enabled: t.enabled,
-                cron_expression: t.cron_expression,
-                timezone: t.timezone,
-                next_run_at: t.next_run_at,
-                last_fired_at: t.last_fired_at,
-                last_result: t.last_result,
-            })
-            .collect();
-        let last_run = latest.remove(&routine.id).map(|s| s.run);
-        let active_issue = active.remove(&routine.id);
-        out.push(RoutineListItem {
-            routine,
-            triggers,
-            last_run,
-            active_issue,
-        });
-    }
-    Ok(out)
-}
-
-fn map_summary(row: &DbRow) -> Result<RoutineRunSummary> {
+pub(crate) fn map_summary(row: &DbRow) -> Result<RoutineRunSummary> {
     let stored: RoutineRunStatus = row.stored("status")?;
     let issue_status: Option<IssueStatus> = row.opt_stored("issue_status")?;
     let status = issue_status.map_or(stored, |s| stored.following(s));
@@ -556,8 +558,10 @@ fn map_summary(row: &DbRow) -> Result<RoutineRunSummary> {
             status,
             triggered_at: row.text("triggered_at")?,
             routine_revision_id: row.opt_text("routine_revision_id")?,
+            responsible_user_id: row.opt_text("responsible_user_id")?,
             idempotency_key: row.opt_text("idempotency_key")?,
             trigger_payload: row.opt_json("trigger_payload")?,
+            dispatch_fingerprint: row.opt_text("dispatch_fingerprint")?,
             linked_issue_id: row.opt_text("linked_issue_id")?,
             coalesced_into_run_id: row.opt_text("coalesced_into_run_id")?,
             failure_reason: row.opt_text("failure_reason")?,

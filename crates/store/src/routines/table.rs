@@ -17,6 +17,15 @@ pub(crate) const COLUMNS: &str = "id, company_id, project_id, goal_id, parent_is
      created_by_user_id, updated_by_agent_id, updated_by_user_id, last_triggered_at, \
      last_enqueued_at, created_at, updated_at, activity_gate_policy, activity_gate_scope";
 
+/// What a routine is read with: [`COLUMNS`] (what an insert names; the
+/// rest have defaults) and the columns of migration 57.
+pub(crate) const READ_COLUMNS: &str = "id, company_id, project_id, goal_id, parent_issue_id, \
+     title, description, assignee_agent_id, priority, status, concurrency_policy, \
+     catch_up_policy, variables, latest_revision_id, latest_revision_number, \
+     created_by_agent_id, created_by_user_id, updated_by_agent_id, updated_by_user_id, \
+     last_triggered_at, last_enqueued_at, created_at, updated_at, activity_gate_policy, \
+     activity_gate_scope, folder_id, origin_kind, origin_id, env, responsible_user_id";
+
 pub(crate) fn stamp(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
@@ -32,7 +41,7 @@ pub(crate) fn by(actor: &Actor) -> (Option<&str>, Option<&str>) {
 pub async fn get(store: &Store, id: &str) -> Result<Routine> {
     one_by_id(
         store.pool(),
-        &format!("SELECT {COLUMNS} FROM routines WHERE id = $1"),
+        &format!("SELECT {READ_COLUMNS} FROM routines WHERE id = $1"),
         id,
         map,
         "Routine",
@@ -43,7 +52,7 @@ pub async fn get(store: &Store, id: &str) -> Result<Routine> {
 pub(crate) async fn get_in(tx: &mut Tx, id: &str) -> Result<Routine> {
     one_by_id(
         tx.conn(),
-        &format!("SELECT {COLUMNS} FROM routines WHERE id = $1"),
+        &format!("SELECT {READ_COLUMNS} FROM routines WHERE id = $1"),
         id,
         map,
         "Routine",
@@ -57,7 +66,7 @@ pub async fn list(
     project_id: Option<&str>,
 ) -> Result<Vec<Routine>> {
     let rows = crate::engine::db::query(&format!(
-        "SELECT {COLUMNS} FROM routines WHERE company_id = $1 \
+        "SELECT {READ_COLUMNS} FROM routines WHERE company_id = $1 \
          AND ($2 IS NULL OR CAST(project_id AS TEXT) = $2) ORDER BY created_at DESC, id DESC"
     ))
     .bind(company_id)
@@ -147,6 +156,7 @@ pub(crate) fn map(row: &DbRow) -> Result<Routine> {
         id: row.text("id")?,
         company_id: row.text("company_id")?,
         project_id: row.opt_text("project_id")?,
+        folder_id: row.opt_text("folder_id")?,
         goal_id: row.opt_text("goal_id")?,
         parent_issue_id: row.opt_text("parent_issue_id")?,
         title: row.text("title")?,
@@ -158,11 +168,15 @@ pub(crate) fn map(row: &DbRow) -> Result<Routine> {
         catch_up_policy: row.stored("catch_up_policy")?,
         activity_gate_policy: row.stored("activity_gate_policy")?,
         activity_gate_scope: row.stored("activity_gate_scope")?,
+        origin_kind: row.stored("origin_kind")?,
+        origin_id: row.opt_text("origin_id")?,
         variables: serde_json::from_value(variables).unwrap_or_default(),
+        env: row.opt_json("env")?,
         latest_revision_id: row.opt_text("latest_revision_id")?,
         latest_revision_number: row.int("latest_revision_number")?,
         created_by_agent_id: row.opt_text("created_by_agent_id")?,
         created_by_user_id: row.opt_text("created_by_user_id")?,
+        responsible_user_id: row.opt_text("responsible_user_id")?,
         updated_by_agent_id: row.opt_text("updated_by_agent_id")?,
         updated_by_user_id: row.opt_text("updated_by_user_id")?,
         last_triggered_at: row.opt_text("last_triggered_at")?,

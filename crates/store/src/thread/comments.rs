@@ -1,17 +1,19 @@
 //! Comments on issues: the conversation between the board and its agents.
-//! Deleting a comment keeps the row (with `deletedAt`) for the audit trail
-//! and hides it from reads.
+//! Deleting a comment keeps the row (with `deletedAt` and who deleted it)
+//! for the audit trail and hides it from reads. What a comment carries
+//! beyond its body and author is in [`super::provenance`].
 
-use crate::engine::db::DbRow;
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
+use paperclip_core::comment::DerivedAuthorSource;
 use paperclip_core::issue::{comment_reopens, IssueStatus};
 use paperclip_core::model::Comment;
 use serde_json::json;
 
 use crate::audit::activity::{self, Entry};
-use crate::engine::row::RowExt;
 use crate::issues::reopen::{self, NotWoken, Reopened};
+pub use crate::thread::provenance::Extras;
+use crate::thread::provenance::{self, map, DeletedBy};
 use crate::{new_id, now, Error, Result, Store, Tx};
 
 /// A comment as posted: whether it reopened its task, and whom it did not
@@ -34,14 +36,24 @@ pub async fn create(
     body: String,
     client_request_id: Option<String>,
 ) -> Result<Comment> {
-    Ok(post(store, actor, issue_id, body, client_request_id, None)
-        .await?
-        .comment)
+    let extras = Extras::default();
+    Ok(post(
+        store,
+        actor,
+        issue_id,
+        body,
+        client_request_id,
+        None,
+        &extras,
+    )
+    .await?
+    .comment)
 }
 
 /// [`create`], where the comment may reopen a done or cancelled task
-/// (`reopen`: the caller's explicit choice; see `comment_reopens`). A retry
-/// answers with the comment only: the reopen was the first request's.
+/// (`reopen`: the caller's explicit choice; see `comment_reopens`) and
+/// carry `extras`. A retry answers with the comment only: the reopen was
+/// the first request's.
 pub async fn post(
     store: &Store,
     actor: &Actor,
@@ -49,6 +61,7 @@ pub async fn post(
     body: String,
     client_request_id: Option<String>,
     reopen: Option<bool>,
+    extras: &Extras,
 ) -> Result<Posted> {
     // Twice at most: a retry racing the first request on Postgres loses on
     // the unique index, and then finds the winner's comment.
@@ -80,13 +93,14 @@ pub async fn post(
                 reopened = Some(r);
             }
         }
-        match insert(
+        match insert_with(
             &mut tx,
             actor,
             &issue,
             body.clone(),
             client_request_id.as_deref(),
             reopened.as_ref(),
+            extras,
         )
         .await
         {
@@ -148,6 +162,20 @@ pub(crate) async fn insert(
     client_request_id: Option<&str>,
     reopened: Option<&Reopened>,
 ) -> Result<Posted> {
+    let extras = Extras::default();
+    insert_with(tx, actor, issue, body, client_request_id, reopened, &extras).await
+}
+
+/// [`insert`], with what the writer added beside the body.
+pub(crate) async fn insert_with(
+    tx: &mut Tx,
+    actor: &Actor,
+    issue: &paperclip_core::model::Issue,
+    body: String,
+    client_request_id: Option<&str>,
+    reopened: Option<&Reopened>,
+    extras: &Extras,
+) -> Result<Posted> {
     let (company_id, issue_id, identifier) = (
         issue.company_id.as_str(),
         issue.id.as_str(),
@@ -158,10 +186,18 @@ pub(crate) async fn insert(
     }
     let id = new_id();
     let ts = now();
+    let derived = provenance::derived_author(tx, actor, company_id).await?;
+    // Only an agent acts for someone; a person's comment is their own.
+    let on_behalf_of = extras
+        .on_behalf_of
+        .as_deref()
+        .filter(|_| actor.agent_id().is_some());
     crate::engine::db::query(
         "INSERT INTO issue_comments (id, company_id, issue_id, author_agent_id, author_user_id, \
-         author_type, created_by_run_id, body, created_at, updated_at, client_request_id) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10)",
+         author_type, created_by_run_id, body, created_at, updated_at, client_request_id, \
+         on_behalf_of_user_id, derived_author_agent_id, derived_created_by_run_id, \
+         derived_author_source, presentation, metadata) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14, $15, $16)",
     )
     .bind(&id)
     .bind(company_id)
@@ -173,6 +209,16 @@ pub(crate) async fn insert(
     .bind(&body)
     .bind(&ts)
     .bind(client_request_id)
+    .bind(on_behalf_of)
+    .bind(derived.as_ref().map(|d| d.agent_id.as_str()))
+    .bind(derived.as_ref().map(|d| d.run_id.as_str()))
+    .bind(
+        derived
+            .as_ref()
+            .map(|_| DerivedAuthorSource::RunId.as_str()),
+    )
+    .bind(extras.presentation.as_ref().map(|p| json!(p).to_string()))
+    .bind(extras.metadata.as_ref().map(|m| json!(m).to_string()))
     .execute(tx.conn())
     .await?;
     // A chat's `/new` starts a fresh session instead of waking its agent.
@@ -396,13 +442,10 @@ pub async fn delete(
         }
     }
     let ts = now();
-    crate::engine::db::query(
-        "UPDATE issue_comments SET deleted_at = $2, updated_at = $2 WHERE id = $1",
-    )
-    .bind(comment_id)
-    .bind(&ts)
-    .execute(tx.conn())
-    .await?;
+    let by = DeletedBy::of(&mut tx, actor, &comment.company_id).await?;
+    provenance::mark_deleted(&mut tx, comment_id, &by, &ts).await?;
+    let mut details = by.details();
+    details["commentId"] = json!(comment_id);
     activity::record(
         &mut tx,
         actor,
@@ -411,7 +454,7 @@ pub async fn delete(
             action: Action::IssueCommentDeleted,
             entity_type: EntityType::Issue,
             entity_id: issue_id,
-            details: json!({ "commentId": comment_id }),
+            details,
         },
     )
     .await?;
@@ -426,24 +469,4 @@ fn snippet(body: &str) -> String {
         s.push('…');
     }
     s
-}
-
-fn map(row: &DbRow) -> Result<Comment> {
-    Ok(Comment {
-        id: row.text("id")?,
-        company_id: row.text("company_id")?,
-        issue_id: row.text("issue_id")?,
-        author_agent_id: row.opt_text("author_agent_id")?,
-        author_user_id: row.opt_text("author_user_id")?,
-        author_type: row.text("author_type")?,
-        created_by_run_id: row.opt_text("created_by_run_id")?,
-        client_request_id: row.opt_text("client_request_id")?,
-        conversation_session_generation: row
-            .try_get::<Option<i64>, _>("conversation_session_generation")?,
-        body: row.text("body")?,
-        deleted_at: row.opt_text("deleted_at")?,
-        source_trust: None,
-        created_at: row.text("created_at")?,
-        updated_at: row.text("updated_at")?,
-    })
 }

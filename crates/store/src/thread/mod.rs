@@ -6,5 +6,6 @@ pub mod comments;
 pub mod documents;
 pub mod interactions;
 pub mod mentions;
+pub mod provenance;
 pub mod uploads;
 pub mod work_products;

@@ -14,6 +14,7 @@ pub(crate) mod board_parts;
 pub mod cards;
 pub mod chat;
 pub mod chief;
+mod comment_view;
 pub mod company_port;
 pub mod costs;
 mod costs_local;

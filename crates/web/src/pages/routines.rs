@@ -49,7 +49,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
     {
         triggers_of.entry(t.routine_id.clone()).or_default().push(t);
     }
-    let mut latest = paperclip_store::routines::runs::latest_of_company(&web.store, cid)
+    let mut latest = paperclip_store::routines::run_list::latest_of_company(&web.store, cid)
         .await
         .map_err(store_failure)?;
     let rows: Vec<_> = routines
@@ -59,6 +59,47 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
             (r, triggers, latest.remove(&r.id))
         })
         .collect();
+    // Grouped by folder (by path, so a subfolder follows its parent), the
+    // unfiled last; no headings while the company has no folders.
+    let mut folders = paperclip_store::routines::folders::of_company(&web.store, cid)
+        .await
+        .map_err(store_failure)?;
+    folders.sort_by(|a, b| a.path.cmp(&b.path));
+    // A folder by its names from the root ("Reports / Finance").
+    let label = |f: &paperclip_core::folder::Folder| {
+        let mut names = vec![f.name.as_str()];
+        let mut at = f;
+        while let Some(parent) = at
+            .parent_id
+            .as_deref()
+            .and_then(|p| folders.iter().find(|x| x.id == p))
+        {
+            if names.len() > folders.len() {
+                break;
+            }
+            names.push(parent.name.as_str());
+            at = parent;
+        }
+        names.reverse();
+        names.join(" / ")
+    };
+    let mut groups: Vec<(Option<String>, Vec<&_>)> = folders
+        .iter()
+        .map(|f| {
+            let filed = rows
+                .iter()
+                .filter(|(r, _, _)| r.folder_id.as_deref() == Some(f.id.as_str()))
+                .collect();
+            (Some(label(f)), filed)
+        })
+        .collect();
+    let known = |id: &str| folders.iter().any(|f| f.id == id);
+    let unfiled: Vec<&_> = rows
+        .iter()
+        .filter(|(r, _, _)| !r.folder_id.as_deref().is_some_and(known))
+        .collect();
+    groups.push((None, unfiled));
+    let headed = !folders.is_empty();
     let editable = can_edit(cid);
     let body = html! {
         header.page-head {
@@ -77,7 +118,16 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
             table.data.routines #routines {
                 thead { tr { th { "Routine" } th { "Status" } th { "Triggers" } th { "Next run" } th { "Last run" } } }
                 tbody {
-                    @for (r, triggers, last) in &rows {
+                    @for (folder, filed) in &groups {
+                    @if headed {
+                        tr.folder-row {
+                            th colspan="5" {
+                                (folder.as_deref().unwrap_or("Unfiled"))
+                                " " span.muted { "(" (filed.len()) ")" }
+                            }
+                        }
+                    }
+                    @for (r, triggers, last) in filed.iter().copied() {
                         tr data-routine-id=(r.id) {
                             td {
                                 a href={"/" (p) "/routines/" (r.id)} { strong { (r.title) } }
@@ -88,6 +138,7 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                             td.next-run { (next_run(r.status, triggers, now)) }
                             td.last-run { (last_run(last.as_ref(), p, now)) }
                         }
+                    }
                     }
                 }
             }

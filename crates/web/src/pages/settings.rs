@@ -1,6 +1,7 @@
 //! Company settings (`/{prefix}/company/settings`, upstream's path): name,
 //! description, hire approval, budget and run log retention (saved with upstream's
-//! `PATCH /api/companies/{id}`), the company id for API users, and archiving.
+//! `PATCH /api/companies/{id}`), the logo (uploaded to `.../logo`, set with
+//! `PATCH .../branding`), the company id for API users, and archiving.
 //! The issue prefix is shown but not editable: upstream's PATCH schema has no
 //! field for it (task identifiers would change under people's links).
 
@@ -61,6 +62,26 @@ pub async fn page(State(web): State<Web>, Path(prefix): Path<String>) -> PageRes
                     placeholder="10240" aria-describedby="ws-budget-help"; }
             div.help #ws-budget-help { "Past it, a task that has no worktree yet does not get one (its run fails saying so); tasks that have one go on. Empty: 10 GiB." }
             div.actions { button.primary type="submit" { "Save settings" } }
+        }
+        section.card.settings-card #logo-card {
+            h2 { "Logo" }
+            p.muted { "Shown beside the company's name in the sidebar. A PNG, JPEG, WebP, GIF or SVG image." }
+            @if let Some(url) = &c.logo_url {
+                img.logo-preview src=(url) alt={(c.name) " logo"};
+            } @else {
+                p #no-logo { "No logo yet." }
+            }
+            form data-upload-logo=(c.id) {
+                label { "Image"
+                    input type="file" name="file" required
+                        accept="image/png,image/jpeg,image/webp,image/gif,image/svg+xml"; }
+                div.actions {
+                    button.primary type="submit" { "Upload logo" }
+                    @if c.logo_url.is_some() {
+                        button type="button" data-remove-logo=(c.id) { "Remove logo" }
+                    }
+                }
+            }
         }
         section.card.settings-card {
             h2 { "API access" }

@@ -213,17 +213,12 @@ pub async fn page(
                 section.comments {
                     h2 { "Comments" }
                     @for c in &thread {
-                        // `#comment-<id>`: the anchor the original's links use.
-                        article.comment data-comment-id=(c.id) id={"comment-" (c.id)} {
-                            header {
-                                strong { @match c.author_agent_id.as_deref().and_then(|id| names.get(id)) {
-                                    Some(a) => (a.name),
-                                    None => (c.author_user_id.as_deref().and_then(|u| people.get(u)).map(String::as_str).unwrap_or("Board")),
-                                } }
-                                " " (time(&c.created_at, now))
-                            }
-                            div.comment-body { (markdown::render(&ids.markdown(&c.body))) }
-                        }
+                        @let author = match c.author_agent_id.as_deref().and_then(|id| names.get(id)) {
+                            Some(a) => a.name.as_str(),
+                            None => c.author_user_id.as_deref().and_then(|u| people.get(u)).map(String::as_str).unwrap_or("Board"),
+                        };
+                        @let via = c.derived_author_agent_id.as_deref().and_then(|id| names.get(id)).map(|a| a.name.as_str());
+                        (super::comment_view::article(c, author, via, time(&c.created_at, now), markdown::render(&ids.markdown(&c.body))))
                     }
                     @if thread.is_empty() { p.muted { "No comments yet." } }
                     (reopen_choice(&issue, &names))

@@ -143,6 +143,151 @@ fn on_postgres() -> bool {
 /// database an earlier release made: it had no such tables.
 pub fn before_secrets_and_teams() -> Vec<String> {
     [
+        // Migration 59 (comment provenance): two partial indexes and
+        // nullable columns.
+        "DROP INDEX IF EXISTS issue_comments_derived_run",
+        "DROP INDEX IF EXISTS issue_comments_deleted_by_run",
+        if on_postgres() {
+            "ALTER TABLE issue_comments DROP COLUMN IF EXISTS on_behalf_of_user_id"
+        } else {
+            "ALTER TABLE issue_comments DROP COLUMN on_behalf_of_user_id"
+        },
+        if on_postgres() {
+            "ALTER TABLE issue_comments DROP COLUMN IF EXISTS derived_author_agent_id"
+        } else {
+            "ALTER TABLE issue_comments DROP COLUMN derived_author_agent_id"
+        },
+        if on_postgres() {
+            "ALTER TABLE issue_comments DROP COLUMN IF EXISTS derived_created_by_run_id"
+        } else {
+            "ALTER TABLE issue_comments DROP COLUMN derived_created_by_run_id"
+        },
+        if on_postgres() {
+            "ALTER TABLE issue_comments DROP COLUMN IF EXISTS derived_author_source"
+        } else {
+            "ALTER TABLE issue_comments DROP COLUMN derived_author_source"
+        },
+        if on_postgres() {
+            "ALTER TABLE issue_comments DROP COLUMN IF EXISTS presentation"
+        } else {
+            "ALTER TABLE issue_comments DROP COLUMN presentation"
+        },
+        if on_postgres() {
+            "ALTER TABLE issue_comments DROP COLUMN IF EXISTS metadata"
+        } else {
+            "ALTER TABLE issue_comments DROP COLUMN metadata"
+        },
+        if on_postgres() {
+            "ALTER TABLE issue_comments DROP COLUMN IF EXISTS deleted_by_type"
+        } else {
+            "ALTER TABLE issue_comments DROP COLUMN deleted_by_type"
+        },
+        if on_postgres() {
+            "ALTER TABLE issue_comments DROP COLUMN IF EXISTS deleted_by_agent_id"
+        } else {
+            "ALTER TABLE issue_comments DROP COLUMN deleted_by_agent_id"
+        },
+        if on_postgres() {
+            "ALTER TABLE issue_comments DROP COLUMN IF EXISTS deleted_by_user_id"
+        } else {
+            "ALTER TABLE issue_comments DROP COLUMN deleted_by_user_id"
+        },
+        if on_postgres() {
+            "ALTER TABLE issue_comments DROP COLUMN IF EXISTS deleted_by_run_id"
+        } else {
+            "ALTER TABLE issue_comments DROP COLUMN deleted_by_run_id"
+        },
+        "DELETE FROM schema_migrations WHERE version = 59",
+        // Migration 58 (routine description documents): two tables.
+        "DROP TABLE IF EXISTS routine_document_revisions",
+        "DROP TABLE IF EXISTS routine_documents",
+        "DELETE FROM schema_migrations WHERE version = 58",
+        // Migration 57 (routine folders, env, responsible person, dispatch
+        // fingerprints): a table, indexes and nullable or defaulted columns.
+        "DROP INDEX IF EXISTS routine_runs_dispatch_fingerprint_idx",
+        "DROP INDEX IF EXISTS routines_company_folder_idx",
+        if on_postgres() {
+            "ALTER TABLE IF EXISTS routine_runs DROP COLUMN IF EXISTS dispatch_fingerprint"
+        } else {
+            "ALTER TABLE routine_runs DROP COLUMN dispatch_fingerprint"
+        },
+        if on_postgres() {
+            "ALTER TABLE IF EXISTS routine_runs DROP COLUMN IF EXISTS responsible_user_id"
+        } else {
+            "ALTER TABLE routine_runs DROP COLUMN responsible_user_id"
+        },
+        if on_postgres() {
+            "ALTER TABLE IF EXISTS routine_revisions DROP COLUMN IF EXISTS responsible_user_id"
+        } else {
+            "ALTER TABLE routine_revisions DROP COLUMN responsible_user_id"
+        },
+        if on_postgres() {
+            "ALTER TABLE IF EXISTS routines DROP COLUMN IF EXISTS responsible_user_id"
+        } else {
+            "ALTER TABLE routines DROP COLUMN responsible_user_id"
+        },
+        if on_postgres() {
+            "ALTER TABLE IF EXISTS routines DROP COLUMN IF EXISTS env"
+        } else {
+            "ALTER TABLE routines DROP COLUMN env"
+        },
+        if on_postgres() {
+            "ALTER TABLE IF EXISTS routines DROP COLUMN IF EXISTS origin_id"
+        } else {
+            "ALTER TABLE routines DROP COLUMN origin_id"
+        },
+        if on_postgres() {
+            "ALTER TABLE IF EXISTS routines DROP COLUMN IF EXISTS origin_kind"
+        } else {
+            "ALTER TABLE routines DROP COLUMN origin_kind"
+        },
+        if on_postgres() {
+            "ALTER TABLE IF EXISTS routines DROP COLUMN IF EXISTS folder_id"
+        } else {
+            "ALTER TABLE routines DROP COLUMN folder_id"
+        },
+        "DROP TABLE IF EXISTS folders",
+        "DELETE FROM schema_migrations WHERE version = 57",
+        // Migration 56 (company branding): two tables and defaulted or
+        // nullable columns.
+        "DROP TABLE IF EXISTS company_logos",
+        "DROP TABLE IF EXISTS assets",
+        if on_postgres() {
+            "ALTER TABLE companies DROP COLUMN IF EXISTS interaction_resolver_governance"
+        } else {
+            "ALTER TABLE companies DROP COLUMN interaction_resolver_governance"
+        },
+        if on_postgres() {
+            "ALTER TABLE companies DROP COLUMN IF EXISTS feedback_data_sharing_enabled"
+        } else {
+            "ALTER TABLE companies DROP COLUMN feedback_data_sharing_enabled"
+        },
+        if on_postgres() {
+            "ALTER TABLE companies DROP COLUMN IF EXISTS feedback_data_sharing_consent_at"
+        } else {
+            "ALTER TABLE companies DROP COLUMN feedback_data_sharing_consent_at"
+        },
+        if on_postgres() {
+            "ALTER TABLE companies DROP COLUMN IF EXISTS feedback_data_sharing_consent_by_user_id"
+        } else {
+            "ALTER TABLE companies DROP COLUMN feedback_data_sharing_consent_by_user_id"
+        },
+        if on_postgres() {
+            "ALTER TABLE companies DROP COLUMN IF EXISTS feedback_data_sharing_terms_version"
+        } else {
+            "ALTER TABLE companies DROP COLUMN feedback_data_sharing_terms_version"
+        },
+        if on_postgres() {
+            "ALTER TABLE IF EXISTS issue_thread_interactions DROP COLUMN IF EXISTS resolver_policy_provenance"
+        } else {
+            "ALTER TABLE issue_thread_interactions DROP COLUMN resolver_policy_provenance"
+        },
+        if on_postgres() {
+            "ALTER TABLE IF EXISTS issue_thread_interactions DROP COLUMN IF EXISTS effective_resolver_policy_source"
+        } else {
+            "ALTER TABLE issue_thread_interactions DROP COLUMN effective_resolver_policy_source"
+        },
+        "DELETE FROM schema_migrations WHERE version = 56",
         // Migration 55 (billed cost events): an index.
         "DROP INDEX IF EXISTS cost_events_billed",
         "DELETE FROM schema_migrations WHERE version = 55",

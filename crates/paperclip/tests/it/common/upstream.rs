@@ -109,6 +109,34 @@ fn person_env(cmd: &mut Command, cli: &Cli) {
         .kill_on_drop(true);
 }
 
+/// With `PAPERCLIP_CLI_COVERAGE=<file>`, a command run in its own process
+/// appends `{"args": [...], "ok": ...}` there (the batch writes its own
+/// lines, `upstream_batch.mjs`). Only the words before the first option are
+/// kept, never an option's value; `cli_commands.mjs --coverage` names the
+/// command from them.
+fn log_coverage(args: &[&str], ok: bool) {
+    use std::io::Write;
+    let Some(file) = std::env::var_os("PAPERCLIP_CLI_COVERAGE").filter(|f| !f.is_empty()) else {
+        return;
+    };
+    let words: Vec<&str> = args
+        .iter()
+        .copied()
+        .take_while(|a| !a.starts_with('-'))
+        .collect();
+    let mut line = serde_json::json!({ "args": words, "ok": ok }).to_string();
+    line.push('\n');
+    // One write per line, appended: concurrent tests' lines stay whole.
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&file)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = written {
+        eprintln!("coverage log {}: {e}", file.to_string_lossy());
+    }
+}
+
 /// A command may take this long (a loaded CI machine included).
 const COMMAND_LIMIT: Duration = Duration::from_secs(60);
 
@@ -152,6 +180,7 @@ impl Cli {
         cmd.args(args).stdin(Stdio::null());
         person_env(&mut cmd, self);
         let output = cmd.output().await.expect("spawn the upstream CLI");
+        log_coverage(args, output.status.success());
         Outcome {
             ok: output.status.success(),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -11,10 +11,16 @@
 // `process.exit` ends the command (first call wins), not the process.
 // common/upstream.rs falls back to a process per command with
 // PAPERCLIP_UPSTREAM_CLI_PROCESSES=1.
+//
+// With PAPERCLIP_CLI_COVERAGE=<file>, each command appends a line
+// `{"command": "issue list", "ok": true}` (its command path, no arguments) to
+// that file; `cli_commands.mjs --coverage <file>` counts them.
 import { createRequire } from "node:module";
+import fs from "node:fs";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { pathToFileURL } from "node:url";
 import readline from "node:readline";
+import { commandPath } from "./cli_commands.mjs";
 
 const entry = process.argv[2];
 const require = createRequire(entry);
@@ -71,6 +77,23 @@ for (const [stream, key] of [[process.stdout, "out"], [process.stderr, "err"]]) 
 }
 
 const baseEnv = { ...process.env };
+const coverageLog = process.env.PAPERCLIP_CLI_COVERAGE;
+
+// One short write per line: O_APPEND keeps the lines of concurrent tests whole.
+function logCoverage(args, code) {
+  if (!coverageLog) return;
+  // Without the program (its import failed) only the words before the first
+  // option are kept, for cli_commands.mjs to name: never an option's value.
+  const firstOption = args.findIndex((a) => a.startsWith("-"));
+  const line = root
+    ? { command: commandPath(root, args), ok: code === 0 }
+    : { args: firstOption < 0 ? args : args.slice(0, firstOption), ok: code === 0 };
+  try {
+    fs.appendFileSync(coverageLog, `${JSON.stringify(line)}\n`);
+  } catch (e) {
+    logError(`upstream_batch: coverage log ${coverageLog}: ${e?.message ?? e}\n`);
+  }
+}
 
 function runOne(args) {
   return new Promise((resolve) => {
@@ -112,7 +135,9 @@ function runOne(args) {
 
 for await (const line of readline.createInterface({ input: process.stdin })) {
   if (!line.trim()) continue;
-  const result = await runOne(JSON.parse(line).args);
+  const { args } = JSON.parse(line);
+  const result = await runOne(args);
   current = null;
+  logCoverage(args, result.code);
   reply(`${JSON.stringify(result)}\n`);
 }

@@ -25,9 +25,6 @@ const EVENT_ID: &str =
     "run events are identified by UUID here, by a serial number upstream (seq orders both); never renumbered";
 const EXECUTION: &str =
     "a run's execution block (upstream's recovery phase, attempts, permitted actions): not implemented";
-const FEEDBACK: &str = "feedbackDataSharingEnabled: we share no feedback data";
-const HEALTH: &str =
-    "health's instance extras (backups, feature flags, startup recovery, git info, warnings, AI login): not implemented";
 const ORIGIN_FINGERPRINT: &str = "upstream's origin fingerprints: not implemented";
 const RELATED: &str = "relatedWork (tasks that mention each other): not implemented";
 const ORIGIN_RUN: &str =
@@ -107,17 +104,6 @@ pub const EXCEPTIONS: &[Exception] = &[
     x("issue.release", "$.error", ENDED_RUN_OWNERSHIP),
     x("run.events", "$[0].id", EVENT_ID),
     x("run.get", "$.execution", EXECUTION),
-    x("budget.company", "$.feedbackDataSharingEnabled", FEEDBACK),
-    x("company.create", "$.feedbackDataSharingEnabled", FEEDBACK),
-    x("company.get", "$.feedbackDataSharingEnabled", FEEDBACK),
-    x("company.list", "$[0].feedbackDataSharingEnabled", FEEDBACK),
-    x("company.update", "$.feedbackDataSharingEnabled", FEEDBACK),
-    x("health", "$.databaseBackup", HEALTH),
-    x("health", "$.features", HEALTH),
-    x("health", "$.localAiLoginSupported", HEALTH),
-    x("health", "$.serverInfo.git", HEALTH),
-    x("health", "$.startupRecovery", HEALTH),
-    x("health", "$.warnings", HEALTH),
     x("run.get", "$.outputSilence", LIVENESS),
     x("issue.create.child", "$.originRunId", ORIGIN_RUN),
     x("issue.create", "$.relatedWork", RELATED),

@@ -42,6 +42,7 @@ const LATER_JSON_COLUMNS: &[(&str, &str)] = &[
     ("workspace_task_changes", "commits"),
     ("projects", "execution_workspace_policy"),
     ("projects", "env"),
+    ("routines", "env"),
     ("company_skills", "categories"),
     ("company_skills", "metadata"),
     ("company_skill_versions", "files"),
@@ -57,6 +58,9 @@ const LATER_JSON_COLUMNS: &[(&str, &str)] = &[
     ("decision_effect_executions", "result"),
     ("agent_quota_snapshots", "windows"),
     ("agent_config_revisions", "identity"),
+    ("issue_comments", "presentation"),
+    ("issue_comments", "metadata"),
+    ("companies", "interaction_resolver_governance"),
 ];
 
 /// Postgres columns of a type, as `(table, column)`.

@@ -29,6 +29,14 @@ async fn companies_goals_projects_activity_dashboard_and_identity_work_against_u
         s.ok_get(&format!("/api/companies/{cid}")).await["description"],
         "updated"
     );
+    let branded = t
+        .json(r#"company branding:update {cid} --payload-json {"name":"Tree&Co Branded"}"#)
+        .await;
+    assert_eq!(branded["name"], "Tree&Co Branded", "{branded}");
+    assert_eq!(
+        s.ok_get(&format!("/api/companies/{cid}")).await["name"],
+        "Tree&Co Branded"
+    );
     t.keep(
         "gid",
         "goal create -C {cid} --title Launch --level company",
@@ -86,5 +94,5 @@ async fn companies_goals_projects_activity_dashboard_and_identity_work_against_u
     ] {
         assert_eq!(s.get(&gone).await.0, 404, "{gone} is gone");
     }
-    t.ran("companies, goals, projects, activity", 23);
+    t.ran("companies, goals, projects, activity", 24);
 }

@@ -6,6 +6,7 @@
 
 use paperclip_core::activity::{Action, EntityType};
 use paperclip_core::actor::Actor;
+use paperclip_core::company_governance::{choose_policy, ResolverGovernance};
 use paperclip_core::heartbeat::WakeSource;
 use paperclip_core::interaction::{
     ContinuationPolicy, Interaction, InteractionKind, InteractionStatus, NewInteraction,
@@ -64,7 +65,11 @@ pub async fn create(
         InteractionKind::RequestConfirmation => ContinuationPolicy::None,
         _ => ContinuationPolicy::WakeAssignee,
     });
-    let policy = input.resolver_policy.unwrap_or(ResolverPolicy::Anyone);
+    let policy = choose_policy(
+        input.kind,
+        input.resolver_policy,
+        &governance_in(&mut tx, &issue.company_id).await?,
+    );
     // A board caller may attribute the card to a run; an agent's is its own.
     let source_run = match actor.agent_id() {
         Some(_) => actor.run_id.clone(),
@@ -75,16 +80,17 @@ pub async fn create(
         "INSERT INTO issue_thread_interactions (id, company_id, issue_id, kind, status, \
          continuation_policy, requested_resolver_policy, effective_resolver_policy, idempotency_key, \
          source_comment_id, source_run_id, addressee_agent_id, addressee_user_id, title, summary, \
-         payload, created_by_agent_id, created_by_user_id, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18)",
+         payload, created_by_agent_id, created_by_user_id, created_at, updated_at, \
+         resolver_policy_provenance, effective_resolver_policy_source) \
+         VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18, $19, $20)",
     )
     .bind(&id)
     .bind(&issue.company_id)
     .bind(&issue.id)
     .bind(input.kind.as_str())
     .bind(continuation.as_str())
-    .bind(input.resolver_policy.map(ResolverPolicy::as_str))
-    .bind(policy.as_str())
+    .bind(policy.requested.as_str())
+    .bind(policy.effective.as_str())
     .bind(input.idempotency_key.as_deref())
     .bind(input.source_comment_id.as_deref())
     .bind(source_run.as_deref())
@@ -96,6 +102,8 @@ pub async fn create(
     .bind(actor.agent_id())
     .bind(actor.user_id())
     .bind(&ts)
+    .bind(policy.provenance)
+    .bind(policy.source)
     .execute(tx.conn())
     .await?;
     activity::record(
@@ -114,7 +122,7 @@ pub async fn create(
                 "continuationPolicy": continuation.as_str(),
                 "addresseeAgentId": input.addressee_agent_id,
                 "addresseeUserId": input.addressee_user_id,
-                "resolverPolicy": policy.as_str(),
+                "resolverPolicy": policy.effective.as_str(),
             }),
         },
     )
@@ -508,9 +516,34 @@ async fn by_key(tx: &mut Tx, issue_id: &str, key: &str) -> Result<Option<Interac
     row.as_ref().map(map).transpose()
 }
 
+/// The company's rule over its cards, read in the card's transaction.
+async fn governance_in(tx: &mut Tx, company_id: &str) -> Result<ResolverGovernance> {
+    let row = crate::engine::db::query(
+        "SELECT interaction_resolver_governance FROM companies WHERE id = $1",
+    )
+    .bind(company_id)
+    .fetch_optional(tx.conn())
+    .await?
+    .ok_or_else(|| Error::not_found("Company"))?;
+    serde_json::from_value(row.json("interaction_resolver_governance")?)
+        .map_err(|e| Error::Database(sqlx::Error::Decode(Box::new(e))))
+}
+
 pub(crate) fn map(row: &DbRow) -> Result<Interaction> {
     let requested: Option<ResolverPolicy> = row.opt_stored("requested_resolver_policy")?;
     let effective: ResolverPolicy = row.stored("effective_resolver_policy")?;
+    // Cards made before migration 56 carry neither: a card that named no
+    // policy stored none, and no company cap existed.
+    let provenance = match row.opt_text("resolver_policy_provenance")?.as_deref() {
+        Some("explicit") => "explicit",
+        Some(_) => "inherited",
+        None if requested.is_some() => "explicit",
+        None => "inherited",
+    };
+    let source = match row.opt_text("effective_resolver_policy_source")?.as_deref() {
+        Some("company_cap") => "company_cap",
+        _ => "requested",
+    };
     Ok(Interaction {
         id: row.text("id")?,
         company_id: row.text("company_id")?,
@@ -528,12 +561,8 @@ pub(crate) fn map(row: &DbRow) -> Result<Interaction> {
         resolver_policy: requested.unwrap_or(effective),
         requested_resolver_policy: requested.unwrap_or(effective),
         effective_resolver_policy: effective,
-        resolver_policy_provenance: if requested.is_some() {
-            "explicit"
-        } else {
-            "inherited"
-        },
-        effective_resolver_policy_source: "requested",
+        resolver_policy_provenance: provenance,
+        effective_resolver_policy_source: source,
         legacy_resolver_policy_aliases: json!({ "requested": null, "effective": null }),
         payload: row.json("payload")?,
         result: row.opt_json("result")?,
