@@ -182,7 +182,8 @@ async fn run(config: Config) -> anyhow::Result<()> {
             data_dir: config.data_dir.display().to_string(),
             build: build_commit(),
             ready_at,
-            backups: config.backups.enabled.then_some(backups),
+            backups: config.backups.enabled.then(|| backups.clone()),
+            backup_service: Some(backups),
         }),
         security: std::sync::Arc::new(
             paperclip_server::Security::new(config.limits.clone(), config.public_url.as_deref())

@@ -129,7 +129,19 @@ impl Backups {
     /// Takes a backup now, then applies retention. A failure is recorded in
     /// the marker (and returned); a success clears it.
     pub async fn take(&self) -> anyhow::Result<Taken> {
-        let _one = self.0.busy.lock().await;
+        let one = self.0.busy.lock().await;
+        self.take_holding(one).await
+    }
+
+    /// A backup asked for by a person: `None` while another is being
+    /// written (they are not queued behind each other, as upstream answers
+    /// 409 then).
+    pub async fn try_take(&self) -> Option<anyhow::Result<Taken>> {
+        let one = self.0.busy.try_lock().ok()?;
+        Some(self.take_holding(one).await)
+    }
+
+    async fn take_holding(&self, _one: tokio::sync::MutexGuard<'_, ()>) -> anyhow::Result<Taken> {
         let taken = self.write_one().await;
         let marker = self.0.marker.clone();
         let failure = taken.as_ref().err().map(|e| one_line(&format!("{e:#}")));

@@ -73,6 +73,9 @@ pub struct ServerInfo {
     pub ready_at: String,
     /// The automatic database backups, when they are on.
     pub backups: Option<paperclip_runtime::backups::Backups>,
+    /// Backups a person asks for (`POST /api/instance/database-backups`),
+    /// on or off the schedule: the same owner, so two never overlap.
+    pub backup_service: Option<paperclip_runtime::backups::Backups>,
 }
 
 /// What the build recorded of its commit.

@@ -30,6 +30,7 @@ async fn app() -> (axum::Router, std::path::PathBuf) {
             build: None,
             ready_at: "2026-01-01T00:00:00.000Z".into(),
             backups: None,
+            backup_service: None,
         }),
         security: Arc::new(paperclip_server::Security::new(
             paperclip_server::Limits::default(),

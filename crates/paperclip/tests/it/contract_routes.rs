@@ -388,6 +388,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/companies/{companyId}/folders/items/move"),
     ("post", "/api/instance/test-clock"),
     ("get", "/api/instance/quiescence"),
+    ("post", "/api/instance/database-backups"),
     // Attachments and work products.
     (
         "post",

@@ -248,6 +248,29 @@ async fn the_cli_backs_up_now_and_retention_keeps_the_newest() {
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&newest).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600, "a backup is private");
+
+    // Asked for over the API: the instance's administrator only.
+    let company = s.ok_get("/api/companies").await[0].clone();
+    let agent = s.agent(company["id"].as_str().unwrap(), "Nosy", None).await;
+    let key = s.key(agent["id"].as_str().unwrap()).await;
+    let (status, body) = s
+        .as_agent(
+            &key,
+            None,
+            "POST",
+            "/api/instance/database-backups",
+            Some(serde_json::json!({})),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = s
+        .post("/api/instance/database-backups", serde_json::json!({}))
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["trigger"], "manual");
+    assert_eq!(body["backupDir"], dir.display().to_string());
+    let path = Path::new(body["backupFile"].as_str().unwrap());
+    assert!(names_in_backup(path).await.contains("Kept Co"), "{body}");
 }
 
 #[tokio::test]

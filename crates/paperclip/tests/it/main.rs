@@ -132,6 +132,7 @@ mod upgrade;
 mod upstream_cli;
 mod upstream_cli_company_port;
 mod upstream_cli_interactions;
+mod upstream_cli_more;
 mod upstream_cli_skills;
 mod upstream_cli_tree;
 mod upstream_cli_tree_control;

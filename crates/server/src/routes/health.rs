@@ -13,6 +13,74 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(health))
         .routes(routes!(readiness))
         .routes(routes!(quiescence))
+        .routes(routes!(database_backup))
+}
+
+/// A backup taken on request, in the original's answer shape (its
+/// `retention` policy object is left out: ours keeps the newest N).
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ManualBackup {
+    backup_file: String,
+    size_bytes: u64,
+    /// Older backups retention deleted after this one.
+    pruned_count: usize,
+    /// Always `manual`.
+    trigger: &'static str,
+    backup_dir: String,
+    started_at: String,
+    finished_at: String,
+    duration_ms: u64,
+}
+
+/// Takes a database backup now (the instance's administrator; the local
+/// board). 409 while another is being written; a failure is a 502 naming
+/// its cause (and is what health's `lastFailure` then shows).
+#[utoipa::path(post, path = "/api/instance/database-backups", tag = "health",
+    responses((status = 201, body = ManualBackup),
+        (status = 403, description = "Not an instance administrator", body = crate::error::ErrorBody),
+        (status = 409, description = "A backup is already being written", body = crate::error::ErrorBody),
+        (status = 502, description = "The backup failed", body = crate::error::ErrorBody)))]
+#[paperclip_macros::handler]
+async fn database_backup(
+    State(app): State<AppState>,
+    caller: crate::auth::Caller,
+) -> Result<(axum::http::StatusCode, Json<ManualBackup>), crate::error::ApiError> {
+    caller.require_instance_admin()?;
+    let Some(backups) = app.info.backup_service.clone() else {
+        return Err(crate::error::ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "This instance takes no database backups",
+        ));
+    };
+    let started = std::time::Instant::now();
+    let started_at = paperclip_store::now();
+    let taken = backups.try_take().await.ok_or_else(|| {
+        crate::error::ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "Database backup already in progress",
+        )
+    })?;
+    let taken = taken.map_err(|e| {
+        tracing::warn!(error = %format!("{e:#}"), "a requested database backup failed");
+        crate::error::ApiError::new(
+            axum::http::StatusCode::BAD_GATEWAY,
+            format!("The database backup failed: {e:#}"),
+        )
+    })?;
+    Ok((
+        axum::http::StatusCode::CREATED,
+        Json(ManualBackup {
+            backup_file: taken.path.display().to_string(),
+            size_bytes: taken.size_bytes,
+            pruned_count: taken.deleted.len(),
+            trigger: "manual",
+            backup_dir: backups.settings().dir.display().to_string(),
+            started_at,
+            finished_at: paperclip_store::now(),
+            duration_ms: started.elapsed().as_millis() as u64,
+        }),
+    ))
 }
 
 /// Whether the instance has its first administrator yet (always `ready` in
