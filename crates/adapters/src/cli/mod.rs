@@ -220,6 +220,12 @@ impl<K: CliKind> CliAdapter<K> {
         CliAdapter { kind, name }
     }
 
+    /// Who pays for a run whose CLI sees `env` (a Job's, judged by the
+    /// Kubernetes twin).
+    pub(crate) fn billing_of(&self, env: &BTreeMap<String, String>) -> BillingType {
+        self.kind.billing_type(env)
+    }
+
     pub(crate) fn named(kind: K, name: &'static str) -> CliAdapter<K> {
         CliAdapter { kind, name }
     }
@@ -416,6 +422,7 @@ impl<K: CliKind> CliAdapter<K> {
         &self,
         cfg: &CliConfig,
         sink: Arc<dyn RunSink>,
+        billing: BillingType,
     ) -> (Box<dyn process::Tap>, SharedParser) {
         let parser = Arc::new(Mutex::new(self.kind.parser()));
         let tap = ParseTap {
@@ -424,8 +431,7 @@ impl<K: CliKind> CliAdapter<K> {
             sink,
             kind: self.kind.clone(),
             config: cfg.clone(),
-            // A pod sees only its own environment: nothing of the server's.
-            billing: self.kind.billing_type(&cfg.env),
+            billing,
             reported: None,
         };
         (Box::new(tap), parser)
@@ -440,6 +446,7 @@ impl<K: CliKind> CliAdapter<K> {
         stderr_tail: Option<String>,
         parser: &Mutex<Box<dyn StreamParser>>,
         resumed: bool,
+        billing: BillingType,
     ) -> Outcome {
         use std::os::unix::process::ExitStatusExt;
         let mut summary = parser.lock().unwrap().summary();
@@ -455,8 +462,7 @@ impl<K: CliKind> CliAdapter<K> {
         };
         let mut out = self.outcome(cfg, Ok(exit), summary, resumed);
         out.signal = None;
-        // A pod sees only its own environment: nothing of the server's.
-        stamp_billing(&mut out, self.kind.billing_type(&cfg.env));
+        stamp_billing(&mut out, billing);
         out
     }
 }

@@ -235,19 +235,24 @@ impl<K: CliKind> K8sAdapter<K> {
             deadline: cli.timeout.map(|t| t + cli.grace),
             memory_limit: kcfg.resources.limits_memory.clone(),
         };
-        let (tap, parser) = self.cli.tap(&cli, sink.clone());
+        let billing = self.cli.billing_of(&billing_env(&env, &pod, &kcfg));
+        let (tap, parser) = self.cli.tap(&cli, sink.clone(), billing);
         let ended = ctx.drive(spec, tap, &inv.cancel).await;
         match ended {
             job::Ended::Outcome(outcome) => outcome,
-            job::Ended::Exited { code, stderr } => {
-                self.cli
-                    .settle(&cli, code, stderr, &parser, inv.session_id.is_some())
-            }
+            job::Ended::Exited { code, stderr } => self.cli.settle(
+                &cli,
+                code,
+                stderr,
+                &parser,
+                inv.session_id.is_some(),
+                billing,
+            ),
             job::Ended::Gone { job } => {
                 let finished = parser.lock().unwrap().summary().completed;
-                let mut out = self
-                    .cli
-                    .settle(&cli, None, None, &parser, inv.session_id.is_some());
+                let mut out =
+                    self.cli
+                        .settle(&cli, None, None, &parser, inv.session_id.is_some(), billing);
                 if !finished {
                     // Its usage and session stay: the tokens were spent.
                     out.status = crate::OutcomeStatus::Failed;
@@ -265,6 +270,25 @@ impl<K: CliKind> K8sAdapter<K> {
 /// part of the control plane's container, the CLI's own, the config's
 /// `env`, the run's `PAPERCLIP_*` (which a config cannot override), the API
 /// URL as the cluster reaches it, and `HOME` on the shared volume.
+/// What the Job's CLI sees of its credentials, for who pays: its literal
+/// variables, and those it inherits from the control plane by reference (a
+/// key in a Secret is there, though its value is not read here). A key
+/// that only an `envFrom` Secret holds cannot be seen: such a run reads as
+/// its CLI's login.
+fn billing_env(
+    env: &BTreeMap<String, String>,
+    pod: &selfpod::SelfPod,
+    kcfg: &config::K8sConfig,
+) -> BTreeMap<String, String> {
+    let mut seen = env.clone();
+    for var in &pod.env_value_from {
+        if spec::inheritable(&var.name, &kcfg.inherit_env) && !seen.contains_key(&var.name) {
+            seen.insert(var.name.clone(), "(from a Secret)".into());
+        }
+    }
+    seen
+}
+
 fn job_env(
     kind: &str,
     pod: &selfpod::SelfPod,

@@ -245,6 +245,9 @@ async fn a_claude_k8s_run_is_a_job_with_transcript_usage_and_cleanup() {
         })
         .await;
     assert_eq!(costs[0]["heartbeatRunId"], run_id);
+    // The Job inherits the control plane's ANTHROPIC_API_KEY by reference:
+    // a metered run, billed.
+    assert_eq!(usage["billingType"], "metered_api", "{usage}");
     assert_eq!(costs[0]["costCents"], 1);
 
     // Cleaned up: the Job deleted in the background, nothing left.
