@@ -236,6 +236,47 @@ struct ContentQuery {
     download: Option<String>,
 }
 
+/// Sets a header, leaving out a value that is not a valid header value.
+pub(super) fn set(out: &mut HeaderMap, name: header::HeaderName, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        out.insert(name, v);
+    }
+}
+
+/// The headers a stored file (an attachment, a company's logo) is served
+/// with: its type, never sniffed, shown inline or downloaded, and an SVG or
+/// a download sandboxed so that no script of it runs on our origin.
+pub(super) fn file_headers(content_type: &str, inline: bool, filename: Option<&str>) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    let shown = if content_type == "text/markdown" {
+        "text/markdown; charset=utf-8"
+    } else {
+        content_type
+    };
+    set(&mut out, header::CONTENT_TYPE, shown);
+    set(&mut out, header::CACHE_CONTROL, "private, max-age=60");
+    set(&mut out, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
+    set(
+        &mut out,
+        header::CONTENT_DISPOSITION,
+        &disposition(inline, filename),
+    );
+    if content_type == "image/svg+xml" {
+        set(
+            &mut out,
+            header::CONTENT_SECURITY_POLICY,
+            "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'",
+        );
+    } else if !inline {
+        set(
+            &mut out,
+            header::CONTENT_SECURITY_POLICY,
+            "sandbox; default-src 'none'",
+        );
+    }
+    out
+}
+
 /// The bytes, `inline` for types a browser shows safely, else (and with
 /// `?download=1`) as a download; one `Range` is honoured.
 #[utoipa::path(get, path = "/api/attachments/{id}/content", tag = "issues",
@@ -260,39 +301,8 @@ async fn attachment_content(
         .as_deref()
         .is_some_and(|d| matches!(d, "1" | "true"));
     let inline = serves_inline(&a.content_type) && !download;
-    let mut out = HeaderMap::new();
-    let content_type = if a.content_type == "text/markdown" {
-        "text/markdown; charset=utf-8".to_string()
-    } else {
-        a.content_type.clone()
-    };
-    let set = |out: &mut HeaderMap, name, value: &str| {
-        if let Ok(v) = HeaderValue::from_str(value) {
-            out.insert(name, v);
-        }
-    };
-    set(&mut out, header::CONTENT_TYPE, &content_type);
+    let mut out = file_headers(&a.content_type, inline, a.original_filename.as_deref());
     set(&mut out, header::ACCEPT_RANGES, "bytes");
-    set(&mut out, header::CACHE_CONTROL, "private, max-age=60");
-    set(&mut out, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
-    set(
-        &mut out,
-        header::CONTENT_DISPOSITION,
-        &disposition(inline, a.original_filename.as_deref()),
-    );
-    if a.content_type == "image/svg+xml" {
-        set(
-            &mut out,
-            header::CONTENT_SECURITY_POLICY,
-            "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'",
-        );
-    } else if !inline {
-        set(
-            &mut out,
-            header::CONTENT_SECURITY_POLICY,
-            "sandbox; default-src 'none'",
-        );
-    }
     let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok());
     let (status, start, len) = match parse_range(range, size) {
         Ok(None) => (StatusCode::OK, 0, size),

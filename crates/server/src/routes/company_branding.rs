@@ -6,7 +6,7 @@
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use paperclip_core::activity::Action;
@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::attachments::{clean_filename, disposition, for_provider, for_writes, human_size};
+use super::attachments::{clean_filename, file_headers, for_provider, for_writes, human_size, set};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::limits::ValidJson;
@@ -248,33 +248,11 @@ async fn asset_content(
             ApiError::not_found("Asset content not found")
         })?;
     let inline = serves_inline(&asset.content_type);
-    let mut out = HeaderMap::new();
-    let set = |out: &mut HeaderMap, name, value: &str| {
-        if let Ok(v) = HeaderValue::from_str(value) {
-            out.insert(name, v);
-        }
-    };
-    set(&mut out, header::CONTENT_TYPE, &asset.content_type);
-    set(&mut out, header::CONTENT_LENGTH, &size.to_string());
-    set(&mut out, header::CACHE_CONTROL, "private, max-age=60");
-    set(&mut out, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
-    set(
-        &mut out,
-        header::CONTENT_DISPOSITION,
-        &disposition(inline, asset.original_filename.as_deref()),
+    let mut out = file_headers(
+        &asset.content_type,
+        inline,
+        asset.original_filename.as_deref(),
     );
-    if asset.content_type == "image/svg+xml" {
-        set(
-            &mut out,
-            header::CONTENT_SECURITY_POLICY,
-            "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'",
-        );
-    } else if !inline {
-        set(
-            &mut out,
-            header::CONTENT_SECURITY_POLICY,
-            "sandbox; default-src 'none'",
-        );
-    }
+    set(&mut out, header::CONTENT_LENGTH, &size.to_string());
     Ok((StatusCode::OK, out, Body::from_stream(chunks)).into_response())
 }
