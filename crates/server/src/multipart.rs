@@ -23,6 +23,38 @@ fn bad(message: &str) -> ApiError {
     ApiError::new(StatusCode::BAD_REQUEST, message.to_string())
 }
 
+/// An upload's parts and its one `file` part: the body (already bounded by
+/// the guard) collected and split by the boundary its `Content-Type` names.
+/// No `file` part, or more than one, is a 400.
+pub async fn with_one_file(
+    headers: &axum::http::HeaderMap,
+    body: axum::body::Body,
+) -> Result<(Vec<Part>, Part), ApiError> {
+    let content_type = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let boundary = boundary(content_type)?;
+    let bytes = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .map_err(|_| bad("Could not read the request body"))?;
+    let parts = parse(&bytes, &boundary)?;
+    let mut files = parts.iter().filter(|p| p.name == "file");
+    let file = files
+        .next()
+        .ok_or_else(|| bad("Missing file field 'file'"))?;
+    if files.next().is_some() {
+        return Err(bad("Send exactly one file in field 'file'"));
+    }
+    let file = Part {
+        name: file.name.clone(),
+        filename: file.filename.clone(),
+        content_type: file.content_type.clone(),
+        data: file.data.clone(),
+    };
+    Ok((parts, file))
+}
+
 /// The `boundary` parameter of a `multipart/form-data` type.
 pub fn boundary(content_type: &str) -> Result<String, ApiError> {
     let mut pieces = content_type.split(';');

@@ -4,7 +4,7 @@
 //! are checked against the declared type, stored, then recorded; content is
 //! served with a disposition that never lets an uploaded page run here.
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -122,23 +122,7 @@ async fn upload_attachment(
     }
     let actor = caller.require_run()?.clone();
     let max = app.security.limits.attachment_max_bytes;
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let boundary = crate::multipart::boundary(content_type)?;
-    // The guard has read the body within the limit; this only collects it.
-    let bytes: Bytes = axum::body::to_bytes(body, usize::MAX)
-        .await
-        .map_err(|_| bad_request("Could not read the request body"))?;
-    let parts = crate::multipart::parse(&bytes, &boundary)?;
-    let mut files = parts.iter().filter(|p| p.name == "file");
-    let file = files
-        .next()
-        .ok_or_else(|| bad_request("Missing file field 'file'"))?;
-    if files.next().is_some() {
-        return Err(bad_request("Send exactly one file in field 'file'"));
-    }
+    let (parts, file) = crate::multipart::with_one_file(&headers, body).await?;
     let comment_id =
         match parts.iter().find(|p| p.name == "issueCommentId") {
             None => None,

@@ -4,7 +4,7 @@
 //! (`PATCH /api/companies/{companyId}/branding`), and an asset's bytes
 //! (`GET /api/assets/{assetId}/content`, a company's `logoUrl`).
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -112,26 +112,7 @@ async fn upload_logo(
     crate::access::company_scope(&app, &caller, &company_id).await?;
     let actor = caller.actor().clone();
     let max = app.security.limits.attachment_max_bytes;
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let boundary = crate::multipart::boundary(content_type)?;
-    // The guard has read the body within the limit; this only collects it.
-    let bytes: Bytes = axum::body::to_bytes(body, usize::MAX)
-        .await
-        .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "Could not read the request body"))?;
-    let parts = crate::multipart::parse(&bytes, &boundary)?;
-    let mut files = parts.iter().filter(|p| p.name == "file");
-    let file = files
-        .next()
-        .ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, "Missing file field 'file'"))?;
-    if files.next().is_some() {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "Send exactly one file in field 'file'",
-        ));
-    }
+    let (_, file) = crate::multipart::with_one_file(&headers, body).await?;
     if file.data.len() as u64 > max {
         return Err(unprocessable(format!(
             "Image is larger than the {} limit",
